@@ -1,0 +1,37 @@
+# klpresolve: build, test, bench, fixtures.
+GO       ?= go
+FUZZTIME ?= 10s
+BIN      ?= bin/klpresolve
+
+.PHONY: all build test fuzz bench fixtures clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/klpresolve
+
+# vet, the race-detector test run, then every fuzz target for $(FUZZTIME).
+test:
+	$(GO) vet ./...
+	$(GO) test -race ./...
+	$(MAKE) fuzz
+
+# Each fuzz target alone (go test -fuzz takes one target per run).
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$t"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# Rebuild the committed test fixtures from their sources (needs gcc and the
+# Debian cross compilers; see testdata/README.md). go test never needs them.
+fixtures:
+	$(MAKE) -C testdata
+
+clean:
+	rm -rf bin

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/klpresolve/klpresolve/internal/bench"
+)
+
+func newBenchCmd(a *app) *cobra.Command {
+	var format string
+	c := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure klpresolve beside the kernel's algorithms, in one run",
+	}
+	c.PersistentFlags().StringVar(&format, "format", "text", "output format: text or json")
+	report := func(r *bench.Report) error {
+		if format == "json" {
+			return writeJSON(a, r)
+		}
+		r.WriteText(a.stdout)
+		return nil
+	}
+	c.AddCommand(&cobra.Command{
+		Use:   "kallsyms [--kallsyms PATH] [--format json]",
+		Short: "Parse/index, lookup and snapshot figures, beside the naive parser and the kernel's lookups",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			r, err := bench.Kallsyms(a.kallsymsPath)
+			if err != nil {
+				return &exitError{exitUsage, fmt.Errorf("bench kallsyms: %w", err)}
+			}
+			return report(r)
+		},
+	})
+	return c
+}

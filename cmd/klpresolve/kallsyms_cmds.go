@@ -1,0 +1,198 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/klpresolve/klpresolve/kallsyms"
+)
+
+func newLookupCmd(a *app) *cobra.Command {
+	var format string
+	c := &cobra.Command{
+		Use:   "lookup SPEC... [--kallsyms PATH] [--format text|json]",
+		Short: "Resolve [object:]name[,sympos] specs with livepatch's rules",
+		Long: `Resolves each SPEC = [object:]name[,sympos] as klp_find_object_symbol() would:
+no object (or vmlinux) means vmlinux; sympos 0 (the default) means the name must be
+unique in its object; N means the N-th occurrence in kallsyms order.
+Exit status 0 when every spec resolves, 1 when any does not.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			ix, err := a.openIndex()
+			if err != nil {
+				return err
+			}
+			type result struct {
+				Spec    string  `json:"spec"`
+				Object  string  `json:"object"`
+				Name    string  `json:"name"`
+				Sympos  uint64  `json:"sympos"`
+				Address *string `json:"address"`
+				Type    *string `json:"type"`
+				Error   *string `json:"error"`
+			}
+			var out []result
+			failed := false
+			for _, arg := range args {
+				r := result{Spec: arg}
+				spec, err := kallsyms.ParseSpec(arg)
+				var s kallsyms.Symbol
+				if err == nil {
+					r.Object, r.Name, r.Sympos = spec.Object, spec.Name, spec.Pos
+					s, err = ix.Lookup(spec.Object, spec.Name, spec.Pos)
+				}
+				if err != nil {
+					failed = true
+					msg := err.Error()
+					r.Error = &msg
+				} else {
+					addr, typ := fmt.Sprintf("%#x", s.Address), string(s.Type)
+					r.Address, r.Type = &addr, &typ
+					if spec.Pos == 0 {
+						r.Sympos = 0
+					}
+				}
+				out = append(out, r)
+				if format == "text" {
+					if err != nil {
+						fmt.Fprintf(a.stdout, "%s: error: %v\n", arg, err)
+					} else {
+						fmt.Fprintf(a.stdout, "%s: %#x %c %s position %d\n", arg, s.Address, s.Type, s.Object, s.Pos)
+					}
+				}
+			}
+			if format == "json" {
+				if err := writeJSON(a, out); err != nil {
+					return err
+				}
+			}
+			if failed {
+				return &exitError{exitFailed, errReported}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	return c
+}
+
+func newAddrCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "addr ADDR... [--kallsyms PATH]",
+		Short: "Reverse lookup: the symbol+offset/size [object] of each address",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ix, err := a.openIndex()
+			if err != nil {
+				return err
+			}
+			failed := false
+			for _, arg := range args {
+				v, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(arg), "0x"), 16, 64)
+				if err != nil {
+					return &exitError{exitUsage, fmt.Errorf("address %q is not hex", arg)}
+				}
+				info, ok := ix.Addr(v)
+				if !ok {
+					failed = true
+					fmt.Fprintf(a.stdout, "%#x: no symbol at or below this address\n", v)
+					continue
+				}
+				fmt.Fprintf(a.stdout, "%#x: %s\n", v, info)
+			}
+			if failed {
+				return &exitError{exitFailed, errReported}
+			}
+			return nil
+		},
+	}
+}
+
+func newObjectsCmd(a *app) *cobra.Command {
+	var format string
+	c := &cobra.Command{
+		Use:   "objects [--kallsyms PATH] [--format text|json]",
+		Short: "List the objects (vmlinux, modules, pseudo-modules) with symbol counts and address ranges",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			ix, err := a.openIndex()
+			if err != nil {
+				return err
+			}
+			objs := ix.Objects()
+			if format == "json" {
+				type o struct {
+					Name    string `json:"name"`
+					Symbols int    `json:"symbols"`
+					Low     string `json:"low"`
+					High    string `json:"high"`
+					Pseudo  bool   `json:"pseudo"`
+				}
+				var out []o
+				for _, x := range objs {
+					out = append(out, o{x.Name, x.Symbols, fmt.Sprintf("%#x", x.Low), fmt.Sprintf("%#x", x.High), x.Pseudo})
+				}
+				return writeJSON(a, out)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "OBJECT\tSYMBOLS\tLOW\tHIGH\t")
+			total := 0
+			for _, x := range objs {
+				name := x.Name
+				if x.Pseudo {
+					name = "[" + name + "]"
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%#x\t%#x\t\n", name, x.Symbols, x.Low, x.High)
+				total += x.Symbols
+			}
+			tw.Flush()
+			fmt.Fprintf(a.stdout, "%d objects, %d symbols\n", len(objs), total)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	return c
+}
+
+func newSnapshotCmd(a *app) *cobra.Command {
+	var out string
+	c := &cobra.Command{
+		Use:   "snapshot --kallsyms PATH -o FILE",
+		Short: "Write a compact binary snapshot of a symbol index (any --kallsyms flag reads it)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return &exitError{exitUsage, errors.New("snapshot needs -o FILE")}
+			}
+			ix, err := a.openIndex()
+			if err != nil {
+				return err
+			}
+			if err := ix.WriteSnapshotFile(out); err != nil {
+				return &exitError{exitUsage, err}
+			}
+			fmt.Fprintf(a.stdout, "wrote %s: %d objects, %d symbols\n", out, len(ix.Objects()), ix.Len())
+			return nil
+		},
+	}
+	c.Flags().StringVarP(&out, "output", "o", "", "snapshot file to write (atomically)")
+	return c
+}
+
+func writeJSON(a *app, v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,128 @@
+// Command klpresolve checks, before anyone runs insmod, that a livepatch
+// module resolves against a kernel's symbols, and tells why when it does
+// not. See the README for every subcommand.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+
+	"github.com/klpresolve/klpresolve/kallsyms"
+)
+
+// Exit statuses.
+const (
+	exitOK      = 0 // everything resolved
+	exitFailed  = 1 // something did not resolve / link
+	exitUsage   = 2 // unusable input or bad usage
+	exitTooSlow = 3 // --max-time exceeded
+)
+
+// exitError carries an exit status up to main.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// failed is returned when the command ran but found failures it already
+// reported: exit 1 without a further message.
+var errReported = errors.New("reported")
+
+func main() {
+	// A one-shot process: collecting garbage while the index is built
+	// costs more than the memory it would return.
+	debug.SetGCPercent(400)
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run executes the command line and returns the exit status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRoot(stdin, stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if !errors.Is(ee.err, errReported) {
+			fmt.Fprintf(stderr, "klpresolve: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "klpresolve: %v\n", err)
+	return exitUsage
+}
+
+// app holds what every command shares: the streams and the global flags.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	kallsymsPath   string
+	lto            bool
+}
+
+func (a *app) openIndex() (*kallsyms.Index, error) {
+	var ix *kallsyms.Index
+	var err error
+	opts := &kallsyms.Options{LTO: a.lto}
+	if a.kallsymsPath == "-" {
+		ix, err = kallsyms.Parse("<stdin>", a.stdin, opts)
+	} else {
+		ix, err = kallsyms.Open(a.kallsymsPath, opts)
+	}
+	if err != nil {
+		return nil, &exitError{exitUsage, err}
+	}
+	return ix, nil
+}
+
+func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:   "klpresolve PATCH.ko [--kallsyms PATH] [--format text|json] [--strict] [--stats]",
+		Short: "Resolve a livepatch module's relocations against a kernel's symbols, as the kernel would",
+		Long: `klpresolve resolves every livepatch relocation of PATCH.ko (.klp.rela.<obj>.<sec>
+sections, .klp.sym.<obj>.<name>,<pos> symbols, or legacy kpatch dynrelas) against a
+kernel's symbols (/proc/kallsyms, a System.map or a snapshot), with the kernel's own
+rules and error messages, and says what would fix each failure.
+
+Exit status: 0 all resolved (deferred allowed), 1 a relocation failed (or was deferred
+under --strict), 2 unusable input or usage, 3 --max-time exceeded.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.ExactArgs(1),
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.PersistentFlags().StringVar(&a.kallsymsPath, "kallsyms", kallsyms.DefaultPath,
+		"kernel symbols: /proc/kallsyms format, System.map, or a snapshot; gzip/zstd ok; - for stdin")
+	root.PersistentFlags().BoolVar(&a.lto, "lto", false,
+		"also match names with a .llvm.<digits> suffix stripped (kernels before 6.11 built with LTO)")
+	addResolveFlags(root, a)
+	root.AddCommand(
+		newLookupCmd(a),
+		newAddrCmd(a),
+		newObjectsCmd(a),
+		newSnapshotCmd(a),
+		newBenchCmd(a),
+		newConvertCmd(a),
+	)
+	return root
+}
+
+// checkFormat validates a --format value.
+func checkFormat(f string) error {
+	if f != "text" && f != "json" {
+		return &exitError{exitUsage, fmt.Errorf("--format must be text or json, not %q", f)}
+	}
+	return nil
+}

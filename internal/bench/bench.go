@@ -1,0 +1,67 @@
+// Package bench measures klpresolve against the reference algorithms in one
+// run and reports the figures and their ratios. "klpresolve bench" prints
+// them; the packages' go test -bench benchmarks measure the same pairs.
+package bench
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// Figure is one measured quantity.
+type Figure struct {
+	Name    string  `json:"name"`
+	Value   float64 `json:"value"`
+	Unit    string  `json:"unit"`
+	Comment string  `json:"comment,omitempty"`
+}
+
+// Report is the result of one benchmark group.
+type Report struct {
+	Benchmark  string   `json:"benchmark"`
+	Input      string   `json:"input"`
+	GOMAXPROCS int      `json:"gomaxprocs"`
+	Figures    []Figure `json:"figures"`
+}
+
+func (r *Report) add(name string, v float64, unit, comment string) {
+	r.Figures = append(r.Figures, Figure{name, v, unit, comment})
+}
+
+// WriteText prints r as aligned text.
+func (r *Report) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "%s on %s (GOMAXPROCS=%d)\n", r.Benchmark, r.Input, r.GOMAXPROCS)
+	for _, f := range r.Figures {
+		fmt.Fprintf(w, "  %-34s %14.4g %-10s %s\n", f.Name, f.Value, f.Unit, f.Comment)
+	}
+}
+
+// nsPerOp runs fn as a benchmark and returns its time per call and its
+// allocations per call.
+func nsPerOp(fn func(b *testing.B)) (float64, float64) {
+	r := testing.Benchmark(fn)
+	if r.N == 0 {
+		return 0, 0
+	}
+	return float64(r.T.Nanoseconds()) / float64(r.N), float64(r.MemAllocs) / float64(r.N)
+}
+
+// minTime runs fn n times and returns the fastest run: whole-file jobs
+// are dominated by page faults and scheduling, and the minimum is the
+// repeatable figure.
+func minTime(n int, fn func()) time.Duration {
+	best := time.Duration(1<<63 - 1)
+	for range n {
+		runtime.GC()
+		t := time.Now()
+		fn()
+		best = min(best, time.Since(t))
+	}
+	return best
+}
+
+func newRand() *rand.Rand { return rand.New(rand.NewPCG(1, 2)) }

@@ -1,0 +1,149 @@
+package bench
+
+import (
+	"bytes"
+
+	"os"
+	"runtime"
+	"testing"
+
+	"github.com/klpresolve/klpresolve/internal/reference"
+	"github.com/klpresolve/klpresolve/kallsyms"
+)
+
+// Query is one lookup used by the lookup benchmarks.
+type Query struct {
+	Object, Name string
+	Pos          uint64
+}
+
+// Queries picks n random symbols of ix that resolve, with the sympos that
+// makes each one resolve (0 when unique), deterministically.
+func Queries(ix *kallsyms.Index, n int) []Query {
+	var all []kallsyms.Symbol
+	for _, o := range ix.Objects() {
+		if o.Pseudo {
+			continue
+		}
+		ix.Symbols(o.Name, func(s kallsyms.Symbol) bool { all = append(all, s); return true })
+	}
+	r := newRand()
+	var q []Query
+	for tries := 0; len(q) < n && tries < 20*n; tries++ {
+		s := all[r.IntN(len(all))]
+		c := ix.Candidates(s.Object, s.Name)
+		pos := uint64(0)
+		if len(c) > 1 {
+			for _, x := range c {
+				if x.Address == s.Address {
+					pos = uint64(x.Pos)
+					break
+				}
+			}
+		}
+		if _, err := ix.Lookup(s.Object, s.Name, pos); err != nil {
+			continue
+		}
+		q = append(q, Query{s.Object, s.Name, pos})
+	}
+	return q
+}
+
+// Kallsyms measures reading, parsing and indexing path, lookups, and
+// snapshot loading, each beside its reference.
+func Kallsyms(path string) (*Report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	ix, err := kallsyms.Open(path, nil)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Benchmark: "kallsyms", Input: path, GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	lines := bytes.Count(data, []byte{'\n'})
+	rep.add("input_bytes", float64(len(data)), "bytes", "")
+	rep.add("input_lines", float64(lines), "lines", "")
+
+	read := minTime(15, func() { _, _ = os.ReadFile(path) })
+	parse := minTime(15, func() { _, _ = kallsyms.Open(path, nil) })
+	naive := minTime(5, func() { d, _ := os.ReadFile(path); _ = reference.NaiveParse(d) })
+	rep.add("read_file_ms", ms(read), "ms", "os.ReadFile of the input")
+	rep.add("parse_index_ms", ms(parse), "ms", "kallsyms.Open: read, parse, index")
+	rep.add("naive_parse_ms", ms(naive), "ms", "reference: bufio.Scanner+strings.Fields+map")
+	rep.add("parse_vs_read", ratio(parse, read), "x", "target <= 2.5")
+	rep.add("naive_vs_parse", ratio(naive, parse), "x", "target >= 15")
+
+	_, allocs := nsPerOp(func(b *testing.B) {
+		for b.Loop() {
+			_, _ = kallsyms.Open(path, nil)
+		}
+	})
+	rep.add("allocs_per_10k_lines", allocs*10000/float64(lines), "allocs", "target < 10")
+	rep.add("index_bytes", float64(ix.MemSize()), "bytes", "")
+	rep.add("index_vs_input", float64(ix.MemSize())/float64(len(data)), "x", "target <= 2")
+
+	q := Queries(ix, 4096)
+	k := reference.NewKernel(data)
+	lookup, lallocs := nsPerOp(func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			x := &q[i%len(q)]
+			_, _ = ix.Lookup(x.Object, x.Name, x.Pos)
+			i++
+		}
+	})
+	obj := func(o string) string {
+		if o == kallsyms.Vmlinux {
+			return ""
+		}
+		return o
+	}
+	cur, _ := nsPerOp(func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			x := &q[i%len(q)]
+			_, _ = k.CurrentLookup(obj(x.Object), x.Name, x.Pos)
+			i++
+		}
+	})
+	old, _ := nsPerOp(func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			x := &q[i%len(q)]
+			_, _ = k.OldLookup(obj(x.Object), x.Name, x.Pos)
+			i++
+		}
+	})
+	rep.add("lookup_ns", lookup, "ns", "random resolvable (object, name, sympos); target <= 150")
+	rep.add("lookup_allocs", lallocs, "allocs", "target 0")
+	rep.add("kernel_current_lookup_ns", cur, "ns", "reference: binary search (vmlinux) / module walk")
+	rep.add("kernel_old_lookup_ns", old, "ns", "reference: Linux 6.1 walk of everything")
+	rep.add("current_vs_lookup", cur/lookup, "x", "target >= 5")
+	rep.add("old_vs_lookup", old/lookup, "x", "target >= 3000")
+
+	snap, err := os.CreateTemp("", "klpsnap")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(snap.Name())
+	snap.Close()
+	if err := ix.WriteSnapshotFile(snap.Name()); err != nil {
+		return nil, err
+	}
+	st, _ := os.Stat(snap.Name())
+	load := minTime(15, func() { _, _ = kallsyms.Open(snap.Name(), nil) })
+	rep.add("snapshot_bytes", float64(st.Size()), "bytes", "")
+	rep.add("snapshot_load_ms", ms(load), "ms", "")
+	rep.add("parse_vs_snapshot_load", ratio(parse, load), "x", "target >= 5")
+	return rep, nil
+}
+
+func ms(d interface{ Seconds() float64 }) float64 { return d.Seconds() * 1000 }
+
+func ratio(a, b interface{ Nanoseconds() int64 }) float64 {
+	if b.Nanoseconds() == 0 {
+		return 0
+	}
+	return float64(a.Nanoseconds()) / float64(b.Nanoseconds())
+}

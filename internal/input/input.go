@@ -1,0 +1,186 @@
+// Package input opens the files klpresolve reads: a path, "-" for standard
+// input, or an io.Reader, transparently decompressing gzip, zstd and xz
+// (detected by their magic bytes, never by the file name).
+package input
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
+)
+
+// Compression names the container format detected on an input.
+type Compression string
+
+// The compression formats that are recognised.
+const (
+	None Compression = ""
+	Gzip Compression = "gzip"
+	Zstd Compression = "zstd"
+	Xz   Compression = "xz"
+)
+
+// DefaultMaxSize caps how many bytes a decompressed input may grow to. A
+// compressed file is small on disk, so its decompressed size is not
+// justified by the file: a bomb must end as an error, not an OOM.
+const DefaultMaxSize = 2 << 30
+
+// ErrTooLarge is returned when an input grows past its size limit.
+var ErrTooLarge = errors.New("input larger than the limit")
+
+var (
+	magicGzip = []byte{0x1f, 0x8b}
+	magicZstd = []byte{0x28, 0xb5, 0x2f, 0xfd}
+	magicXz   = []byte{0xfd, '7', 'z', 'X', 'Z', 0x00}
+)
+
+// Detect reports the compression of data from its first bytes.
+func Detect(head []byte) Compression {
+	switch {
+	case bytes.HasPrefix(head, magicZstd):
+		return Zstd
+	case bytes.HasPrefix(head, magicXz):
+		return Xz
+	case bytes.HasPrefix(head, magicGzip):
+		return Gzip
+	}
+	return None
+}
+
+// Source is an opened input: a reader over the decompressed bytes, what it
+// was, and a size hint (the file size for a plain regular file, else 0).
+type Source struct {
+	io.Reader
+	Name        string
+	Compression Compression
+	SizeHint    int64
+	closer      io.Closer
+	dec         *zstd.Decoder
+}
+
+// Close releases the file and any decoder.
+func (s *Source) Close() error {
+	if s.dec != nil {
+		s.dec.Close()
+	}
+	if s.closer != nil {
+		return s.closer.Close()
+	}
+	return nil
+}
+
+// Open opens path ("-" is standard input) and wraps it in a decompressor
+// when its magic bytes say so.
+func Open(path string) (*Source, error) {
+	if path == "-" {
+		return Wrap("<stdin>", io.NopCloser(os.Stdin), 0)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	var hint int64
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		hint = st.Size()
+	}
+	s, err := Wrap(path, f, hint)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Wrap detects the compression of r and returns a Source over its content.
+// sizeHint is the raw size if known (0 if not).
+func Wrap(name string, r io.ReadCloser, sizeHint int64) (*Source, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	head, _ := br.Peek(6)
+	s := &Source{Name: name, Compression: Detect(head), closer: r}
+	switch s.Compression {
+	case None:
+		s.Reader, s.SizeHint = br, sizeHint
+	case Gzip:
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("%s: gzip: %w", name, err)
+		}
+		s.Reader = zr
+	case Zstd:
+		d, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+		if err != nil {
+			return nil, fmt.Errorf("%s: zstd: %w", name, err)
+		}
+		s.Reader, s.dec = d, d
+	case Xz:
+		xr, err := xz.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("%s: xz: %w", name, err)
+		}
+		s.Reader = xr
+	}
+	return s, nil
+}
+
+// ReadAll reads r to the end. It presizes the buffer from hint and doubles
+// it when it fills (growing by append costs more than parsing the data),
+// and fails with ErrTooLarge past max bytes (max <= 0 means DefaultMaxSize).
+func ReadAll(r io.Reader, hint, max int64) ([]byte, error) {
+	if max <= 0 {
+		max = DefaultMaxSize
+	}
+	size := int64(64 << 10)
+	if hint > 0 {
+		size = hint + 1 // one spare byte so the final read sees io.EOF without growing
+	}
+	if size > max+1 {
+		size = max + 1
+	}
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) > max {
+				return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)
+			}
+			n := int64(cap(buf)) * 2
+			if n > max+1 {
+				n = max + 1
+			}
+			nb := make([]byte, len(buf), n)
+			copy(nb, buf)
+			buf = nb
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > max {
+			return nil, fmt.Errorf("%w (%d bytes)", ErrTooLarge, max)
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// ReadFile opens path, decompresses it if needed and reads it whole.
+func ReadFile(path string, max int64) ([]byte, Compression, error) {
+	s, err := Open(path)
+	if err != nil {
+		return nil, None, err
+	}
+	defer s.Close()
+	b, err := ReadAll(s, s.SizeHint, max)
+	if err != nil {
+		return nil, s.Compression, fmt.Errorf("%s: %w", path, err)
+	}
+	return b, s.Compression, nil
+}

@@ -1,0 +1,117 @@
+package kallsyms_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/klpresolve/klpresolve/internal/bench"
+	"github.com/klpresolve/klpresolve/internal/reference"
+	"github.com/klpresolve/klpresolve/internal/testutil"
+	"github.com/klpresolve/klpresolve/kallsyms"
+)
+
+// The benchmarks run on the 122k-line /proc/kallsyms of a live 6.18 kernel,
+// beside the references of internal/reference. Compare them in one run:
+//
+//	go test ./kallsyms -run '^$' -bench . -benchmem
+const benchFile = "host/kallsyms-6.18.44-firecracker.txt"
+
+func BenchmarkReadFile(b *testing.B) {
+	p := testutil.Corpus(b, benchFile)
+	for b.Loop() {
+		if _, err := os.ReadFile(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkOpen(b *testing.B) {
+	p := testutil.Corpus(b, benchFile)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := kallsyms.Open(p, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkNaiveParse(b *testing.B) {
+	p := testutil.Corpus(b, benchFile)
+	b.ReportAllocs()
+	for b.Loop() {
+		d, _ := os.ReadFile(p)
+		_ = reference.NaiveParse(d)
+	}
+}
+
+func BenchmarkOpenSnapshot(b *testing.B) {
+	p := testutil.Corpus(b, benchFile)
+	ix, err := kallsyms.Open(p, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	snap := b.TempDir() + "/k.snap"
+	if err := ix.WriteSnapshotFile(snap); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := kallsyms.Open(snap, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func lookupSetup(b *testing.B) (*kallsyms.Index, *reference.Kernel, []bench.Query) {
+	p := testutil.Corpus(b, benchFile)
+	ix, err := kallsyms.Open(p, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, _ := os.ReadFile(p)
+	return ix, reference.NewKernel(d), bench.Queries(ix, 4096)
+}
+
+func kobj(o string) string {
+	if o == kallsyms.Vmlinux {
+		return ""
+	}
+	return o
+}
+
+func BenchmarkLookup(b *testing.B) {
+	ix, _, q := lookupSetup(b)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		x := &q[i%len(q)]
+		if _, err := ix.Lookup(x.Object, x.Name, x.Pos); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+func BenchmarkKernelCurrentLookup(b *testing.B) {
+	_, k, q := lookupSetup(b)
+	i := 0
+	for b.Loop() {
+		x := &q[i%len(q)]
+		if _, ok := k.CurrentLookup(kobj(x.Object), x.Name, x.Pos); !ok {
+			b.Fatal(x)
+		}
+		i++
+	}
+}
+
+func BenchmarkKernelOldLookup(b *testing.B) {
+	_, k, q := lookupSetup(b)
+	i := 0
+	for b.Loop() {
+		x := &q[i%len(q)]
+		if _, ok := k.OldLookup(kobj(x.Object), x.Name, x.Pos); !ok {
+			b.Fatal(x)
+		}
+		i++
+	}
+}

@@ -1,0 +1,223 @@
+package kallsyms
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/testutil"
+)
+
+var corpusSymbolFiles = []string{
+	"amd64/kallsyms-6.1.0-57-amd64.txt",
+	"arm64/kallsyms-6.1.0-57-arm64.txt",
+	"host/kallsyms-6.18.44-firecracker.txt",
+	"amd64/System.map-6.1.0-57-amd64",
+	"arm64/System.map-6.1.0-57-arm64",
+	"armhf/System.map-6.1.0-50-armmp",
+}
+
+type rawLine struct {
+	addr      uint64
+	typ, name string
+	obj       string
+}
+
+// readRaw is the test's own, independent reading of a symbol file.
+func readRaw(t *testing.T, path string) []rawLine {
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var out []rawLine
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		a, err := strconv.ParseUint(f[0], 16, 64)
+		require.NoError(t, err)
+		obj := "vmlinux"
+		if len(f) == 4 {
+			obj = strings.Trim(f[3], "[]")
+		}
+		out = append(out, rawLine{a, f[1], f[2], obj})
+	}
+	return out
+}
+
+func TestCorpusCounts(t *testing.T) {
+	for _, rel := range corpusSymbolFiles {
+		t.Run(filepath.Base(rel), func(t *testing.T) {
+			path := testutil.Corpus(t, rel)
+			raw := readRaw(t, path)
+			want := map[string]int{}
+			var order []string
+			for _, l := range raw {
+				if want[l.obj] == 0 {
+					order = append(order, l.obj)
+				}
+				want[l.obj]++
+			}
+			ix, err := Open(path, nil)
+			require.NoError(t, err)
+			assert.Equal(t, len(raw), ix.Len())
+			objs := ix.Objects()
+			require.Len(t, objs, len(want))
+			for i, o := range objs {
+				assert.Equal(t, want[o.Name], o.Symbols, o.Name)
+				assert.Equal(t, order[i], o.Name)
+				assert.Equal(t, o.Name == "bpf" || strings.HasPrefix(o.Name, "__builtin__"), o.Pseudo)
+			}
+			// Every line resolves to itself at its own position.
+			pos := map[[2]string]int{}
+			for i, l := range raw {
+				key := [2]string{l.obj, l.name}
+				pos[key]++
+				if i%97 != 0 || (l.obj != "vmlinux" && !ix.HasObject(l.obj)) || l.addr == 0 {
+					continue
+				}
+				s, err := ix.Lookup(l.obj, l.name, uint64(pos[key]))
+				require.NoError(t, err, "%s:%s,%d", l.obj, l.name, pos[key])
+				assert.Equal(t, l.addr, s.Address, "%s:%s,%d", l.obj, l.name, pos[key])
+			}
+		})
+	}
+}
+
+func TestCorpusSymposOnRealDuplicates(t *testing.T) {
+	path := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	raw := readRaw(t, path)
+	var addrs []uint64
+	for _, l := range raw {
+		if l.obj == "vmlinux" && l.name == "__func__.0" {
+			addrs = append(addrs, l.addr)
+		}
+	}
+	require.Greater(t, len(addrs), 100, "__func__.0 should appear hundreds of times")
+	ix, err := Open(path, nil)
+	require.NoError(t, err)
+	for i, a := range addrs {
+		s, err := ix.Lookup("vmlinux", "__func__.0", uint64(i+1))
+		require.NoError(t, err)
+		assert.Equal(t, a, s.Address, "position %d", i+1)
+		assert.Equal(t, i+1, s.Pos)
+	}
+	_, err = ix.Lookup("vmlinux", "__func__.0", 0)
+	var le *LookupError
+	require.ErrorAs(t, err, &le)
+	assert.ErrorIs(t, err, ErrAmbiguous)
+	assert.Equal(t, len(addrs), le.Count)
+	assert.Equal(t, addrs[len(addrs)-1], le.Candidates[len(addrs)-1].Address)
+	_, err = ix.Lookup("vmlinux", "__func__.0", uint64(len(addrs)+1))
+	require.ErrorAs(t, err, &le)
+	assert.ErrorIs(t, err, ErrNoSuchPosition)
+	assert.Equal(t, len(addrs), le.Count)
+
+	// Names repeated across modules resolve within their own module.
+	byName := map[string]map[string]uint64{}
+	dup := map[string]map[string]bool{}
+	for _, l := range raw {
+		if l.obj == "vmlinux" {
+			continue
+		}
+		if byName[l.name] == nil {
+			byName[l.name], dup[l.name] = map[string]uint64{}, map[string]bool{}
+		}
+		if _, seen := byName[l.name][l.obj]; seen {
+			dup[l.name][l.obj] = true
+		}
+		byName[l.name][l.obj] = l.addr
+	}
+	checked := 0
+	for name, objs := range byName {
+		if len(objs) < 2 {
+			continue
+		}
+		for obj, addr := range objs {
+			if dup[name][obj] {
+				continue
+			}
+			s, err := ix.Lookup(obj, name, 0)
+			require.NoError(t, err, "%s:%s", obj, name)
+			assert.Equal(t, addr, s.Address, "%s:%s", obj, name)
+			checked++
+		}
+	}
+	assert.Greater(t, checked, 10)
+}
+
+func TestCorpusReverseLookup(t *testing.T) {
+	path := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	raw := readRaw(t, path)
+	ix, err := Open(path, nil)
+	require.NoError(t, err)
+	// Distinct text addresses with the next higher address in the object.
+	checked := 0
+	for i := 0; i+1 < len(raw); i += 101 {
+		l, n := raw[i], raw[i+1]
+		if l.obj != "vmlinux" || n.obj != "vmlinux" || (l.typ != "T" && l.typ != "t") || n.addr <= l.addr+1 {
+			continue
+		}
+		if i > 0 && raw[i-1].addr == l.addr {
+			continue // aliases: the first one wins
+		}
+		a, ok := ix.Addr(l.addr + 1)
+		require.True(t, ok)
+		assert.Equal(t, l.name, a.Name, "%#x", l.addr)
+		assert.Equal(t, uint64(1), a.Offset)
+		assert.Equal(t, n.addr-l.addr, a.Size, l.name)
+		checked++
+	}
+	assert.Greater(t, checked, 100)
+	// A module address.
+	for _, l := range raw {
+		if l.obj == "xfs" && l.typ == "T" {
+			a, ok := ix.Addr(l.addr)
+			require.True(t, ok)
+			assert.Equal(t, "xfs", a.Object)
+			assert.Equal(t, uint64(0), a.Offset)
+			break
+		}
+	}
+}
+
+func TestCorpusKptrRestrict(t *testing.T) {
+	path := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	// Zero every address, as the kernel shows them to an unprivileged reader.
+	var b bytes.Buffer
+	for line := range bytes.SplitSeq(data, []byte{'\n'}) {
+		if i := bytes.IndexByte(line, ' '); i > 0 {
+			b.WriteString(strings.Repeat("0", i))
+			b.Write(line[i:])
+		}
+		b.WriteByte('\n')
+	}
+	_, err = ParseBytes(path, b.Bytes(), nil)
+	require.ErrorIs(t, err, ErrRestricted)
+}
+
+func TestCorpusSnapshot(t *testing.T) {
+	path := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	ix, err := Open(path, nil)
+	require.NoError(t, err)
+	snap := filepath.Join(t.TempDir(), "k.snap")
+	require.NoError(t, ix.WriteSnapshotFile(snap))
+	six, err := Open(snap, nil)
+	require.NoError(t, err)
+	assert.Equal(t, ix.Objects(), six.Objects())
+	a, _ := ix.Lookup("vmlinux", "__func__.0", 17)
+	b, _ := six.Lookup("vmlinux", "__func__.0", 17)
+	assert.Equal(t, a, b)
+	assert.NotZero(t, a.Address)
+}

@@ -1,0 +1,32 @@
+// Package kallsyms reads a kernel's symbol list (/proc/kallsyms, System.map
+// or a snapshot written by this package) into an immutable index with one
+// hash table per object (vmlinux and each module), so that livepatch's
+// question — "which address has the sympos-th symbol called name in object
+// obj?" — is answered in O(1) instead of the kernel's linear walk.
+//
+// # Kernel code mirrored
+//
+//   - kernel/livepatch/core.c: klp_find_object_symbol() and
+//     klp_find_callback() give the lookup rules that Index.Lookup
+//     implements: sympos 0 means the name must be unique in its object,
+//     sympos N >= 1 means the N-th occurrence, every symbol type counts, and
+//     a match whose address is 0 is "not found".
+//   - kernel/kallsyms.c: s_show() gives the line format ("%px %c %s" and
+//     "%px %c %s\t[%s]" for modules); the vmlinux table is in address order,
+//     which is the order sympos counts in.
+//   - kernel/module/kallsyms.c: module_kallsyms_on_each_symbol() walks a
+//     module's symbols in symbol-table order, which is the order of that
+//     module's lines in /proc/kallsyms; module_kallsyms_lookup_name() gives
+//     the "module:symbol" spec; kallsyms_lookup() the reverse lookup.
+//
+// # Input
+//
+// Inputs are untrusted. A malformed line is an error naming the file and
+// the line; a name longer than KSYM_NAME_LEN-1 (511) bytes is an error; a
+// file whose addresses are all zero (kptr_restrict hid them) is
+// ErrRestricted, never a flood of "not found". gzip and zstd inputs are
+// detected by their magic bytes. Names are not copied: they point into the
+// one buffer that holds the input.
+//
+// An Index is immutable once built and safe for concurrent use.
+package kallsyms

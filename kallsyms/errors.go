@@ -1,0 +1,133 @@
+package kallsyms
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Errors returned by this package. Lookup failures are *LookupError values
+// that wrap one of ErrNotFound, ErrAmbiguous, ErrNoSuchPosition or
+// ErrNoObject; parse failures are *ParseError values.
+var (
+	// ErrNotFound: the name is not in the object (or its address is 0,
+	// which the kernel cannot tell apart from absent).
+	ErrNotFound = errors.New("symbol not found")
+	// ErrAmbiguous: sympos 0 was given but the name occurs more than once.
+	ErrAmbiguous = errors.New("ambiguous symbol")
+	// ErrNoSuchPosition: sympos N was given but there are fewer than N.
+	ErrNoSuchPosition = errors.New("no symbol at that position")
+	// ErrNoObject: the object (module) is not in the index, or is one of
+	// the pseudo-modules that livepatch never resolves against.
+	ErrNoObject = errors.New("object not loaded")
+	// ErrRestricted: every address in the input is zero, because
+	// kptr_restrict hid them from the reader.
+	ErrRestricted = errors.New("all symbol addresses are zero (kptr_restrict): read /proc/kallsyms as root, or run 'sysctl kernel.kptr_restrict=0'")
+	// ErrMalformed: a line or a snapshot is not in the expected format.
+	ErrMalformed = errors.New("malformed input")
+	// ErrEmpty: the input holds no symbols.
+	ErrEmpty = errors.New("no symbols in input")
+)
+
+// ParseError locates a malformed input line.
+type ParseError struct {
+	File string // input name
+	Line int    // 1-based line number
+	Msg  string // what is wrong
+}
+
+func (e *ParseError) Error() string {
+	return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+}
+
+// Unwrap makes errors.Is(err, ErrMalformed) true.
+func (e *ParseError) Unwrap() error { return ErrMalformed }
+
+// LookupError is returned by Lookup. Its message starts with the kernel's
+// own pr_err() text from klp_find_object_symbol() and adds what the kernel
+// does not say: the candidates, the count, or the nearest names.
+type LookupError struct {
+	Object string // object as asked ("vmlinux" for vmlinux)
+	Name   string
+	Pos    uint64 // sympos as asked
+	Count  int    // occurrences of Name in Object
+	Kind   error  // ErrNotFound, ErrAmbiguous, ErrNoSuchPosition or ErrNoObject
+	// Candidates lists every occurrence, in sympos order (ambiguity or bad
+	// position).
+	Candidates []Symbol
+	// Near lists similar names: the same name in other objects and
+	// .isra/.constprop/.part/.cold/.llvm variants (not found).
+	Near []Symbol
+	// Note is an extra explanation (a zero address, a pseudo-module).
+	Note string
+}
+
+// Unwrap returns the sentinel kind.
+func (e *LookupError) Unwrap() error { return e.Kind }
+
+// KernelMessage is the line the kernel prints for this failure (without
+// the "livepatch: " prefix). Linux 6.1 prints "(null)" as the object of an
+// ambiguous vmlinux symbol, and so does this.
+func (e *LookupError) KernelMessage() string {
+	switch e.Kind {
+	case ErrAmbiguous:
+		obj := e.Object
+		if obj == "vmlinux" {
+			obj = "(null)"
+		}
+		return fmt.Sprintf("unresolvable ambiguity for symbol '%s' in object '%s'", e.Name, obj)
+	case ErrNoSuchPosition:
+		return fmt.Sprintf("symbol position %d for symbol '%s' in object '%s' not found", e.Pos, e.Name, e.Object)
+	case ErrNoObject:
+		return fmt.Sprintf("object '%s' is not loaded", e.Object)
+	default:
+		return fmt.Sprintf("symbol '%s' not found in symbol table", e.Name)
+	}
+}
+
+// maxShown bounds the candidates listed in a message; Candidates has all.
+const maxShown = 8
+
+// Help is the explanation that follows the kernel's message.
+func (e *LookupError) Help() string {
+	var b strings.Builder
+	switch e.Kind {
+	case ErrAmbiguous:
+		fmt.Fprintf(&b, "%d symbols named %q in %s; give a sympos:", e.Count, e.Name, e.Object)
+		for i, c := range e.Candidates {
+			if i == maxShown {
+				fmt.Fprintf(&b, " ... %d more;", len(e.Candidates)-i)
+				break
+			}
+			fmt.Fprintf(&b, " [%d] %#x %c;", c.Pos, c.Address, c.Type)
+		}
+		return strings.TrimSuffix(b.String(), ";")
+	case ErrNoSuchPosition:
+		if e.Count == 0 {
+			return fmt.Sprintf("%s has no symbol named %q", e.Object, e.Name)
+		}
+		fmt.Fprintf(&b, "%s has only %d symbol(s) named %q (valid sympos: 0 if unique, 1..%d)", e.Object, e.Count, e.Name, e.Count)
+		return b.String()
+	}
+	if e.Note != "" {
+		b.WriteString(e.Note)
+	}
+	if len(e.Near) > 0 {
+		if b.Len() > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString("nearest:")
+		for _, n := range e.Near {
+			fmt.Fprintf(&b, " %s:%s", n.Object, n.Name)
+		}
+	}
+	return b.String()
+}
+
+func (e *LookupError) Error() string {
+	h := e.Help()
+	if h == "" {
+		return e.KernelMessage()
+	}
+	return e.KernelMessage() + " (" + h + ")"
+}

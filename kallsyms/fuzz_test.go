@@ -1,0 +1,71 @@
+package kallsyms
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"testing"
+)
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(sample))
+	f.Add([]byte("ffffffff81000000 T _stext\n"))
+	f.Add([]byte("ffffffffc0000000 t x\t[m]\r\n\n"))
+	f.Add([]byte("0000000000000000 A a\n"))
+	f.Add([]byte("zz T x\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ix, err := ParseBytes("fuzz", data, nil)
+		if (ix == nil) == (err == nil) {
+			t.Fatalf("index %v with error %v", ix, err)
+		}
+		if err != nil {
+			_ = err.Error()
+			return
+		}
+		exercise(t, ix)
+	})
+}
+
+func FuzzSnapshot(f *testing.F) {
+	ix, err := Parse("seed", bytes.NewReader([]byte(sample)), &Options{LTO: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := ix.WriteSnapshot(&b); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b.Bytes())
+	f.Add(b.Bytes()[:40])
+	f.Add(append([]byte(nil), snapshotMagic...))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ix, err := ParseBytes("fuzz", append(append([]byte(nil), snapshotMagic...), data[min(len(data), len(snapshotMagic)):]...), nil)
+		if (ix == nil) == (err == nil) {
+			t.Fatalf("index %v with error %v", ix, err)
+		}
+		if err == nil {
+			exercise(t, ix)
+		}
+	})
+}
+
+// exercise runs every read path of ix, which must never panic.
+func exercise(t *testing.T, ix *Index) {
+	for _, o := range ix.Objects() {
+		n := 0
+		ix.Symbols(o.Name, func(s Symbol) bool {
+			_, err := ix.Lookup(o.Name, s.Name, 0)
+			if err != nil {
+				_ = err.Error()
+			}
+			_, _ = ix.Lookup(o.Name, s.Name, 2)
+			_, _ = ix.LookupName(o.Name + ":" + s.Name)
+			if a, ok := ix.Addr(s.Address); ok {
+				_ = a.String()
+			}
+			n++
+			return n < 50
+		})
+	}
+	fmt.Fprint(io.Discard, ix.Objects())
+}

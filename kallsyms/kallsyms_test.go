@@ -1,0 +1,296 @@
+package kallsyms
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A small /proc/kallsyms in the kernel's format: vmlinux (address order),
+// then modules (newest first, each in symtab order), then pseudo-modules.
+const sample = `ffffffff81000000 T _stext
+ffffffff81000100 t helper
+ffffffff81000200 T vfs_read
+ffffffff81000300 t helper
+ffffffff81000400 t show_stat.isra.0
+ffffffff81000500 d __func__.0
+ffffffff81000600 t c_stop.llvm.1234
+ffffffff81000700 t c_stop
+ffffffff81000800 t zero_sym
+ffffffffc0002000 t helper	[xfs]
+ffffffffc0002100 T xfs_iget	[xfs]
+ffffffffc0002200 t helper	[xfs]
+ffffffffc0002300 t helper	[xfs]
+ffffffffc0001000 t helper	[libcrc32c]
+ffffffffc0001100 T crc32c	[libcrc32c]
+ffffffffc0003000 t ftrace_trampoline	[__builtin__ftrace]
+ffffffffc0004000 t bpf_prog_x	[bpf]
+`
+
+func mustParse(t *testing.T, text string, opts *Options) *Index {
+	t.Helper()
+	ix, err := Parse("sample", strings.NewReader(text), opts)
+	require.NoError(t, err)
+	return ix
+}
+
+func TestLookupRules(t *testing.T) {
+	ix := mustParse(t, sample, nil)
+	tests := []struct {
+		obj, name string
+		pos       uint64
+		addr      uint64
+		kind      error
+		count     int
+	}{
+		{"vmlinux", "vfs_read", 0, 0xffffffff81000200, nil, 0},
+		{"", "vfs_read", 1, 0xffffffff81000200, nil, 0}, // sympos 1 on a unique symbol is valid
+		{"vmlinux", "vfs_read", 2, 0, ErrNoSuchPosition, 1},
+		{"vmlinux", "helper", 0, 0, ErrAmbiguous, 2},
+		{"vmlinux", "helper", 1, 0xffffffff81000100, nil, 0},
+		{"vmlinux", "helper", 2, 0xffffffff81000300, nil, 0},
+		{"vmlinux", "helper", 3, 0, ErrNoSuchPosition, 2},
+		{"xfs", "helper", 0, 0, ErrAmbiguous, 3},
+		{"xfs", "helper", 3, 0xffffffffc0002300, nil, 0},
+		{"libcrc32c", "helper", 0, 0xffffffffc0001000, nil, 0},
+		{"xfs", "crc32c", 0, 0, ErrNotFound, 0}, // module scoping
+		{"vmlinux", "xfs_iget", 0, 0, ErrNotFound, 0},
+		{"nosuchmod", "x", 0, 0, ErrNoObject, 0},
+		{"__builtin__ftrace", "ftrace_trampoline", 0, 0, ErrNoObject, 0},
+		{"bpf", "bpf_prog_x", 0, 0, ErrNoObject, 0},
+		{"vmlinux", "c_stop", 0, 0xffffffff81000700, nil, 0}, // exact match by default
+	}
+	for _, tt := range tests {
+		s, err := ix.Lookup(tt.obj, tt.name, tt.pos)
+		if tt.kind == nil {
+			require.NoError(t, err, "%s:%s,%d", tt.obj, tt.name, tt.pos)
+			assert.Equal(t, tt.addr, s.Address, "%s:%s,%d", tt.obj, tt.name, tt.pos)
+			assert.Equal(t, tt.name, s.Name)
+			continue
+		}
+		require.ErrorIs(t, err, tt.kind, "%s:%s,%d", tt.obj, tt.name, tt.pos)
+		var le *LookupError
+		require.ErrorAs(t, err, &le)
+		if tt.count > 0 {
+			assert.Equal(t, tt.count, le.Count, "%s:%s,%d", tt.obj, tt.name, tt.pos)
+			assert.Len(t, le.Candidates, tt.count)
+		}
+	}
+}
+
+func TestLookupMessages(t *testing.T) {
+	ix := mustParse(t, sample, nil)
+	_, err := ix.Lookup("vmlinux", "helper", 0)
+	assert.Equal(t, "unresolvable ambiguity for symbol 'helper' in object '(null)' (2 symbols named \"helper\" in vmlinux; give a sympos: [1] 0xffffffff81000100 t; [2] 0xffffffff81000300 t)", err.Error())
+	_, err = ix.Lookup("xfs", "helper", 5)
+	assert.Equal(t, "symbol position 5 for symbol 'helper' in object 'xfs' not found (xfs has only 3 symbol(s) named \"helper\" (valid sympos: 0 if unique, 1..3))", err.Error())
+	_, err = ix.Lookup("vmlinux", "show_stat", 0)
+	var le *LookupError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, "symbol 'show_stat' not found in symbol table", le.KernelMessage())
+	require.Len(t, le.Near, 1)
+	assert.Equal(t, "show_stat.isra.0", le.Near[0].Name)
+	// The same name in another object is a near hit.
+	_, err = ix.Lookup("vmlinux", "crc32c", 0)
+	require.ErrorAs(t, err, &le)
+	require.NotEmpty(t, le.Near)
+	assert.Equal(t, "libcrc32c", le.Near[0].Object)
+	assert.Contains(t, err.Error(), "nearest: libcrc32c:crc32c")
+}
+
+func TestLookupZeroAddressIsNotFound(t *testing.T) {
+	// klp_find_object_symbol() checks the address before the count.
+	ix := mustParse(t, sample+"0000000000000000 d per_cpu_thing\n", nil)
+	_, err := ix.Lookup("vmlinux", "per_cpu_thing", 0)
+	require.ErrorIs(t, err, ErrNotFound)
+	assert.Contains(t, err.Error(), "address 0")
+}
+
+func TestLTOMode(t *testing.T) {
+	exact := mustParse(t, sample, nil)
+	lto := mustParse(t, sample, &Options{LTO: true})
+	s, err := exact.Lookup("vmlinux", "c_stop.llvm.1234", 0)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(0xffffffff81000600), s.Address)
+	// In LTO mode "c_stop" matches the suffixed symbol too: two of them.
+	_, err = lto.Lookup("vmlinux", "c_stop", 0)
+	require.ErrorIs(t, err, ErrAmbiguous)
+	s, err = lto.Lookup("vmlinux", "c_stop", 1)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(0xffffffff81000600), s.Address)
+	s, err = lto.Lookup("vmlinux", "c_stop.llvm.1234", 0)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(0xffffffff81000600), s.Address)
+}
+
+func TestObjects(t *testing.T) {
+	ix := mustParse(t, sample, nil)
+	objs := ix.Objects()
+	require.Len(t, objs, 5)
+	assert.Equal(t, ObjectInfo{Name: "vmlinux", Symbols: 9, Low: 0xffffffff81000000, High: 0xffffffff81000800}, objs[0])
+	assert.Equal(t, ObjectInfo{Name: "xfs", Symbols: 4, Low: 0xffffffffc0002000, High: 0xffffffffc0002300}, objs[1])
+	assert.Equal(t, "libcrc32c", objs[2].Name)
+	assert.True(t, objs[3].Pseudo)
+	assert.True(t, objs[4].Pseudo)
+	assert.True(t, ix.HasObject("xfs"))
+	assert.False(t, ix.HasObject("bpf"))
+}
+
+func TestLookupName(t *testing.T) {
+	ix := mustParse(t, sample, nil)
+	s, err := ix.LookupName("xfs:helper")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(0xffffffffc0002000), s.Address)
+	s, err = ix.LookupName("helper")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(0xffffffff81000100), s.Address) // vmlinux first
+	s, err = ix.LookupName("crc32c")
+	require.NoError(t, err)
+	assert.Equal(t, "libcrc32c", s.Object)
+	_, err = ix.LookupName("nope:helper")
+	require.ErrorIs(t, err, ErrNoObject)
+}
+
+func TestParseSpec(t *testing.T) {
+	for in, want := range map[string]Spec{
+		"vfs_read":           {"vmlinux", "vfs_read", 0},
+		"xfs:helper,3":       {"xfs", "helper", 3},
+		"vmlinux:foo.isra.0": {"vmlinux", "foo.isra.0", 0},
+	} {
+		got, err := ParseSpec(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"", ":x", "x,", "x,-1", "x,abc", "xfs:"} {
+		_, err := ParseSpec(bad)
+		assert.Error(t, err, bad)
+	}
+}
+
+func TestAddr(t *testing.T) {
+	ix := mustParse(t, sample, nil)
+	a, ok := ix.Addr(0xffffffff81000210)
+	require.True(t, ok)
+	assert.Equal(t, "vfs_read", a.Name)
+	assert.Equal(t, uint64(0x10), a.Offset)
+	assert.Equal(t, uint64(0x100), a.Size)
+	assert.Equal(t, "vfs_read+0x10/0x100", a.String())
+	a, ok = ix.Addr(0xffffffffc0002104)
+	require.True(t, ok)
+	assert.Equal(t, "xfs_iget+0x4/0x100 [xfs]", a.String())
+	_, ok = ix.Addr(0x1000)
+	assert.False(t, ok)
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		text string
+		line int
+		msg  string
+	}{
+		{"ffffffff81000000 T a\nT nope\n", 2, "hex address"},
+		{"ffffffff81000000 T a\n\nffffffff81000000T b\n", 3, "ADDRESS TYPE NAME"},
+		{"ffffffff81000000 T\n", 1, "one-letter type"},
+		{"ffffffff81000000 TT name\n", 1, "one-letter type"},
+		{"11ffffffff81000000 T a\n", 1, "16 hex digits"},
+		{"ffffffff81000000 T a\tnot-a-module\n", 1, "[module]"},
+		{"ffffffff81000000 T a\t[]\n", 1, "[module]"},
+		{"ffffffff81000000 T " + strings.Repeat("x", 512) + "\n", 1, "KSYM_NAME_LEN"},
+	}
+	for _, tt := range tests {
+		_, err := Parse("in.txt", strings.NewReader(tt.text), nil)
+		var pe *ParseError
+		require.ErrorAs(t, err, &pe, tt.text)
+		assert.ErrorIs(t, err, ErrMalformed)
+		assert.Equal(t, tt.line, pe.Line, tt.text)
+		assert.Equal(t, "in.txt", pe.File)
+		assert.Contains(t, pe.Msg, tt.msg)
+	}
+	// 511 bytes is the longest name allowed.
+	_, err := Parse("in", strings.NewReader("ffffffff81000000 T "+strings.Repeat("x", 511)+"\n"), nil)
+	assert.NoError(t, err)
+}
+
+func TestParseAcceptsCRLFAndBlanks(t *testing.T) {
+	ix := mustParse(t, "ffffffff81000000 T a \r\n\r\nffffffffc0000000 t b\t[m]  \r\n", nil)
+	s, err := ix.Lookup("m", "b", 0)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(0xffffffffc0000000), s.Address)
+	s, err = ix.Lookup("", "a", 0)
+	require.NoError(t, err)
+	assert.Equal(t, "a", s.Name)
+}
+
+func TestRestrictedAndEmpty(t *testing.T) {
+	zeroed := "0000000000000000 T _stext\n0000000000000000 t helper\n0000000000000000 t x\t[m]\n"
+	_, err := Parse("/proc/kallsyms", strings.NewReader(zeroed), nil)
+	require.ErrorIs(t, err, ErrRestricted)
+	assert.Contains(t, err.Error(), "kptr_restrict=0")
+	_, err = Parse("e", strings.NewReader("\n\n"), nil)
+	require.ErrorIs(t, err, ErrEmpty)
+}
+
+func TestUnsortedVmlinuxIsSortedByAddress(t *testing.T) {
+	// sympos counts in address order, whatever the file order.
+	ix := mustParse(t, "ffffffff81000300 t dup\nffffffff81000100 t dup\nffffffff81000200 T x\n", nil)
+	s, err := ix.Lookup("", "dup", 1)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(0xffffffff81000100), s.Address)
+}
+
+func TestModuleLinesSplitAcrossTheFile(t *testing.T) {
+	// Not what the kernel prints, but an index must still group them.
+	ix := mustParse(t, "ffffffff81000000 T a\nffffffffc0000000 t h\t[m]\nffffffffc1000000 t h\t[n]\nffffffffc0000100 t h\t[m]\n", nil)
+	s, err := ix.Lookup("m", "h", 2)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(0xffffffffc0000100), s.Address)
+	assert.Equal(t, 2, ix.Objects()[1].Symbols)
+}
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	for _, lto := range []bool{false, true} {
+		ix := mustParse(t, sample, &Options{LTO: lto})
+		var buf bytes.Buffer
+		require.NoError(t, ix.WriteSnapshot(&buf))
+		snap, err := Parse("snap", bytes.NewReader(buf.Bytes()), nil)
+		require.NoError(t, err)
+		assert.Equal(t, ix.Objects(), snap.Objects())
+		assert.Equal(t, lto, snap.LTO())
+		assert.Equal(t, "sample", snap.Source())
+		for _, o := range ix.Objects() {
+			ix.Symbols(o.Name, func(s Symbol) bool {
+				c1 := ix.Candidates(o.Name, s.Name)
+				c2 := snap.Candidates(o.Name, s.Name)
+				assert.Equal(t, c1, c2)
+				return true
+			})
+		}
+	}
+}
+
+func TestSnapshotCorruption(t *testing.T) {
+	ix := mustParse(t, sample, nil)
+	var buf bytes.Buffer
+	require.NoError(t, ix.WriteSnapshot(&buf))
+	good := buf.Bytes()
+	for n := 0; n < len(good); n += 7 {
+		_, err := ParseBytes("trunc", append([]byte(nil), good[:n]...), nil)
+		require.Error(t, err, "truncated at %d", n)
+	}
+	for i := 8; i < len(good); i++ {
+		b := append([]byte(nil), good...)
+		b[i] ^= 0x40
+		got, err := ParseBytes("flip", b, nil)
+		if err == nil {
+			// Some zstd header bits do not change the content; then the
+			// index must be exactly the original.
+			assert.Equal(t, ix.Objects(), got.Objects(), "flipped byte %d", i)
+			continue
+		}
+		assert.True(t, errors.Is(err, ErrMalformed), "byte %d: %v", i, err)
+	}
+}

@@ -1,0 +1,357 @@
+package kallsyms
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// find returns the first symbol (index+1) filed under name in o, or 0.
+func (ix *Index) find(o *object, name string) uint32 {
+	key := name
+	if ix.lto {
+		key = stripLLVM(name)
+	}
+	h := hashKeyString(key, false)
+	t := &o.tab
+	pt := t.parts[t.partOf(h)]
+	slots := t.slots[pt.off : pt.off+pt.n]
+	for p := t.home(h, pt.n); ; {
+		sl := slots[p]
+		if sl.idx == 0 {
+			return 0
+		}
+		if sl.hash == h && ix.key(sl.idx-1) == key {
+			return sl.idx
+		}
+		if p++; p == pt.n {
+			p = 0
+		}
+	}
+}
+
+// matches reports whether sym i (filed under name's key) answers name: in
+// LTO mode a name without the suffix matches the suffixed symbols too, as
+// the kernel's cleanup_symbol_name() comparison did; a suffixed name only
+// matches itself.
+func (ix *Index) matches(i uint32, name string) bool {
+	if !ix.lto {
+		return true
+	}
+	n := ix.name(i)
+	return n == name || stripLLVM(n) == name
+}
+
+func (ix *Index) objectIndex(object string) (int, error) {
+	if object == "" {
+		object = Vmlinux
+	}
+	oi, ok := ix.byName[object]
+	if !ok {
+		return 0, &LookupError{Object: object, Kind: ErrNoObject, Note: "no such module in " + ix.source}
+	}
+	if ix.objs[oi].pseudo {
+		return 0, &LookupError{Object: object, Kind: ErrNoObject,
+			Note: "[" + object + "] is a pseudo-module, not a module: livepatch never resolves against it"}
+	}
+	return oi, nil
+}
+
+// Lookup resolves (object, name, sympos) with the rules of the kernel's
+// klp_find_object_symbol() (kernel/livepatch/core.c):
+//
+//   - object "" or "vmlinux" is the kernel image, anything else a module;
+//   - sympos 0 means name must be unique in the object, sympos N >= 1 means
+//     the N-th occurrence in kallsyms order (vmlinux: address order; a
+//     module: its symbol-table order); every symbol type counts;
+//   - a match whose address is 0 is "not found", as in the kernel, which
+//     cannot tell the two apart.
+//
+// The error is a *LookupError wrapping ErrNotFound, ErrAmbiguous,
+// ErrNoSuchPosition or ErrNoObject. Lookup does not allocate on success.
+func (ix *Index) Lookup(object, name string, sympos uint64) (Symbol, error) {
+	oi, err := ix.objectIndex(object)
+	if err != nil {
+		le := err.(*LookupError)
+		le.Name, le.Pos = name, sympos
+		return Symbol{}, le
+	}
+	o := &ix.objs[oi]
+	// klp_find_callback(): count matches, remember the last address, stop
+	// at the wanted position or, for sympos 0, at the second match.
+	var count uint64
+	var addr uint64
+	last := uint32(0)
+	for i := ix.find(o, name); i != 0; i = ix.next[i-1] {
+		if !ix.matches(i-1, name) {
+			continue
+		}
+		count++
+		addr, last = ix.syms[i-1].addr, i-1
+		if (sympos != 0 && count == sympos) || (sympos == 0 && count > 1) {
+			break
+		}
+	}
+	switch {
+	case addr == 0:
+		e := &LookupError{Object: o.name, Name: name, Pos: sympos, Kind: ErrNotFound}
+		if count > 0 {
+			e.Count = ix.count(o, name)
+			e.Note = fmt.Sprintf("the symbol is listed at address 0, which the kernel treats as not found")
+		} else {
+			e.Near = ix.near(oi, name)
+		}
+		return Symbol{}, e
+	case count > 1 && sympos == 0:
+		c := ix.candidates(o, name)
+		return Symbol{}, &LookupError{Object: o.name, Name: name, Kind: ErrAmbiguous, Count: len(c), Candidates: c}
+	case sympos > 0 && sympos != count:
+		c := ix.candidates(o, name)
+		return Symbol{}, &LookupError{Object: o.name, Name: name, Pos: sympos, Kind: ErrNoSuchPosition, Count: len(c), Candidates: c}
+	}
+	s := &ix.syms[last]
+	return Symbol{Name: ix.name(last), Object: o.name, Address: addr, Type: s.typ, Pos: int(count)}, nil
+}
+
+// count is how many symbols answer name in o.
+func (ix *Index) count(o *object, name string) int {
+	n := 0
+	for i := ix.find(o, name); i != 0; i = ix.next[i-1] {
+		if ix.matches(i-1, name) {
+			n++
+		}
+	}
+	return n
+}
+
+// candidates lists every symbol answering name in o, in sympos order.
+func (ix *Index) candidates(o *object, name string) []Symbol {
+	var out []Symbol
+	for i := ix.find(o, name); i != 0; i = ix.next[i-1] {
+		if ix.matches(i-1, name) {
+			s := &ix.syms[i-1]
+			out = append(out, Symbol{Name: ix.name(i - 1), Object: o.name, Address: s.addr, Type: s.typ, Pos: len(out) + 1})
+		}
+	}
+	return out
+}
+
+// Candidates lists every occurrence of name in object, in sympos order
+// (position 1 first). It is empty when there is none.
+func (ix *Index) Candidates(object, name string) []Symbol {
+	oi, err := ix.objectIndex(object)
+	if err != nil {
+		return nil
+	}
+	return ix.candidates(&ix.objs[oi], name)
+}
+
+// compilerSuffixes are the suffixes gcc and clang append to local clones
+// and promoted statics.
+var compilerSuffixes = []string{".isra.", ".constprop.", ".part.", ".cold", ".llvm.", ".localalias"}
+
+// baseName strips compiler clone suffixes: "foo.isra.0" -> "foo".
+func baseName(name string) string {
+	cut := len(name)
+	for _, s := range compilerSuffixes {
+		if i := strings.Index(name, s); i > 0 && i < cut {
+			cut = i
+		}
+	}
+	return name[:cut]
+}
+
+// maxNear bounds the nearest names reported for a missing symbol.
+const maxNear = 8
+
+// near lists symbols that a user who asked for name in object oi probably
+// meant: the same name in another object, then clone variants of it.
+func (ix *Index) near(oi int, name string) []Symbol {
+	var out []Symbol
+	for j := range ix.objs {
+		o := &ix.objs[j]
+		if j == oi || o.pseudo {
+			continue
+		}
+		for _, c := range ix.candidates(o, name) {
+			if len(out) < maxNear {
+				out = append(out, c)
+			}
+		}
+	}
+	base := baseName(name)
+	// Variants: a linear scan, on the error path only.
+	for j := range ix.objs {
+		o := &ix.objs[j]
+		if o.pseudo {
+			continue
+		}
+		for i := o.start; i < o.end && len(out) < maxNear; i++ {
+			n := ix.name(i)
+			if n == name || len(n) < len(base) || n[:len(base)] != base {
+				continue
+			}
+			if baseName(n) == base {
+				out = append(out, ix.symbol(i, 0))
+			}
+		}
+	}
+	// The requested object first.
+	slices.SortStableFunc(out, func(a, b Symbol) int {
+		ao, bo := a.Object != ix.objs[oi].name, b.Object != ix.objs[oi].name
+		switch {
+		case ao == bo:
+			return 0
+		case !ao:
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+// LookupName resolves "name" or "module:name" like the kernel's
+// kallsyms_lookup_name() and module_kallsyms_lookup_name(): with a module,
+// the first symbol of that name in the module; without, the first in
+// vmlinux, else the first in any module (newest loaded first).
+func (ix *Index) LookupName(spec string) (Symbol, error) {
+	obj, name, ok := strings.Cut(spec, ":")
+	if !ok {
+		name, obj = spec, ""
+	}
+	if obj != "" {
+		oi, err := ix.objectIndex(obj)
+		if err != nil {
+			le := err.(*LookupError)
+			le.Name = name
+			return Symbol{}, le
+		}
+		return ix.first(oi, name)
+	}
+	for oi := range ix.objs {
+		if ix.objs[oi].pseudo {
+			continue
+		}
+		if s, err := ix.first(oi, name); err == nil {
+			return s, nil
+		}
+	}
+	return Symbol{}, &LookupError{Object: Vmlinux, Name: name, Kind: ErrNotFound, Near: ix.near(0, name)}
+}
+
+func (ix *Index) first(oi int, name string) (Symbol, error) {
+	o := &ix.objs[oi]
+	for i := ix.find(o, name); i != 0; i = ix.next[i-1] {
+		if ix.matches(i-1, name) {
+			return ix.symbol(i-1, 1), nil
+		}
+	}
+	return Symbol{}, &LookupError{Object: o.name, Name: name, Kind: ErrNotFound, Near: ix.near(oi, name)}
+}
+
+// Spec is a parsed "[object:]name[,sympos]" symbol specification.
+type Spec struct {
+	Object string // "vmlinux" when none was given
+	Name   string
+	Pos    uint64
+}
+
+func (s Spec) String() string {
+	return fmt.Sprintf("%s:%s,%d", s.Object, s.Name, s.Pos)
+}
+
+// ParseSpec parses "[object:]name[,sympos]": no object (or "vmlinux")
+// means vmlinux, no sympos means 0.
+func ParseSpec(spec string) (Spec, error) {
+	s := Spec{Object: Vmlinux}
+	rest := spec
+	if obj, name, ok := strings.Cut(rest, ":"); ok {
+		if obj == "" {
+			return s, fmt.Errorf("spec %q: empty object name", spec)
+		}
+		s.Object, rest = obj, name
+	}
+	if name, pos, ok := strings.Cut(rest, ","); ok {
+		p, err := strconv.ParseUint(pos, 10, 64)
+		if err != nil {
+			return s, fmt.Errorf("spec %q: sympos %q is not a number", spec, pos)
+		}
+		s.Pos, rest = p, name
+	}
+	if rest == "" {
+		return s, fmt.Errorf("spec %q: empty symbol name", spec)
+	}
+	if len(rest) >= KSYMNameLen {
+		return s, fmt.Errorf("spec %q: name longer than %d bytes", spec, KSYMNameLen-1)
+	}
+	s.Name = rest
+	return s, nil
+}
+
+// AddrInfo is the answer of a reverse lookup.
+type AddrInfo struct {
+	Symbol
+	Offset uint64 // address - Symbol.Address
+	Size   uint64 // distance to the next higher symbol of the object; 0 if unknown
+}
+
+func (a AddrInfo) String() string {
+	s := fmt.Sprintf("%s+%#x/%#x", a.Name, a.Offset, a.Size)
+	if a.Object != Vmlinux {
+		s += " [" + a.Object + "]"
+	}
+	return s
+}
+
+// Addr finds the symbol that contains address, like the kernel's
+// kallsyms_lookup(): the highest symbol at or below it (the first of
+// several aliases), with the offset into it and its size up to the next
+// higher address in the same object. O(log n); the address order is
+// built on first use.
+func (ix *Index) Addr(address uint64) (AddrInfo, bool) {
+	ix.addrOnce.Do(ix.sortByAddr)
+	b := ix.byAddr
+	// First entry with addr > address.
+	k, _ := slices.BinarySearchFunc(b, address, func(i uint32, a uint64) int {
+		if ix.syms[i].addr <= a {
+			return -1
+		}
+		return 1
+	})
+	if k == 0 {
+		return AddrInfo{}, false
+	}
+	at := ix.syms[b[k-1]].addr
+	// The first alias at that address.
+	j := k - 1
+	for j > 0 && ix.syms[b[j-1]].addr == at {
+		j--
+	}
+	i := b[j]
+	oi := ix.objectOf(i)
+	info := AddrInfo{Symbol: ix.symbol(i, 0), Offset: address - at}
+	// Usually the very next entry; give up (size unknown) after a few.
+	for m := k; m < len(b) && m < k+64; m++ {
+		if ix.objectOf(b[m]) == oi {
+			info.Size = ix.syms[b[m]].addr - at
+			break
+		}
+	}
+	if info.Size != 0 && info.Offset >= info.Size {
+		info.Size = 0
+	}
+	return info, true
+}
+
+func (ix *Index) sortByAddr() {
+	b := make([]uint32, 0, len(ix.syms))
+	for i := range ix.syms {
+		if t := ix.syms[i].typ; t == 'A' || t == 'a' {
+			continue // absolute values are not addresses of code or data
+		}
+		b = append(b, uint32(i))
+	}
+	slices.SortStableFunc(b, func(x, y uint32) int { return cmpU64(ix.syms[x].addr, ix.syms[y].addr) })
+	ix.byAddr = b
+}

@@ -1,0 +1,469 @@
+package kallsyms
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/klpresolve/klpresolve/internal/input"
+)
+
+// KSYMNameLen is the kernel's KSYM_NAME_LEN since Linux 6.1: a name has at
+// most KSYMNameLen-1 bytes.
+const KSYMNameLen = 512
+
+// DefaultPath is where the running kernel publishes its symbols.
+const DefaultPath = "/proc/kallsyms"
+
+// Options tune how an index is built. The zero value is the default.
+type Options struct {
+	// LTO also matches a name against symbols whose ".llvm.<digits>"
+	// suffix is stripped, as kernels before 6.11 built with
+	// CONFIG_LTO_CLANG did (cleanup_symbol_name()). Exact matching, as
+	// modern kernels do, is the default.
+	LTO bool
+	// Workers is how many goroutines parse; 0 means GOMAXPROCS.
+	Workers int
+}
+
+func (o *Options) workers() int {
+	if o != nil && o.Workers > 0 {
+		return o.Workers
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+func (o *Options) lto() bool { return o != nil && o.LTO }
+
+// Open reads path ("-" is standard input) into an index: a /proc/kallsyms
+// or System.map text, plain or gzip/zstd compressed, or a snapshot file
+// written by WriteSnapshot (recognised by its magic bytes).
+func Open(path string, opts *Options) (*Index, error) {
+	src, err := input.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	return parseSource(src.Name, src.Reader, src.SizeHint, opts)
+}
+
+// Parse reads a kallsyms or System.map text (or a snapshot) from r. name is
+// used in error messages.
+func Parse(name string, r io.Reader, opts *Options) (*Index, error) {
+	src, err := input.Wrap(name, io.NopCloser(r), 0)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	return parseSource(name, src.Reader, 0, opts)
+}
+
+// ParseBytes builds an index from an in-memory text. The index keeps data
+// (its names point into it): the caller must not modify it afterwards.
+func ParseBytes(name string, data []byte, opts *Options) (*Index, error) {
+	if isSnapshot(data) {
+		return loadSnapshot(name, data)
+	}
+	p := newParser(name, opts)
+	p.dispatch(data, 0, len(data), true)
+	return p.finish(data)
+}
+
+func parseSource(name string, r io.Reader, hint int64, opts *Options) (*Index, error) {
+	p := newParser(name, opts)
+	buf, err := p.readAndParse(r, hint)
+	if err != nil {
+		p.abort()
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if isSnapshot(buf) {
+		p.abort()
+		return loadSnapshot(name, buf)
+	}
+	return p.finish(buf)
+}
+
+// Chunking: parsing overlaps reading. Complete lines are handed to the
+// workers as soon as at least minChunk bytes of them have arrived (reading
+// /proc/kallsyms is slow: the kernel formats 4 KiB per read), and a large
+// read is split into pieces of at most maxChunk so both cores get work.
+const (
+	minChunk = 256 << 10
+	maxChunk = 1 << 20
+)
+
+type parser struct {
+	name    string
+	lto     bool
+	workers int
+	jobs    chan *chunk
+	wg      sync.WaitGroup
+	chunks  []*chunk
+	started bool
+}
+
+// chunk is a run of complete lines, parsed by one worker.
+type chunk struct {
+	data   []byte // the lines (a window of the input buffer)
+	base   int    // offset of data[0] in the input
+	syms   []sym
+	hashes []uint32
+	runs   []run
+	lines  int // lines in the chunk (for error line numbers)
+	err    *ParseError
+	// window: syms and hashes are windows of whole and wholeHashes, the
+	// arrays of the entire input.
+	window      bool
+	whole       []sym
+	wholeHashes []uint32
+	nonzero     bool
+}
+
+// run is a stretch of consecutive lines of one object in a chunk.
+type run struct {
+	obj   string // "" for vmlinux
+	count int
+}
+
+func newParser(name string, opts *Options) *parser {
+	return &parser{name: name, lto: opts.lto(), workers: opts.workers()}
+}
+
+func (p *parser) start() {
+	if p.started {
+		return
+	}
+	p.started = true
+	p.jobs = make(chan *chunk, 64)
+	for range p.workers {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			for c := range p.jobs {
+				c.parse(p.name, p.lto)
+			}
+		}()
+	}
+}
+
+func (p *parser) abort() {
+	if p.started {
+		close(p.jobs)
+		p.wg.Wait()
+		p.started = false
+	}
+}
+
+// dispatch hands data[from:to] (complete lines) to the workers, split so
+// that every worker gets a share. When whole is set, data[from:to] is the
+// entire input: the symbol arrays are then allocated once, at their exact
+// size, and each chunk fills its own window of them, so that build() can
+// adopt them without a copy.
+func (p *parser) dispatch(data []byte, from, to int, whole bool) {
+	p.start()
+	piece := (to - from) / p.workers
+	piece = max(min(piece, maxChunk), 64<<10)
+	var bounds []int
+	for at := from; at < to; {
+		end := to
+		if end-at > piece {
+			end = at + piece
+			if i := bytes.IndexByte(data[end:to], '\n'); i >= 0 {
+				end += i + 1
+			} else {
+				end = to
+			}
+		}
+		bounds = append(bounds, at)
+		at = end
+	}
+	bounds = append(bounds, to)
+	var syms []sym
+	var hashes []uint32
+	var counts []int
+	if whole {
+		counts = make([]int, len(bounds)-1)
+		total := 0
+		for i := range counts {
+			counts[i] = bytes.Count(data[bounds[i]:bounds[i+1]], []byte{'\n'})
+			if data[bounds[i+1]-1] != '\n' {
+				counts[i]++ // a last line without a newline
+			}
+			total += counts[i]
+		}
+		syms, hashes = make([]sym, total), make([]uint32, total)
+	}
+	at := 0
+	for i := 0; i+1 < len(bounds); i++ {
+		c := &chunk{data: data[bounds[i]:bounds[i+1]], base: bounds[i]}
+		if whole {
+			n := counts[i]
+			c.syms, c.hashes = syms[at:at:at+n], hashes[at:at:at+n]
+			c.window, c.whole, c.wholeHashes = true, syms, hashes
+			at += n
+		}
+		p.chunks = append(p.chunks, c)
+		p.jobs <- c
+	}
+}
+
+// readAndParse reads r into one buffer, dispatching complete lines as they
+// arrive. The buffer is presized from hint and doubled when full; chunks
+// already dispatched keep pointing at the old copy, whose bytes are equal.
+func (p *parser) readAndParse(r io.Reader, hint int64) ([]byte, error) {
+	size := int64(256 << 10)
+	if hint > 0 {
+		size = hint + 1
+	}
+	if size > maxInput+1 {
+		size = maxInput + 1
+	}
+	buf := make([]byte, 0, size)
+	done := 0 // bytes dispatched
+	first := true
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) > maxInput {
+				return nil, fmt.Errorf("input larger than %d bytes", maxInput)
+			}
+			nb := make([]byte, len(buf), min(2*cap(buf), maxInput+1))
+			copy(nb, buf)
+			buf = nb
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if first && len(buf) >= len(snapshotMagic) {
+			first = false
+			if isSnapshot(buf) {
+				// A snapshot is binary: read it whole, parse nothing.
+				rest, err := input.ReadAll(r, 0, maxInput)
+				if err != nil {
+					return nil, err
+				}
+				return append(buf, rest...), nil
+			}
+		}
+		if err == io.EOF {
+			if done < len(buf) {
+				p.dispatch(buf, done, len(buf), done == 0)
+			}
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(buf)-done >= minChunk {
+			if i := bytes.LastIndexByte(buf[done:], '\n'); i >= 0 {
+				p.dispatch(buf, done, done+i+1, false)
+				done += i + 1
+			}
+		}
+	}
+}
+
+// maxInput bounds one input: names are stored as 32-bit offsets.
+const maxInput = 1<<32 - 1
+
+var hexval = func() (t [256]int8) {
+	for i := range t {
+		t[i] = -1
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = int8(c - '0')
+	}
+	for c := 'a'; c <= 'f'; c++ {
+		t[c] = int8(c - 'a' + 10)
+	}
+	for c := 'A'; c <= 'F'; c++ {
+		t[c] = int8(c - 'A' + 10)
+	}
+	return
+}()
+
+// parse reads the lines of c. Format (kernel/kallsyms.c s_show()):
+//
+//	ffffffff81000000 T _stext
+//	ffffffffc0a01000 t ovl_show_options	[overlay]
+//
+// System.map has the first form only. CRLF and trailing blanks are
+// accepted; blank lines are skipped.
+func (c *chunk) parse(file string, lto bool) {
+	data := c.data
+	if c.syms == nil { // not given a window of a presized array
+		n := bytes.Count(data, []byte{'\n'}) + 1
+		c.syms = make([]sym, 0, n)
+		c.hashes = make([]uint32, 0, n)
+	}
+	var cur []byte // current object's name (nil = vmlinux)
+	curCount := 0
+	line := 0
+	for pos := 0; pos < len(data); {
+		end := bytes.IndexByte(data[pos:], '\n')
+		next := pos + end + 1
+		if end < 0 {
+			end = len(data) - pos
+			next = len(data)
+		}
+		l := data[pos : pos+end]
+		start := pos
+		pos = next
+		line++
+		for len(l) > 0 && (l[len(l)-1] == '\r' || l[len(l)-1] == ' ' || l[len(l)-1] == '\t') {
+			l = l[:len(l)-1]
+		}
+		if len(l) == 0 {
+			continue
+		}
+		addr, typ, ns, ne, mod, msg := parseLine(l)
+		if msg != "" {
+			c.err = &ParseError{File: file, Line: line, Msg: msg}
+			return
+		}
+		if !bytes.Equal(mod, cur) || (mod == nil) != (cur == nil) {
+			if curCount > 0 {
+				c.runs = append(c.runs, run{obj: string(cur), count: curCount})
+			}
+			cur, curCount = mod, 0
+		}
+		curCount++
+		if addr != 0 {
+			c.nonzero = true
+		}
+		c.syms = append(c.syms, sym{addr: addr, off: uint32(c.base + start + ns), nlen: uint16(ne - ns), typ: typ})
+		c.hashes = append(c.hashes, hashKey(l[ns:ne], lto))
+	}
+	c.lines = line
+	if curCount > 0 {
+		c.runs = append(c.runs, run{obj: string(cur), count: curCount})
+	}
+}
+
+// parseLine splits one trimmed, non-empty line into its address, type,
+// name (l[ns:ne]) and module (nil for vmlinux). msg says what is wrong.
+func parseLine(l []byte) (addr uint64, typ byte, ns, ne int, mod []byte, msg string) {
+	k := 0
+	for k < len(l) {
+		v := hexval[l[k]]
+		if v < 0 {
+			break
+		}
+		addr = addr<<4 | uint64(v)
+		k++
+	}
+	switch {
+	case k == 0:
+		return 0, 0, 0, 0, nil, fmt.Sprintf("line does not start with a hex address: %q", clip(l))
+	case k > 16:
+		return 0, 0, 0, 0, nil, "address has more than 16 hex digits"
+	case k == len(l) || l[k] != ' ':
+		return 0, 0, 0, 0, nil, fmt.Sprintf("expected 'ADDRESS TYPE NAME', got %q", clip(l))
+	}
+	for k < len(l) && l[k] == ' ' {
+		k++
+	}
+	// Type: one character, then blanks, then the name.
+	if k+2 >= len(l) || l[k+1] != ' ' {
+		return 0, 0, 0, 0, nil, fmt.Sprintf("expected a one-letter type and a name after the address, got %q", clip(l))
+	}
+	typ = l[k]
+	k += 2
+	for k < len(l) && l[k] == ' ' {
+		k++
+	}
+	ns = k
+	// A name ends at a blank. Other bytes are kept as they are: real
+	// System.map files hold local labels with control bytes in them
+	// (arm64 "__kvm_nvhe_.L14472\x021").
+	for k < len(l) && l[k] != ' ' && l[k] != '\t' {
+		k++
+	}
+	ne = k
+	if ne == ns {
+		return 0, 0, 0, 0, nil, "missing symbol name"
+	}
+	if ne-ns >= KSYMNameLen {
+		return 0, 0, 0, 0, nil, fmt.Sprintf("symbol name of %d bytes is longer than KSYM_NAME_LEN-1 (%d)", ne-ns, KSYMNameLen-1)
+	}
+	if ne == len(l) {
+		return addr, typ, ns, ne, nil, ""
+	}
+	rest := bytes.TrimLeft(l[ne:], " \t")
+	if len(rest) < 3 || rest[0] != '[' || rest[len(rest)-1] != ']' {
+		return 0, 0, 0, 0, nil, fmt.Sprintf("expected '[module]' after the name, got %q", clip(rest))
+	}
+	mod = rest[1 : len(rest)-1]
+	if bytes.ContainsAny(mod, " \t[]") {
+		return 0, 0, 0, 0, nil, fmt.Sprintf("bad module name %q", clip(mod))
+	}
+	return addr, typ, ns, ne, mod, ""
+}
+
+func clip(b []byte) string {
+	if len(b) > 80 {
+		return string(b[:80]) + "..."
+	}
+	return string(b)
+}
+
+// hashKey is the table key of a name: its xxhash, of the name with its
+// ".llvm.<digits>" suffix stripped in LTO mode.
+func hashKey(name []byte, lto bool) uint32 {
+	if lto {
+		name = stripLLVM(name)
+	}
+	return uint32(xxhash.Sum64(name))
+}
+
+// hashKeyString is hashKey for a string, without converting it.
+func hashKeyString(name string, lto bool) uint32 {
+	if lto {
+		name = stripLLVM(name)
+	}
+	return uint32(xxhash.Sum64String(name))
+}
+
+// stripLLVM removes a ".llvm.<digits>" suffix, as cleanup_symbol_name() of
+// kernels before 6.11 did for CONFIG_LTO_CLANG.
+func stripLLVM[T string | []byte](name T) T {
+	for i := len(name) - 1; i >= 0; i-- {
+		if name[i] < '0' || name[i] > '9' {
+			if i == len(name)-1 {
+				return name
+			}
+			const suf = ".llvm."
+			if i+1 >= len(suf) && string(name[i+1-len(suf):i+1]) == suf {
+				return name[:i+1-len(suf)]
+			}
+			return name
+		}
+	}
+	return name
+}
+
+// finish waits for the workers and merges their chunks into an index.
+func (p *parser) finish(buf []byte) (*Index, error) {
+	p.abort()
+	line := 0
+	nonzero := false
+	total := 0
+	for _, c := range p.chunks {
+		if c.err != nil {
+			c.err.Line += line
+			return nil, c.err
+		}
+		line += c.lines
+		nonzero = nonzero || c.nonzero
+		total += len(c.syms)
+	}
+	if total == 0 {
+		return nil, fmt.Errorf("%s: %w", p.name, ErrEmpty)
+	}
+	if !nonzero {
+		return nil, fmt.Errorf("%s: %w", p.name, ErrRestricted)
+	}
+	return build(p.name, buf, p.chunks, total, p.lto)
+}
