@@ -1,0 +1,374 @@
+// Package elfobj is the project's one hardened reader for relocatable ELF
+// objects (kernel modules): 32- and 64-bit, little- and big-endian. The
+// whole file is in memory; every offset, size, count, index and string
+// reference is checked against it before use, so no input can make it
+// panic or allocate more than the file's own size justifies.
+package elfobj
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// ErrMalformed is wrapped by every *FormatError.
+var ErrMalformed = errors.New("malformed ELF")
+
+// FormatError says what is wrong with a file, and where.
+type FormatError struct {
+	File    string
+	Section string // "" when the problem is not in one section
+	Msg     string
+}
+
+func (e *FormatError) Error() string {
+	if e.Section != "" {
+		return fmt.Sprintf("%s: section %s: %s", e.File, e.Section, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+// Unwrap makes errors.Is(err, ErrMalformed) hold.
+func (e *FormatError) Unwrap() error { return ErrMalformed }
+
+// Section is one section header, validated.
+type Section struct {
+	Index     int
+	Name      string
+	Type      elf.SectionType
+	Flags     elf.SectionFlag
+	Addr      uint64
+	Offset    uint64
+	Size      uint64
+	Link      uint32
+	Info      uint32
+	Addralign uint64
+	Entsize   uint64
+}
+
+// Symbol is one symbol table entry.
+type Symbol struct {
+	Index   int
+	Name    string
+	NameOff uint32
+	Value   uint64
+	Size    uint64
+	Info    uint8
+	Other   uint8
+	Shndx   uint16
+}
+
+// Bind and Type decode Info.
+func (s *Symbol) Bind() elf.SymBind { return elf.ST_BIND(s.Info) }
+func (s *Symbol) Type() elf.SymType { return elf.ST_TYPE(s.Info) }
+
+// Reloc is one REL or RELA entry.
+type Reloc struct {
+	Offset uint64
+	Sym    uint32
+	Type   uint32
+	Addend int64
+}
+
+// File is a parsed relocatable object.
+type File struct {
+	Name     string
+	Data     []byte
+	Class    elf.Class
+	Order    binary.ByteOrder
+	Machine  elf.Machine
+	Type     elf.Type
+	Flags    uint32
+	Sections []Section
+	// Symtab is the index of the .symtab section (0 if none).
+	Symtab  int
+	Symbols []Symbol // from .symtab; Symbols[0] is the null symbol
+}
+
+func (f *File) errf(sec string, format string, args ...any) error {
+	return &FormatError{File: f.Name, Section: sec, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Is64 reports a 64-bit file.
+func (f *File) Is64() bool { return f.Class == elf.ELFCLASS64 }
+
+// Parse validates data as an ELF object. name is used in errors.
+func Parse(name string, data []byte) (*File, error) {
+	f := &File{Name: name, Data: data}
+	if len(data) < 16 || !bytes.HasPrefix(data, []byte(elf.ELFMAG)) {
+		return nil, f.errf("", "not an ELF file (no \\x7fELF magic)")
+	}
+	f.Class = elf.Class(data[elf.EI_CLASS])
+	switch elf.Data(data[elf.EI_DATA]) {
+	case elf.ELFDATA2LSB:
+		f.Order = binary.LittleEndian
+	case elf.ELFDATA2MSB:
+		f.Order = binary.BigEndian
+	default:
+		return nil, f.errf("", "unknown data encoding %d", data[elf.EI_DATA])
+	}
+	var hdrSize, shentMin int
+	switch f.Class {
+	case elf.ELFCLASS64:
+		hdrSize, shentMin = 64, 64
+	case elf.ELFCLASS32:
+		hdrSize, shentMin = 52, 40
+	default:
+		return nil, f.errf("", "unknown class %d", data[elf.EI_CLASS])
+	}
+	if len(data) < hdrSize {
+		return nil, f.errf("", "truncated ELF header (%d of %d bytes)", len(data), hdrSize)
+	}
+	o := f.Order
+	f.Type = elf.Type(o.Uint16(data[16:]))
+	f.Machine = elf.Machine(o.Uint16(data[18:]))
+	var shoff uint64
+	var shentsize, shnum, shstrndx int
+	if f.Is64() {
+		shoff = o.Uint64(data[40:])
+		f.Flags = o.Uint32(data[48:])
+		shentsize, shnum, shstrndx = int(o.Uint16(data[58:])), int(o.Uint16(data[60:])), int(o.Uint16(data[62:]))
+	} else {
+		shoff = uint64(o.Uint32(data[32:]))
+		f.Flags = o.Uint32(data[36:])
+		shentsize, shnum, shstrndx = int(o.Uint16(data[46:])), int(o.Uint16(data[48:])), int(o.Uint16(data[50:]))
+	}
+	if shoff == 0 {
+		return nil, f.errf("", "no section header table")
+	}
+	if shentsize < shentMin {
+		return nil, f.errf("", "section header entry size %d is smaller than %d", shentsize, shentMin)
+	}
+	if shoff >= uint64(len(data)) {
+		return nil, f.errf("", "section header table at %#x is past the end of the file (%d bytes)", shoff, len(data))
+	}
+	// Extended numbering: e_shnum 0 -> sh_size of section 0; SHN_XINDEX
+	// -> sh_link of section 0.
+	first := f.rawSection(data[shoff:])
+	if shnum == 0 && uint64(len(data))-shoff >= uint64(shentsize) {
+		if first.Size > uint64(len(data))/uint64(shentsize) {
+			return nil, f.errf("", "extended section count %d does not fit the file", first.Size)
+		}
+		shnum = int(first.Size)
+	}
+	if shstrndx == int(elf.SHN_XINDEX) {
+		shstrndx = int(first.Link)
+	}
+	if shnum == 0 {
+		return nil, f.errf("", "no sections")
+	}
+	if end := shoff + uint64(shnum)*uint64(shentsize); end > uint64(len(data)) {
+		return nil, f.errf("", "section header table (%d entries at %#x) runs past the end of the file (%d bytes)", shnum, shoff, len(data))
+	}
+	if shstrndx == 0 || shstrndx >= shnum {
+		return nil, f.errf("", "section name table index %d out of range (%d sections)", shstrndx, shnum)
+	}
+	f.Sections = make([]Section, shnum)
+	for i := range f.Sections {
+		s := f.rawSection(data[shoff+uint64(i*shentsize):])
+		s.Index = i
+		if s.Type != elf.SHT_NOBITS && s.Type != elf.SHT_NULL {
+			if s.Offset > uint64(len(data)) || s.Size > uint64(len(data))-s.Offset {
+				return nil, f.errf(fmt.Sprintf("[%d]", i), "claims %d bytes at offset %#x, past the end of the file (%d bytes)", s.Size, s.Offset, len(data))
+			}
+		}
+		f.Sections[i] = s
+	}
+	strs := &f.Sections[shstrndx]
+	if strs.Type != elf.SHT_STRTAB {
+		return nil, f.errf("", "section name table [%d] is not a string table", shstrndx)
+	}
+	shstr := data[strs.Offset : strs.Offset+strs.Size]
+	for i := range f.Sections {
+		off := f.rawNameOff(data[shoff+uint64(i*shentsize):])
+		n, ok := cstring(shstr, off)
+		if !ok {
+			return nil, f.errf(fmt.Sprintf("[%d]", i), "name offset %#x is outside the section name table or not NUL-terminated", off)
+		}
+		f.Sections[i].Name = n
+	}
+	for i := range f.Sections {
+		if f.Sections[i].Type == elf.SHT_SYMTAB {
+			if f.Symtab != 0 {
+				return nil, f.errf(f.Sections[i].Name, "second symbol table (first is [%d])", f.Symtab)
+			}
+			f.Symtab = i
+		}
+	}
+	if f.Symtab != 0 {
+		if err := f.readSymbols(); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+func (f *File) rawNameOff(b []byte) uint32 { return f.Order.Uint32(b) }
+
+func (f *File) rawSection(b []byte) Section {
+	o := f.Order
+	if f.Is64() {
+		return Section{Type: elf.SectionType(o.Uint32(b[4:])), Flags: elf.SectionFlag(o.Uint64(b[8:])),
+			Addr: o.Uint64(b[16:]), Offset: o.Uint64(b[24:]), Size: o.Uint64(b[32:]),
+			Link: o.Uint32(b[40:]), Info: o.Uint32(b[44:]), Addralign: o.Uint64(b[48:]), Entsize: o.Uint64(b[56:])}
+	}
+	return Section{Type: elf.SectionType(o.Uint32(b[4:])), Flags: elf.SectionFlag(o.Uint32(b[8:])),
+		Addr: uint64(o.Uint32(b[12:])), Offset: uint64(o.Uint32(b[16:])), Size: uint64(o.Uint32(b[20:])),
+		Link: o.Uint32(b[24:]), Info: o.Uint32(b[28:]), Addralign: uint64(o.Uint32(b[32:])), Entsize: uint64(o.Uint32(b[36:]))}
+}
+
+// cstring returns the NUL-terminated string at off in tab.
+func cstring(tab []byte, off uint32) (string, bool) {
+	if uint64(off) >= uint64(len(tab)) {
+		return "", false
+	}
+	i := bytes.IndexByte(tab[off:], 0)
+	if i < 0 {
+		return "", false
+	}
+	return string(tab[off : int(off)+i]), true
+}
+
+// SectionData returns the bytes of s (nil for SHT_NOBITS). Parse has
+// checked that they lie inside the file.
+func (f *File) SectionData(s *Section) []byte {
+	if s.Type == elf.SHT_NOBITS || s.Type == elf.SHT_NULL {
+		return nil
+	}
+	return f.Data[s.Offset : s.Offset+s.Size]
+}
+
+// SymEntSize is the size of one symbol table entry.
+func (f *File) SymEntSize() int {
+	if f.Is64() {
+		return 24
+	}
+	return 16
+}
+
+func (f *File) readSymbols() error {
+	st := &f.Sections[f.Symtab]
+	es := uint64(f.SymEntSize())
+	if st.Entsize != es {
+		return f.errf(st.Name, "entry size %d, want %d", st.Entsize, es)
+	}
+	if st.Size%es != 0 {
+		return f.errf(st.Name, "size %d is not a multiple of the entry size %d", st.Size, es)
+	}
+	if st.Link == 0 || int(st.Link) >= len(f.Sections) || f.Sections[st.Link].Type != elf.SHT_STRTAB {
+		return f.errf(st.Name, "sh_link %d is not a string table", st.Link)
+	}
+	strtab := f.SectionData(&f.Sections[st.Link])
+	raw := f.SectionData(st)
+	n := int(st.Size / es)
+	f.Symbols = make([]Symbol, n)
+	o := f.Order
+	for i := range f.Symbols {
+		b := raw[i*int(es):]
+		var s Symbol
+		if f.Is64() {
+			s = Symbol{NameOff: o.Uint32(b), Info: b[4], Other: b[5], Shndx: o.Uint16(b[6:]), Value: o.Uint64(b[8:]), Size: o.Uint64(b[16:])}
+		} else {
+			s = Symbol{NameOff: o.Uint32(b), Value: uint64(o.Uint32(b[4:])), Size: uint64(o.Uint32(b[8:])), Info: b[12], Other: b[13], Shndx: o.Uint16(b[14:])}
+		}
+		s.Index = i
+		name, ok := cstring(strtab, s.NameOff)
+		if !ok {
+			return f.errf(st.Name, "symbol %d: name offset %#x is outside the string table or not NUL-terminated", i, s.NameOff)
+		}
+		s.Name = name
+		f.Symbols[i] = s
+	}
+	return nil
+}
+
+// IsReloc reports whether s is a REL or RELA section.
+func IsReloc(s *Section) bool { return s.Type == elf.SHT_RELA || s.Type == elf.SHT_REL }
+
+// RelocEntSize is the size of one entry of a REL or RELA section.
+func (f *File) RelocEntSize(rela bool) int {
+	switch {
+	case f.Is64() && rela:
+		return 24
+	case f.Is64():
+		return 16
+	case rela:
+		return 12
+	}
+	return 8
+}
+
+// Relocs decodes the entries of the REL/RELA section s, checking its
+// entry size, its symbol table link, its target section and every symbol
+// index.
+func (f *File) Relocs(s *Section) ([]Reloc, error) {
+	rela := s.Type == elf.SHT_RELA
+	if !IsReloc(s) {
+		return nil, f.errf(s.Name, "type %v is not REL or RELA", s.Type)
+	}
+	es := uint64(f.RelocEntSize(rela))
+	if s.Entsize != es && s.Entsize != 0 {
+		return nil, f.errf(s.Name, "entry size %d, want %d", s.Entsize, es)
+	}
+	if s.Size%es != 0 {
+		return nil, f.errf(s.Name, "size %d is not a multiple of the entry size %d", s.Size, es)
+	}
+	if int(s.Link) != f.Symtab || f.Symtab == 0 {
+		return nil, f.errf(s.Name, "sh_link %d is not the symbol table", s.Link)
+	}
+	if s.Info == 0 || int(s.Info) >= len(f.Sections) {
+		return nil, f.errf(s.Name, "sh_info %d is not a section index (%d sections)", s.Info, len(f.Sections))
+	}
+	raw := f.SectionData(s)
+	n := int(s.Size / es)
+	out := make([]Reloc, n)
+	o := f.Order
+	for i := range out {
+		b := raw[i*int(es):]
+		var r Reloc
+		if f.Is64() {
+			info := o.Uint64(b[8:])
+			r = Reloc{Offset: o.Uint64(b), Sym: uint32(info >> 32), Type: uint32(info)}
+			if rela {
+				r.Addend = int64(o.Uint64(b[16:]))
+			}
+		} else {
+			info := o.Uint32(b[4:])
+			r = Reloc{Offset: uint64(o.Uint32(b)), Sym: info >> 8, Type: info & 0xff}
+			if rela {
+				r.Addend = int64(int32(o.Uint32(b[8:])))
+			}
+		}
+		if int(r.Sym) >= len(f.Symbols) {
+			return nil, f.errf(s.Name, "relocation %d (offset %#x): symbol index %d past the symbol table (%d symbols)", i, r.Offset, r.Sym, len(f.Symbols))
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+// SectionByName returns the first section called name.
+func (f *File) SectionByName(name string) *Section {
+	for i := range f.Sections {
+		if f.Sections[i].Name == name {
+			return &f.Sections[i]
+		}
+	}
+	return nil
+}
+
+// ModInfo returns the value of key in .modinfo ("name", "livepatch", ...).
+func (f *File) ModInfo(key string) string {
+	s := f.SectionByName(".modinfo")
+	if s == nil {
+		return ""
+	}
+	for kv := range bytes.SplitSeq(f.SectionData(s), []byte{0}) {
+		if k, v, ok := bytes.Cut(kv, []byte{'='}); ok && string(k) == key {
+			return string(v)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,34 @@
+// Package klp reads livepatch modules and resolves their livepatch
+// relocations against a kernel's symbols exactly as the kernel does when it
+// loads them; it also writes livepatch modules (Convert), the job of
+// klp-convert / kpatch's create-klp-module.
+//
+// Parse first, resolve second: Open (or Parse/NewFile) describes a module —
+// its .klp.rela.<obj>.<sec> sections, the .klp.sym.<obj>.<name>,<pos>
+// symbols their relocations use, or a legacy kpatch module's dynrelas and
+// patched functions — independently of any kernel. Module.Resolve then
+// answers each relocation against a kallsyms.Index.
+//
+// # Kernel code mirrored
+//
+//   - kernel/livepatch/core.c: klp_apply_section_relocs() parses a section
+//     name with sscanf(".klp.rela.%55[^.]"); klp_resolve_symbols() checks,
+//     in order, that each symbol is SHN_LIVEPATCH, that its name parses
+//     with sscanf(".klp.sym.%55[^.].%511[^,],%lu"), that a module-specific
+//     section does not reference a vmlinux symbol, and then calls
+//     klp_find_object_symbol() (see package kallsyms).
+//   - lib/vsprintf.c: vsscanf(), whose %[ and %lu edge cases ParseSymbolName
+//     reproduces.
+//   - kernel/module/main.c: apply_relocations() skips relocation sections
+//     whose target is not SHF_ALLOC and hands SHF_RELA_LIVEPATCH sections
+//     to livepatch; module-specific sections are applied when their module
+//     loads (klp_module_coming()), so they are "deferred" here when the
+//     module is not in the kallsyms input.
+//
+// # Input
+//
+// A module is untrusted input: the ELF reader (internal/elfobj) checks
+// every offset, size, count and index against the file, gzip/zstd/xz
+// compressed modules are detected by magic bytes, and errors name the
+// file, the section and what is wrong.
+package klp

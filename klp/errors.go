@@ -1,0 +1,48 @@
+package klp
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors of the kernel's checks, in the order klp_resolve_symbols() makes
+// them. A failed lookup wraps the kallsyms sentinels instead
+// (kallsyms.ErrNotFound, ErrAmbiguous, ErrNoSuchPosition, ErrNoObject).
+var (
+	// ErrNotLivepatchSymbol: the symbol's st_shndx is not SHN_LIVEPATCH.
+	ErrNotLivepatchSymbol = errors.New("not a livepatch symbol")
+	// ErrBadSymbolName: the name does not parse as .klp.sym.<obj>.<name>,<pos>.
+	ErrBadSymbolName = errors.New("incorrectly formatted livepatch symbol name")
+	// ErrBadSectionName: the section does not parse as .klp.rela.<obj>.<sec>,
+	// or its object name is longer than the kernel reads.
+	ErrBadSectionName = errors.New("incorrectly formatted livepatch section name")
+	// ErrVmlinuxFromModule: a module-specific section references vmlinux.
+	ErrVmlinuxFromModule = errors.New("vmlinux symbol from module-specific section")
+	// ErrNotRelocatable: the file is not an ELF relocatable object.
+	ErrNotRelocatable = errors.New("not a relocatable ELF object")
+)
+
+// RelocError locates a relocation that does not resolve. KernelMessage is
+// what the kernel prints (after "livepatch: "); Help adds what it does not
+// say.
+type RelocError struct {
+	File    string
+	Section string
+	Index   int    // relocation index in its section
+	Offset  uint64 // r_offset
+	Symbol  string // the symbol's name as written in the module
+	Err     error
+	Kernel  string // the kernel's message
+	Hint    string // the explanation or fix
+}
+
+func (e *RelocError) Error() string {
+	s := fmt.Sprintf("%s: %s+%#x: %s", e.File, e.Section, e.Offset, e.Kernel)
+	if e.Hint != "" {
+		s += " (" + e.Hint + ")"
+	}
+	return s
+}
+
+// Unwrap returns the cause.
+func (e *RelocError) Unwrap() error { return e.Err }

@@ -1,0 +1,76 @@
+package klp
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/testutil"
+)
+
+var update = flag.Bool("update", false, "rewrite the fixtures in testdata/klp from testdata/klp/patch.o")
+
+// The symbols of testdata/klp/patch.c, converted for the Debian
+// 6.1.0-57-amd64 kernel of the corpus.
+var sampleSymbols = []ConvertSymbol{
+	{Object: "vmlinux", Name: "vfs_read", Pos: 0},
+	{Object: "vmlinux", Name: "jiffies", Pos: 0},
+	{Object: "vmlinux", Name: "type_show", Pos: 3},
+	{Object: "ext4", Name: "ext4_read_inode_bitmap", Pos: 0},
+	{Object: "xfs", Name: "xfs_iget", Pos: 0},
+}
+
+// fixtureVariants: one module per kernel error, each a small change of the
+// sample.
+var fixtureVariants = []struct {
+	file  string
+	syms  []ConvertSymbol
+	hooks *convertHooks
+}{
+	{"livepatch-sample.ko", sampleSymbols, nil},
+	{"err-not-livepatch.ko", sampleSymbols, &convertHooks{keepUndef: map[string]bool{"vfs_read": true}}},
+	{"err-bad-name.ko", sampleSymbols, &convertHooks{rawName: map[string]string{"vfs_read": ".klp.sym.vmlinux.vfs_read"}}},
+	{"err-ambiguous.ko", replace(sampleSymbols, ConvertSymbol{Object: "vmlinux", Name: "type_show", Pos: 0}), nil},
+	{"err-position.ko", replace(sampleSymbols, ConvertSymbol{Object: "vmlinux", Name: "type_show", Pos: 18}), nil},
+	{"err-vmlinux-from-module.ko", sampleSymbols, &convertHooks{sectionObj: map[string]string{"vfs_read": "ext4"}}},
+	{"err-not-found.ko", append(append([]ConvertSymbol(nil), sampleSymbols...), ConvertSymbol{Object: "vmlinux", Name: "no_such_function"}), nil},
+	{"err-object-name-too-long.ko", sampleSymbols, &convertHooks{sectionObj: map[string]string{"xfs_iget": "a_module_name_that_is_longer_than_fifty_five_bytes_xxxxxxx"}}},
+}
+
+func replace(syms []ConvertSymbol, c ConvertSymbol) []ConvertSymbol {
+	out := append([]ConvertSymbol(nil), syms...)
+	for i := range out {
+		if out[i].Name == c.Name {
+			out[i] = c
+		}
+	}
+	return out
+}
+
+func fixture(name string) string {
+	return filepath.Join(testutil.RepoRoot(), "testdata", "klp", name)
+}
+
+// TestGenerateFixtures rebuilds testdata/klp/*.ko from patch.o when run
+// with -update (make fixtures); otherwise it checks that the committed
+// fixtures are what the current converter writes.
+func TestGenerateFixtures(t *testing.T) {
+	obj, err := os.ReadFile(fixture("patch.o"))
+	require.NoError(t, err)
+	for _, v := range fixtureVariants {
+		out, err := convert("patch.o", obj, v.syms, v.hooks)
+		require.NoError(t, err, v.file)
+		if *update {
+			require.NoError(t, os.WriteFile(fixture(v.file), out, 0o644))
+			continue
+		}
+		have, err := os.ReadFile(fixture(v.file))
+		require.NoError(t, err)
+		require.Equal(t, have, out, "%s is stale: run 'make fixtures'", v.file)
+	}
+}
+
+func readFixture(name string) ([]byte, error) { return os.ReadFile(fixture(name)) }

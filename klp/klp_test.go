@@ -1,0 +1,200 @@
+package klp
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/testutil"
+	"github.com/klpresolve/klpresolve/kallsyms"
+)
+
+func amd64Index(t *testing.T) *kallsyms.Index {
+	t.Helper()
+	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	require.NoError(t, err)
+	return ix
+}
+
+func TestParseSymbolName(t *testing.T) {
+	long := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = 'a'
+		}
+		return string(b)
+	}
+	tests := []struct {
+		in   string
+		n    int
+		want SymbolName
+	}{
+		{".klp.sym.vmlinux.printk,0", 3, SymbolName{"vmlinux", "printk", 0}},
+		{".klp.sym.btrfs.foo.isra.0,2", 3, SymbolName{"btrfs", "foo.isra.0", 2}},
+		{".klp.sym.vmlinux.c_stop.llvm.123,1", 3, SymbolName{"vmlinux", "c_stop.llvm.123", 1}},
+		{".klp.sym.vmlinux.x, 7", 3, SymbolName{"vmlinux", "x", 7}},                                // %lu skips blanks
+		{".klp.sym.vmlinux.x,1junk", 3, SymbolName{"vmlinux", "x", 1}},                             // trailing text ignored
+		{".klp.sym.vmlinux.x,18446744073709551617", 3, SymbolName{"vmlinux", "x", 1}},              // wraps mod 2^64
+		{".klp.sym.zfs.ko.dmu_objset_from_ds,0", 3, SymbolName{"zfs", "ko.dmu_objset_from_ds", 0}}, // kpatch #918
+		{".klp.sym.vmlinux.x,-1", 2, SymbolName{"vmlinux", "x", 0}},                                // no sign for %lu
+		{".klp.sym.vmlinux.x,+1", 2, SymbolName{"vmlinux", "x", 0}},
+		{".klp.sym.vmlinux.x,", 2, SymbolName{"vmlinux", "x", 0}},
+		{".klp.sym.vmlinux.x", 2, SymbolName{"vmlinux", "x", 0}},
+		{".klp.sym.vmlinux.,0", 1, SymbolName{"vmlinux", "", 0}},
+		{".klp.sym..x,0", 0, SymbolName{}},
+		{".klp.sym.vmlinux", 1, SymbolName{"vmlinux", "", 0}},
+		{"klp.sym.vmlinux.x,0", 0, SymbolName{}},
+		{".klp.sym." + long(55) + ".x,0", 3, SymbolName{long(55), "x", 0}},
+		{".klp.sym." + long(56) + ".x,0", 1, SymbolName{long(55), "", 0}},
+		{".klp.sym.m." + long(511) + ",4", 3, SymbolName{"m", long(511), 4}},
+		{".klp.sym.m." + long(512) + ",4", 2, SymbolName{"m", long(511), 0}},
+	}
+	for _, tt := range tests {
+		got, n := ParseSymbolName(tt.in)
+		assert.Equal(t, tt.n, n, tt.in)
+		assert.Equal(t, tt.want, got, tt.in)
+	}
+}
+
+func TestParseSectionName(t *testing.T) {
+	obj, ok, tr := ParseSectionName(".klp.rela.vmlinux..text.foo")
+	assert.True(t, ok)
+	assert.False(t, tr)
+	assert.Equal(t, "vmlinux", obj)
+	_, ok, _ = ParseSectionName(".klp.rela..text")
+	assert.False(t, ok)
+	obj, ok, tr = ParseSectionName(".klp.rela.a_module_name_that_is_longer_than_fifty_five_bytes_xxxxxxx..text")
+	assert.True(t, ok)
+	assert.True(t, tr)
+	assert.Len(t, obj, 55)
+}
+
+func TestOpenSample(t *testing.T) {
+	m, err := Open(fixture("livepatch-sample.ko"))
+	require.NoError(t, err)
+	assert.Equal(t, FormatKLP, m.Format)
+	assert.Equal(t, "x86_64", m.Arch)
+	assert.Equal(t, "livepatch_sample", m.Name)
+	assert.True(t, m.Livepatch)
+	assert.Equal(t, 7, m.NumRelocs())
+	var objs []string
+	for _, s := range m.Sections {
+		objs = append(objs, s.Object)
+		require.NoError(t, s.Err)
+	}
+	assert.Equal(t, []string{"vmlinux", "vmlinux", "ext4", "xfs", "vmlinux", "vmlinux"}, objs)
+	r := m.Sections[0].Relocs[1]
+	assert.Equal(t, "R_X86_64_PLT32", r.TypeName)
+	assert.Equal(t, uint64(0xd), r.Offset)
+	assert.Equal(t, int64(-4), r.Addend)
+	assert.Equal(t, SymbolName{"vmlinux", "vfs_read", 0}, r.Sym)
+}
+
+// wantAddr computes the expected address with the index's own Candidates,
+// independently of Resolve.
+func wantAddr(t *testing.T, ix *kallsyms.Index, obj, name string, pos int) uint64 {
+	c := ix.Candidates(obj, name)
+	require.NotEmpty(t, c, "%s:%s", obj, name)
+	if pos == 0 {
+		require.Len(t, c, 1)
+		return c[0].Address
+	}
+	return c[pos-1].Address
+}
+
+func TestResolveSample(t *testing.T) {
+	ix := amd64Index(t)
+	m, err := Open(fixture("livepatch-sample.ko"))
+	require.NoError(t, err)
+	res := m.Resolve(ix)
+	assert.Equal(t, 6, res.Resolved)
+	assert.Equal(t, 1, res.Deferred)
+	assert.Equal(t, 0, res.Errors)
+	assert.Equal(t, []string{"xfs"}, res.DeferredObjects)
+	assert.True(t, res.OK(false))
+	assert.False(t, res.OK(true))
+	want := map[string]uint64{
+		"vfs_read":               0xffffffff813669e0,
+		"jiffies":                0xffffffff82a079c0,
+		"ext4_read_inode_bitmap": 0xffffffffc0350680,
+		"type_show":              wantAddr(t, ix, "vmlinux", "type_show", 3),
+	}
+	for _, r := range res.Results {
+		if r.Status == Deferred {
+			assert.Equal(t, "xfs_iget", r.Name)
+			continue
+		}
+		require.Equal(t, Resolved, r.Status, r.Symbol)
+		assert.Equal(t, want[r.Name], r.Address, r.Symbol)
+	}
+}
+
+func TestResolveErrorFixtures(t *testing.T) {
+	ix := amd64Index(t)
+	tests := []struct {
+		file   string
+		kind   error
+		kernel string
+		hint   string
+	}{
+		{"err-not-livepatch.ko", ErrNotLivepatchSymbol, "symbol .klp.sym.vmlinux.vfs_read,0 is not marked as a livepatch symbol", "SHN_LIVEPATCH"},
+		{"err-bad-name.ko", ErrBadSymbolName, "symbol .klp.sym.vmlinux.vfs_read has an incorrectly formatted name", "decimal sympos"},
+		{"err-ambiguous.ko", kallsyms.ErrAmbiguous, "unresolvable ambiguity for symbol 'type_show' in object '(null)'", "17 symbols named"},
+		{"err-position.ko", kallsyms.ErrNoSuchPosition, "symbol position 18 for symbol 'type_show' in object 'vmlinux' not found", "only 17"},
+		{"err-vmlinux-from-module.ko", ErrVmlinuxFromModule, "invalid access to vmlinux symbol 'vfs_read' from module-specific livepatch relocation section", ".klp.rela.vmlinux"},
+		{"err-not-found.ko", kallsyms.ErrNotFound, "symbol 'no_such_function' not found in symbol table", ""},
+		{"err-object-name-too-long.ko", ErrBadSectionName, "longer than 55 bytes", "at most 55 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			m, err := Open(fixture(tt.file))
+			require.NoError(t, err)
+			res := m.Resolve(ix)
+			require.Equal(t, 1, res.Errors, "exactly one relocation fails")
+			for _, r := range res.Results {
+				if r.Status != Failed {
+					continue
+				}
+				require.ErrorIs(t, r.Err, tt.kind)
+				var re *RelocError
+				require.True(t, errors.As(r.Err, &re))
+				assert.Contains(t, re.Kernel, tt.kernel)
+				assert.Contains(t, re.Hint, tt.hint)
+				assert.Equal(t, fixture(tt.file), re.File)
+				assert.NotEmpty(t, re.Section)
+			}
+			assert.False(t, res.OK(false))
+		})
+	}
+}
+
+func TestConvertRoundTrip(t *testing.T) {
+	ix := amd64Index(t)
+	obj, err := readFixture("patch.o")
+	require.NoError(t, err)
+	// Positions computed from the index: unique -> 0.
+	var syms []ConvertSymbol
+	for _, name := range []string{"vfs_read", "jiffies"} {
+		c := ix.Candidates("vmlinux", name)
+		require.Len(t, c, 1)
+		syms = append(syms, ConvertSymbol{Object: "vmlinux", Name: name})
+	}
+	out, err := Convert("patch.o", obj, syms)
+	require.NoError(t, err)
+	m, err := Parse("converted", out)
+	require.NoError(t, err)
+	res := m.Resolve(ix)
+	assert.Equal(t, 4, res.Resolved) // jiffies x3, vfs_read x1
+	for _, r := range res.Results {
+		assert.Equal(t, ix.Candidates("vmlinux", r.Name)[0].Address, r.Address)
+	}
+	// Relocation order within a section is kept.
+	assert.Equal(t, []string{"jiffies", "vfs_read"}, []string{m.Sections[0].Relocs[0].Sym.Name, m.Sections[0].Relocs[1].Sym.Name})
+
+	_, err = Convert("patch.o", obj, []ConvertSymbol{{Object: "vmlinux", Name: "not_referenced"}})
+	assert.ErrorContains(t, err, "not an undefined symbol")
+	_, err = Convert("patch.o", obj, []ConvertSymbol{{Object: "zfs.ko", Name: "vfs_read"}})
+	assert.ErrorContains(t, err, "without dots")
+}

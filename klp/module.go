@@ -1,0 +1,232 @@
+package klp
+
+import (
+	"debug/elf"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/internal/input"
+)
+
+// Livepatch ELF constants (include/uapi/linux/elf.h).
+const (
+	SHNLivepatch      = 0xff20     // SHN_LIVEPATCH
+	SHFRelaLivepatch  = 0x00100000 // SHF_RELA_LIVEPATCH
+	maxModuleFileSize = 1 << 30    // a decompressed .ko larger than this is refused
+)
+
+// Format names how a module carries its livepatch relocations.
+type Format string
+
+const (
+	FormatKLP    Format = "klp"    // .klp.rela.* sections (kernel livepatch)
+	FormatKpatch Format = "kpatch" // legacy kpatch .kpatch.dynrelas
+	FormatNone   Format = "none"   // neither
+)
+
+// Module describes a livepatch module, independently of any kernel.
+type Module struct {
+	Path        string
+	Name        string // .modinfo name=
+	Livepatch   bool   // .modinfo livepatch=Y
+	Machine     elf.Machine
+	Arch        string
+	Class       elf.Class
+	Format      Format
+	Compression input.Compression
+	Sections    []*RelaSection
+	// Kpatch holds a legacy kpatch module's dynrelas and functions.
+	Kpatch *Kpatch
+	// Warnings are things the kernel would silently do that a patch author
+	// wants to know (a .klp.rela section without SHF_RELA_LIVEPATCH, one
+	// whose target is not allocated).
+	Warnings []string
+
+	elf *elfobj.File
+}
+
+// RelaSection is one .klp.rela.<obj>.<sec> section.
+type RelaSection struct {
+	Index  int
+	Name   string
+	Object string // parsed like the kernel; "" when the name is malformed
+	Target string // name of the section the relocations patch
+	// Err is set when the kernel would refuse or never apply the section.
+	Err    error
+	Relocs []Relocation
+}
+
+// Relocation is one livepatch relocation and the symbol it references.
+type Relocation struct {
+	Index    int // in its section
+	Offset   uint64
+	Type     uint32
+	TypeName string
+	Addend   int64
+	SymIndex uint32
+	Symbol   string     // the symbol's name as written
+	Sym      SymbolName // parsed (when Err is nil)
+	// Err is a static failure, known without any kernel: not a livepatch
+	// symbol, a malformed name, or a vmlinux symbol from a module section.
+	Err error
+}
+
+// Open reads a module from path (plain, or gzip/zstd/xz compressed).
+func Open(path string) (*Module, error) {
+	data, comp, err := input.ReadFile(path, maxModuleFileSize)
+	if err != nil {
+		return nil, err
+	}
+	m, err := Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	m.Compression = comp
+	return m, nil
+}
+
+// NewFile reads a module of size bytes from r. name is used in errors.
+func NewFile(name string, r io.ReaderAt, size int64) (*Module, error) {
+	if size < 0 || size > maxModuleFileSize {
+		return nil, fmt.Errorf("%s: size %d out of range", name, size)
+	}
+	data := make([]byte, size)
+	if _, err := r.ReadAt(data, 0); err != nil && err != io.EOF {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return Parse(name, data)
+}
+
+// Parse describes the module in data (decompressing it if its magic says
+// so). The module keeps data.
+func Parse(name string, data []byte) (*Module, error) {
+	var comp input.Compression
+	if c := input.Detect(data); c != input.None {
+		src, err := input.Wrap(name, io.NopCloser(strings.NewReader(string(data))), 0)
+		if err != nil {
+			return nil, err
+		}
+		data, err = input.ReadAll(src, 0, maxModuleFileSize)
+		src.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		comp = c
+	}
+	f, err := elfobj.Parse(name, data)
+	if err != nil {
+		return nil, err
+	}
+	if f.Type != elf.ET_REL {
+		return nil, fmt.Errorf("%s: %w (type %v)", name, ErrNotRelocatable, f.Type)
+	}
+	m := &Module{
+		Path: name, Name: f.ModInfo("name"), Livepatch: f.ModInfo("livepatch") == "Y",
+		Machine: f.Machine, Arch: ArchName(f.Machine), Class: f.Class, Compression: comp, elf: f,
+	}
+	if err := m.readKLP(); err != nil {
+		return nil, err
+	}
+	if err := m.readKpatch(); err != nil {
+		return nil, err
+	}
+	switch {
+	case len(m.Sections) > 0:
+		m.Format = FormatKLP
+	case m.Kpatch != nil:
+		m.Format = FormatKpatch
+	default:
+		m.Format = FormatNone
+	}
+	return m, nil
+}
+
+// ELF returns the parsed object (for linking).
+func (m *Module) ELF() *elfobj.File { return m.elf }
+
+// readKLP finds and parses the livepatch relocation sections.
+func (m *Module) readKLP() error {
+	f := m.elf
+	for i := range f.Sections {
+		s := &f.Sections[i]
+		named := strings.HasPrefix(s.Name, RelaPrefix)
+		flagged := s.Flags&SHFRelaLivepatch != 0
+		if named && !flagged {
+			m.Warnings = append(m.Warnings, fmt.Sprintf("section %s is named like a livepatch relocation section but lacks SHF_RELA_LIVEPATCH: the kernel applies it as an ordinary relocation section", s.Name))
+			continue
+		}
+		if !flagged {
+			continue
+		}
+		rs := &RelaSection{Index: i, Name: s.Name}
+		m.Sections = append(m.Sections, rs)
+		// apply_relocations(): a target that is not SHF_ALLOC is skipped.
+		if s.Info > 0 && int(s.Info) < len(f.Sections) {
+			t := &f.Sections[s.Info]
+			rs.Target = t.Name
+			if t.Flags&elf.SHF_ALLOC == 0 {
+				m.Warnings = append(m.Warnings, fmt.Sprintf("section %s patches %s, which is not SHF_ALLOC: the kernel skips it", s.Name, t.Name))
+			}
+		}
+		obj, ok, truncated := ParseSectionName(s.Name)
+		switch {
+		case !ok:
+			rs.Err = fmt.Errorf("%w: section %s has an incorrectly formatted name", ErrBadSectionName, s.Name)
+		case truncated:
+			rs.Err = fmt.Errorf("%w: section %s: object name longer than %d bytes; the kernel reads only %q, which matches no object, and never applies the section", ErrBadSectionName, s.Name, ModuleNameMax, obj)
+		default:
+			rs.Object = obj
+		}
+		if s.Type != elf.SHT_RELA {
+			if rs.Err == nil {
+				rs.Err = &elfobj.FormatError{File: m.Path, Section: s.Name, Msg: fmt.Sprintf("livepatch relocation section of type %v, not SHT_RELA", s.Type)}
+			}
+			continue
+		}
+		relocs, err := f.Relocs(s)
+		if err != nil {
+			return err
+		}
+		rs.Relocs = make([]Relocation, len(relocs))
+		for j, r := range relocs {
+			sym := &f.Symbols[r.Sym]
+			rel := Relocation{Index: j, Offset: r.Offset, Type: r.Type, TypeName: RelocTypeName(f.Machine, r.Type),
+				Addend: r.Addend, SymIndex: r.Sym, Symbol: sym.Name}
+			rel.Sym, rel.Err = m.checkSymbol(sym, rs.Object)
+			rs.Relocs[j] = rel
+		}
+	}
+	return nil
+}
+
+// checkSymbol makes klp_resolve_symbols()'s static checks, in its order.
+func (m *Module) checkSymbol(sym *elfobj.Symbol, secObj string) (SymbolName, error) {
+	if sym.Shndx != SHNLivepatch {
+		return SymbolName{}, fmt.Errorf("%w: symbol %s is not marked as a livepatch symbol", ErrNotLivepatchSymbol, sym.Name)
+	}
+	sn, n := ParseSymbolName(sym.Name)
+	if n != 3 {
+		return sn, fmt.Errorf("%w: symbol %s has an incorrectly formatted name", ErrBadSymbolName, sym.Name)
+	}
+	if m.Class == elf.ELFCLASS32 {
+		sn.Pos = uint64(uint32(sn.Pos)) // unsigned long is 32 bits there
+	}
+	if secObj != "" && secObj != "vmlinux" && sn.Object == "vmlinux" {
+		return sn, fmt.Errorf("%w: invalid access to vmlinux symbol '%s' from module-specific livepatch relocation section", ErrVmlinuxFromModule, sn.Name)
+	}
+	return sn, nil
+}
+
+// NumRelocs counts the livepatch relocations (klp sections and dynrelas).
+func (m *Module) NumRelocs() int {
+	n := 0
+	for _, s := range m.Sections {
+		n += len(s.Relocs)
+	}
+	if m.Kpatch != nil {
+		n += len(m.Kpatch.Dynrelas)
+	}
+	return n
+}

@@ -1,0 +1,228 @@
+package klp
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/klpresolve/klpresolve/kallsyms"
+)
+
+// Status of one relocation against one kernel.
+type Status string
+
+const (
+	Resolved Status = "resolved"
+	// Deferred: the section's module is not loaded in this kernel; the
+	// kernel applies it when that module loads (klp_module_coming()).
+	Deferred Status = "deferred"
+	Failed   Status = "error"
+)
+
+// Result is one relocation's answer.
+type Result struct {
+	Section string // relocation section (or ".kpatch.dynrelas")
+	Index   int
+	Offset  uint64
+	Type    string
+	Symbol  string // as written in the module
+	Object  string
+	Name    string
+	Pos     uint64
+	Status  Status
+	Address uint64
+	Err     *RelocError // when Status is Failed
+}
+
+// Resolution is a module resolved against one kernel.
+type Resolution struct {
+	Module   *Module
+	Source   string // the kallsyms input
+	Results  []Result
+	Funcs    []FuncResult // kpatch: the patched functions
+	Resolved int
+	Deferred int
+	Errors   int
+	// DeferredObjects lists the modules whose sections wait for them.
+	DeferredObjects []string
+}
+
+// FuncResult is a kpatch patched function resolved to its current address.
+type FuncResult struct {
+	Func
+	Address uint64
+	Err     error
+}
+
+// OK reports whether nothing failed (deferred is allowed unless strict).
+func (r *Resolution) OK(strict bool) bool {
+	return r.Errors == 0 && (!strict || r.Deferred == 0)
+}
+
+// Resolve answers every livepatch relocation of m against ix, as the kernel
+// would when the patch (and later each patched module) loads. Each distinct
+// symbol is looked up once. It is safe to call concurrently on one module
+// with different indexes.
+func (m *Module) Resolve(ix *kallsyms.Index) *Resolution {
+	res := &Resolution{Module: m, Source: ix.Source(), Results: make([]Result, 0, m.NumRelocs())}
+	type answer struct {
+		addr uint64
+		err  *RelocError
+	}
+	cache := make(map[uint32]answer) // by symbol index
+	deferred := map[string]bool{}
+	for _, s := range m.Sections {
+		for i := range s.Relocs {
+			r := &s.Relocs[i]
+			out := Result{Section: s.Name, Index: r.Index, Offset: r.Offset, Type: r.TypeName, Symbol: r.Symbol,
+				Object: r.Sym.Object, Name: r.Sym.Name, Pos: r.Sym.Pos}
+			switch {
+			case s.Err != nil:
+				out.Status, out.Err = Failed, m.relocErr(s, r, s.Err, "")
+			case r.Err != nil:
+				out.Status, out.Err = Failed, m.relocErr(s, r, r.Err, "")
+			case s.Object != kallsyms.Vmlinux && !ix.HasObject(s.Object):
+				out.Status = Deferred
+				deferred[s.Object] = true
+			default:
+				a, ok := cache[r.SymIndex]
+				if !ok {
+					sym, err := ix.Lookup(r.Sym.Object, r.Sym.Name, r.Sym.Pos)
+					if err != nil {
+						a.err = m.lookupErr(s, r, err)
+					} else {
+						a.addr = sym.Address
+					}
+					cache[r.SymIndex] = a
+				}
+				if a.err != nil {
+					e := *a.err
+					e.Index, e.Offset = r.Index, r.Offset
+					out.Status, out.Err = Failed, &e
+				} else {
+					out.Status, out.Address = Resolved, a.addr
+				}
+			}
+			res.add(out)
+		}
+	}
+	if m.Kpatch != nil {
+		m.resolveKpatch(ix, res, deferred)
+	}
+	for o := range deferred {
+		res.DeferredObjects = append(res.DeferredObjects, o)
+	}
+	slices.Sort(res.DeferredObjects)
+	return res
+}
+
+func (res *Resolution) add(r Result) {
+	switch r.Status {
+	case Resolved:
+		res.Resolved++
+	case Deferred:
+		res.Deferred++
+	default:
+		res.Errors++
+	}
+	res.Results = append(res.Results, r)
+}
+
+// relocErr wraps a static error with its location and the kernel's text.
+func (m *Module) relocErr(s *RelaSection, r *Relocation, err error, hint string) *RelocError {
+	e := &RelocError{File: m.Path, Section: s.Name, Index: r.Index, Offset: r.Offset, Symbol: r.Symbol, Err: err}
+	msg := err.Error()
+	// The kernel's text follows the sentinel's "<kind>: ".
+	for _, k := range []error{ErrNotLivepatchSymbol, ErrBadSymbolName, ErrVmlinuxFromModule, ErrBadSectionName} {
+		if errors.Is(err, k) {
+			msg = msg[len(k.Error())+2:]
+			e.Hint = staticHint(k, r)
+		}
+	}
+	e.Kernel = msg
+	if hint != "" {
+		e.Hint = hint
+	}
+	return e
+}
+
+func staticHint(kind error, r *Relocation) string {
+	switch kind {
+	case ErrNotLivepatchSymbol:
+		return "its st_shndx must be SHN_LIVEPATCH (0xff20); convert it with 'klpresolve convert' or fix the build tool"
+	case ErrBadSymbolName:
+		return "the name must be .klp.sym.<object>.<symbol>,<sympos>: object without dots (at most 55 bytes, e.g. 'zfs', not 'zfs.ko'), symbol without commas (at most 511 bytes), a decimal sympos"
+	case ErrVmlinuxFromModule:
+		return "move the relocation to a .klp.rela.vmlinux.* section, or use an ordinary relocation if the symbol is exported"
+	case ErrBadSectionName:
+		return "the section must be named .klp.rela.<object>.<section> with an object name of at most 55 bytes and no dots"
+	}
+	return ""
+}
+
+// lookupErr turns a kallsyms lookup failure into a RelocError with the
+// message klp_find_object_symbol() prints.
+func (m *Module) lookupErr(s *RelaSection, r *Relocation, err error) *RelocError {
+	e := &RelocError{File: m.Path, Section: s.Name, Index: r.Index, Offset: r.Offset, Symbol: r.Symbol, Err: err}
+	var le *kallsyms.LookupError
+	if errors.As(err, &le) {
+		if errors.Is(err, kallsyms.ErrNoObject) {
+			// The kernel walks the loaded modules and finds nothing.
+			e.Kernel = fmt.Sprintf("symbol '%s' not found in symbol table", r.Sym.Name)
+			e.Hint = fmt.Sprintf("module %s is not loaded in this kernel", r.Sym.Object)
+			if s.Object == kallsyms.Vmlinux {
+				e.Hint += "; a .klp.rela.vmlinux section is applied when the patch loads, so a module symbol must be in a .klp.rela." + r.Sym.Object + ".* section"
+			}
+		} else {
+			e.Kernel, e.Hint = le.KernelMessage(), le.Help()
+			if errors.Is(err, kallsyms.ErrAmbiguous) {
+				e.Hint += fmt.Sprintf(" (e.g. %s)", FormatSymbolName(r.Sym.Object, r.Sym.Name, 1))
+			}
+		}
+	} else {
+		e.Kernel = err.Error()
+	}
+	return e
+}
+
+// resolveKpatch resolves a legacy module's dynrelas the way kpatch's core
+// module did (kpatch_write_relocations(): an external symbol by name, else
+// the same object/name/sympos rules as livepatch) and its functions.
+func (m *Module) resolveKpatch(ix *kallsyms.Index, res *Resolution, deferred map[string]bool) {
+	for _, d := range m.Kpatch.Dynrelas {
+		out := Result{Section: ".kpatch.dynrelas", Index: d.Index, Type: d.TypeName, Symbol: d.Name,
+			Object: d.Object, Name: d.Name, Pos: d.Pos}
+		var sym kallsyms.Symbol
+		var err error
+		switch {
+		case d.Object != kallsyms.Vmlinux && !ix.HasObject(d.Object):
+			out.Status = Deferred
+			deferred[d.Object] = true
+			res.add(out)
+			continue
+		case d.External:
+			sym, err = ix.LookupName(d.Name)
+		default:
+			sym, err = ix.Lookup(d.Object, d.Name, d.Pos)
+		}
+		if err != nil {
+			s := &RelaSection{Name: ".kpatch.dynrelas", Object: d.Object}
+			r := &Relocation{Index: d.Index, Symbol: d.Name, Sym: SymbolName{Object: d.Object, Name: d.Name, Pos: d.Pos}}
+			out.Status, out.Err = Failed, m.lookupErr(s, r, err)
+		} else {
+			out.Status, out.Address = Resolved, sym.Address
+		}
+		res.add(out)
+	}
+	for _, fn := range m.Kpatch.Funcs {
+		fr := FuncResult{Func: fn}
+		if fn.Object != kallsyms.Vmlinux && !ix.HasObject(fn.Object) {
+			fr.Err = fmt.Errorf("module %s not loaded: deferred", fn.Object)
+		} else if s, err := ix.Lookup(fn.Object, fn.Name, fn.Pos); err != nil {
+			fr.Err = err
+		} else {
+			fr.Address = s.Address
+		}
+		res.Funcs = append(res.Funcs, fr)
+	}
+}
