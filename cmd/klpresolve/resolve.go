@@ -1,7 +1,352 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
 
-func addResolveFlags(root *cobra.Command, a *app) {}
+	"github.com/spf13/cobra"
 
-func newConvertCmd(a *app) *cobra.Command { return &cobra.Command{Use: "convert", Hidden: true} }
+	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/klp"
+)
+
+type resolveOpts struct {
+	format  string
+	strict  bool
+	stats   bool
+	maxTime time.Duration
+}
+
+// addResolveFlags makes the root command the main job:
+// klpresolve PATCH.ko [--kallsyms PATH] [--format text|json] [--strict] [--stats].
+func addResolveFlags(root *cobra.Command, a *app) {
+	o := &resolveOpts{}
+	root.Flags().StringVar(&o.format, "format", "text", "output format: text or json")
+	root.Flags().BoolVar(&o.strict, "strict", false, "treat deferred relocations (module not loaded) as failures")
+	root.Flags().BoolVar(&o.stats, "stats", false, "print the time of each phase to stderr")
+	root.Flags().DurationVar(&o.maxTime, "max-time", 0, "exit 3 when resolution takes longer than this (e.g. 100ms)")
+	root.RunE = func(cmd *cobra.Command, args []string) error {
+		return a.resolve(args[0], o)
+	}
+}
+
+func (a *app) resolve(path string, o *resolveOpts) error {
+	if err := checkFormat(o.format); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	ix, err := a.openIndex()
+	if err != nil {
+		return err
+	}
+	t1 := time.Now()
+	m, err := klp.Open(path)
+	if err != nil {
+		return &exitError{exitUsage, err}
+	}
+	t2 := time.Now()
+	res := m.Resolve(ix)
+	t3 := time.Now()
+	if o.stats {
+		fmt.Fprintf(a.stderr, "stats: read+index kallsyms %v (%d symbols), read module %v (%d relocations), resolve %v, total %v\n",
+			t1.Sub(t0).Round(time.Microsecond), ix.Len(), t2.Sub(t1).Round(time.Microsecond), m.NumRelocs(),
+			t3.Sub(t2).Round(time.Microsecond), t3.Sub(t0).Round(time.Microsecond))
+	}
+	if o.format == "json" {
+		err = writeJSON(a, jsonResolution(res))
+	} else {
+		writeResolution(a.stdout, res, o.strict)
+	}
+	if err != nil {
+		return err
+	}
+	if o.maxTime > 0 && t3.Sub(t0) > o.maxTime {
+		return &exitError{exitTooSlow, fmt.Errorf("resolution took %v, more than --max-time %v", t3.Sub(t0).Round(time.Microsecond), o.maxTime)}
+	}
+	if !res.OK(o.strict) {
+		return &exitError{exitFailed, errReported}
+	}
+	return nil
+}
+
+func hex(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }
+
+type jsonReloc struct {
+	Section string  `json:"section"`
+	Offset  string  `json:"offset"`
+	Type    string  `json:"type"`
+	Symbol  string  `json:"symbol"`
+	Object  string  `json:"object"`
+	Name    string  `json:"name"`
+	Sympos  uint64  `json:"sympos"`
+	Address *string `json:"address"`
+	Status  string  `json:"status"`
+	Error   *string `json:"error"`
+	Help    *string `json:"help,omitempty"`
+}
+
+type jsonFunc struct {
+	Name    string  `json:"name"`
+	Object  string  `json:"object"`
+	Sympos  uint64  `json:"sympos"`
+	Address *string `json:"address"`
+	Error   *string `json:"error"`
+}
+
+type jsonOut struct {
+	Module      string      `json:"module"`
+	Name        string      `json:"name,omitempty"`
+	Arch        string      `json:"arch"`
+	Format      string      `json:"format"`
+	Kallsyms    string      `json:"kallsyms"`
+	Relocations []jsonReloc `json:"relocations"`
+	Funcs       []jsonFunc  `json:"funcs,omitempty"`
+	Deferred    []string    `json:"deferred_objects"`
+	Warnings    []string    `json:"warnings,omitempty"`
+	Summary     struct {
+		Resolved int `json:"resolved"`
+		Deferred int `json:"deferred"`
+		Errors   int `json:"errors"`
+	} `json:"summary"`
+}
+
+func jsonResolution(res *klp.Resolution) *jsonOut {
+	m := res.Module
+	out := &jsonOut{Module: m.Path, Name: m.Name, Arch: m.Arch, Format: string(m.Format), Kallsyms: res.Source,
+		Relocations: []jsonReloc{}, Deferred: res.DeferredObjects, Warnings: m.Warnings}
+	if out.Deferred == nil {
+		out.Deferred = []string{}
+	}
+	for _, r := range res.Results {
+		j := jsonReloc{Section: r.Section, Offset: hex(r.Offset), Type: r.Type, Symbol: r.Symbol, Object: r.Object,
+			Name: r.Name, Sympos: r.Pos, Status: string(r.Status)}
+		if r.Status == klp.Resolved {
+			s := hex(r.Address)
+			j.Address = &s
+		}
+		if r.Err != nil {
+			msg, help := r.Err.Kernel, r.Err.Hint
+			j.Error = &msg
+			if help != "" {
+				j.Help = &help
+			}
+		}
+		out.Relocations = append(out.Relocations, j)
+	}
+	for _, f := range res.Funcs {
+		j := jsonFunc{Name: f.Name, Object: f.Object, Sympos: f.Pos}
+		if f.Err != nil {
+			s := f.Err.Error()
+			j.Error = &s
+		} else {
+			s := hex(f.Address)
+			j.Address = &s
+		}
+		out.Funcs = append(out.Funcs, j)
+	}
+	out.Summary.Resolved, out.Summary.Deferred, out.Summary.Errors = res.Resolved, res.Deferred, res.Errors
+	return out
+}
+
+// writeResolution prints the text report: the module, per section what
+// resolved, deferred objects, every failure with the kernel's message and
+// the help, then totals.
+func writeResolution(w io.Writer, res *klp.Resolution, strict bool) {
+	m := res.Module
+	name := m.Name
+	if name == "" {
+		name = "?"
+	}
+	fmt.Fprintf(w, "module %s (name %s): format %s, arch %s, livepatch=%v\n", m.Path, name, m.Format, m.Arch, yesNo(m.Livepatch))
+	fmt.Fprintf(w, "kernel symbols: %s\n", res.Source)
+	for _, warn := range m.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+	type tally struct{ ok, def, bad int }
+	var order []string
+	per := map[string]*tally{}
+	for _, r := range res.Results {
+		t := per[r.Section]
+		if t == nil {
+			t = &tally{}
+			per[r.Section] = t
+			order = append(order, r.Section)
+		}
+		switch r.Status {
+		case klp.Resolved:
+			t.ok++
+		case klp.Deferred:
+			t.def++
+		default:
+			t.bad++
+		}
+	}
+	width := 0
+	for _, s := range order {
+		width = max(width, len(s))
+	}
+	for _, s := range order {
+		t := per[s]
+		var parts []string
+		if t.ok > 0 {
+			parts = append(parts, fmt.Sprintf("%d resolved", t.ok))
+		}
+		if t.def > 0 {
+			parts = append(parts, fmt.Sprintf("%d deferred", t.def))
+		}
+		if t.bad > 0 {
+			parts = append(parts, fmt.Sprintf("%d FAILED", t.bad))
+		}
+		fmt.Fprintf(w, "  %-*s  %s\n", width, s, strings.Join(parts, ", "))
+	}
+	for _, o := range res.DeferredObjects {
+		fmt.Fprintf(w, "deferred: module %s is not loaded in this kernel; its relocations are applied when it loads\n", o)
+	}
+	for _, f := range res.Funcs {
+		if f.Err != nil {
+			fmt.Fprintf(w, "patched function %s:%s,%d: %v\n", f.Object, f.Name, f.Pos, f.Err)
+		} else {
+			fmt.Fprintf(w, "patched function %s:%s,%d at %s\n", f.Object, f.Name, f.Pos, hex(f.Address))
+		}
+	}
+	for _, r := range res.Results {
+		if r.Err == nil {
+			continue
+		}
+		fmt.Fprintf(w, "error: %s+%s %s %s\n", r.Section, hex(r.Offset), r.Type, r.Symbol)
+		fmt.Fprintf(w, "  livepatch: %s\n", r.Err.Kernel)
+		if r.Err.Hint != "" {
+			fmt.Fprintf(w, "  help: %s\n", r.Err.Hint)
+		}
+	}
+	verdict := "OK"
+	if !res.OK(strict) {
+		verdict = "FAILED"
+	}
+	fmt.Fprintf(w, "%s: %d relocations: %d resolved, %d deferred, %d errors\n", verdict, len(res.Results), res.Resolved, res.Deferred, res.Errors)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "Y"
+	}
+	return "N"
+}
+
+func newConvertCmd(a *app) *cobra.Command {
+	var out, from string
+	var symbols []string
+	c := &cobra.Command{
+		Use:   "convert IN.o -o OUT.ko --kallsyms PATH --symbol [obj:]name[,pos]... [--symbols-from FILE]",
+		Short: "Turn a relocatable object into a livepatch module (.klp.rela sections, .klp.sym symbols)",
+		Long: `Moves every relocation against the given symbols into .klp.rela.<obj>.<sec> sections and
+renames the symbols .klp.sym.<obj>.<name>,<pos> with st_shndx SHN_LIVEPATCH.
+A symbol given without ,pos gets its position from --kallsyms: 0 when the name is
+unique in its object; an ambiguous name must be given a position (the error lists
+them), or written name@ADDRESS to pick the occurrence at that address.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return &exitError{exitUsage, errors.New("convert needs -o OUT.ko")}
+			}
+			if from != "" {
+				b, err := os.ReadFile(from)
+				if err != nil {
+					return &exitError{exitUsage, err}
+				}
+				for _, l := range strings.Split(string(b), "\n") {
+					if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+						symbols = append(symbols, l)
+					}
+				}
+			}
+			if len(symbols) == 0 {
+				return &exitError{exitUsage, errors.New("convert needs --symbol or --symbols-from")}
+			}
+			var ix *kallsyms.Index
+			var syms []klp.ConvertSymbol
+			for _, spec := range symbols {
+				at := ""
+				if i := strings.LastIndex(spec, "@"); i > 0 {
+					spec, at = spec[:i], spec[i+1:]
+				}
+				s, err := kallsyms.ParseSpec(spec)
+				if err != nil {
+					return &exitError{exitUsage, err}
+				}
+				pos := s.Pos
+				if !strings.Contains(spec, ",") {
+					if ix == nil {
+						if ix, err = a.openIndex(); err != nil {
+							return err
+						}
+					}
+					if pos, err = computePos(ix, s, at); err != nil {
+						return &exitError{exitFailed, err}
+					}
+				}
+				syms = append(syms, klp.ConvertSymbol{Object: s.Object, Name: s.Name, Pos: pos})
+			}
+			in, err := os.ReadFile(args[0])
+			if err != nil {
+				return &exitError{exitUsage, err}
+			}
+			b, err := klp.Convert(args[0], in, syms)
+			if err != nil {
+				return &exitError{exitUsage, err}
+			}
+			if err := writeAtomic(out, b); err != nil {
+				return &exitError{exitUsage, err}
+			}
+			fmt.Fprintf(a.stdout, "wrote %s: %d livepatch symbols\n", out, len(syms))
+			return nil
+		},
+	}
+	c.Flags().StringVarP(&out, "output", "o", "", "livepatch module to write")
+	c.Flags().StringArrayVar(&symbols, "symbol", nil, "symbol to convert: [obj:]name[,pos] or [obj:]name@ADDRESS (repeatable)")
+	c.Flags().StringVar(&from, "symbols-from", "", "file with one symbol spec per line")
+	return c
+}
+
+// computePos is sympos from the index: 0 when unique, else the position of
+// the occurrence at address at.
+func computePos(ix *kallsyms.Index, s kallsyms.Spec, at string) (uint64, error) {
+	c := ix.Candidates(s.Object, s.Name)
+	if len(c) == 0 {
+		_, err := ix.Lookup(s.Object, s.Name, 0)
+		return 0, err
+	}
+	if at != "" {
+		v, err := strconv.ParseUint(strings.TrimPrefix(at, "0x"), 16, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: address %q is not hex", s.Name, at)
+		}
+		for _, x := range c {
+			if x.Address == v {
+				if len(c) == 1 {
+					return 0, nil
+				}
+				return uint64(x.Pos), nil
+			}
+		}
+		return 0, fmt.Errorf("%s:%s has no occurrence at %#x", s.Object, s.Name, v)
+	}
+	if len(c) == 1 {
+		return 0, nil
+	}
+	_, err := ix.Lookup(s.Object, s.Name, 0)
+	return 0, err
+}
+
+func writeAtomic(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -144,10 +144,13 @@ func Parse(name string, data []byte) (*File, error) {
 	if shoff >= uint64(len(data)) {
 		return nil, f.errf("", "section header table at %#x is past the end of the file (%d bytes)", shoff, len(data))
 	}
+	if uint64(len(data))-shoff < uint64(shentsize) {
+		return nil, f.errf("", "section header table at %#x runs past the end of the file (%d bytes)", shoff, len(data))
+	}
 	// Extended numbering: e_shnum 0 -> sh_size of section 0; SHN_XINDEX
 	// -> sh_link of section 0.
 	first := f.rawSection(data[shoff:])
-	if shnum == 0 && uint64(len(data))-shoff >= uint64(shentsize) {
+	if shnum == 0 {
 		if first.Size > uint64(len(data))/uint64(shentsize) {
 			return nil, f.errf("", "extended section count %d does not fit the file", first.Size)
 		}

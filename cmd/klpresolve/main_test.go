@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/testutil"
+)
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func fixture(name string) string {
+	return filepath.Join(testutil.RepoRoot(), "testdata", "klp", name)
+}
+
+func TestMainJob(t *testing.T) {
+	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	// Flags before and after the module path.
+	code, out, _ := runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "OK: 7 relocations: 6 resolved, 1 deferred, 0 errors")
+	assert.Contains(t, out, "deferred: module xfs is not loaded")
+	code, _, _ = runCLI(t, "--kallsyms", k, "--strict", fixture("livepatch-sample.ko"))
+	assert.Equal(t, 1, code, "deferred fails under --strict")
+
+	code, out, _ = runCLI(t, fixture("err-position.ko"), "--kallsyms", k)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "livepatch: symbol position 18 for symbol 'type_show' in object 'vmlinux' not found")
+	assert.Contains(t, out, "help: vmlinux has only 17 symbol(s)")
+
+	code, out, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k, "--format", "json")
+	require.Equal(t, 0, code)
+	var j struct {
+		Module      string
+		Arch        string
+		Format      string
+		Relocations []struct {
+			Section, Offset, Type, Symbol, Object, Name, Status string
+			Sympos                                              uint64
+			Address                                             *string
+			Error                                               *string
+		}
+		Summary struct{ Resolved, Deferred, Errors int }
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	assert.Equal(t, "x86_64", j.Arch)
+	assert.Equal(t, "klp", j.Format)
+	assert.Equal(t, 6, j.Summary.Resolved)
+	assert.Equal(t, 1, j.Summary.Deferred)
+	require.Len(t, j.Relocations, 7)
+	r := j.Relocations[1]
+	assert.Equal(t, "vfs_read", r.Name)
+	assert.Equal(t, "R_X86_64_PLT32", r.Type)
+	assert.Equal(t, "0xd", r.Offset)
+	require.NotNil(t, r.Address)
+	assert.Equal(t, "0xffffffff813669e0", *r.Address)
+	assert.Nil(t, r.Error)
+
+	code, _, errOut := runCLI(t, "/nonexistent.ko", "--kallsyms", k)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "/nonexistent.ko")
+	code, _, errOut = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k, "--format", "yaml")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--format")
+	code, _, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k, "--max-time", "1ns")
+	assert.Equal(t, 3, code)
+}
+
+func TestLookupCommand(t *testing.T) {
+	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	code, out, _ := runCLI(t, "lookup", "vfs_read", "type_show,3", "--kallsyms", k)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "vfs_read: 0xffffffff813669e0 T vmlinux position 1")
+	code, out, _ = runCLI(t, "lookup", "type_show", "--kallsyms", k, "--format", "json")
+	assert.Equal(t, 1, code)
+	var j []struct {
+		Spec, Object, Name string
+		Address, Error     *string
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	require.Len(t, j, 1)
+	assert.Nil(t, j[0].Address)
+	require.NotNil(t, j[0].Error)
+	assert.Contains(t, *j[0].Error, "unresolvable ambiguity")
+}
+
+func TestObjectsAddrSnapshot(t *testing.T) {
+	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	code, out, _ := runCLI(t, "objects", "--kallsyms", k)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "62 objects, 120626 symbols")
+	code, out, _ = runCLI(t, "addr", "ffffffff813669e4", "--kallsyms", k)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "vfs_read+0x4/")
+	snap := filepath.Join(t.TempDir(), "k.snap")
+	code, _, _ = runCLI(t, "snapshot", "--kallsyms", k, "-o", snap)
+	require.Equal(t, 0, code)
+	code, out, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", snap)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "6 resolved")
+	// A truncated snapshot is a clear error.
+	b, _ := os.ReadFile(snap)
+	require.NoError(t, os.WriteFile(snap, b[:len(b)/2], 0o644))
+	code, _, errOut := runCLI(t, "objects", "--kallsyms", snap)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "snapshot")
+}
+
+func TestConvertCommand(t *testing.T) {
+	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	out := filepath.Join(t.TempDir(), "p.ko")
+	code, _, errOut := runCLI(t, "convert", fixture("patch.o"), "-o", out, "--kallsyms", k,
+		"--symbol", "vfs_read", "--symbol", "jiffies", "--symbol", "type_show@ffffffff81120370", "--symbol", "ext4:ext4_read_inode_bitmap")
+	require.Equal(t, 0, code, errOut)
+	code, stdout, _ := runCLI(t, out, "--kallsyms", k, "--format", "json")
+	require.Equal(t, 0, code)
+	assert.Contains(t, stdout, `".klp.sym.vmlinux.type_show,3"`)
+	// An ambiguous name without a position is refused with the candidates.
+	code, _, errOut = runCLI(t, "convert", fixture("patch.o"), "-o", out, "--kallsyms", k, "--symbol", "type_show")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "unresolvable ambiguity")
+}

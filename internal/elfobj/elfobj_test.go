@@ -1,0 +1,83 @@
+package elfobj
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func sample(t *testing.T) []byte {
+	_, file, _, _ := runtime.Caller(0)
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "testdata", "klp", "patch.o"))
+	require.NoError(t, err)
+	return b
+}
+
+func TestParseSample(t *testing.T) {
+	f, err := Parse("patch.o", sample(t))
+	require.NoError(t, err)
+	assert.Equal(t, elf.EM_X86_64, f.Machine)
+	assert.Equal(t, elf.ET_REL, f.Type)
+	s := f.SectionByName(".rela.text.livepatch_vfs_read")
+	require.NotNil(t, s)
+	r, err := f.Relocs(s)
+	require.NoError(t, err)
+	require.Len(t, r, 2)
+	assert.Equal(t, uint32(elf.R_X86_64_PC32), r[0].Type)
+	assert.Equal(t, "jiffies", f.Symbols[r[0].Sym].Name)
+	assert.Equal(t, int64(-4), r[0].Addend)
+	assert.Equal(t, "livepatch_sample", f.ModInfo("name"))
+}
+
+func TestHostileInputs(t *testing.T) {
+	good := sample(t)
+	shoff := binary.LittleEndian.Uint64(good[40:])
+	mutate := func(fn func(b []byte)) []byte {
+		b := append([]byte(nil), good...)
+		fn(b)
+		return b
+	}
+	secHdr := func(b []byte, i int) []byte { return b[shoff+uint64(i*64):] }
+	tests := map[string]struct {
+		data []byte
+		msg  string
+	}{
+		"truncated header": {good[:40], "truncated ELF header"},
+		"not elf":          {[]byte("hello world, not an elf file at all....."), "not an ELF file"},
+		"truncated table":  {good[:shoff+10], "runs past the end"},
+		"4 GiB section": {mutate(func(b []byte) {
+			binary.LittleEndian.PutUint64(secHdr(b, 1)[32:], 4<<30)
+		}), "past the end of the file"},
+		"shstrndx out of range": {mutate(func(b []byte) { binary.LittleEndian.PutUint16(b[62:], 999) }), "section name table index"},
+		"name offset out of range": {mutate(func(b []byte) {
+			binary.LittleEndian.PutUint32(secHdr(b, 1), 0xffffff)
+		}), "name offset"},
+	}
+	for name, tt := range tests {
+		_, err := Parse("bad.o", tt.data)
+		require.Error(t, err, name)
+		assert.True(t, errors.Is(err, ErrMalformed), name)
+		assert.Contains(t, err.Error(), tt.msg, name)
+		assert.Contains(t, err.Error(), "bad.o", name)
+	}
+	// A relocation whose symbol index is past the table.
+	f, err := Parse("patch.o", good)
+	require.NoError(t, err)
+	s := f.SectionByName(".rela.text.livepatch_vfs_read")
+	b := mutate(func(b []byte) {
+		binary.LittleEndian.PutUint64(b[s.Offset+8:], uint64(5000)<<32|2)
+	})
+	f, err = Parse("bad.o", b)
+	require.NoError(t, err)
+	_, err = f.Relocs(f.SectionByName(".rela.text.livepatch_vfs_read"))
+	require.ErrorIs(t, err, ErrMalformed)
+	assert.Contains(t, err.Error(), "symbol index 5000 past the symbol table")
+	assert.Contains(t, err.Error(), ".rela.text.livepatch_vfs_read")
+}

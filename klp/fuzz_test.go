@@ -1,0 +1,50 @@
+package klp
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob(fixture("*.ko"))
+	files = append(files, fixture("patch.o"))
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("\x7fELF\x02\x01\x01"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := Parse("fuzz", data)
+		if (m == nil) == (err == nil) {
+			t.Fatalf("module %v with error %v", m, err)
+		}
+		if err != nil {
+			_ = err.Error()
+			return
+		}
+		_ = m.NumRelocs()
+		for _, s := range m.Sections {
+			for _, r := range s.Relocs {
+				_ = r.TypeName
+			}
+		}
+		// Converting must not panic either.
+		_, _ = Convert("fuzz", data, []ConvertSymbol{{Object: "vmlinux", Name: "vfs_read"}})
+	})
+}
+
+func FuzzParseSymbolName(f *testing.F) {
+	f.Add(".klp.sym.vmlinux.printk,0")
+	f.Add(".klp.sym.m.x, 12junk")
+	f.Fuzz(func(t *testing.T, s string) {
+		sn, n := ParseSymbolName(s)
+		if n == 3 && FormatSymbolName(sn.Object, sn.Name, sn.Pos) == s {
+			return
+		}
+		if len(sn.Object) > ModuleNameMax || len(sn.Name) > SymbolNameMax {
+			t.Fatalf("%q: fields too long", s)
+		}
+	})
+}
