@@ -215,6 +215,10 @@ func (w *writer) add(s Section, data []byte) {
 	w.data = append(w.data, data)
 }
 
+// maxAlign bounds a section's alignment when writing: real modules use at
+// most a page, and a forged one must not make the writer pad gigabytes.
+const maxAlign = 1 << 16
+
 func (w *writer) bytes() ([]byte, error) {
 	f := w.f
 	o := f.Order
@@ -240,10 +244,11 @@ func (w *writer) bytes() ([]byte, error) {
 		if s.Type == elf.SHT_NULL {
 			continue
 		}
-		al := max(int(s.Addralign), 1)
-		for len(out)%al != 0 {
-			out = append(out, 0)
+		if s.Addralign > maxAlign {
+			return nil, &elfobj.FormatError{File: f.Name, Section: s.Name, Msg: fmt.Sprintf("alignment %#x is larger than %#x", s.Addralign, maxAlign)}
 		}
+		al := max(int(s.Addralign), 1)
+		out = append(out, make([]byte, (al-len(out)%al)%al)...)
 		s.Offset = uint64(len(out))
 		if s.Type != elf.SHT_NOBITS {
 			s.Size = uint64(len(w.data[i]))

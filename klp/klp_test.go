@@ -198,3 +198,20 @@ func TestConvertRoundTrip(t *testing.T) {
 	_, err = Convert("patch.o", obj, []ConvertSymbol{{Object: "zfs.ko", Name: "vfs_read"}})
 	assert.ErrorContains(t, err, "without dots")
 }
+
+func TestBigCompressedModule(t *testing.T) {
+	ix := amd64Index(t)
+	m, err := Open(fixture("big.ko.zst"))
+	require.NoError(t, err)
+	assert.Equal(t, "zstd", string(m.Compression))
+	res := m.Resolve(ix)
+	assert.Equal(t, 20000, res.Resolved)
+	// Every relocation answers the unique symbol's own address.
+	for i, r := range res.Results {
+		if i%499 == 0 {
+			c := ix.Candidates("vmlinux", r.Name)
+			require.Len(t, c, 1)
+			assert.Equal(t, c[0].Address, r.Address)
+		}
+	}
+}

@@ -66,10 +66,11 @@ func (r *Resolution) OK(strict bool) bool {
 func (m *Module) Resolve(ix *kallsyms.Index) *Resolution {
 	res := &Resolution{Module: m, Source: ix.Source(), Results: make([]Result, 0, m.NumRelocs())}
 	type answer struct {
+		done bool
 		addr uint64
 		err  *RelocError
 	}
-	cache := make(map[uint32]answer) // by symbol index
+	cache := make([]answer, len(m.elf.Symbols)) // by symbol index
 	deferred := map[string]bool{}
 	for _, s := range m.Sections {
 		for i := range s.Relocs {
@@ -85,8 +86,9 @@ func (m *Module) Resolve(ix *kallsyms.Index) *Resolution {
 				out.Status = Deferred
 				deferred[s.Object] = true
 			default:
-				a, ok := cache[r.SymIndex]
-				if !ok {
+				a := cache[r.SymIndex]
+				if !a.done {
+					a.done = true
 					sym, err := ix.Lookup(r.Sym.Object, r.Sym.Name, r.Sym.Pos)
 					if err != nil {
 						a.err = m.lookupErr(s, r, err)

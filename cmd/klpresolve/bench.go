@@ -37,5 +37,20 @@ func newBenchCmd(a *app) *cobra.Command {
 			return report(r)
 		},
 	})
+	c.AddCommand(&cobra.Command{
+		Use:   "resolve PATCH.ko [--kallsyms PATH] [--format json]",
+		Short: "Resolve-phase cost per relocation, beside the kernel's old linear walk",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			r, err := bench.Resolve(args[0], a.kallsymsPath)
+			if err != nil {
+				return &exitError{exitUsage, fmt.Errorf("bench resolve: %w", err)}
+			}
+			return report(r)
+		},
+	})
 	return c
 }

@@ -1,0 +1,73 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/klpresolve/klpresolve/internal/reference"
+	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/klp"
+)
+
+// Resolve measures resolving module against kallsymsPath: the resolve
+// phase per relocation, beside the kernel's old linear walk (Linux 6.1's
+// klp_find_object_symbol(), one walk per relocation, measured on a sample
+// of relocations because a full run takes seconds), and the whole check
+// (read and index kallsyms, read the module, resolve).
+func Resolve(module, kallsymsPath string) (*Report, error) {
+	ix, err := kallsyms.Open(kallsymsPath, nil)
+	if err != nil {
+		return nil, err
+	}
+	m, err := klp.Open(module)
+	if err != nil {
+		return nil, err
+	}
+	n := m.NumRelocs()
+	if n == 0 {
+		return nil, fmt.Errorf("%s: no livepatch relocations", module)
+	}
+	rep := &Report{Benchmark: "resolve", Input: module + " against " + kallsymsPath, GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	rep.add("relocations", float64(n), "relocs", "")
+	res, _ := nsPerOp(func(b *testing.B) {
+		for b.Loop() {
+			_ = m.Resolve(ix)
+		}
+	})
+	data, err := os.ReadFile(kallsymsPath)
+	if err != nil {
+		return nil, err
+	}
+	k := reference.NewKernel(data)
+	var sample []klp.Relocation
+	for _, s := range m.Sections {
+		for _, r := range s.Relocs {
+			if len(sample) < 200 && r.Err == nil {
+				sample = append(sample, r)
+			}
+		}
+	}
+	t := time.Now()
+	for _, r := range sample {
+		obj := r.Sym.Object
+		if obj == kallsyms.Vmlinux {
+			obj = ""
+		}
+		_, _ = k.OldLookup(obj, r.Sym.Name, r.Sym.Pos)
+	}
+	old := float64(time.Since(t).Nanoseconds()) / float64(max(len(sample), 1))
+	whole := minTime(10, func() {
+		ix2, _ := kallsyms.Open(kallsymsPath, nil)
+		m2, _ := klp.Open(module)
+		_ = m2.Resolve(ix2)
+	})
+	per := res / float64(n)
+	rep.add("resolve_ns_per_reloc", per, "ns", "target <= 100")
+	rep.add("kernel_old_walk_ns_per_reloc", old, "ns", fmt.Sprintf("reference: Linux 6.1 walk, %d-relocation sample", len(sample)))
+	rep.add("old_walk_vs_resolve", old/per, "x", "target >= 1000")
+	rep.add("whole_check_ms", ms(whole), "ms", "read+index kallsyms, read module, resolve; target well under 100")
+	return rep, nil
+}
