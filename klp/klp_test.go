@@ -215,3 +215,26 @@ func TestBigCompressedModule(t *testing.T) {
 		}
 	}
 }
+
+func TestKpatchModule(t *testing.T) {
+	ix := amd64Index(t)
+	m, err := Open(fixture("kpatch-sample.ko"))
+	require.NoError(t, err)
+	assert.Equal(t, FormatKpatch, m.Format)
+	require.NotNil(t, m.Kpatch)
+	assert.Equal(t, "sympos", m.Kpatch.Layout)
+	require.Len(t, m.Kpatch.Dynrelas, 5)
+	d := m.Kpatch.Dynrelas[1]
+	assert.Equal(t, Dynrela{Index: 1, Dest: ".text.patched_code+0x8", Type: 1, TypeName: "R_X86_64_64", Pos: 5, Name: "type_show", Object: "vmlinux"}, d)
+	assert.True(t, m.Kpatch.Dynrelas[4].External)
+	assert.Equal(t, int64(-4), m.Kpatch.Dynrelas[0].Addend)
+	res := m.Resolve(ix)
+	assert.Equal(t, 4, res.Resolved)
+	assert.Equal(t, 1, res.Deferred)
+	assert.Equal(t, []string{"xfs"}, res.DeferredObjects)
+	assert.Equal(t, wantAddr(t, ix, "vmlinux", "type_show", 5), res.Results[1].Address)
+	assert.Equal(t, uint64(0xffffffff813669e0), res.Results[4].Address) // external: by name
+	require.Len(t, res.Funcs, 2)
+	assert.Equal(t, uint64(0xffffffff813669e0), res.Funcs[0].Address)
+	assert.Equal(t, wantAddr(t, ix, "vmlinux", "type_show", 2), res.Funcs[1].Address)
+}
