@@ -5,14 +5,14 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/klpresolve/klpresolve/internal/atomicfile"
 )
 
 // Snapshot format, version 1. All integers little-endian.
@@ -115,27 +115,8 @@ func (ix *Index) WriteSnapshot(w io.Writer) error {
 
 // WriteSnapshotFile writes ix to path atomically: a temporary file in the
 // same folder, synced, then renamed over path.
-func (ix *Index) WriteSnapshotFile(path string) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err = ix.WriteSnapshot(f); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+func (ix *Index) WriteSnapshotFile(path string) error {
+	return atomicfile.Write(path, ix.WriteSnapshot)
 }
 
 func snapErr(name, format string, args ...any) error {

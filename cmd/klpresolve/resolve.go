@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/klpresolve/klpresolve/internal/atomicfile"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
 )
@@ -300,7 +301,7 @@ them), or written name@ADDRESS to pick the occurrence at that address.`,
 			if err != nil {
 				return &exitError{exitUsage, err}
 			}
-			if err := writeAtomic(out, b); err != nil {
+			if err := atomicfile.WriteBytes(out, b); err != nil {
 				return &exitError{exitUsage, err}
 			}
 			fmt.Fprintf(a.stdout, "wrote %s: %d livepatch symbols\n", out, len(syms))
@@ -341,12 +342,4 @@ func computePos(ix *kallsyms.Index, s kallsyms.Spec, at string) (uint64, error) 
 	}
 	_, err := ix.Lookup(s.Object, s.Name, 0)
 	return 0, err
-}
-
-func writeAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
