@@ -22,6 +22,25 @@ var (
 	ErrNotRelocatable = errors.New("not a relocatable ELF object")
 )
 
+// CheckError is a failure found from the module alone, before any lookup:
+// Kind is one of the sentinels above, Kernel the line the kernel prints for
+// it (empty where the kernel fails silently), Hint what would fix it.
+type CheckError struct {
+	Kind   error
+	Kernel string
+	Hint   string
+}
+
+func (e *CheckError) Error() string {
+	if e.Kernel == "" {
+		return e.Hint
+	}
+	return e.Kernel
+}
+
+// Unwrap returns the sentinel kind.
+func (e *CheckError) Unwrap() error { return e.Kind }
+
 // RelocError locates a relocation that does not resolve. KernelMessage is
 // what the kernel prints (after "livepatch: "); Help adds what it does not
 // say.

@@ -173,9 +173,12 @@ func (m *Module) readKLP() error {
 		obj, ok, truncated := ParseSectionName(s.Name)
 		switch {
 		case !ok:
-			rs.Err = fmt.Errorf("%w: section %s has an incorrectly formatted name", ErrBadSectionName, s.Name)
+			rs.Err = &CheckError{Kind: ErrBadSectionName,
+				Kernel: fmt.Sprintf("section %s has an incorrectly formatted name", s.Name),
+				Hint:   "the section must be named .klp.rela.<object>.<section>, the object without dots"}
 		case truncated:
-			rs.Err = fmt.Errorf("%w: section %s: object name longer than %d bytes; the kernel reads only %q, which matches no object, and never applies the section", ErrBadSectionName, s.Name, ModuleNameMax, obj)
+			rs.Err = &CheckError{Kind: ErrBadSectionName, // the kernel says nothing
+				Hint: fmt.Sprintf("object name longer than %d bytes: the kernel reads only %q, which matches no object, and silently never applies the section", ModuleNameMax, obj)}
 		default:
 			rs.Object = obj
 		}
@@ -204,17 +207,23 @@ func (m *Module) readKLP() error {
 // checkSymbol makes klp_resolve_symbols()'s static checks, in its order.
 func (m *Module) checkSymbol(sym *elfobj.Symbol, secObj string) (SymbolName, error) {
 	if sym.Shndx != SHNLivepatch {
-		return SymbolName{}, fmt.Errorf("%w: symbol %s is not marked as a livepatch symbol", ErrNotLivepatchSymbol, sym.Name)
+		return SymbolName{}, &CheckError{Kind: ErrNotLivepatchSymbol,
+			Kernel: fmt.Sprintf("symbol %s is not marked as a livepatch symbol", sym.Name),
+			Hint:   "its st_shndx must be SHN_LIVEPATCH (0xff20); convert it with 'klpresolve convert' or fix the build tool"}
 	}
 	sn, n := ParseSymbolName(sym.Name)
 	if n != 3 {
-		return sn, fmt.Errorf("%w: symbol %s has an incorrectly formatted name", ErrBadSymbolName, sym.Name)
+		return sn, &CheckError{Kind: ErrBadSymbolName,
+			Kernel: fmt.Sprintf("symbol %s has an incorrectly formatted name", sym.Name),
+			Hint:   "the name must be .klp.sym.<object>.<symbol>,<sympos>: object without dots (at most 55 bytes, e.g. 'zfs', not 'zfs.ko'), symbol without commas (at most 511 bytes), a decimal sympos"}
 	}
 	if m.Class == elf.ELFCLASS32 {
 		sn.Pos = uint64(uint32(sn.Pos)) // unsigned long is 32 bits there
 	}
 	if secObj != "" && secObj != "vmlinux" && sn.Object == "vmlinux" {
-		return sn, fmt.Errorf("%w: invalid access to vmlinux symbol '%s' from module-specific livepatch relocation section", ErrVmlinuxFromModule, sn.Name)
+		return sn, &CheckError{Kind: ErrVmlinuxFromModule,
+			Kernel: fmt.Sprintf("invalid access to vmlinux symbol '%s' from module-specific livepatch relocation section", sn.Name),
+			Hint:   "move the relocation to a .klp.rela.vmlinux.* section, or use an ordinary relocation if the symbol is exported"}
 	}
 	return sn, nil
 }

@@ -79,9 +79,9 @@ func (m *Module) Resolve(ix *kallsyms.Index) *Resolution {
 				Object: r.Sym.Object, Name: r.Sym.Name, Pos: r.Sym.Pos}
 			switch {
 			case s.Err != nil:
-				out.Status, out.Err = Failed, m.relocErr(s, r, s.Err, "")
+				out.Status, out.Err = Failed, m.relocErr(s, r, s.Err)
 			case r.Err != nil:
-				out.Status, out.Err = Failed, m.relocErr(s, r, r.Err, "")
+				out.Status, out.Err = Failed, m.relocErr(s, r, r.Err)
 			case s.Object != kallsyms.Vmlinux && !ix.HasObject(s.Object):
 				out.Status = Deferred
 				deferred[s.Object] = true
@@ -130,36 +130,17 @@ func (res *Resolution) add(r Result) {
 	res.Results = append(res.Results, r)
 }
 
-// relocErr wraps a static error with its location and the kernel's text.
-func (m *Module) relocErr(s *RelaSection, r *Relocation, err error, hint string) *RelocError {
-	e := &RelocError{File: m.Path, Section: s.Name, Index: r.Index, Offset: r.Offset, Symbol: r.Symbol, Err: err}
-	msg := err.Error()
-	// The kernel's text follows the sentinel's "<kind>: ".
-	for _, k := range []error{ErrNotLivepatchSymbol, ErrBadSymbolName, ErrVmlinuxFromModule, ErrBadSectionName} {
-		if errors.Is(err, k) {
-			msg = msg[len(k.Error())+2:]
-			e.Hint = staticHint(k, r)
+// relocErr locates a static error found by the module's own checks.
+func (m *Module) relocErr(s *RelaSection, r *Relocation, err error) *RelocError {
+	e := &RelocError{File: m.Path, Section: s.Name, Index: r.Index, Offset: r.Offset, Symbol: r.Symbol, Err: err, Kernel: err.Error()}
+	var ce *CheckError
+	if errors.As(err, &ce) {
+		e.Kernel, e.Hint = ce.Kernel, ce.Hint
+		if e.Kernel == "" {
+			e.Kernel = "(no message: the kernel fails silently)"
 		}
 	}
-	e.Kernel = msg
-	if hint != "" {
-		e.Hint = hint
-	}
 	return e
-}
-
-func staticHint(kind error, r *Relocation) string {
-	switch kind {
-	case ErrNotLivepatchSymbol:
-		return "its st_shndx must be SHN_LIVEPATCH (0xff20); convert it with 'klpresolve convert' or fix the build tool"
-	case ErrBadSymbolName:
-		return "the name must be .klp.sym.<object>.<symbol>,<sympos>: object without dots (at most 55 bytes, e.g. 'zfs', not 'zfs.ko'), symbol without commas (at most 511 bytes), a decimal sympos"
-	case ErrVmlinuxFromModule:
-		return "move the relocation to a .klp.rela.vmlinux.* section, or use an ordinary relocation if the symbol is exported"
-	case ErrBadSectionName:
-		return "the section must be named .klp.rela.<object>.<section> with an object name of at most 55 bytes and no dots"
-	}
-	return ""
 }
 
 // lookupErr turns a kallsyms lookup failure into a RelocError with the
