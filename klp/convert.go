@@ -117,7 +117,7 @@ func convert(name string, obj []byte, syms []ConvertSymbol, hooks *convertHooks)
 		w.data[i] = keep
 		target := f.Sections[s.Info].Name
 		for _, o := range order {
-			w.add(Section{
+			w.add(elfobj.Section{
 				Name: RelaPrefix + o + "." + target, Type: elf.SHT_RELA,
 				Flags: elf.SHF_ALLOC | elf.SHF_INFO_LINK | SHFRelaLivepatch,
 				Link:  uint32(f.Symtab), Info: s.Info, Addralign: uint64(w.word), Entsize: uint64(es),
@@ -163,15 +163,12 @@ func containsAny(s, chars string) bool {
 	return false
 }
 
-// Section is a section header to write.
-type Section = elfobj.Section
-
 // writer re-lays an object out: same header, sections in index order (with
 // some contents replaced and some appended), then the section headers.
 type writer struct {
 	f     *elfobj.File
 	word  int
-	secs  []Section
+	secs  []elfobj.Section
 	data  [][]byte
 	names map[int][]byte // grown string tables, by section index
 }
@@ -209,7 +206,7 @@ func (w *writer) addString(sec int, s string) uint32 {
 	return off
 }
 
-func (w *writer) add(s Section, data []byte) {
+func (w *writer) add(s elfobj.Section, data []byte) {
 	s.Index = len(w.secs)
 	w.secs = append(w.secs, s)
 	w.data = append(w.data, data)

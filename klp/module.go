@@ -1,9 +1,11 @@
 package klp
 
 import (
+	"bytes"
 	"debug/elf"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
@@ -75,16 +77,11 @@ type Relocation struct {
 
 // Open reads a module from path (plain, or gzip/zstd/xz compressed).
 func Open(path string) (*Module, error) {
-	data, comp, err := input.ReadFile(path, maxModuleFileSize)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	m, err := Parse(path, data)
-	if err != nil {
-		return nil, err
-	}
-	m.Compression = comp
-	return m, nil
+	return Parse(path, data)
 }
 
 // NewFile reads a module of size bytes from r. name is used in errors.
@@ -104,7 +101,7 @@ func NewFile(name string, r io.ReaderAt, size int64) (*Module, error) {
 func Parse(name string, data []byte) (*Module, error) {
 	var comp input.Compression
 	if c := input.Detect(data); c != input.None {
-		src, err := input.Wrap(name, io.NopCloser(strings.NewReader(string(data))), 0)
+		src, err := input.Wrap(name, io.NopCloser(bytes.NewReader(data)), 0)
 		if err != nil {
 			return nil, err
 		}

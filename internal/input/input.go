@@ -170,17 +170,3 @@ func ReadAll(r io.Reader, hint, max int64) ([]byte, error) {
 		}
 	}
 }
-
-// ReadFile opens path, decompresses it if needed and reads it whole.
-func ReadFile(path string, max int64) ([]byte, Compression, error) {
-	s, err := Open(path)
-	if err != nil {
-		return nil, None, err
-	}
-	defer s.Close()
-	b, err := ReadAll(s, s.SizeHint, max)
-	if err != nil {
-		return nil, s.Compression, fmt.Errorf("%s: %w", path, err)
-	}
-	return b, s.Compression, nil
-}
