@@ -1,6 +1,7 @@
 package klp
 
 import (
+	"debug/elf"
 	"errors"
 	"testing"
 
@@ -237,4 +238,22 @@ func TestKpatchModule(t *testing.T) {
 	require.Len(t, res.Funcs, 2)
 	assert.Equal(t, uint64(0xffffffff813669e0), res.Funcs[0].Address)
 	assert.Equal(t, wantAddr(t, ix, "vmlinux", "type_show", 2), res.Funcs[1].Address)
+}
+
+func TestRelocTypeNames(t *testing.T) {
+	for _, tt := range []struct {
+		m    elf.Machine
+		t    uint32
+		want string
+	}{
+		{elf.EM_X86_64, 4, "R_X86_64_PLT32"},
+		{elf.EM_AARCH64, 283, "R_AARCH64_CALL26"},
+		{elf.EM_ARM, 28, "R_ARM_CALL"},
+		{elf.EM_PPC64, 10, "R_PPC64_REL24"},
+		{elf.EM_S390, 19, "R_390_PC32DBL"},
+	} {
+		assert.Equal(t, tt.want, RelocTypeName(tt.m, tt.t))
+	}
+	assert.Equal(t, "arm64", ArchName(elf.EM_AARCH64))
+	assert.Equal(t, "R_EM_MIPS_5", RelocTypeName(elf.EM_MIPS, 5))
 }

@@ -5,53 +5,37 @@ import (
 	"fmt"
 )
 
+// machines is the one table of what klpresolve knows of each architecture:
+// the kernel's name for it and debug/elf's relocation type names, which
+// are readelf's (R_X86_64_PLT32, R_AARCH64_CALL26, R_ARM_CALL,
+// R_PPC64_REL24, R_390_PC32DBL).
+var machines = map[elf.Machine]struct {
+	name  string
+	reloc func(uint32) fmt.Stringer
+}{
+	elf.EM_X86_64:    {"x86_64", func(t uint32) fmt.Stringer { return elf.R_X86_64(t) }},
+	elf.EM_AARCH64:   {"arm64", func(t uint32) fmt.Stringer { return elf.R_AARCH64(t) }},
+	elf.EM_ARM:       {"arm", func(t uint32) fmt.Stringer { return elf.R_ARM(t) }},
+	elf.EM_PPC64:     {"ppc64", func(t uint32) fmt.Stringer { return elf.R_PPC64(t) }},
+	elf.EM_S390:      {"s390", func(t uint32) fmt.Stringer { return elf.R_390(t) }},
+	elf.EM_386:       {"x86", func(t uint32) fmt.Stringer { return elf.R_386(t) }},
+	elf.EM_LOONGARCH: {"loongarch", func(t uint32) fmt.Stringer { return elf.R_LARCH(t) }},
+	elf.EM_RISCV:     {"riscv", func(t uint32) fmt.Stringer { return elf.R_RISCV(t) }},
+}
+
 // ArchName is the kernel's name of a machine.
 func ArchName(m elf.Machine) string {
-	switch m {
-	case elf.EM_X86_64:
-		return "x86_64"
-	case elf.EM_AARCH64:
-		return "arm64"
-	case elf.EM_ARM:
-		return "arm"
-	case elf.EM_PPC64:
-		return "ppc64"
-	case elf.EM_S390:
-		return "s390"
-	case elf.EM_386:
-		return "x86"
-	case elf.EM_LOONGARCH:
-		return "loongarch"
-	case elf.EM_RISCV:
-		return "riscv"
+	if a, ok := machines[m]; ok {
+		return a.name
 	}
 	return m.String()
 }
 
-// RelocTypeName names a relocation type as readelf prints it
-// (R_X86_64_PLT32, R_AARCH64_CALL26, R_ARM_CALL, R_PPC64_REL24,
-// R_390_PC32DBL), or "R_<machine>_<number>" when unknown.
+// RelocTypeName names a relocation type as readelf prints it, or
+// "R_<machine>_<number>" for a machine klpresolve does not know.
 func RelocTypeName(m elf.Machine, t uint32) string {
-	var s fmt.Stringer
-	switch m {
-	case elf.EM_X86_64:
-		s = elf.R_X86_64(t)
-	case elf.EM_AARCH64:
-		s = elf.R_AARCH64(t)
-	case elf.EM_ARM:
-		s = elf.R_ARM(t)
-	case elf.EM_PPC64:
-		s = elf.R_PPC64(t)
-	case elf.EM_S390:
-		s = elf.R_390(t)
-	case elf.EM_386:
-		s = elf.R_386(t)
-	case elf.EM_LOONGARCH:
-		s = elf.R_LARCH(t)
-	case elf.EM_RISCV:
-		s = elf.R_RISCV(t)
-	default:
-		return fmt.Sprintf("R_%v_%d", m, t)
+	if a, ok := machines[m]; ok {
+		return a.reloc(t).String()
 	}
-	return s.String()
+	return fmt.Sprintf("R_%v_%d", m, t)
 }
