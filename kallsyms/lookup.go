@@ -14,10 +14,8 @@ func (ix *Index) find(o *object, name string) uint32 {
 		key = stripLLVM(name)
 	}
 	h := hashKeyString(key, false)
-	t := &o.tab
-	pt := t.parts[t.partOf(h)]
-	slots := t.slots[pt.off : pt.off+pt.n]
-	for p := t.home(h, pt.n); ; {
+	slots := ix.slots[o.off : o.off+o.size]
+	for p := home(h, o.size); ; {
 		sl := slots[p]
 		if sl.idx == 0 {
 			return 0
@@ -25,7 +23,7 @@ func (ix *Index) find(o *object, name string) uint32 {
 		if sl.hash == h && ix.key(sl.idx-1) == key {
 			return sl.idx
 		}
-		if p++; p == pt.n {
+		if p++; p == o.size {
 			p = 0
 		}
 	}
