@@ -57,9 +57,6 @@ Exit status 0 when every spec resolves, 1 when any does not.`,
 				} else {
 					addr, typ := fmt.Sprintf("%#x", s.Address), string(s.Type)
 					r.Address, r.Type = &addr, &typ
-					if spec.Pos == 0 {
-						r.Sympos = 0
-					}
 				}
 				out = append(out, r)
 				if format == "text" {

@@ -32,8 +32,8 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// failed is returned when the command ran but found failures it already
-// reported: exit 1 without a further message.
+// errReported marks a failure the command has already printed: main
+// exits with the status but prints nothing more.
 var errReported = errors.New("reported")
 
 func main() {
