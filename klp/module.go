@@ -1,7 +1,6 @@
 package klp
 
 import (
-	"bytes"
 	"debug/elf"
 	"fmt"
 	"io"
@@ -99,18 +98,9 @@ func NewFile(name string, r io.ReaderAt, size int64) (*Module, error) {
 // Parse describes the module in data (decompressing it if its magic says
 // so). The module keeps data.
 func Parse(name string, data []byte) (*Module, error) {
-	var comp input.Compression
-	if c := input.Detect(data); c != input.None {
-		src, err := input.Wrap(name, io.NopCloser(bytes.NewReader(data)), 0)
-		if err != nil {
-			return nil, err
-		}
-		data, err = input.ReadAll(src, 0, maxModuleFileSize)
-		src.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		comp = c
+	data, comp, err := input.Decompress(name, data, maxModuleFileSize)
+	if err != nil {
+		return nil, err
 	}
 	f, err := elfobj.Parse(name, data)
 	if err != nil {

@@ -170,3 +170,23 @@ func ReadAll(r io.Reader, hint, max int64) ([]byte, error) {
 		}
 	}
 }
+
+// Decompress returns data itself when it is not compressed, or its
+// decompressed bytes (at most max of them) when its magic says gzip, zstd
+// or xz. name is used in errors.
+func Decompress(name string, data []byte, max int64) ([]byte, Compression, error) {
+	c := Detect(data)
+	if c == None {
+		return data, None, nil
+	}
+	src, err := Wrap(name, io.NopCloser(bytes.NewReader(data)), 0)
+	if err != nil {
+		return nil, c, err
+	}
+	defer src.Close()
+	out, err := ReadAll(src, 0, max)
+	if err != nil {
+		return nil, c, fmt.Errorf("%s: %w", name, err)
+	}
+	return out, c, nil
+}
