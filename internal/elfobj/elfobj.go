@@ -303,51 +303,124 @@ func (f *File) RelocEntSize(rela bool) int {
 	return 8
 }
 
-// Relocs decodes the entries of the REL/RELA section s, checking its
-// entry size, its symbol table link, its target section and every symbol
-// index.
-func (f *File) Relocs(s *Section) ([]Reloc, error) {
+// RelocTable is a validated view of the entries of a REL or RELA section,
+// decoded on demand, so that a pass over a large section allocates
+// nothing.
+type RelocTable struct {
+	f       *File
+	Section *Section
+	raw     []byte
+	es      int
+	rela    bool
+	le64    bool // ELF64 little-endian: decoded without the ByteOrder interface
+	nsym    uint32
+}
+
+// RelocTable checks the REL/RELA section s (its entry size, its symbol
+// table link and its target section) and returns a view of its entries.
+// Symbol indexes are checked by Reloc.
+func (f *File) RelocTable(s *Section) (RelocTable, error) {
 	rela := s.Type == elf.SHT_RELA
 	if !IsReloc(s) {
-		return nil, f.errf(s.Name, "type %v is not REL or RELA", s.Type)
+		return RelocTable{}, f.errf(s.Name, "type %v is not REL or RELA", s.Type)
 	}
 	es := uint64(f.RelocEntSize(rela))
 	if s.Entsize != es && s.Entsize != 0 {
-		return nil, f.errf(s.Name, "entry size %d, want %d", s.Entsize, es)
+		return RelocTable{}, f.errf(s.Name, "entry size %d, want %d", s.Entsize, es)
 	}
 	if s.Size%es != 0 {
-		return nil, f.errf(s.Name, "size %d is not a multiple of the entry size %d", s.Size, es)
+		return RelocTable{}, f.errf(s.Name, "size %d is not a multiple of the entry size %d", s.Size, es)
 	}
 	if int(s.Link) != f.Symtab || f.Symtab == 0 {
-		return nil, f.errf(s.Name, "sh_link %d is not the symbol table", s.Link)
+		return RelocTable{}, f.errf(s.Name, "sh_link %d is not the symbol table", s.Link)
 	}
 	if s.Info == 0 || int(s.Info) >= len(f.Sections) {
-		return nil, f.errf(s.Name, "sh_info %d is not a section index (%d sections)", s.Info, len(f.Sections))
+		return RelocTable{}, f.errf(s.Name, "sh_info %d is not a section index (%d sections)", s.Info, len(f.Sections))
 	}
-	raw := f.SectionData(s)
-	n := int(s.Size / es)
-	out := make([]Reloc, n)
-	o := f.Order
+	return RelocTable{f: f, Section: s, raw: f.SectionData(s), es: int(es), rela: rela,
+		le64: f.Is64() && f.Order == binary.ByteOrder(binary.LittleEndian), nsym: uint32(len(f.Symbols))}, nil
+}
+
+// Len is the number of entries.
+func (t *RelocTable) Len() int {
+	if t.es == 0 {
+		return 0
+	}
+	return len(t.raw) / t.es
+}
+
+// Target is the section the entries apply to (sh_info).
+func (t *RelocTable) Target() *Section { return &t.f.Sections[t.Section.Info] }
+
+// Type returns the type of entry i (0 <= i < Len()) without decoding the
+// rest, so that a pass can skip the types it does not handle cheaply.
+func (t *RelocTable) Type(i int) uint32 {
+	if t.le64 { // small enough to inline
+		return binary.LittleEndian.Uint32(t.raw[i*t.es+8:])
+	}
+	return t.typeSlow(i)
+}
+
+func (t *RelocTable) typeSlow(i int) uint32 {
+	off := i * t.es
+	if t.f.Is64() {
+		return uint32(t.f.Order.Uint64(t.raw[off+8 : off+16]))
+	}
+	return t.f.Order.Uint32(t.raw[off+4:off+8]) & 0xff
+}
+
+// Reloc decodes entry i (0 <= i < Len()) and checks its symbol index.
+func (t *RelocTable) Reloc(i int) (Reloc, error) {
+	if t.le64 && t.rela { // the common case, small enough to inline
+		b := (*[24]byte)(t.raw[i*24:])
+		info := binary.LittleEndian.Uint64(b[8:16])
+		if uint32(info>>32) < t.nsym {
+			return Reloc{binary.LittleEndian.Uint64(b[:8]), uint32(info >> 32), uint32(info), int64(binary.LittleEndian.Uint64(b[16:]))}, nil
+		}
+	}
+	return t.relocSlow(i)
+}
+
+func (t *RelocTable) relocSlow(i int) (Reloc, error) {
+	b := t.raw[i*t.es : (i+1)*t.es]
+	o := t.f.Order
+	var r Reloc
+	if t.f.Is64() {
+		info := o.Uint64(b[8:])
+		r = Reloc{Offset: o.Uint64(b), Sym: uint32(info >> 32), Type: uint32(info)}
+		if t.rela {
+			r.Addend = int64(o.Uint64(b[16:]))
+		}
+	} else {
+		info := o.Uint32(b[4:])
+		r = Reloc{Offset: uint64(o.Uint32(b)), Sym: info >> 8, Type: info & 0xff}
+		if t.rela {
+			r.Addend = int64(int32(o.Uint32(b[8:])))
+		}
+	}
+	if r.Sym >= t.nsym {
+		return r, t.badSym(i, r)
+	}
+	return r, nil
+}
+
+func (t *RelocTable) badSym(i int, r Reloc) error {
+	return t.f.errf(t.Section.Name, "relocation %d (offset %#x): symbol index %d past the symbol table (%d symbols)", i, r.Offset, r.Sym, len(t.f.Symbols))
+}
+
+// Relocs decodes all the entries of the REL/RELA section s, checking its
+// entry size, its symbol table link, its target section and every symbol
+// index.
+func (f *File) Relocs(s *Section) ([]Reloc, error) {
+	t, err := f.RelocTable(s)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Reloc, t.Len())
 	for i := range out {
-		b := raw[i*int(es):]
-		var r Reloc
-		if f.Is64() {
-			info := o.Uint64(b[8:])
-			r = Reloc{Offset: o.Uint64(b), Sym: uint32(info >> 32), Type: uint32(info)}
-			if rela {
-				r.Addend = int64(o.Uint64(b[16:]))
-			}
-		} else {
-			info := o.Uint32(b[4:])
-			r = Reloc{Offset: uint64(o.Uint32(b)), Sym: info >> 8, Type: info & 0xff}
-			if rela {
-				r.Addend = int64(int32(o.Uint32(b[8:])))
-			}
+		if out[i], err = t.Reloc(i); err != nil {
+			return nil, err
 		}
-		if int(r.Sym) >= len(f.Symbols) {
-			return nil, f.errf(s.Name, "relocation %d (offset %#x): symbol index %d past the symbol table (%d symbols)", i, r.Offset, r.Sym, len(f.Symbols))
-		}
-		out[i] = r
 	}
 	return out, nil
 }

@@ -81,3 +81,36 @@ func TestHostileInputs(t *testing.T) {
 	assert.Contains(t, err.Error(), "symbol index 5000 past the symbol table")
 	assert.Contains(t, err.Error(), ".rela.text.livepatch_vfs_read")
 }
+
+func TestBuilderRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		class elf.Class
+		order binary.ByteOrder
+	}{{elf.ELFCLASS64, binary.LittleEndian}, {elf.ELFCLASS32, binary.LittleEndian}, {elf.ELFCLASS64, binary.BigEndian}, {elf.ELFCLASS32, binary.BigEndian}} {
+		b := &Builder{Class: tc.class, Order: tc.order, Machine: elf.EM_AARCH64}
+		text := b.AddSection(BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 16), Addralign: 4})
+		b.AddSection(BuildSection{Name: ".bss", Type: elf.SHT_NOBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Size: 4096})
+		fn := b.AddSymbol(BuildSymbol{Name: "fn", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC), Shndx: uint16(text), Value: 8})
+		ext := b.AddSymbol(BuildSymbol{Name: "ext", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+		rela := tc.class == elf.ELFCLASS64
+		rs := []Reloc{{Offset: 4, Sym: ext, Type: 7, Addend: -4}, {Offset: 12, Sym: fn, Type: 3}}
+		if !rela {
+			rs[0].Addend = 0
+		}
+		b.AddRelocs(".rela.text", rela, text, rs)
+		f, err := Parse("built", b.Bytes())
+		require.NoError(t, err)
+		require.Equal(t, tc.class, f.Class)
+		require.Equal(t, tc.order, f.Order)
+		require.Equal(t, elf.EM_AARCH64, f.Machine)
+		require.Equal(t, ".text", f.Sections[text].Name)
+		require.Equal(t, uint64(4096), f.SectionByName(".bss").Size)
+		require.Len(t, f.Symbols, 3)
+		require.Equal(t, "fn", f.Symbols[fn].Name)
+		require.Equal(t, uint64(8), f.Symbols[fn].Value)
+		require.Equal(t, uint16(text), f.Symbols[fn].Shndx)
+		got, err := f.Relocs(f.SectionByName(".rela.text"))
+		require.NoError(t, err)
+		require.Equal(t, rs, got)
+	}
+}

@@ -1,0 +1,228 @@
+package elfobj
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+)
+
+// Builder writes small relocatable ELF files: the project's own fixtures
+// and the tests' generated modules. Sections are numbered from 1 in the
+// order they are added; .symtab, .strtab and .shstrtab follow them.
+type Builder struct {
+	Class    elf.Class
+	Order    binary.ByteOrder // binary.LittleEndian or binary.BigEndian
+	Machine  elf.Machine
+	Flags    uint32
+	Sections []BuildSection
+	Symbols  []BuildSymbol // without the null symbol, which is added
+}
+
+// BuildSection is one section to write. REL/RELA sections get their
+// sh_link (the symbol table) and entry size filled in.
+type BuildSection struct {
+	Name      string
+	Type      elf.SectionType
+	Flags     elf.SectionFlag
+	Data      []byte
+	Size      uint64 // for SHT_NOBITS
+	Link      uint32
+	Info      uint32
+	Addralign uint64
+	Entsize   uint64
+}
+
+// BuildSymbol is one symbol; its index is its position in Symbols plus one.
+type BuildSymbol struct {
+	Name  string
+	Value uint64
+	Size  uint64
+	Info  uint8
+	Other uint8
+	Shndx uint16
+}
+
+// AddSection appends s and returns its section index.
+func (b *Builder) AddSection(s BuildSection) int {
+	b.Sections = append(b.Sections, s)
+	return len(b.Sections)
+}
+
+// AddSymbol appends s and returns its symbol index.
+func (b *Builder) AddSymbol(s BuildSymbol) uint32 {
+	b.Symbols = append(b.Symbols, s)
+	return uint32(len(b.Symbols))
+}
+
+// AddRelocs appends a REL (rela false) or RELA section holding rs, applying
+// to section target, and returns its index.
+func (b *Builder) AddRelocs(name string, rela bool, target int, rs []Reloc) int {
+	var buf bytes.Buffer
+	is64 := b.Class == elf.ELFCLASS64
+	ao := b.Order.(binary.AppendByteOrder)
+	for _, r := range rs {
+		if is64 {
+			buf.Write(ao.AppendUint64(nil, r.Offset))
+			buf.Write(ao.AppendUint64(nil, uint64(r.Sym)<<32|uint64(r.Type)))
+			if rela {
+				buf.Write(ao.AppendUint64(nil, uint64(r.Addend)))
+			}
+		} else {
+			buf.Write(ao.AppendUint32(nil, uint32(r.Offset)))
+			buf.Write(ao.AppendUint32(nil, r.Sym<<8|r.Type&0xff))
+			if rela {
+				buf.Write(ao.AppendUint32(nil, uint32(r.Addend)))
+			}
+		}
+	}
+	t := elf.SHT_REL
+	if rela {
+		t = elf.SHT_RELA
+	}
+	return b.AddSection(BuildSection{Name: name, Type: t, Flags: elf.SHF_INFO_LINK, Data: buf.Bytes(), Info: uint32(target), Addralign: 8})
+}
+
+// Bytes lays the file out and returns it.
+func (b *Builder) Bytes() []byte {
+	is64 := b.Class == elf.ELFCLASS64
+	o := b.Order.(interface {
+		binary.ByteOrder
+		binary.AppendByteOrder
+	})
+	f := &File{Class: b.Class}
+	symtab := len(b.Sections) + 1
+	strtabIdx, shstrIdx := symtab+1, symtab+2
+
+	var strtab, shstr bytes.Buffer
+	strtab.WriteByte(0)
+	shstr.WriteByte(0)
+	var syms bytes.Buffer
+	syms.Write(make([]byte, f.SymEntSize()))
+	for _, s := range b.Symbols {
+		name := uint32(0)
+		if s.Name != "" {
+			name = uint32(strtab.Len())
+			strtab.WriteString(s.Name)
+			strtab.WriteByte(0)
+		}
+		if is64 {
+			syms.Write(o.AppendUint32(nil, name))
+			syms.Write([]byte{s.Info, s.Other})
+			syms.Write(o.AppendUint16(nil, s.Shndx))
+			syms.Write(o.AppendUint64(nil, s.Value))
+			syms.Write(o.AppendUint64(nil, s.Size))
+		} else {
+			syms.Write(o.AppendUint32(nil, name))
+			syms.Write(o.AppendUint32(nil, uint32(s.Value)))
+			syms.Write(o.AppendUint32(nil, uint32(s.Size)))
+			syms.Write([]byte{s.Info, s.Other})
+			syms.Write(o.AppendUint16(nil, s.Shndx))
+		}
+	}
+	firstGlobal := len(b.Symbols) + 1
+	for i, s := range b.Symbols {
+		if elf.ST_BIND(s.Info) != elf.STB_LOCAL {
+			firstGlobal = i + 1
+			break
+		}
+	}
+	all := append([]BuildSection(nil), b.Sections...)
+	for i := range all {
+		if all[i].Type == elf.SHT_REL || all[i].Type == elf.SHT_RELA {
+			all[i].Link = uint32(symtab)
+			all[i].Entsize = uint64(f.RelocEntSize(all[i].Type == elf.SHT_RELA))
+		}
+	}
+	all = append(all,
+		BuildSection{Name: ".symtab", Type: elf.SHT_SYMTAB, Data: syms.Bytes(), Link: uint32(strtabIdx), Info: uint32(firstGlobal), Addralign: 8, Entsize: uint64(f.SymEntSize())},
+		BuildSection{Name: ".strtab", Type: elf.SHT_STRTAB, Data: strtab.Bytes(), Addralign: 1},
+		BuildSection{Name: ".shstrtab", Type: elf.SHT_STRTAB, Addralign: 1})
+	names := make([]uint32, len(all))
+	for i, s := range all {
+		names[i] = uint32(shstr.Len())
+		shstr.WriteString(s.Name)
+		shstr.WriteByte(0)
+	}
+	all[len(all)-1].Data = shstr.Bytes()
+
+	ehsize, shentsize := 52, 40
+	if is64 {
+		ehsize, shentsize = 64, 64
+	}
+	out := make([]byte, ehsize)
+	offs := make([]uint64, len(all))
+	for i, s := range all {
+		if s.Type == elf.SHT_NOBITS {
+			offs[i] = uint64(len(out))
+			continue
+		}
+		for len(out)%8 != 0 {
+			out = append(out, 0)
+		}
+		offs[i] = uint64(len(out))
+		out = append(out, s.Data...)
+	}
+	for len(out)%8 != 0 {
+		out = append(out, 0)
+	}
+	shoff := uint64(len(out))
+	out = append(out, make([]byte, shentsize)...) // the null section
+	for i, s := range all {
+		size := uint64(len(s.Data))
+		if s.Type == elf.SHT_NOBITS {
+			size = s.Size
+		}
+		if is64 {
+			out = o.AppendUint32(out, names[i])
+			out = o.AppendUint32(out, uint32(s.Type))
+			out = o.AppendUint64(out, uint64(s.Flags))
+			out = o.AppendUint64(out, 0)
+			out = o.AppendUint64(out, offs[i])
+			out = o.AppendUint64(out, size)
+			out = o.AppendUint32(out, s.Link)
+			out = o.AppendUint32(out, s.Info)
+			out = o.AppendUint64(out, s.Addralign)
+			out = o.AppendUint64(out, s.Entsize)
+		} else {
+			out = o.AppendUint32(out, names[i])
+			out = o.AppendUint32(out, uint32(s.Type))
+			out = o.AppendUint32(out, uint32(s.Flags))
+			out = o.AppendUint32(out, 0)
+			out = o.AppendUint32(out, uint32(offs[i]))
+			out = o.AppendUint32(out, uint32(size))
+			out = o.AppendUint32(out, s.Link)
+			out = o.AppendUint32(out, s.Info)
+			out = o.AppendUint32(out, uint32(s.Addralign))
+			out = o.AppendUint32(out, uint32(s.Entsize))
+		}
+	}
+	h := out[:ehsize]
+	copy(h, elf.ELFMAG)
+	h[elf.EI_CLASS] = byte(b.Class)
+	if b.Order == binary.ByteOrder(binary.BigEndian) {
+		h[elf.EI_DATA] = byte(elf.ELFDATA2MSB)
+	} else {
+		h[elf.EI_DATA] = byte(elf.ELFDATA2LSB)
+	}
+	h[elf.EI_VERSION] = byte(elf.EV_CURRENT)
+	o.PutUint16(h[16:], uint16(elf.ET_REL))
+	o.PutUint16(h[18:], uint16(b.Machine))
+	o.PutUint32(h[20:], uint32(elf.EV_CURRENT))
+	shnum := uint16(len(all) + 1)
+	if is64 {
+		o.PutUint64(h[40:], shoff)
+		o.PutUint32(h[48:], b.Flags)
+		o.PutUint16(h[52:], uint16(ehsize))
+		o.PutUint16(h[58:], uint16(shentsize))
+		o.PutUint16(h[60:], shnum)
+		o.PutUint16(h[62:], uint16(shstrIdx))
+	} else {
+		o.PutUint32(h[32:], uint32(shoff))
+		o.PutUint32(h[36:], b.Flags)
+		o.PutUint16(h[40:], uint16(ehsize))
+		o.PutUint16(h[46:], uint16(shentsize))
+		o.PutUint16(h[48:], shnum)
+		o.PutUint16(h[50:], uint16(shstrIdx))
+	}
+	return out
+}

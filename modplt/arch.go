@@ -1,0 +1,93 @@
+package modplt
+
+import (
+	"debug/elf"
+
+	"github.com/klpresolve/klpresolve/internal/elfobj"
+)
+
+// relKind is what a relocation type means to the counting.
+type relKind uint8
+
+const (
+	kindOther      relKind = iota
+	kindBranch             // a branch that takes a PLT entry when out of range (arm64, arm)
+	kindBranchStat         // a call/jump counted in the statistics only (x86_64: no PLTs)
+	kindGOT                // needs a GOT entry (x86_64 PIE)
+	kindADRP               // ADRP, which erratum 843419 may need a veneer for (arm64)
+)
+
+// arch is what modplt knows of one architecture. The counting loop
+// (count.go) is written once; these functions and limits are all it asks
+// of an architecture. One file per architecture fills one in.
+type arch struct {
+	name    string
+	machine elf.Machine
+	is64    bool
+	relType elf.SectionType // SHT_RELA or SHT_REL: the kernel reads only this type
+
+	pltEntry  uint64             // bytes of one PLT entry; 0 when the arch uses no PLT
+	fixedPLTs int                // slots each PLT starts with (arm: FTRACE_ADDR, MCOUNT_ADDR)
+	pltSize   func(n int) uint64 // the sh_size the kernel gives a PLT of n entries
+
+	initPrefixes []string // module_init_section()
+	exitPrefixes []string // module_exit_section()
+
+	// kind classifies a relocation type. For kindBranch, kindBranchStat
+	// and kindGOT, slot is a small dense index of the type (for the
+	// per-section dedupe tables) and entry the kind of entry it takes
+	// (entries of different kinds are never shared).
+	kind func(t uint32) (k relKind, slot, entry uint8)
+	// nslots bounds slot.
+	nslots int
+	// kinds caches kind for the types below len(kinds) (newArch fills it).
+	kinds []kindInfo
+
+	// addend returns a relocation's addend and whether the kernel takes
+	// it for zero. RELA architectures read r.Addend; REL ones decode the
+	// instruction at r.Offset in text (the target section's bytes).
+	addend func(m *Module, text []byte, r elfobj.Reloc) (addend int64, zero bool, err error)
+
+	// kernel counts one section's entries as Linux 6.1 does, from its
+	// candidates (in section order) and the section itself.
+	kernel func(c *counter, w *sectionWork) (int, error)
+}
+
+type kindInfo struct {
+	kind        relKind
+	slot, entry uint8
+}
+
+// maxKindTable bounds the relocation types modplt handles: the largest is
+// arm64's CALL26, 283 (the 1024+ arm64 types are dynamic ones).
+const maxKindTable = 1024
+
+// newArch fills a's kind cache. The arch values are never changed after.
+func newArch(a arch) *arch {
+	a.kinds = make([]kindInfo, maxKindTable)
+	for t := range a.kinds {
+		k, slot, entry := a.kind(uint32(t))
+		a.kinds[t] = kindInfo{k, slot, entry}
+	}
+	return &a
+}
+
+// classify is kind, through the cache (small enough to inline). Types
+// past the table are kindOther: newArch checks that none is handled.
+func (a *arch) classify(t uint32) kindInfo {
+	if t < uint32(len(a.kinds)) {
+		return a.kinds[t]
+	}
+	return kindInfo{}
+}
+
+var arches = []*arch{arm64Arch, armArch, amd64Arch}
+
+func archFor(m elf.Machine) *arch {
+	for _, a := range arches {
+		if a.machine == m {
+			return a
+		}
+	}
+	return nil
+}

@@ -1,0 +1,411 @@
+package modplt
+
+import (
+	"debug/elf"
+	"fmt"
+	"slices"
+
+	"github.com/klpresolve/klpresolve/internal/elfobj"
+)
+
+// Mode selects how entries are counted.
+type Mode uint8
+
+const (
+	// ModeKernel gives exactly what Linux 6.1's module_frob_arch_sections()
+	// gives, quirks included.
+	ModeKernel Mode = iota
+	// ModeOptimal gives the smallest safe count for an emitter that shares
+	// one entry per target across a region.
+	ModeOptimal
+)
+
+func (m Mode) String() string {
+	if m == ModeOptimal {
+		return "optimal"
+	}
+	return "kernel"
+}
+
+// ParseMode reads "kernel" or "optimal".
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "kernel":
+		return ModeKernel, nil
+	case "optimal":
+		return ModeOptimal, nil
+	}
+	return 0, fmt.Errorf("unknown mode %q (want kernel or optimal)", s)
+}
+
+// Options are the kernel configuration and the mode a count assumes.
+// The zero value is Debian's 6.1 kernel in kernel mode.
+type Options struct {
+	Mode Mode
+	// Erratum843419 counts as a kernel with ARM64_WORKAROUND_843419
+	// active does: ADRP veneer slots and one slot of slack per 341
+	// (arm64 only).
+	Erratum843419 bool
+	// NoModuleUnload counts as a kernel built without CONFIG_MODULE_UNLOAD,
+	// which loads .exit* sections with init.
+	NoModuleUnload bool
+}
+
+// SectionCount is the count for one relocation section (of the type the
+// architecture's loader reads: RELA, or REL on arm).
+type SectionCount struct {
+	Name   string `json:"name"`   // ".rela.text"
+	Target string `json:"target"` // ".text"
+	Region Region `json:"region"`
+	// Exec is set when the target is executable; only those sections
+	// need entries (module_frob_arch_sections() skips the others).
+	Exec   bool `json:"exec"`
+	Relocs int  `json:"relocs"`
+
+	// Branches are the calls and jumps (arm64 CALL26/JUMP26; arm CALL,
+	// JUMP24, PC24, THM_CALL, THM_JUMP24; x86_64 PC32, PLT32).
+	Branches      int `json:"branches"`
+	Undef         int `json:"branches_undef"`          // to SHN_UNDEF symbols
+	SameSection   int `json:"branches_same_section"`   // to a symbol of the target section itself: never a PLT
+	NonZeroAddend int `json:"branches_nonzero_addend"` // as the kernel tests it
+	// Candidates are the branches that may need a PLT entry (arm64, arm)
+	// or the relocations that need a GOT entry (x86_64).
+	Candidates int `json:"candidates"`
+
+	// PLT is the entries this section adds to its region's PLT: in kernel
+	// mode what count_plts() returns for it (veneers and slack included);
+	// in optimal mode the targets first seen here, plus veneers.
+	PLT int `json:"plt"`
+	// Veneers are the erratum 843419 ADRP veneer slots (in PLT).
+	Veneers int `json:"veneers,omitempty"`
+	// Align is the alignment the erratum 843419 workaround gives the
+	// target section (0: unchanged).
+	Align uint64 `json:"align,omitempty"`
+	// GOT is the GOT entries this section adds (x86_64).
+	GOT int `json:"got,omitempty"`
+}
+
+// Counts is a module's count.
+type Counts struct {
+	Module        string         `json:"module"`
+	Path          string         `json:"path"`
+	Arch          string         `json:"arch"`
+	Mode          string         `json:"mode"`
+	Erratum843419 bool           `json:"erratum_843419"`
+	Sections      []SectionCount `json:"sections"`
+
+	// PLTCore and PLTInit are the entries of .plt and .init.plt (what the
+	// kernel sets plt_max_entries to), fixed slots included.
+	PLTCore int `json:"plt_core"`
+	PLTInit int `json:"plt_init"`
+	// FixedPLTs is the slots each PLT starts with (arm: 2 for ftrace).
+	FixedPLTs int `json:"fixed_plts"`
+	// PLTSizeCore and PLTSizeInit are the sh_size the kernel gives them.
+	PLTSizeCore uint64 `json:"plt_sh_size_core"`
+	PLTSizeInit uint64 `json:"plt_sh_size_init"`
+	// GOT is the GOT entries a PIE x86_64 module needs.
+	GOT int `json:"got"`
+
+	Totals SectionCount `json:"totals"` // the sums over Sections (Name, Target empty)
+	// Warnings are what the kernel would refuse or what is odd.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// candidate is a relocation that may need an entry.
+type candidate struct {
+	typ    uint32
+	sym    uint32
+	addend int64
+	slot   uint8 // the type's dense index (arch.kind)
+	entry  uint8 // the kind of entry it takes (arch.kind)
+	zero   bool  // the kernel's zero-addend test
+}
+
+// sectionWork is one section being counted.
+type sectionWork struct {
+	table  elfobj.RelocTable
+	text   []byte // the target section's bytes
+	relocs int    // entries in the section
+	cands  []candidate
+}
+
+// targetKey is an entry's identity in a dedupe scope.
+type targetKey struct {
+	scope  uint32 // a region (optimal) or a section serial (kernel)
+	entry  uint8
+	sym    uint32
+	addend int64
+}
+
+// counter holds one count's scratch state. Nothing is shared between
+// counts, so any number may run at once.
+type counter struct {
+	m       *Module
+	opts    Options
+	erratum bool // the erratum 843419 workaround applies (arm64)
+	nsym    int
+
+	serial uint32
+	// stamps[slot*nsym+sym] holds the serial of the section that last saw
+	// a zero-addend (slot, sym) candidate (kernel mode), shifted left by 2
+	// with group flags for arm.
+	stamps []uint32
+	// seen[sym] has bit region*4+entry set once a zero-addend target has an
+	// entry (optimal mode).
+	seen []uint8
+	// others holds the targets the two dense tables do not cover.
+	others map[targetKey]struct{}
+}
+
+func (c *counter) nextSerial() uint32 {
+	c.serial++
+	return c.serial
+}
+
+// firstInSection reports whether x is the first zero-addend candidate of
+// its (type, symbol) in the section numbered serial.
+func (c *counter) firstInSection(x *candidate, serial uint32) bool {
+	if c.stamps == nil {
+		c.stamps = make([]uint32, c.m.arch.nslots*c.nsym)
+	}
+	i := int(x.slot)*c.nsym + int(x.sym)
+	if c.stamps[i] == serial {
+		return false
+	}
+	c.stamps[i] = serial
+	return true
+}
+
+// firstInSectionAny is firstInSection for any addend.
+func (c *counter) firstInSectionAny(x *candidate, serial uint32) bool {
+	if x.addend == 0 {
+		return c.firstInSection(x, serial)
+	}
+	return c.addOther(targetKey{serial, x.slot, x.sym, x.addend})
+}
+
+func (c *counter) addOther(k targetKey) bool {
+	if c.others == nil {
+		c.others = make(map[targetKey]struct{})
+	}
+	if _, ok := c.others[k]; ok {
+		return false
+	}
+	c.others[k] = struct{}{}
+	return true
+}
+
+type groupState uint8
+
+const (
+	groupNew   groupState = iota // first zero-addend or any non-zero-addend member seen
+	groupSeen                    // a later member, group not mixed so far
+	groupMixed                   // zero and non-zero addends in one group
+)
+
+// markGroup records x in its (type, symbol) group of the section numbered
+// serial: groupNew for a zero-addend candidate that opens the group's
+// zero entries, groupSeen otherwise, groupMixed once the group has both.
+func (c *counter) markGroup(x *candidate, serial uint32) groupState {
+	if c.stamps == nil {
+		c.stamps = make([]uint32, c.m.arch.nslots*c.nsym)
+	}
+	const hasZero, hasNonZero = 1, 2
+	i := int(x.slot)*c.nsym + int(x.sym)
+	st := c.stamps[i]
+	if st>>2 != serial {
+		st = serial << 2
+	}
+	flag, other := uint32(hasNonZero), uint32(hasZero)
+	if x.zero {
+		flag, other = hasZero, hasNonZero
+	}
+	if st&other != 0 {
+		return groupMixed
+	}
+	first := st&flag == 0
+	c.stamps[i] = st | flag
+	if first && x.zero {
+		return groupNew
+	}
+	return groupSeen
+}
+
+// addTarget records the target (entry kind, symbol, addend) in region r
+// and reports whether it is new (optimal mode).
+func (c *counter) addTarget(r Region, entry uint8, sym uint32, addend int64) bool {
+	if addend == 0 && entry < 4 {
+		if c.seen == nil {
+			c.seen = make([]uint8, c.nsym)
+		}
+		bit := uint8(1) << (uint(r)*4 + uint(entry))
+		if c.seen[sym]&bit != 0 {
+			return false
+		}
+		c.seen[sym] |= bit
+		return true
+	}
+	return c.addOther(targetKey{uint32(r), entry, sym, addend})
+}
+
+// Count counts the PLT (and GOT) entries m needs.
+func (m *Module) Count(opts Options) (*Counts, error) {
+	a := m.arch
+	f := m.f
+	c := &counter{m: m, opts: opts, nsym: len(f.Symbols)}
+	res := &Counts{Module: m.Name, Path: m.Path, Arch: a.name, Mode: opts.Mode.String(),
+		Erratum843419: opts.Erratum843419 && a.machine == elf.EM_AARCH64, FixedPLTs: a.fixedPLTs}
+	c.erratum = res.Erratum843419
+	var w sectionWork
+	var plt [2]int // by region, before the optimal slack and the fixed slots
+
+	// module_frob_arch_sections(): every section of the loader's
+	// relocation type whose target is executable.
+	for i := range f.Sections {
+		s := &f.Sections[i]
+		if s.Type != a.relType {
+			continue
+		}
+		t, err := f.RelocTable(s)
+		if err != nil {
+			return nil, err
+		}
+		dst := t.Target()
+		// Only sections that apply to executable ones need entries; the
+		// others are counted in the statistics.
+		sc := SectionCount{Name: s.Name, Target: dst.Name, Relocs: t.Len(),
+			Exec: dst.Flags&elf.SHF_EXECINSTR != 0, Region: a.region(dst.Name, !opts.NoModuleUnload)}
+		w = sectionWork{table: t, text: f.SectionData(dst), relocs: t.Len(), cands: w.cands[:0]}
+		n, err := c.scan(&w, &sc)
+		if err != nil {
+			return nil, err
+		}
+		if sc.Exec && opts.Mode == ModeKernel {
+			if n, err = a.kernel(c, &w); err != nil {
+				return nil, err
+			}
+		}
+		switch {
+		case !sc.Exec:
+		case a.pltEntry == 0:
+			sc.GOT = n
+			res.GOT += n
+		default:
+			n += sc.Veneers
+			if c.erratum && opts.Mode == ModeKernel {
+				// count_plts(): DIV_ROUND_UP(ret, SZ_4K / sizeof(plt_entry)).
+				n += (n + arm64ErratumSlackEvery - 1) / arm64ErratumSlackEvery
+			}
+			sc.PLT = n
+			plt[sc.Region] += n
+		}
+		res.Sections = append(res.Sections, sc)
+		res.Totals.add(&sc)
+	}
+	if a.pltEntry != 0 {
+		for r := range plt {
+			if c.erratum && opts.Mode == ModeOptimal {
+				plt[r] += (plt[r] + arm64ErratumSlackEvery - 1) / arm64ErratumSlackEvery
+			}
+			plt[r] += a.fixedPLTs
+		}
+		res.PLTCore, res.PLTInit = plt[Core], plt[Init]
+		res.PLTSizeCore, res.PLTSizeInit = a.pltSize(res.PLTCore), a.pltSize(res.PLTInit)
+		if f.SectionByName(".plt") == nil || f.SectionByName(".init.plt") == nil {
+			res.Warnings = append(res.Warnings, "no .plt or .init.plt section: the kernel refuses the module (\"module PLT section(s) missing\"); it was not linked with the kernel's module.lds")
+		}
+	}
+	return res, nil
+}
+
+// scan is the relocation loop, written once for every architecture: it
+// fills sc's statistics and, for an executable target, either collects the
+// candidates in w (kernel mode) or adds them to their region's targets at
+// once (optimal mode), returning how many were new.
+func (c *counter) scan(w *sectionWork, sc *SectionCount) (int, error) {
+	m, a := c.m, c.m.arch
+	t := &w.table
+	info := t.Section.Info
+	shndxOf := m.shndx
+	optimal := c.opts.Mode == ModeOptimal
+	erratum := c.erratum && sc.Exec
+	scope := sc.Region
+	if a.pltEntry == 0 {
+		scope = Core // the GOT is one table, in core
+	}
+	if sc.Exec && !optimal {
+		w.cands = slices.Grow(w.cands, w.relocs) // one allocation, for the largest section
+	}
+	var branches, undef, same, nonzero, cands, entries int
+	for j := range w.relocs {
+		ki := a.classify(t.Type(j))
+		if ki.kind == kindOther || ki.kind == kindADRP && !erratum {
+			continue
+		}
+		r, err := t.Reloc(j)
+		if err != nil {
+			return 0, err
+		}
+		if ki.kind == kindADRP {
+			if erratum {
+				veneer, align := arm64ADRP(r.Offset)
+				if veneer {
+					sc.Veneers++
+				} else {
+					sc.Align = max(sc.Align, align)
+				}
+			}
+			continue
+		}
+		shndx := shndxOf[r.Sym]
+		// The kernel compares st_shndx with the relocation section's
+		// sh_info: a branch into its own section never gets a PLT.
+		isSame := uint32(shndx) == info
+		addend, zero := r.Addend, r.Addend == 0
+		if a.relType == elf.SHT_REL {
+			if addend, zero, err = a.addend(m, w.text, r); err != nil {
+				return 0, &elfobj.FormatError{File: m.f.Name, Section: t.Section.Name, Msg: fmt.Sprintf("relocation %d: %v", j, err)}
+			}
+		}
+		if ki.kind != kindGOT {
+			branches++
+			if shndx == uint16(elf.SHN_UNDEF) {
+				undef++
+			}
+			if isSame {
+				same++
+			}
+			if !zero {
+				nonzero++
+			}
+			if ki.kind != kindBranch || isSame {
+				continue
+			}
+		}
+		if !sc.Exec {
+			continue
+		}
+		cands++
+		if optimal {
+			if c.addTarget(scope, ki.entry, r.Sym, addend) {
+				entries++
+			}
+		} else {
+			w.cands = append(w.cands, candidate{typ: r.Type, sym: r.Sym, addend: addend, slot: ki.slot, entry: ki.entry, zero: zero})
+		}
+	}
+	sc.Branches, sc.Undef, sc.SameSection, sc.NonZeroAddend, sc.Candidates = branches, undef, same, nonzero, cands
+	return entries, nil
+}
+
+func (t *SectionCount) add(s *SectionCount) {
+	t.Relocs += s.Relocs
+	t.Branches += s.Branches
+	t.Undef += s.Undef
+	t.SameSection += s.SameSection
+	t.NonZeroAddend += s.NonZeroAddend
+	t.Candidates += s.Candidates
+	t.PLT += s.PLT
+	t.Veneers += s.Veneers
+	t.GOT += s.GOT
+}

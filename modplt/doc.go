@@ -1,0 +1,35 @@
+// Package modplt is klpresolve's module linker. This part counts the PLT
+// and GOT entries a relocatable kernel module needs, before anything is
+// placed, the way the kernel sizes its module PLT sections.
+//
+// It mirrors Linux 6.1:
+//
+//   - arch/arm64/kernel/module-plts.c: module_frob_arch_sections(),
+//     partition_branch_plt_relas(), cmp_rela(), duplicate_rel(),
+//     count_plts() (with the Cortex-A53 erratum 843419 veneers and slack);
+//   - arch/arm/kernel/module-plts.c: the same functions for REL sections,
+//     with is_zero_addend_relocation() reading the addend out of the
+//     instruction, and the two fixed ftrace slots;
+//   - kernel/module/main.c: module_init_layout_section(), which decides
+//     whether a section's PLT entries go to the core or the init PLT
+//     (arch/arm/kernel/module.c adds the .ARM.extab/.ARM.exidx names);
+//   - lib/sort.c: the heapsort those loaders sort with (internal/ksort).
+//
+// Two modes:
+//
+//   - ModeKernel gives exactly the figures module_frob_arch_sections()
+//     gives, quirks included: on arm64 a section made only of branches
+//     that need a PLT leaves its last one out of the sorted prefix, so a
+//     duplicate of it is counted twice; on arm the order of equal
+//     relocations after the kernel's heapsort decides what is a duplicate.
+//   - ModeOptimal gives the smallest count that is still safe for an
+//     emitter that shares one entry per target across a whole region
+//     (core or init): one entry per distinct (entry kind, symbol, addend).
+//
+// x86_64 modules use no PLT; for PIE-built ones the package counts the
+// GOT entries their GOTPCREL relocations need.
+//
+// Counting is O(n) in both modes: the kernel's sort is needed only to
+// decide between equal arm relocations, and is run (by the ported
+// heapsort) only for a section where the order can change the count.
+package modplt

@@ -1,0 +1,18 @@
+package modplt
+
+import (
+	"errors"
+
+	"github.com/klpresolve/klpresolve/internal/elfobj"
+)
+
+var (
+	// ErrMalformed is wrapped by every error about a malformed file
+	// (a *elfobj.FormatError naming the file and section).
+	ErrMalformed = elfobj.ErrMalformed
+	// ErrUnsupportedArch is returned for a module of an architecture
+	// modplt does not link (it names the machine).
+	ErrUnsupportedArch = errors.New("unsupported architecture")
+	// ErrNotRelocatable is returned for an ELF file that is not ET_REL.
+	ErrNotRelocatable = errors.New("not a relocatable object")
+)

@@ -1,0 +1,137 @@
+package modplt
+
+import (
+	"debug/elf"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/internal/input"
+)
+
+// maxModuleSize caps a decompressed module; a compressed file's size does
+// not justify its decompressed size.
+const maxModuleSize = 1 << 30
+
+// Module is a relocatable kernel module, parsed and checked, ready to be
+// counted (and, later, linked). It is read-only once made: several
+// goroutines may count one Module at once.
+type Module struct {
+	Path string // as given to Open or Parse
+	Name string // .modinfo name=, or the file name without .ko
+	Arch string // the kernel's name: "arm64", "arm", "x86_64"
+
+	f     *elfobj.File
+	arch  *arch
+	shndx []uint16 // each symbol's st_shndx, dense for the counting loop
+}
+
+// Open reads a module from path (plain, or gzip/zstd/xz compressed).
+func Open(path string) (*Module, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// NewFile reads a module of size bytes from r. name is used in errors.
+func NewFile(name string, r io.ReaderAt, size int64) (*Module, error) {
+	if size < 0 || size > maxModuleSize {
+		return nil, fmt.Errorf("%s: size %d out of range", name, size)
+	}
+	data := make([]byte, size)
+	if _, err := r.ReadAt(data, 0); err != nil && err != io.EOF {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return Parse(name, data)
+}
+
+// Parse describes the module in data, decompressing it if its magic says
+// so. The Module keeps data.
+func Parse(name string, data []byte) (*Module, error) {
+	data, _, err := input.Decompress(name, data, maxModuleSize)
+	if err != nil {
+		return nil, err
+	}
+	f, err := elfobj.Parse(name, data)
+	if err != nil {
+		return nil, err
+	}
+	return FromELF(f)
+}
+
+// FromELF makes a Module of an object already parsed by the project's ELF
+// reader (klp.Module.ELF() returns one).
+func FromELF(f *elfobj.File) (*Module, error) {
+	if f.Type != elf.ET_REL {
+		return nil, fmt.Errorf("%s: %w (type %v)", f.Name, ErrNotRelocatable, f.Type)
+	}
+	a := archFor(f.Machine)
+	if a == nil || a.is64 != f.Is64() {
+		return nil, fmt.Errorf("%s: %w: %v %v", f.Name, ErrUnsupportedArch, f.Class, f.Machine)
+	}
+	if f.Symtab == 0 {
+		// module_frob_arch_sections(): "module symtab section missing".
+		return nil, &elfobj.FormatError{File: f.Name, Msg: "no symbol table (the kernel says \"module symtab section missing\")"}
+	}
+	name := f.ModInfo("name")
+	if name == "" {
+		base := f.Name[strings.LastIndexByte(f.Name, '/')+1:]
+		name = strings.ReplaceAll(strings.TrimSuffix(base, ".ko"), "-", "_")
+		if i := strings.Index(name, ".ko."); i >= 0 {
+			name = name[:i]
+		}
+	}
+	shndx := make([]uint16, len(f.Symbols))
+	for i := range f.Symbols {
+		shndx[i] = f.Symbols[i].Shndx
+	}
+	return &Module{Path: f.Name, Name: name, Arch: a.name, f: f, arch: a, shndx: shndx}, nil
+}
+
+// ELF returns the parsed object.
+func (m *Module) ELF() *elfobj.File { return m.f }
+
+// Region is where a section is loaded: the core of the module, which
+// stays, or its init part, which is freed once the module's init has run.
+// Each region has its own PLT (.plt and .init.plt).
+type Region uint8
+
+const (
+	Core Region = iota
+	Init
+)
+
+func (r Region) String() string {
+	if r == Init {
+		return "init"
+	}
+	return "core"
+}
+
+// MarshalText writes "core" or "init".
+func (r Region) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// region classifies a section as module_init_layout_section() does:
+// .init* (and, on arm, .ARM.extab.init*/.ARM.exidx.init*) go to init, and
+// so do .exit* when the kernel is built without CONFIG_MODULE_UNLOAD (the
+// rule James Morse's 2023 fix made the PLT code share with the layout
+// code).
+func (a *arch) region(name string, moduleUnload bool) Region {
+	if hasAnyPrefix(name, a.initPrefixes) || (!moduleUnload && hasAnyPrefix(name, a.exitPrefixes)) {
+		return Init
+	}
+	return Core
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
