@@ -1,6 +1,9 @@
 # klpresolve: build, test, bench, fixtures.
 GO       ?= go
 FUZZTIME ?= 10s
+# Minimising each new interesting input may take up to 60 s by default,
+# which would eat a short run whole.
+FUZZMIN  ?= 2s
 BIN      ?= bin/klpresolve
 
 .PHONY: all build test fuzz bench fixtures clean
@@ -21,7 +24,7 @@ fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \
 	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 	    echo "fuzz $$pkg $$t"; \
-	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg; \
+	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) $$pkg; \
 	  done; \
 	done
 

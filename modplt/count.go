@@ -151,7 +151,7 @@ type counter struct {
 	// with group flags for arm.
 	stamps []uint32
 	// seen[sym] has bit region*4+entry set once a zero-addend target has an
-	// entry (optimal mode).
+	// entry (optimal mode; entry kinds are below 4).
 	seen []uint8
 	// others holds the targets the two dense tables do not cover.
 	others map[targetKey]struct{}
@@ -229,23 +229,6 @@ func (c *counter) markGroup(x *candidate, serial uint32) groupState {
 		return groupNew
 	}
 	return groupSeen
-}
-
-// addTarget records the target (entry kind, symbol, addend) in region r
-// and reports whether it is new (optimal mode).
-func (c *counter) addTarget(r Region, entry uint8, sym uint32, addend int64) bool {
-	if addend == 0 && entry < 4 {
-		if c.seen == nil {
-			c.seen = make([]uint8, c.nsym)
-		}
-		bit := uint8(1) << (uint(r)*4 + uint(entry))
-		if c.seen[sym]&bit != 0 {
-			return false
-		}
-		c.seen[sym] |= bit
-		return true
-	}
-	return c.addOther(targetKey{uint32(r), entry, sym, addend})
 }
 
 // Count counts the PLT (and GOT) entries m needs.
@@ -336,15 +319,26 @@ func (c *counter) scan(w *sectionWork, sc *SectionCount) (int, error) {
 	if sc.Exec && !optimal {
 		w.cands = slices.Grow(w.cands, w.relocs) // one allocation, for the largest section
 	}
+	fast := t.IsRelaLE64()
+	if optimal && c.seen == nil {
+		c.seen = make([]uint8, c.nsym)
+	}
+	seen := c.seen
 	var branches, undef, same, nonzero, cands, entries int
 	for j := range w.relocs {
 		ki := a.classify(t.Type(j))
 		if ki.kind == kindOther || ki.kind == kindADRP && !erratum {
 			continue
 		}
-		r, err := t.Reloc(j)
-		if err != nil {
-			return 0, err
+		r, ok := elfobj.Reloc{}, false
+		if fast {
+			r, ok = t.RelaLE64(j)
+		}
+		if !ok {
+			var err error
+			if r, err = t.Reloc(j); err != nil {
+				return 0, err
+			}
 		}
 		if ki.kind == kindADRP {
 			if erratum {
@@ -363,21 +357,17 @@ func (c *counter) scan(w *sectionWork, sc *SectionCount) (int, error) {
 		isSame := uint32(shndx) == info
 		addend, zero := r.Addend, r.Addend == 0
 		if a.relType == elf.SHT_REL {
-			if addend, zero, err = a.addend(m, w.text, r); err != nil {
+			var err error
+		if addend, zero, err = a.addend(m, w.text, r); err != nil {
 				return 0, &elfobj.FormatError{File: m.f.Name, Section: t.Section.Name, Msg: fmt.Sprintf("relocation %d: %v", j, err)}
 			}
 		}
 		if ki.kind != kindGOT {
+			// Branch-free: these outcomes are as good as random.
 			branches++
-			if shndx == uint16(elf.SHN_UNDEF) {
-				undef++
-			}
-			if isSame {
-				same++
-			}
-			if !zero {
-				nonzero++
-			}
+			undef += b2i(shndx == uint16(elf.SHN_UNDEF))
+			same += b2i(isSame)
+			nonzero += b2i(!zero)
 			if ki.kind != kindBranch || isSame {
 				continue
 			}
@@ -387,7 +377,14 @@ func (c *counter) scan(w *sectionWork, sc *SectionCount) (int, error) {
 		}
 		cands++
 		if optimal {
-			if c.addTarget(scope, ki.entry, r.Sym, addend) {
+			// The region's target set: a bit per (region, entry kind) in
+			// seen for a zero addend, branch-free; a hash set otherwise.
+			if addend == 0 && ki.entry < 4 {
+				bit := uint8(1) << (uint(scope)*4 + uint(ki.entry))
+				old := seen[r.Sym]
+				seen[r.Sym] = old | bit
+				entries += b2i(old&bit == 0)
+			} else if c.addOther(targetKey{uint32(scope), ki.entry, r.Sym, addend}) {
 				entries++
 			}
 		} else {
@@ -408,4 +405,11 @@ func (t *SectionCount) add(s *SectionCount) {
 	t.PLT += s.PLT
 	t.Veneers += s.Veneers
 	t.GOT += s.GOT
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -79,11 +79,13 @@ func FromELF(f *elfobj.File) (*Module, error) {
 	}
 	name := f.ModInfo("name")
 	if name == "" {
+		// The kernel's rule for a file name: dashes become underscores,
+		// and .ko (with any compression suffix) or .o goes.
 		base := f.Name[strings.LastIndexByte(f.Name, '/')+1:]
-		name = strings.ReplaceAll(strings.TrimSuffix(base, ".ko"), "-", "_")
-		if i := strings.Index(name, ".ko."); i >= 0 {
-			name = name[:i]
+		if i := strings.Index(base, ".ko"); i > 0 {
+			base = base[:i]
 		}
+		name = strings.ReplaceAll(strings.TrimSuffix(base, ".o"), "-", "_")
 	}
 	shndx := make([]uint16, len(f.Symbols))
 	for i := range f.Symbols {

@@ -52,5 +52,20 @@ func newBenchCmd(a *app) *cobra.Command {
 			return report(r)
 		},
 	})
+	c.AddCommand(&cobra.Command{
+		Use:   "plt MODULE.ko [--format json]",
+		Short: "PLT counting in kernel and optimal mode, beside a port of Linux 6.1's algorithm",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			r, err := bench.PLT(args[0])
+			if err != nil {
+				return &exitError{exitUsage, fmt.Errorf("bench plt: %w", err)}
+			}
+			return report(r)
+		},
+	})
 	return c
 }

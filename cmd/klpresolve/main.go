@@ -115,6 +115,7 @@ under --strict), 2 unusable input or usage, 3 --max-time exceeded.`,
 		newSnapshotCmd(a),
 		newBenchCmd(a),
 		newConvertCmd(a),
+		newPLTCmd(a),
 	)
 	return root
 }

@@ -132,3 +132,50 @@ func TestConvertCommand(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "unresolvable ambiguity")
 }
+
+func TestPLTCommand(t *testing.T) {
+	thumb := filepath.Join(testutil.RepoRoot(), "testdata", "modplt", "thumb.o")
+	code, out, _ := runCLI(t, "plt", thumb)
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "thumb (arm), kernel mode")
+	assert.Regexp(t, `\.rel\.text\s+core\s+8\s+8\s+6\s+1\s+2\s+6`, out)
+	assert.Contains(t, out, ".plt:      9 entries, sh_size 128 (2 fixed ftrace slots included)")
+	assert.Contains(t, out, ".init.plt: 5 entries, sh_size 128")
+
+	// Flags after the positional argument; JSON with the expected-plt.tsv
+	// meanings.
+	code, out, _ = runCLI(t, "plt", thumb, "--mode", "optimal", "--format", "json")
+	require.Equal(t, 0, code)
+	var j struct {
+		Module, Arch, Mode string
+		PLTCore            int    `json:"plt_core"`
+		PLTInit            int    `json:"plt_init"`
+		SizeCore           uint64 `json:"plt_sh_size_core"`
+		Sections           []struct{ Name, Region string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	assert.Equal(t, "thumb", j.Module)
+	assert.Equal(t, "optimal", j.Mode)
+	assert.Equal(t, []int{6, 5}, []int{j.PLTCore, j.PLTInit})
+	assert.Equal(t, uint64(128), j.SizeCore)
+	assert.Equal(t, "init", j.Sections[2].Region)
+
+	code, out, _ = runCLI(t, "plt", filepath.Join(testutil.RepoRoot(), "testdata", "modplt", "got.o"), "--format", "json")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, `"got": 7`)
+
+	code, _, errs := runCLI(t, "plt", thumb, "--mode", "fast")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, `unknown mode "fast"`)
+	code, _, errs = runCLI(t, "plt", fixture("patch.c"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "patch.c: not an ELF file")
+}
+
+func TestPLTCommandCorpus(t *testing.T) {
+	md4 := testutil.Corpus(t, "arm64/modules/md4.ko")
+	code, out, _ := runCLI(t, "plt", md4, "--erratum-843419")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "md4 (arm64), kernel mode, erratum 843419 workaround")
+	assert.Contains(t, out, ".plt:      6 entries, sh_size 84") // expected-plt.tsv: plt_core_erratum 6
+}

@@ -371,14 +371,28 @@ func (t *RelocTable) typeSlow(i int) uint32 {
 
 // Reloc decodes entry i (0 <= i < Len()) and checks its symbol index.
 func (t *RelocTable) Reloc(i int) (Reloc, error) {
-	if t.le64 && t.rela { // the common case, small enough to inline
-		b := (*[24]byte)(t.raw[i*24:])
-		info := binary.LittleEndian.Uint64(b[8:16])
-		if uint32(info>>32) < t.nsym {
-			return Reloc{binary.LittleEndian.Uint64(b[:8]), uint32(info >> 32), uint32(info), int64(binary.LittleEndian.Uint64(b[16:]))}, nil
+	if t.le64 && t.rela {
+		if r, ok := t.RelaLE64(i); ok {
+			return r, nil
 		}
 	}
 	return t.relocSlow(i)
+}
+
+// IsRelaLE64 reports an ELF64 little-endian RELA table (arm64, x86_64),
+// the one RelaLE64 decodes.
+func (t *RelocTable) IsRelaLE64() bool { return t.le64 && t.rela }
+
+// RelaLE64 decodes entry i of a table for which IsRelaLE64 holds, cheaply
+// enough to inline in a hot loop; ok is false when the symbol index is
+// past the table (Reloc then says so).
+func (t *RelocTable) RelaLE64(i int) (r Reloc, ok bool) {
+	b := (*[24]byte)(t.raw[i*24:])
+	r.Sym = uint32(binary.LittleEndian.Uint64(b[8:16]) >> 32)
+	r.Type = binary.LittleEndian.Uint32(b[8:12])
+	r.Offset = binary.LittleEndian.Uint64(b[:8])
+	r.Addend = int64(binary.LittleEndian.Uint64(b[16:]))
+	return r, r.Sym < t.nsym
 }
 
 func (t *RelocTable) relocSlow(i int) (Reloc, error) {

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/klpresolve/klpresolve/modplt"
+)
+
+func newPLTCmd(a *app) *cobra.Command {
+	var format, mode string
+	var opts modplt.Options
+	c := &cobra.Command{
+		Use:   "plt MODULE.ko [--mode kernel|optimal] [--erratum-843419] [--format text|json]",
+		Short: "Count the PLT (arm64, arm) or GOT (x86_64) entries a module needs",
+		Long: `Counts, per relocation section, the branches (total, to undefined symbols, into
+their own section, with a non-zero addend) and the PLT entries they need, and the
+.plt/.init.plt entries and section sizes for the whole module, as Linux 6.1's
+module_frob_arch_sections() does (--mode kernel, the default, quirks included) or as
+few as suffice when one entry is shared per target across a region (--mode optimal).
+For an x86_64 module it counts the GOT entries that GOTPCREL relocations need.
+
+Exit status: 0 counted, 1 the kernel would refuse the module (no .plt section),
+2 unusable input.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			var err error
+			if opts.Mode, err = modplt.ParseMode(mode); err != nil {
+				return &exitError{exitUsage, err}
+			}
+			m, err := modplt.Open(args[0])
+			if err != nil {
+				return &exitError{exitUsage, err}
+			}
+			res, err := m.Count(opts)
+			if err != nil {
+				return &exitError{exitUsage, err}
+			}
+			if format == "json" {
+				err = writeJSON(a, res)
+			} else {
+				writePLTText(a, res)
+			}
+			if err == nil && len(res.Warnings) > 0 {
+				return &exitError{exitFailed, errReported}
+			}
+			return err
+		},
+	}
+	c.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	c.Flags().StringVar(&mode, "mode", "kernel", "kernel (Linux 6.1's count, quirks included) or optimal")
+	c.Flags().BoolVar(&opts.Erratum843419, "erratum-843419", false, "arm64: count as a kernel with the Cortex-A53 erratum 843419 workaround on")
+	c.Flags().BoolVar(&opts.NoModuleUnload, "no-module-unload", false, "count as a kernel without CONFIG_MODULE_UNLOAD (.exit sections are init)")
+	return c
+}
+
+func writePLTText(a *app, r *modplt.Counts) {
+	got := r.Arch == "x86_64"
+	fmt.Fprintf(a.stdout, "%s (%s), %s mode", r.Module, r.Arch, r.Mode)
+	if r.Erratum843419 {
+		fmt.Fprint(a.stdout, ", erratum 843419 workaround")
+	}
+	fmt.Fprintln(a.stdout)
+	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	last := "PLT"
+	if got {
+		last = "GOT"
+	}
+	fmt.Fprintf(tw, "SECTION\tREGION\tRELOCS\tBRANCHES\tUNDEF\tSAME-SEC\tADDEND!=0\t%s\t\n", last)
+	for _, s := range r.Sections {
+		if !s.Exec {
+			continue // the kernel skips them; their statistics are in the totals
+		}
+		n := s.PLT
+		if got {
+			n = s.GOT
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", s.Name, s.Region, s.Relocs, s.Branches, s.Undef, s.SameSection, s.NonZeroAddend, n)
+	}
+	t := r.Totals
+	n := t.PLT
+	if got {
+		n = t.GOT
+	}
+	fmt.Fprintf(tw, "all sections\t\t%d\t%d\t%d\t%d\t%d\t%d\t\n", t.Relocs, t.Branches, t.Undef, t.SameSection, t.NonZeroAddend, n)
+	tw.Flush()
+	if got {
+		fmt.Fprintf(a.stdout, "GOT: %d entries (x86_64 modules use no PLT)\n", r.GOT)
+	} else {
+		fixed := ""
+		if r.FixedPLTs > 0 {
+			fixed = fmt.Sprintf(" (%d fixed ftrace slots included)", r.FixedPLTs)
+		}
+		fmt.Fprintf(a.stdout, ".plt:      %d entries, sh_size %d%s\n", r.PLTCore, r.PLTSizeCore, fixed)
+		fmt.Fprintf(a.stdout, ".init.plt: %d entries, sh_size %d%s\n", r.PLTInit, r.PLTSizeInit, fixed)
+		if t.Veneers > 0 {
+			fmt.Fprintf(a.stdout, "erratum 843419: %d ADRP veneer slots included\n", t.Veneers)
+		}
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(a.stdout, "warning: %s\n", w)
+	}
+}

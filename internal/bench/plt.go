@@ -1,0 +1,49 @@
+package bench
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/klpresolve/klpresolve/internal/reference"
+	"github.com/klpresolve/klpresolve/modplt"
+)
+
+// PLT measures counting a module's PLT entries in kernel and optimal mode,
+// beside a faithful port of Linux 6.1's arm64 algorithm (partition,
+// heapsort, compare with the previous entry) when the module is arm64.
+// All three start from the parsed module.
+func PLT(module string) (*Report, error) {
+	m, err := modplt.Open(module)
+	if err != nil {
+		return nil, err
+	}
+	k, err := m.Count(modplt.Options{})
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Benchmark: "plt", Input: module, GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	rep.add("relocations", float64(k.Totals.Relocs), "relocs", m.Arch)
+	rep.add("branch relocations", float64(k.Totals.Branches), "relocs", "")
+	var ref float64
+	if m.Arch == "arm64" {
+		ref, _ = nsPerOp(func(b *testing.B) {
+			for b.Loop() {
+				_, _, _ = reference.KernelARM64PLTs(m.ELF())
+			}
+		})
+		rep.add("reference (Linux 6.1 port)", ref/1e6, "ms", "partition, lib/sort.c heapsort, count_plts()")
+	}
+	for _, mode := range []modplt.Mode{modplt.ModeKernel, modplt.ModeOptimal} {
+		ns, allocs := nsPerOp(func(b *testing.B) {
+			for b.Loop() {
+				_, _ = m.Count(modplt.Options{Mode: mode})
+			}
+		})
+		rep.add(mode.String()+" mode", ns/1e6, "ms", "")
+		rep.add(mode.String()+" mode allocations", allocs, "allocs", "")
+		if ref > 0 {
+			rep.add(mode.String()+" mode speedup", ref/ns, "x", "reference / "+mode.String())
+		}
+	}
+	return rep, nil
+}
