@@ -358,7 +358,7 @@ func (c *counter) scan(w *sectionWork, sc *SectionCount) (int, error) {
 		addend, zero := r.Addend, r.Addend == 0
 		if a.relType == elf.SHT_REL {
 			var err error
-		if addend, zero, err = a.addend(m, w.text, r); err != nil {
+			if addend, zero, err = a.addend(m, w.text, r); err != nil {
 				return 0, &elfobj.FormatError{File: m.f.Name, Section: t.Section.Name, Msg: fmt.Sprintf("relocation %d: %v", j, err)}
 			}
 		}
