@@ -1,6 +1,7 @@
 package kallsyms
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
 	"slices"
@@ -249,7 +250,7 @@ func adopt(chunks []*chunk, total int) bool {
 func (ix *Index) sortVmlinux(hashes []uint32) {
 	v := ix.objs[0]
 	s := ix.syms[v.start:v.end]
-	if slices.IsSortedFunc(s, func(a, b sym) int { return cmpU64(a.addr, b.addr) }) {
+	if slices.IsSortedFunc(s, func(a, b sym) int { return cmp.Compare(a.addr, b.addr) }) {
 		return
 	}
 	type pair struct {
@@ -260,20 +261,10 @@ func (ix *Index) sortVmlinux(hashes []uint32) {
 	for i := range s {
 		p[i] = pair{s[i], hashes[int(v.start)+i]}
 	}
-	slices.SortStableFunc(p, func(a, b pair) int { return cmpU64(a.s.addr, b.s.addr) })
+	slices.SortStableFunc(p, func(a, b pair) int { return cmp.Compare(a.s.addr, b.s.addr) })
 	for i := range p {
 		s[i], hashes[int(v.start)+i] = p[i].s, p[i].h
 	}
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // buildTables fills each object's hash table and the same-name chains.

@@ -1,6 +1,7 @@
 package kallsyms
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -350,6 +351,6 @@ func (ix *Index) sortByAddr() {
 		}
 		b = append(b, uint32(i))
 	}
-	slices.SortStableFunc(b, func(x, y uint32) int { return cmpU64(ix.syms[x].addr, ix.syms[y].addr) })
+	slices.SortStableFunc(b, func(x, y uint32) int { return cmp.Compare(ix.syms[x].addr, ix.syms[y].addr) })
 	ix.byAddr = b
 }

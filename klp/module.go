@@ -85,12 +85,9 @@ func Open(path string) (*Module, error) {
 
 // NewFile reads a module of size bytes from r. name is used in errors.
 func NewFile(name string, r io.ReaderAt, size int64) (*Module, error) {
-	if size < 0 || size > maxModuleFileSize {
-		return nil, fmt.Errorf("%s: size %d out of range", name, size)
-	}
-	data := make([]byte, size)
-	if _, err := r.ReadAt(data, 0); err != nil && err != io.EOF {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	data, err := input.ReadAt(name, r, size, maxModuleFileSize)
+	if err != nil {
+		return nil, err
 	}
 	return Parse(name, data)
 }

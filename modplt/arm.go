@@ -1,6 +1,7 @@
 package modplt
 
 import (
+	"cmp"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
@@ -145,9 +146,9 @@ func armKernelSorted(m *Module, w *sectionWork) (int, error) {
 	}
 	cmpRel := func(x, y *rel) int {
 		if x.typ != y.typ {
-			return cmp3(x.typ, y.typ)
+			return cmp.Compare(x.typ, y.typ)
 		}
-		return cmp3(x.sym, y.sym)
+		return cmp.Compare(x.sym, y.sym)
 	}
 	ksort.Sort(rels, cmpRel)
 	zero := func(x *rel) (bool, error) {

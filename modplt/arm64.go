@@ -1,6 +1,7 @@
 package modplt
 
 import (
+	"cmp"
 	"debug/elf"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
@@ -97,21 +98,11 @@ func arm64Kernel(c *counter, w *sectionWork) (int, error) {
 func cmpRela(x, y *candidate) int {
 	switch {
 	case x.typ != y.typ:
-		return cmp3(x.typ, y.typ)
+		return cmp.Compare(x.typ, y.typ)
 	case x.sym != y.sym:
-		return cmp3(x.sym, y.sym)
+		return cmp.Compare(x.sym, y.sym)
 	}
-	return cmp3(x.addend, y.addend)
-}
-
-func cmp3[T int64 | uint32](a, b T) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(x.addend, y.addend)
 }
 
 // arm64ADRP is count_plts()'s erratum 843419 case for an ADRP at section

@@ -39,12 +39,9 @@ func Open(path string) (*Module, error) {
 
 // NewFile reads a module of size bytes from r. name is used in errors.
 func NewFile(name string, r io.ReaderAt, size int64) (*Module, error) {
-	if size < 0 || size > maxModuleSize {
-		return nil, fmt.Errorf("%s: size %d out of range", name, size)
-	}
-	data := make([]byte, size)
-	if _, err := r.ReadAt(data, 0); err != nil && err != io.EOF {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	data, err := input.ReadAt(name, r, size, maxModuleSize)
+	if err != nil {
+		return nil, err
 	}
 	return Parse(name, data)
 }

@@ -190,3 +190,16 @@ func Decompress(name string, data []byte, max int64) ([]byte, Compression, error
 	}
 	return out, c, nil
 }
+
+// ReadAt reads size bytes from r, refusing a size past max before
+// allocating anything. name is used in errors.
+func ReadAt(name string, r io.ReaderAt, size, max int64) ([]byte, error) {
+	if size < 0 || size > max {
+		return nil, fmt.Errorf("%s: size %d out of range (0 to %d)", name, size, max)
+	}
+	data := make([]byte, size)
+	if _, err := r.ReadAt(data, 0); err != nil && err != io.EOF {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return data, nil
+}

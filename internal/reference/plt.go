@@ -1,6 +1,7 @@
 package reference
 
 import (
+	"cmp"
 	"debug/elf"
 	"errors"
 	"slices"
@@ -20,24 +21,14 @@ type Elf64Rela struct {
 func relaType(r *Elf64Rela) uint32 { return uint32(r.Info) }
 func relaSym(r *Elf64Rela) uint32  { return uint32(r.Info >> 32) }
 
-func cmp3[T int64 | uint32](a, b T) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // cmpRela is arch/arm64/kernel/module-plts.c cmp_rela().
 func cmpRela(x, y *Elf64Rela) int {
-	i := cmp3(relaType(x), relaType(y))
+	i := cmp.Compare(relaType(x), relaType(y))
 	if i == 0 {
-		i = cmp3(relaSym(x), relaSym(y))
+		i = cmp.Compare(relaSym(x), relaSym(y))
 	}
 	if i == 0 {
-		i = cmp3(x.Addend, y.Addend)
+		i = cmp.Compare(x.Addend, y.Addend)
 	}
 	return i
 }
