@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -52,6 +53,31 @@ func newBenchCmd(a *app) *cobra.Command {
 			return report(r)
 		},
 	})
+	var co bench.CFIOptions
+	var hold time.Duration
+	cfiCmd := &cobra.Command{
+		Use:   "cfi [--modules N] [--readers R] [--hold DURATION] [--runs N] [--format json]",
+		Short: "CFI shadow updates in synchronous and deferred reclamation, with readers holding their sections",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("hold") {
+				co.Holds = []time.Duration{hold}
+			}
+			r, err := bench.CFI(co)
+			if err != nil {
+				return &exitError{exitUsage, fmt.Errorf("bench cfi: %w", err)}
+			}
+			return report(r)
+		},
+	}
+	cfiCmd.Flags().IntVar(&co.Modules, "modules", 200, "module adds per run")
+	cfiCmd.Flags().IntVar(&co.Readers, "readers", 2, "reader goroutines looking up continuously")
+	cfiCmd.Flags().IntVar(&co.Runs, "runs", 3, "runs per mode and hold time; the median run is reported")
+	cfiCmd.Flags().DurationVar(&hold, "hold", 0, "one read-side section length (default: runs 0, 100us and 1ms)")
+	c.AddCommand(cfiCmd)
 	c.AddCommand(&cobra.Command{
 		Use:   "plt MODULE.ko [--format json]",
 		Short: "PLT counting in kernel and optimal mode, beside a port of Linux 6.1's algorithm",

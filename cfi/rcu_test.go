@@ -1,0 +1,229 @@
+package cfi
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// faults runs f and reports whether it faulted on a memory access.
+func faults(f func()) (faulted bool) {
+	old := debug.SetPanicOnFault(true)
+	defer debug.SetPanicOnFault(old)
+	defer func() {
+		if r := recover(); r != nil {
+			var re interface{ Addr() uintptr }
+			faulted = errors.As(r.(error), &re)
+		}
+	}()
+	f()
+	return false
+}
+
+// mapped asks the kernel whether b is mapped: msync fails with ENOMEM on
+// an unmapped range.
+func mapped(b []byte) bool {
+	return unix.Msync(b, unix.MS_ASYNC) == nil
+}
+
+// TestShadowMemoryProtection: a published shadow is read-only (a stray
+// write faults), and a reclaimed one is unmapped (a stale read faults).
+func TestShadowMemoryProtection(t *testing.T) {
+	// No spare mappings (a test mapper): a spare mapped after the unmap
+	// could take the freed addresses and hide it.
+	s := newSet(t, Options{mapper: &failMapper{}})
+	const a = 0x500000000
+	_, err := s.Add(Module{Name: "a", TextStart: a, TextEnd: a + page, CheckFn: a})
+	require.NoError(t, err)
+	sh := s.cur.Load()
+	assert.True(t, faults(func() { sh.slots[1] = 7 }), "a write to a published shadow must fault")
+	assert.Equal(t, uint16(0), sh.slots[0])
+
+	require.NoError(t, s.Remove("a"))
+	s.Barrier()
+	assert.False(t, mapped(sh.mem), "a reclaimed shadow must be unmapped")
+	var sink atomic.Uint32
+	assert.True(t, faults(func() { sink.Store(uint32(sh.slots[0])) }), "a read of a reclaimed shadow must fault")
+}
+
+// TestReaderHoldsAcrossUpdates: a reader inside its section keeps the
+// shadow it loaded mapped and unchanged across many updates (deferred
+// mode); once it leaves, the old shadows are reclaimed.
+func TestReaderHoldsAcrossUpdates(t *testing.T) {
+	s := newSet(t, Options{MaxPending: 128})
+	const a = 0x600000000
+	_, err := s.Add(Module{Name: "m0", TextStart: a, TextEnd: a + page, CheckFn: a})
+	require.NoError(t, err)
+	r := s.NewReader()
+	defer r.Close()
+	r.Enter()
+	held := s.cur.Load()
+	done := make(chan error)
+	go func() {
+		for i := 1; i <= 100; i++ {
+			base := uint64(a + 2*i*page)
+			if _, err := s.Add(Module{Name: fmt.Sprint("m", i), TextStart: base, TextEnd: base + page, CheckFn: base}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	require.NoError(t, <-done) // deferred: the writer never waits for the reader
+	assert.Greater(t, s.Stats().PendingBytes, int64(0))
+	assert.False(t, faults(func() {
+		for i := range held.slots {
+			if (i == 0) != (held.slots[i] == 0) && held.slots[i] != invalid {
+				t.Errorf("slot %d changed to %d", i, held.slots[i])
+			}
+		}
+	}))
+	fn, ok := held.lookup(a, s.shift)
+	assert.True(t, ok)
+	assert.Equal(t, uint64(a), fn)
+	r.Exit()
+	s.Barrier()
+	assert.Zero(t, s.Stats().PendingBytes)
+	assert.False(t, mapped(held.mem))
+	assert.LessOrEqual(t, s.Stats().MaxPendingBytes, s.Stats().PendingLimit)
+}
+
+// TestSynchronousWaitsForReaders: in synchronous mode an update returns
+// only after the readers that could see the old shadow have left.
+func TestSynchronousWaitsForReaders(t *testing.T) {
+	s := newSet(t, Options{Reclaim: Synchronous})
+	const a = 0x700000000
+	_, err := s.Add(Module{Name: "a", TextStart: a, TextEnd: a + page, CheckFn: a})
+	require.NoError(t, err)
+	r := s.NewReader()
+	defer r.Close()
+	r.Enter()
+	held := s.cur.Load()
+	returned := make(chan struct{})
+	go func() {
+		_, _ = s.Add(Module{Name: "b", TextStart: a + page, TextEnd: a + 2*page, CheckFn: a + page})
+		close(returned)
+	}()
+	select {
+	case <-returned:
+		t.Fatal("a synchronous update returned while a reader held the old shadow")
+	case <-time.After(50 * time.Millisecond):
+	}
+	assert.True(t, mapped(held.mem))
+	r.Exit()
+	<-returned
+	assert.False(t, mapped(held.mem))
+}
+
+// TestTorture is rcutorture's pipeline test: the writer replaces the
+// shadow again and again; each old shadow's pipeline count is the number
+// of grace periods that have completed since it was retired. Readers
+// record the count of the shadow they hold, while they hold it, and read
+// its memory. A count of 2 or more means a reader used a shadow that had
+// outlived its grace period: the bug this machinery exists to prevent.
+// Run with GOMAXPROCS above the core count and random yields.
+func TestTorture(t *testing.T) {
+	for _, mode := range []Reclaim{Deferred, Synchronous} {
+		t.Run(mode.String(), func(t *testing.T) { torture(t, mode) })
+	}
+}
+
+func torture(t *testing.T, mode Reclaim) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4 * runtime.NumCPU()))
+	type info struct {
+		target atomic.Uint64 // its grace period's target; 0 while current
+		pipe   atomic.Int64
+	}
+	var infos sync.Map // *shadow -> *info
+	var mu sync.Mutex
+	var retired []*info
+	h := &hooks{
+		retired: func(sh *shadow, target uint64) {
+			v, _ := infos.LoadOrStore(sh, &info{})
+			in := v.(*info)
+			in.target.Store(target)
+			mu.Lock()
+			retired = append(retired, in)
+			mu.Unlock()
+		},
+		passed: func(target uint64) {
+			mu.Lock()
+			for _, in := range retired {
+				if tg := in.target.Load(); tg != 0 && tg <= target {
+					in.pipe.Add(1)
+				}
+			}
+			mu.Unlock()
+		},
+	}
+	s := newSet(t, Options{Reclaim: mode, Slots: 256, hooks: h})
+	const a = 0x800000000
+	const nreaders = 8
+	var hist [10]atomic.Int64
+	var stop atomic.Bool
+	var faultsSeen atomic.Int64
+	var wg sync.WaitGroup
+	for k := range nreaders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := s.NewReader()
+			defer r.Close()
+			rng := rand.New(rand.NewPCG(uint64(k), 1))
+			for !stop.Load() {
+				r.Enter()
+				sh := s.cur.Load()
+				if sh != nil {
+					v, _ := infos.LoadOrStore(sh, &info{})
+					if rng.IntN(4) == 0 {
+						runtime.Gosched()
+					}
+					if faults(func() {
+						sum := 0
+						for _, x := range sh.slots {
+							sum += int(x)
+						}
+						_ = sum
+					}) {
+						faultsSeen.Add(1)
+					}
+					hist[min(v.(*info).pipe.Load(), 9)].Add(1)
+				}
+				r.Exit()
+			}
+		}()
+	}
+	const adds = 150
+	for i := range adds {
+		name := fmt.Sprint("m", i%16)
+		base := uint64(a + (i%16)*page)
+		_ = s.Remove(name)
+		_, err := s.Add(Module{Name: name, TextStart: base, TextEnd: base + page, CheckFn: base})
+		require.NoError(t, err)
+	}
+	stop.Store(true)
+	wg.Wait()
+	s.Barrier()
+	var counts []int64
+	for i := range hist {
+		counts = append(counts, hist[i].Load())
+	}
+	t.Logf("%s: pipeline histogram %v, %d updates", mode, counts, s.Stats().Updates)
+	assert.Greater(t, counts[0], int64(adds), "readers must have run")
+	for i := 2; i < len(counts); i++ {
+		assert.Zero(t, counts[i], "a reader held a shadow %d grace periods after it was retired", i)
+	}
+	assert.Zero(t, faultsSeen.Load())
+	// Each round removes (from the 17th on) and adds: a new shadow each.
+	assert.Equal(t, int64(adds+adds-16), s.Stats().Updates)
+}
