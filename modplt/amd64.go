@@ -2,6 +2,9 @@ package modplt
 
 import (
 	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"math"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 )
@@ -43,6 +46,7 @@ var amd64Arch = newArch(arch{
 		return r.Addend, r.Addend == 0, nil
 	},
 	kernel: amd64Kernel,
+	apply:  amd64Apply,
 })
 
 // amd64Kernel counts one section's GOT entries as Garnier's count_gots()
@@ -56,4 +60,90 @@ func amd64Kernel(c *counter, w *sectionWork) (int, error) {
 		}
 	}
 	return count, nil
+}
+
+// Linking: arch/x86/kernel/module.c __apply_relocate_add(), and the module
+// GOT of a PIE-built module.
+
+// amd64Apply: each case checks that the target is still zero (the
+// kernel's "Invalid relocation target, existing value is nonzero"),
+// computes, range-checks and writes.
+func amd64Apply(l *linker, rc *reloc) error {
+	t := elf.R_X86_64(rc.r.Type)
+	size := 4
+	switch t {
+	case elf.R_X86_64_NONE:
+		return nil
+	case elf.R_X86_64_64, elf.R_X86_64_PC64:
+		size = 8
+	case elf.R_X86_64_32, elf.R_X86_64_32S, elf.R_X86_64_PC32, elf.R_X86_64_PLT32,
+		elf.R_X86_64_GOTPCREL, elf.R_X86_64_GOTPCRELX, elf.R_X86_64_REX_GOTPCRELX:
+	default:
+		return &RelocError{Kind: ErrUnsupported}
+	}
+	loc := rc.loc
+	if len(loc) < size {
+		return &RelocError{Kind: ErrBadTarget, Detail: fmt.Sprintf("%d bytes needed, %d left in the section", size, len(loc))}
+	}
+	for _, b := range loc[:size] {
+		if b != 0 {
+			return &RelocError{Kind: ErrNonZeroTarget, Detail: "the kernel refuses: existing value is nonzero"}
+		}
+	}
+	val := rc.S + uint64(rc.A)
+	le := binary.LittleEndian
+	switch t {
+	case elf.R_X86_64_64: // S + A
+		le.PutUint64(loc, val)
+	case elf.R_X86_64_PC64: // S + A - P
+		le.PutUint64(loc, val-rc.P)
+	case elf.R_X86_64_32: // S + A, zero-extended
+		if val > math.MaxUint32 {
+			return rangeErr(val, "not a 32-bit unsigned value (module not built with -mcmodel=kernel?)")
+		}
+		le.PutUint32(loc, uint32(val))
+	case elf.R_X86_64_32S: // S + A, sign-extended
+		if int64(val) != int64(int32(val)) {
+			return rangeErr(val, "not a 32-bit signed value (module not built with -mcmodel=kernel?)")
+		}
+		le.PutUint32(loc, uint32(val))
+	case elf.R_X86_64_PC32, elf.R_X86_64_PLT32: // S + A - P
+		d := int64(val - rc.P)
+		// The kernel has this check under #if 0 and writes the truncated
+		// value; a wrapped call is a crash waiting, so it is reported.
+		if d != int64(int32(d)) {
+			return rangeErr(uint64(d), "more than 2 GiB away (the kernel does not check and would truncate)")
+		}
+		le.PutUint32(loc, uint32(d))
+	default: // GOTPCREL, GOTPCRELX, REX_GOTPCRELX: G + GOT + A - P
+		d := int64(val - rc.P)
+		// mov foo@GOTPCREL(%rip), %reg (8b /r) -> lea foo(%rip), %reg
+		// (8d /r) when foo is within reach: no GOT load at all.
+		if t != elf.R_X86_64_GOTPCREL && d == int64(int32(d)) && amd64RelaxMov(rc) {
+			le.PutUint32(loc, uint32(d))
+			return nil
+		}
+		g, err := l.gotEntry(rc)
+		if err != nil {
+			return err
+		}
+		d = int64(g + uint64(rc.A) - rc.P)
+		if d != int64(int32(d)) {
+			return rangeErr(uint64(d), "GOT entry more than 2 GiB away")
+		}
+		le.PutUint32(loc, uint32(d))
+	}
+	return nil
+}
+
+// amd64RelaxMov turns the mov before a GOTPCRELX into a lea (8b -> 8d),
+// when it is one: the opcode is two bytes before the displacement
+// (opcode, ModRM, disp32; a REX prefix, if any, comes before).
+func amd64RelaxMov(rc *reloc) bool {
+	off := rc.r.Offset
+	if off < 2 || rc.sec[off-2] != 0x8b || rc.sec[off-1]&0xc7 != 0x05 { // mod 00, r/m 101: RIP-relative
+		return false
+	}
+	rc.sec[off-2] = 0x8d
+	return true
 }

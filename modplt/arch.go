@@ -51,6 +51,11 @@ type arch struct {
 	// kernel counts one section's entries as Linux 6.1 does, from its
 	// candidates (in section order) and the section itself.
 	kernel func(c *counter, w *sectionWork) (int, error)
+
+	// apply applies one relocation at rc.loc: computes the value,
+	// range-checks it against the architecture's limits, encodes it
+	// (apply_relocate_add() / apply_relocate()).
+	apply func(l *linker, rc *reloc) error
 }
 
 type kindInfo struct {

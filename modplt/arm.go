@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/ksort"
@@ -46,6 +47,7 @@ var armArch = newArch(arch{
 	nslots:       5,
 	addend:       armAddend,
 	kernel:       armKernel,
+	apply:        armApply,
 })
 
 // armKind classifies arm relocation types.
@@ -176,4 +178,268 @@ func armKernelSorted(m *Module, w *sectionWork) (int, error) {
 		}
 	}
 	return count, nil
+}
+
+// Linking: arch/arm/kernel/module.c apply_relocate(). Addends are in the
+// instructions (REL).
+const (
+	armBranchLimit   = 0x02000000 // B/BL: offsets in (-32 MiB, +32 MiB)
+	thumbBranchLimit = 0x01000000 // Thumb-2 BL/B.W: (-16 MiB, +16 MiB)
+	armPrel31Limit   = 0x40000000 // PREL31: [-1 GiB, +1 GiB)
+
+	armPLTLdr      = 0xe59ff000 | (armL1CacheBytes - 8) // ldr pc, [pc, #56]: the literal one cache line on
+	thumbPLTLdrHi  = 0xf8df                             // ldr.w pc, [pc, #60] (first halfword)
+	thumbPLTLdrLo  = 0xf000 | (armL1CacheBytes - 4)     // (second halfword)
+	armPLTPerBlock = armL1CacheBytes / 4                // PLT_ENT_COUNT: entries per block
+)
+
+// armFixedTargets are fixed_plts[]: FTRACE_ADDR and MCOUNT_ADDR.
+var armFixedTargets = [armFixedPLTs]string{"ftrace_caller", "__gnu_mcount_nc"}
+
+func armApply(l *linker, rc *reloc) error {
+	if len(rc.loc) < 4 {
+		// "out of bounds relocation": r_offset > sh_size - 4.
+		return &RelocError{Kind: ErrBadTarget, Detail: fmt.Sprintf("4 bytes needed, %d left in the section", len(rc.loc))}
+	}
+	io := armInsnOrder(l.m) // instructions
+	do := l.m.f.Order       // data
+	loc, p, s := rc.loc, uint32(rc.P), uint32(rc.S)
+	switch elf.R_ARM(rc.r.Type) {
+	case elf.R_ARM_NONE:
+		return nil
+	case elf.R_ARM_ABS32, elf.R_ARM_TARGET1: // *loc += S
+		do.PutUint32(loc, do.Uint32(loc)+s)
+		return nil
+	case elf.R_ARM_REL32: // *loc += S - P
+		do.PutUint32(loc, do.Uint32(loc)+s-p)
+		return nil
+	case elf.R_ARM_PREL31: // 31-bit signed offset, bit 31 kept (unwind tables)
+		v := do.Uint32(loc)
+		off := int32(v<<1)>>1 + int32(s-p)
+		if off >= armPrel31Limit || off < -armPrel31Limit {
+			return rangeErr(uint64(int64(off)), "PREL31 reaches +-1 GiB")
+		}
+		do.PutUint32(loc, v&0x80000000|uint32(off)&0x7fffffff)
+		return nil
+	case elf.R_ARM_V4BX: // BX Rm -> MOV PC, Rm, keeping Rm and the condition
+		io.PutUint32(loc, io.Uint32(loc)&0xf000000f|0x01a0f000)
+		return nil
+	case elf.R_ARM_PC24, elf.R_ARM_CALL, elf.R_ARM_JUMP24: // B/BL imm24
+		if s&3 != 0 {
+			return &RelocError{Kind: ErrInterworking, Detail: "ARM -> Thumb"}
+		}
+		insn := io.Uint32(loc)
+		off := int32(insn<<8)>>6 + int32(s-p)
+		if l.armNeedsPLT(rc, off, armBranchLimit) {
+			entry, err := l.armPLT(rc.region, false, uint32(off)+p+8)
+			if err == nil {
+				off = int32(uint32(entry) - p - 8)
+			} else if armOutOfRange(off, armBranchLimit) {
+				return err
+			}
+		}
+		if armOutOfRange(off, armBranchLimit) {
+			return rangeErr(uint64(int64(off)), "B/BL reaches +-32 MiB")
+		}
+		io.PutUint32(loc, insn&0xff000000|uint32(off>>2)&0x00ffffff)
+		return nil
+	case elf.R_ARM_MOVW_ABS_NC, elf.R_ARM_MOVT_ABS, elf.R_ARM_MOVW_PREL_NC, elf.R_ARM_MOVT_PREL:
+		// MOVW/MOVT rd, #imm16: imm4 [19:16], imm12 [11:0]
+		insn := io.Uint32(loc)
+		off := int32(((insn&0xf0000)>>4|insn&0xfff)^0x8000) - 0x8000
+		off += int32(s)
+		t := elf.R_ARM(rc.r.Type)
+		if t == elf.R_ARM_MOVW_PREL_NC || t == elf.R_ARM_MOVT_PREL {
+			off -= int32(p)
+		}
+		if t == elf.R_ARM_MOVT_ABS || t == elf.R_ARM_MOVT_PREL {
+			off >>= 16
+		}
+		v := uint32(off)
+		io.PutUint32(loc, insn&0xfff0f000|(v&0xf000)<<4|v&0x0fff)
+		return nil
+	case elf.R_ARM_ALU_PC_G0_NC, elf.R_ARM_ALU_PC_G1_NC:
+		// ADD/SUB rd, pc, #rotated imm8: the group's part of the offset.
+		group := uint32(1)
+		if elf.R_ARM(rc.r.Type) == elf.R_ARM_ALU_PC_G0_NC {
+			group = 0
+		}
+		insn := io.Uint32(loc)
+		off := int32(bits.RotateLeft32(insn&0xff, -int((insn&0xf00)>>7)))
+		if insn&(1<<22) != 0 {
+			off = -off
+		}
+		off += int32(s - p)
+		if off < 0 {
+			off = -off
+			insn = insn&^(1<<23) | 1<<22 // SUB
+		} else {
+			insn = insn&^(1<<22) | 1<<23 // ADD
+		}
+		uoff := uint32(off)
+		shift := armGroupRem(group, &uoff)
+		if shift < 24 {
+			uoff >>= 24 - shift
+			uoff |= (shift + 8) << 7
+		}
+		io.PutUint32(loc, insn&^0xfff|uoff)
+		return nil
+	case elf.R_ARM_LDR_PC_G2:
+		// LDR rd, [pc, #+-imm12]: what groups 0 and 1 leave.
+		insn := io.Uint32(loc)
+		off := int32(insn & 0xfff)
+		if insn&(1<<23) == 0 {
+			off = -off
+		}
+		off += int32(s - p)
+		if off < 0 {
+			off = -off
+			insn &^= 1 << 23
+		} else {
+			insn |= 1 << 23
+		}
+		uoff := uint32(off)
+		armGroupRem(2, &uoff)
+		if uoff > 0xfff {
+			return rangeErr(uint64(uoff), "LDR_PC_G2 residual does not fit 12 bits")
+		}
+		io.PutUint32(loc, insn&^0xfff|uoff)
+		return nil
+	case elf.R_ARM_THM_PC22, elf.R_ARM_THM_JUMP24: // THM_CALL, THM_JUMP24: Thumb-2 BL/B.W
+		if rc.sym.Type() == elf.STT_FUNC && s&1 == 0 {
+			return &RelocError{Kind: ErrInterworking, Detail: "Thumb -> ARM"}
+		}
+		upper, lower := uint32(io.Uint16(loc)), uint32(io.Uint16(loc[2:]))
+		// S:I1:I2:imm10:imm11:0, I1 = ~(J1 ^ S), I2 = ~(J2 ^ S)
+		sign := upper >> 10 & 1
+		j1, j2 := lower>>13&1, lower>>11&1
+		v := sign<<24 | (^(j1^sign)&1)<<23 | (^(j2^sign)&1)<<22 | (upper&0x3ff)<<12 | (lower&0x7ff)<<1
+		off := int32(v<<7)>>7 + int32(s-p)
+		if l.armNeedsPLT(rc, off, thumbBranchLimit) {
+			entry, err := l.armPLT(rc.region, true, uint32(off)+p+4)
+			if err == nil {
+				off = int32(uint32(entry) - p - 4)
+			} else if armOutOfRange(off, thumbBranchLimit) {
+				return err
+			}
+		}
+		if armOutOfRange(off, thumbBranchLimit) {
+			return rangeErr(uint64(int64(off)), "Thumb-2 BL/B.W reaches +-16 MiB")
+		}
+		u := uint32(off)
+		sign = u >> 24 & 1
+		j1 = sign ^ (^(u >> 23) & 1)
+		j2 = sign ^ (^(u >> 22) & 1)
+		io.PutUint16(loc, uint16(upper&0xf800|sign<<10|u>>12&0x3ff))
+		io.PutUint16(loc[2:], uint16(lower&0xd000|j1<<13|j2<<11|u>>1&0x7ff))
+		return nil
+	case elf.R_ARM_THM_MOVW_ABS_NC, elf.R_ARM_THM_MOVT_ABS, elf.R_ARM_THM_MOVW_PREL_NC, elf.R_ARM_THM_MOVT_PREL:
+		// Thumb-2 MOVW/MOVT: imm16 = imm4:i:imm3:imm8
+		upper, lower := uint32(io.Uint16(loc)), uint32(io.Uint16(loc[2:]))
+		off := int32(((upper&0xf)<<12|(upper&0x400)<<1|(lower&0x7000)>>4|lower&0xff)^0x8000) - 0x8000
+		off += int32(s)
+		t := elf.R_ARM(rc.r.Type)
+		if t == elf.R_ARM_THM_MOVW_PREL_NC || t == elf.R_ARM_THM_MOVT_PREL {
+			off -= int32(p)
+		}
+		if t == elf.R_ARM_THM_MOVT_ABS || t == elf.R_ARM_THM_MOVT_PREL {
+			off >>= 16
+		}
+		v := uint32(off)
+		io.PutUint16(loc, uint16(upper&0xfbf0|(v&0xf000)>>12|(v&0x0800)>>1))
+		io.PutUint16(loc[2:], uint16(lower&0x8f00|(v&0x0700)<<4|v&0xff))
+		return nil
+	}
+	return &RelocError{Kind: ErrUnsupported}
+}
+
+func armOutOfRange(off int32, limit int32) bool { return off <= -limit || off >= limit }
+
+// armNeedsPLT: the branch is out of range, or the debug knob forces every
+// branch that was counted through the PLT.
+func (l *linker) armNeedsPLT(rc *reloc, off, limit int32) bool {
+	return armOutOfRange(off, limit) || l.opts.ForcePLT && rc.plt
+}
+
+// armGroupRem is get_group_rem(): strips the ALU group relocations'
+// 8-bit-rotated chunks from the top of *off, group+1 times.
+func armGroupRem(group uint32, off *uint32) uint32 {
+	val := *off
+	var shift uint32
+	for {
+		shift = 32
+		if val != 0 {
+			shift = uint32(bits.LeadingZeros32(val)) &^ 1 // (31 - __fls(val)) & ~1
+		}
+		*off = val
+		if val == 0 {
+			break
+		}
+		val &= 0xffffff >> shift
+		if group == 0 {
+			break
+		}
+		group--
+	}
+	return shift
+}
+
+// armPLTSlot returns the addresses of entry i's instruction and literal:
+// struct plt_entries blocks of PLT_ENT_COUNT instructions, then as many
+// literals one cache line on.
+func armPLTSlot(i int) (ldr, lit int) {
+	b, k := i/armPLTPerBlock, i%armPLTPerBlock
+	return b*armPLTBlock + 4*k, b*armPLTBlock + armL1CacheBytes + 4*k
+}
+
+// armPLT is get_module_plt(), deduplicating by (instruction set, target)
+// over the whole region.
+func (l *linker) armPLT(r Region, thumb bool, target uint32) (uint64, error) {
+	a, err := l.pltFor(r)
+	if err != nil {
+		return 0, err
+	}
+	k := pltKey{thumb, uint64(target)}
+	if e, ok := a.entries[k]; ok {
+		return e, nil
+	}
+	if a.used >= a.max {
+		return 0, pltFull(a)
+	}
+	e := l.armWritePLT(a, a.used, thumb, target)
+	a.used++
+	a.entries[k] = e
+	return e, nil
+}
+
+func (l *linker) armWritePLT(a *pltArea, i int, thumb bool, target uint32) uint64 {
+	io := armInsnOrder(l.m)
+	ldr, lit := armPLTSlot(i)
+	if thumb {
+		io.PutUint16(a.p.Data[ldr:], thumbPLTLdrHi)
+		io.PutUint16(a.p.Data[ldr+2:], thumbPLTLdrLo)
+	} else {
+		io.PutUint32(a.p.Data[ldr:], armPLTLdr)
+	}
+	l.m.f.Order.PutUint32(a.p.Data[lit:], target)
+	return a.p.Addr + uint64(ldr)
+}
+
+// armPrefillFixed is prealloc_fixed(): the ftrace slots, when the
+// resolver knows their targets.
+func (l *linker) armPrefillFixed() {
+	for _, a := range l.plt {
+		if a == nil || a.max < armFixedPLTs {
+			continue
+		}
+		for i, name := range armFixedTargets {
+			if l.opts.Resolve == nil {
+				break
+			}
+			if v, ok := l.opts.Resolve(name); ok {
+				e := l.armWritePLT(a, i, false, uint32(v))
+				a.entries[pltKey{false, uint64(uint32(v))}] = e
+			}
+		}
+	}
 }

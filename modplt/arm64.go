@@ -3,6 +3,9 @@ package modplt
 import (
 	"cmp"
 	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"math"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 )
@@ -50,6 +53,7 @@ var arm64Arch = newArch(arch{
 		return r.Addend, r.Addend == 0, nil
 	},
 	kernel: arm64Kernel,
+	apply:  arm64Apply,
 })
 
 // arm64Kernel is module_frob_arch_sections()'s work on one section:
@@ -120,4 +124,344 @@ func arm64ADRP(off uint64) (veneer bool, align uint64) {
 		return true, 0
 	}
 	return false, minAlign
+}
+
+// Linking: arch/arm64/kernel/module.c apply_relocate_add().
+
+// Instruction immediate fields (aarch64_insn_encode_immediate()).
+type arm64Imm uint8
+
+const (
+	arm64Imm26  arm64Imm = iota // B, BL: bits [25:0]
+	arm64Imm19                  // B.cond, CBZ, LDR literal: bits [23:5]
+	arm64Imm16                  // MOVZ/MOVN/MOVK: bits [20:5]
+	arm64Imm14                  // TBZ/TBNZ: bits [18:5]
+	arm64Imm12                  // ADD/LDR/STR unsigned offset: bits [21:10]
+	arm64ImmADR                 // ADR/ADRP: immlo [30:29], immhi [23:5]
+)
+
+func arm64Encode(t arm64Imm, insn uint32, imm uint64) uint32 {
+	switch t {
+	case arm64Imm26:
+		return insn&^0x3ffffff | uint32(imm)&0x3ffffff
+	case arm64Imm19:
+		return insn&^(0x7ffff<<5) | (uint32(imm)&0x7ffff)<<5
+	case arm64Imm16:
+		return insn&^(0xffff<<5) | (uint32(imm)&0xffff)<<5
+	case arm64Imm14:
+		return insn&^(0x3fff<<5) | (uint32(imm)&0x3fff)<<5
+	case arm64Imm12:
+		return insn&^(0xfff<<10) | (uint32(imm)&0xfff)<<10
+	default: // ADR
+		return insn&^(3<<29|0x7ffff<<5) | (uint32(imm)&3)<<29 | (uint32(imm>>2)&0x7ffff)<<5
+	}
+}
+
+// Relocation types debug/elf does not name (arch/arm64/include/asm/elf.h).
+const (
+	arm64RNone        = 256 // R_AARCH64_NONE (debug/elf's R_AARCH64_NONE is 0, R_ARM_NONE, also accepted)
+	arm64MovwPrelG0   = 287
+	arm64MovwPrelG0NC = 288
+	arm64MovwPrelG1   = 289
+	arm64MovwPrelG1NC = 290
+	arm64MovwPrelG2   = 291
+	arm64MovwPrelG2NC = 292
+	arm64MovwPrelG3   = 293
+)
+
+// Relocation operations (do_reloc()).
+const (
+	arm64OpAbs  = iota // S + A
+	arm64OpPrel        // S + A - P
+	arm64OpPage        // Page(S + A) - Page(P)
+)
+
+func arm64DoReloc(op int, p, val uint64) int64 {
+	switch op {
+	case arm64OpPrel:
+		return int64(val - p)
+	case arm64OpPage:
+		return int64(val&^0xfff - p&^0xfff)
+	}
+	return int64(val)
+}
+
+// arm64Imm is reloc_insn_imm(): the value's bits [lsb, lsb+len) go into
+// the instruction; the bits above must be a sign extension (all 0 or all
+// 1), else the value is out of range.
+func arm64InsnImm(op int, loc []byte, p, val uint64, lsb, length uint, t arm64Imm) error {
+	sval := arm64DoReloc(op, p, val) >> lsb
+	mask := (uint64(1)<<(lsb+length) - 1) >> lsb
+	insn := binary.LittleEndian.Uint32(loc)
+	binary.LittleEndian.PutUint32(loc, arm64Encode(t, insn, uint64(sval)&mask))
+	// Range: [-2^(len-1), 2^(len-1)) in units of 1 << lsb.
+	top := (sval & int64(^(mask >> 1))) >> (length - 1)
+	if uint64(top+1) >= 2 {
+		return rangeErr(uint64(sval<<lsb), fmt.Sprintf("does not fit %d signed bits at bit %d", length, lsb))
+	}
+	return nil
+}
+
+// arm64Movw is reloc_insn_movw(): a 16-bit slice of the value into
+// MOVZ/MOVN/MOVK. For the signed (MOVNZ) forms a negative value turns the
+// instruction into MOVN of the inverted slice.
+func arm64Movw(op int, loc []byte, p, val uint64, lsb uint, signed bool) error {
+	sval := arm64DoReloc(op, p, val)
+	imm := uint64(sval >> lsb)
+	insn := binary.LittleEndian.Uint32(loc)
+	if signed {
+		insn &^= 3 << 29
+		if sval >= 0 {
+			insn |= 2 << 29 // MOVZ
+		} else {
+			imm = ^imm // MOVN
+		}
+	}
+	binary.LittleEndian.PutUint32(loc, arm64Encode(arm64Imm16, insn, imm))
+	if imm > 0xffff {
+		return rangeErr(uint64(sval), fmt.Sprintf("bits above %d are not a 16-bit slice", lsb+16))
+	}
+	return nil
+}
+
+// arm64Data is reloc_data(): a 16-, 32- or 64-bit datum, unsigned for
+// ABS (the kernel's check), signed for PREL.
+func arm64Data(op int, loc []byte, p, val uint64, bits int) error {
+	sval := arm64DoReloc(op, p, val)
+	switch bits {
+	case 64:
+		binary.LittleEndian.PutUint64(loc, uint64(sval))
+		return nil
+	case 32:
+		binary.LittleEndian.PutUint32(loc, uint32(sval))
+		if op == arm64OpAbs && (sval < 0 || sval > math.MaxUint32) || op == arm64OpPrel && (sval < math.MinInt32 || sval > math.MaxInt32) {
+			return rangeErr(uint64(sval), "does not fit 32 bits")
+		}
+	default:
+		binary.LittleEndian.PutUint16(loc, uint16(sval))
+		if op == arm64OpAbs && (sval < 0 || sval > math.MaxUint16) || op == arm64OpPrel && (sval < math.MinInt16 || sval > math.MaxInt16) {
+			return rangeErr(uint64(sval), "does not fit 16 bits")
+		}
+	}
+	return nil
+}
+
+// arm64Apply applies one relocation: apply_relocate_add()'s switch. The
+// _NC forms and G3 are not range-checked, as in the kernel.
+func arm64Apply(l *linker, rc *reloc) error {
+	t := elf.R_AARCH64(rc.r.Type)
+	need := 4
+	switch t {
+	case elf.R_AARCH64_NONE, arm64RNone:
+		return nil
+	case elf.R_AARCH64_ABS64, elf.R_AARCH64_PREL64:
+		need = 8
+	case elf.R_AARCH64_ABS16, elf.R_AARCH64_PREL16:
+		need = 2
+	}
+	if len(rc.loc) < need {
+		return &RelocError{Kind: ErrBadTarget, Detail: fmt.Sprintf("%d bytes needed, %d left in the section", need, len(rc.loc))}
+	}
+	loc, p, val := rc.loc, rc.P, rc.S+uint64(rc.A)
+	nc := func(err error) error { return nil } // overflow_check = false
+	switch t {
+	case elf.R_AARCH64_ABS64:
+		return arm64Data(arm64OpAbs, loc, p, val, 64)
+	case elf.R_AARCH64_ABS32:
+		return arm64Data(arm64OpAbs, loc, p, val, 32)
+	case elf.R_AARCH64_ABS16:
+		return arm64Data(arm64OpAbs, loc, p, val, 16)
+	case elf.R_AARCH64_PREL64:
+		return arm64Data(arm64OpPrel, loc, p, val, 64)
+	case elf.R_AARCH64_PREL32:
+		return arm64Data(arm64OpPrel, loc, p, val, 32)
+	case elf.R_AARCH64_PREL16:
+		return arm64Data(arm64OpPrel, loc, p, val, 16)
+
+	// MOVZ/MOVK xd, #:abs_gN:sym
+	case elf.R_AARCH64_MOVW_UABS_G0_NC:
+		return nc(arm64Movw(arm64OpAbs, loc, p, val, 0, false))
+	case elf.R_AARCH64_MOVW_UABS_G0:
+		return arm64Movw(arm64OpAbs, loc, p, val, 0, false)
+	case elf.R_AARCH64_MOVW_UABS_G1_NC:
+		return nc(arm64Movw(arm64OpAbs, loc, p, val, 16, false))
+	case elf.R_AARCH64_MOVW_UABS_G1:
+		return arm64Movw(arm64OpAbs, loc, p, val, 16, false)
+	case elf.R_AARCH64_MOVW_UABS_G2_NC:
+		return nc(arm64Movw(arm64OpAbs, loc, p, val, 32, false))
+	case elf.R_AARCH64_MOVW_UABS_G2:
+		return arm64Movw(arm64OpAbs, loc, p, val, 32, false)
+	case elf.R_AARCH64_MOVW_UABS_G3:
+		return nc(arm64Movw(arm64OpAbs, loc, p, val, 48, false)) // the top bits cannot overflow
+	// MOVZ/MOVN xd, #:abs_gN_s:sym
+	case elf.R_AARCH64_MOVW_SABS_G0:
+		return arm64Movw(arm64OpAbs, loc, p, val, 0, true)
+	case elf.R_AARCH64_MOVW_SABS_G1:
+		return arm64Movw(arm64OpAbs, loc, p, val, 16, true)
+	case elf.R_AARCH64_MOVW_SABS_G2:
+		return arm64Movw(arm64OpAbs, loc, p, val, 32, true)
+	// MOVZ/MOVN/MOVK xd, #:prel_gN:sym
+	case arm64MovwPrelG0NC:
+		return nc(arm64Movw(arm64OpPrel, loc, p, val, 0, false))
+	case arm64MovwPrelG0:
+		return arm64Movw(arm64OpPrel, loc, p, val, 0, true)
+	case arm64MovwPrelG1NC:
+		return nc(arm64Movw(arm64OpPrel, loc, p, val, 16, false))
+	case arm64MovwPrelG1:
+		return arm64Movw(arm64OpPrel, loc, p, val, 16, true)
+	case arm64MovwPrelG2NC:
+		return nc(arm64Movw(arm64OpPrel, loc, p, val, 32, false))
+	case arm64MovwPrelG2:
+		return arm64Movw(arm64OpPrel, loc, p, val, 32, true)
+	case arm64MovwPrelG3:
+		return nc(arm64Movw(arm64OpPrel, loc, p, val, 48, true))
+
+	// LDR xt, label: +-1 MiB
+	case elf.R_AARCH64_LD_PREL_LO19:
+		return arm64InsnImm(arm64OpPrel, loc, p, val, 2, 19, arm64Imm19)
+	// ADR xd, label: +-1 MiB
+	case elf.R_AARCH64_ADR_PREL_LO21:
+		return arm64InsnImm(arm64OpPrel, loc, p, val, 0, 21, arm64ImmADR)
+	// ADRP xd, label: +-4 GiB in pages
+	case elf.R_AARCH64_ADR_PREL_PG_HI21_NC:
+		return nc(arm64ApplyADRP(l, rc, val))
+	case elf.R_AARCH64_ADR_PREL_PG_HI21:
+		return arm64ApplyADRP(l, rc, val)
+	// ADD xd, xn, #:lo12:sym; LDR/STR xt, [xn, #:lo12:sym] (scaled)
+	case elf.R_AARCH64_ADD_ABS_LO12_NC, elf.R_AARCH64_LDST8_ABS_LO12_NC:
+		return nc(arm64InsnImm(arm64OpAbs, loc, p, val, 0, 12, arm64Imm12))
+	case elf.R_AARCH64_LDST16_ABS_LO12_NC:
+		return nc(arm64InsnImm(arm64OpAbs, loc, p, val, 1, 11, arm64Imm12))
+	case elf.R_AARCH64_LDST32_ABS_LO12_NC:
+		return nc(arm64InsnImm(arm64OpAbs, loc, p, val, 2, 10, arm64Imm12))
+	case elf.R_AARCH64_LDST64_ABS_LO12_NC:
+		return nc(arm64InsnImm(arm64OpAbs, loc, p, val, 3, 9, arm64Imm12))
+	case elf.R_AARCH64_LDST128_ABS_LO12_NC:
+		return nc(arm64InsnImm(arm64OpAbs, loc, p, val, 4, 8, arm64Imm12))
+	// TBZ/TBNZ: +-32 KiB
+	case elf.R_AARCH64_TSTBR14:
+		return arm64InsnImm(arm64OpPrel, loc, p, val, 2, 14, arm64Imm14)
+	// B.cond, CBZ/CBNZ: +-1 MiB
+	case elf.R_AARCH64_CONDBR19:
+		return arm64InsnImm(arm64OpPrel, loc, p, val, 2, 19, arm64Imm19)
+	// B/BL label: +-128 MiB, else through a PLT entry
+	case elf.R_AARCH64_JUMP26, elf.R_AARCH64_CALL26:
+		err := arm64InsnImm(arm64OpPrel, loc, p, val, 2, 26, arm64Imm26)
+		if err == nil && !(l.opts.ForcePLT && rc.plt) {
+			return nil
+		}
+		entry, perr := l.arm64PLT(rc.region, val)
+		if perr != nil {
+			if err != nil {
+				return perr
+			}
+			return nil // forced, but no slot: the direct branch stands
+		}
+		return arm64InsnImm(arm64OpPrel, loc, p, entry, 2, 26, arm64Imm26)
+	}
+	return &RelocError{Kind: ErrUnsupported}
+}
+
+// arm64ApplyADRP is reloc_insn_adrp(): an ordinary ADRP, unless erratum 843419
+// is worked around and the ADRP sits at a page offset of 0xff8 or 0xffc:
+// then ADR when the page is within +-1 MiB, else a veneer.
+func arm64ApplyADRP(l *linker, rc *reloc, val uint64) error {
+	if !l.opts.Erratum843419 || rc.P&0xfff < 0xff8 {
+		return arm64InsnImm(arm64OpPage, rc.loc, rc.P, val, 12, 21, arm64ImmADR)
+	}
+	if arm64InsnImm(arm64OpPrel, rc.loc, rc.P, val&^0xfff, 0, 21, arm64ImmADR) == nil {
+		insn := binary.LittleEndian.Uint32(rc.loc)
+		binary.LittleEndian.PutUint32(rc.loc, insn&^(1<<31)) // ADRP -> ADR
+		return nil
+	}
+	veneer, err := l.arm64Veneer(rc, val&^0xfff)
+	if err != nil {
+		return err
+	}
+	// B veneer
+	binary.LittleEndian.PutUint32(rc.loc, 0x14000000)
+	return arm64InsnImm(arm64OpPrel, rc.loc, rc.P, veneer, 2, 26, arm64Imm26)
+}
+
+// PLT entry instructions (struct plt_entry).
+const (
+	arm64ADRPX16   = 0x90000010 // ADRP x16, #0
+	arm64ADDX16    = 0x91000210 // ADD x16, x16, #0
+	arm64BRX16     = 0xd61f0200 // BR x16
+	arm64B         = 0x14000000 // B #0
+	arm64PageRange = 1 << 32    // ADRP: +-4 GiB
+)
+
+// arm64Forbidden is is_forbidden_offset_for_adrp().
+func (l *linker) arm64Forbidden(addr uint64) bool {
+	return l.opts.Erratum843419 && addr&0xfff >= 0xff8
+}
+
+// arm64PLT is module_emit_plt_entry(), deduplicating by final target over
+// the whole region: ADRP x16, page(target); ADD x16, x16, #lo12(target);
+// BR x16.
+func (l *linker) arm64PLT(r Region, target uint64) (uint64, error) {
+	a, err := l.pltFor(r)
+	if err != nil {
+		return 0, err
+	}
+	if e, ok := a.entries[pltKey{false, target}]; ok {
+		return e, nil
+	}
+	i := a.used
+	if l.arm64Forbidden(a.p.Addr + uint64(i)*arm64PLTEntry) {
+		i++ // skip a slot whose ADRP would sit at 0xff8/0xffc
+	}
+	if i >= a.max {
+		return 0, pltFull(a)
+	}
+	addr := a.p.Addr + uint64(i)*arm64PLTEntry
+	b := a.p.Data[i*arm64PLTEntry:]
+	if err := arm64ADRPADD(b, addr, target, 16); err != nil {
+		return 0, err
+	}
+	binary.LittleEndian.PutUint32(b[8:], arm64BRX16)
+	a.used = i + 1
+	a.entries[pltKey{false, target}] = addr
+	return addr, nil
+}
+
+// arm64ADRPADD writes ADRP xd, page(target); ADD xd, xd, #lo12(target)
+// at b, whose address is addr (__get_adrp_add_pair()).
+func arm64ADRPADD(b []byte, addr, target uint64, rd uint32) error {
+	d := int64(target&^0xfff) - int64(addr&^0xfff)
+	if d < -arm64PageRange || d >= arm64PageRange {
+		return rangeErr(uint64(d), "PLT target more than 4 GiB from the PLT")
+	}
+	binary.LittleEndian.PutUint32(b, arm64Encode(arm64ImmADR, arm64ADRPX16&^0x1f|rd, uint64(d>>12)))
+	binary.LittleEndian.PutUint32(b[4:], arm64Encode(arm64Imm12, arm64ADDX16&^0x3ff|rd<<5|rd, target&0xfff))
+	return nil
+}
+
+// arm64Veneer is module_emit_veneer_for_adrp(): ADRP xd, page; ADD xd, xd,
+// #0; B loc+4, in a PLT slot, for an ADRP that must not stay where it is.
+func (l *linker) arm64Veneer(rc *reloc, page uint64) (uint64, error) {
+	a, err := l.pltFor(rc.region)
+	if err != nil {
+		return 0, err
+	}
+	i := a.used
+	if l.arm64Forbidden(a.p.Addr + uint64(i)*arm64PLTEntry) {
+		i++
+	}
+	if i >= a.max {
+		return 0, pltFull(a)
+	}
+	addr := a.p.Addr + uint64(i)*arm64PLTEntry
+	b := a.p.Data[i*arm64PLTEntry:]
+	rd := binary.LittleEndian.Uint32(rc.loc) & 0x1f
+	if err := arm64ADRPADD(b, addr, page, rd); err != nil {
+		return 0, err
+	}
+	binary.LittleEndian.PutUint32(b[8:], arm64B)
+	if err := arm64InsnImm(arm64OpPrel, b[8:], addr+8, rc.P+4, 2, 26, arm64Imm26); err != nil {
+		return 0, err
+	}
+	a.used = i + 1
+	return addr, nil
 }

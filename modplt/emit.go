@@ -1,0 +1,103 @@
+package modplt
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// pltArea is one region's PLT (.plt or .init.plt) as it is filled.
+type pltArea struct {
+	p       *Placed
+	max     int // plt_max_entries: what the count reserved
+	used    int // slots taken, skipped and fixed ones included
+	entries map[pltKey]uint64
+}
+
+// pltKey is an entry's identity: "the same entry" means the same final
+// target, in the same instruction set (arm's ARM and Thumb-2 entries
+// differ).
+type pltKey struct {
+	thumb  bool
+	target uint64
+}
+
+func newPLTArea(p *Placed, max, fixed int) *pltArea {
+	return &pltArea{p: p, max: max, used: fixed, entries: map[pltKey]uint64{}}
+}
+
+// pltFor returns region's PLT, or ErrNoPLT.
+func (l *linker) pltFor(r Region) (*pltArea, error) {
+	if a := l.plt[r]; a != nil {
+		return a, nil
+	}
+	return nil, &RelocError{Kind: ErrNoPLT, Detail: "the module has no " + map[Region]string{Core: ".plt", Init: ".init.plt"}[r] + " section"}
+}
+
+func pltFull(a *pltArea) error {
+	return &RelocError{Kind: ErrPLTFull, Detail: fmt.Sprintf("%s has %d slots", a.p.Name, a.max)}
+}
+
+// gotArea is the module GOT an x86_64 PIE module needs: one 8-byte entry
+// (the target's address) per distinct (symbol, addend), in a section the
+// linker adds at the end of core.
+type gotArea struct {
+	p       *Placed
+	max     int
+	entries map[gotKey]uint64
+}
+
+type gotKey struct {
+	sym    uint32
+	addend int64
+}
+
+const gotName = ".got"
+
+// addGOT sizes and places the GOT (optimal count: one table, deduplicated
+// by symbol and addend).
+func (l *linker) addGOT() error {
+	c, err := l.m.Count(Options{Mode: ModeOptimal})
+	if err != nil {
+		return err
+	}
+	if c.GOT == 0 {
+		return nil
+	}
+	end := l.opts.Base
+	for _, p := range l.img.Sections {
+		if p.Region == Core {
+			end = max(end, p.Addr+p.Size)
+		}
+	}
+	addr := (end + 7) &^ 7
+	if a, ok := l.opts.At[gotName]; ok {
+		addr = a
+	}
+	p := &Placed{Index: -1, Name: gotName, Region: Core, Addr: addr, Size: uint64(c.GOT) * amd64GOTEntry, Align: 8}
+	p.Data = make([]byte, p.Size)
+	l.img.Sections = append(l.img.Sections, p)
+	l.got = &gotArea{p: p, max: c.GOT, entries: map[gotKey]uint64{}}
+	l.img.GOTMax = c.GOT
+	return nil
+}
+
+// gotEntry returns the address of the entry holding rc's symbol address.
+func (l *linker) gotEntry(rc *reloc) (uint64, error) {
+	g := l.got
+	if g == nil {
+		return 0, &RelocError{Kind: ErrPLTFull, Detail: "no GOT"}
+	}
+	k := gotKey{rc.r.Sym, rc.A}
+	if a, ok := g.entries[k]; ok {
+		return a, nil
+	}
+	n := len(g.entries)
+	if n >= g.max {
+		return 0, &RelocError{Kind: ErrPLTFull, Detail: fmt.Sprintf("the GOT has %d entries", g.max)}
+	}
+	binary.LittleEndian.PutUint64(g.p.Data[n*amd64GOTEntry:], rc.S)
+	a := g.p.Addr + uint64(n*amd64GOTEntry)
+	g.entries[k] = a
+	l.img.GOTUsed = n + 1
+	return a, nil
+}

@@ -1,0 +1,110 @@
+package modplt
+
+import (
+	"debug/elf"
+	"fmt"
+)
+
+// Layout: kernel/module/main.c layout_sections(), with the configuration
+// of Debian's 6.1 kernels (CONFIG_STRICT_MODULE_RWX, CONFIG_MODULE_UNLOAD,
+// data in the same allocation as code).
+
+// shfROAfterInit is the kernel's SHF_RO_AFTER_INIT, which the loader sets
+// on .data..ro_after_init.
+const shfROAfterInit = 0x00200000
+
+// layoutPage is the alignment strict_align() gives each group.
+const layoutPage = 4096
+
+// Default load addresses: where each architecture's module area starts
+// (x86_64 MODULES_VADDR; arm64 the start of the module region without
+// KASLR; arm MODULES_VADDR = PAGE_OFFSET - 16 MiB). Init follows core.
+var defaultBase = map[string]uint64{
+	"x86_64": 0xffffffffc0000000,
+	"arm64":  0xffff800008000000,
+	"arm":    0xbf000000,
+}
+
+// layoutMasks are layout_sections()'s groups, in order: code, read-only
+// data, ro-after-init data, writable data (ARCH_SHF_SMALL is 0 here).
+var layoutMasks = [][2]elf.SectionFlag{
+	{elf.SHF_EXECINSTR | elf.SHF_ALLOC, 0},
+	{elf.SHF_ALLOC, elf.SHF_WRITE},
+	{shfROAfterInit | elf.SHF_ALLOC, 0},
+	{elf.SHF_WRITE | elf.SHF_ALLOC, 0},
+}
+
+// Placed is one allocated section at its load address.
+type Placed struct {
+	Index  int
+	Name   string
+	Region Region
+	Addr   uint64
+	Size   uint64
+	Align  uint64
+	Data   []byte // the section's bytes, relocated (zeros for SHT_NOBITS)
+}
+
+// layout places every SHF_ALLOC section of m. sizes overrides section
+// sizes (the PLT sections the counting sized), aligns raises alignments
+// (erratum 843419), at overrides addresses (tests, to match GNU ld).
+// Init goes at init, or (init == 0) on the page after core's end.
+func (m *Module) layout(core, init uint64, sizes map[int]uint64, aligns map[int]uint64, at map[string]uint64, unload bool) ([]*Placed, error) {
+	f := m.f
+	placed := make([]*Placed, len(f.Sections))
+	var out []*Placed
+	var coreSize uint64
+	for r := range 2 {
+		region := Region(r)
+		base := core
+		if region == Init {
+			base = init
+			if base == 0 {
+				base = core + coreSize
+			}
+		}
+		off := uint64(0)
+		for _, mask := range layoutMasks {
+			for i := range f.Sections {
+				s := &f.Sections[i]
+				flags := s.Flags
+				if s.Name == ".data..ro_after_init" {
+					flags |= shfROAfterInit
+				}
+				if placed[i] != nil || flags&mask[0] != mask[0] || flags&mask[1] != 0 || m.arch.region(s.Name, unload) != region {
+					continue
+				}
+				size := s.Size
+				if v, ok := sizes[i]; ok {
+					size = v
+				}
+				align := max(s.Addralign, 1, aligns[i])
+				if align&(align-1) != 0 {
+					return nil, fmt.Errorf("%s: section %s: alignment %d is not a power of two", f.Name, s.Name, align)
+				}
+				// module_get_offset(): ALIGN(size, sh_addralign).
+				off = (off + align - 1) &^ (align - 1)
+				p := &Placed{Index: i, Name: s.Name, Region: region, Addr: base + off, Size: size, Align: align}
+				if a, ok := at[s.Name]; ok {
+					p.Addr = a
+				}
+				if size > maxModuleSize {
+					return nil, fmt.Errorf("%s: section %s: size %d is larger than a module can be", f.Name, s.Name, size)
+				}
+				p.Data = make([]byte, size)
+				if s.Type != elf.SHT_NOBITS {
+					copy(p.Data, f.SectionData(s))
+				}
+				placed[i] = p
+				out = append(out, p)
+				off += size
+			}
+			// strict_align(): each group starts on a page.
+			off = (off + layoutPage - 1) &^ (layoutPage - 1)
+		}
+		if region == Core {
+			coreSize = off
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,314 @@
+package modplt
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/klpresolve/klpresolve/internal/elfobj"
+)
+
+// The ways a relocation can fail to link. Each *RelocError wraps one.
+var (
+	ErrUnresolved    = errors.New("unresolved symbol")
+	ErrOutOfRange    = errors.New("relocation out of range")
+	ErrUnsupported   = errors.New("unsupported relocation type")
+	ErrNonZeroTarget = errors.New("relocation target is not zero")
+	ErrPLTFull       = errors.New("no PLT slot left")
+	ErrNoPLT         = errors.New("module has no PLT section")
+	ErrInterworking  = errors.New("unsupported ARM/Thumb interworking branch")
+	ErrBadTarget     = errors.New("relocation target outside its section")
+	ErrBadSymbol     = errors.New("symbol cannot be relocated against")
+)
+
+// RelocError is one relocation that could not be applied.
+type RelocError struct {
+	Section string // the relocation section
+	Index   int    // the relocation's index in it
+	Offset  uint64 // in the target section
+	Type    string // as readelf names it
+	Symbol  string
+	Value   uint64 // the value that did not fit, when that is the problem
+	Kind    error
+	Detail  string
+}
+
+func (e *RelocError) Error() string {
+	s := fmt.Sprintf("%s+%#x: %s against %s: %v", e.Section, e.Offset, e.Type, e.Symbol, e.Kind)
+	if e.Detail != "" {
+		s += " (" + e.Detail + ")"
+	}
+	return s
+}
+
+func (e *RelocError) Unwrap() error { return e.Kind }
+
+// Resolver gives the address of a symbol the module does not define (an
+// undefined symbol, or a .klp.sym livepatch symbol), or false.
+type Resolver func(name string) (uint64, bool)
+
+// LinkOptions say where a module goes and how to resolve what it needs.
+type LinkOptions struct {
+	// Base and InitBase are the load addresses of the core and init
+	// regions (0: the architecture's default module area; init follows
+	// core on the next page).
+	Base, InitBase uint64
+	// At places named sections at given addresses (tests use it to match
+	// GNU ld's placement).
+	At map[string]uint64
+	// Resolve gives undefined symbols' addresses.
+	Resolve Resolver
+	// ForcePLT sends every branch that has a PLT slot through the PLT,
+	// in range or not: a debug knob so that small fixtures exercise
+	// emission.
+	ForcePLT bool
+	// Erratum843419 and NoModuleUnload are as for Count.
+	Erratum843419  bool
+	NoModuleUnload bool
+	// SkipSections leaves the relocation sections named here unapplied
+	// (the caller applies them, e.g. livepatch sections resolved apart).
+	SkipSections func(name string) bool
+}
+
+// Image is a linked module.
+type Image struct {
+	Module   *Module
+	Sections []*Placed // in layout order
+	// PLT and GOT use: entries emitted and slots available.
+	PLTCoreUsed, PLTCoreMax int
+	PLTInitUsed, PLTInitMax int
+	GOTUsed, GOTMax         int
+	// Relocs is how many relocations were applied; Errors those that
+	// could not be (the module does not link when there are any).
+	Relocs     int
+	Errors     []*RelocError
+	Unresolved []string // distinct undefined symbols the resolver did not know
+}
+
+// OK reports whether every relocation was applied.
+func (img *Image) OK() bool { return len(img.Errors) == 0 }
+
+// Section returns the placed section called name, or nil.
+func (img *Image) Section(name string) *Placed {
+	for _, p := range img.Sections {
+		if p.Name == name {
+			return p
+		}
+	}
+	return nil
+}
+
+// reloc is one relocation being applied: the arch functions read it and
+// write loc.
+type reloc struct {
+	r      elfobj.Reloc
+	loc    []byte // the bytes at the place, to the end of the section
+	sec    []byte // the whole target section
+	P      uint64 // the place's address
+	S      uint64 // the symbol's address
+	A      int64  // the addend (RELA; REL architectures decode it)
+	sym    *elfobj.Symbol
+	region Region
+	plt    bool // the branch may take a PLT entry (a symbol outside its section)
+}
+
+// linker is one Link call's state: nothing is shared between calls.
+type linker struct {
+	m      *Module
+	opts   *LinkOptions
+	img    *Image
+	placed []*Placed // by section index
+	symVal []uint64  // each symbol's address, once resolved
+	symOK  []uint8   // 0 unknown, 1 resolved, 2 failed
+	plt    [2]*pltArea
+	got    *gotArea
+}
+
+// Link lays m out and applies every relocation that applies to a loaded
+// section, as the kernel's apply_relocate_add()/apply_relocate() for the
+// architecture would, emitting PLT and GOT entries as needed. The error is
+// for input Link cannot work with; relocations that fail are listed in
+// Image.Errors.
+func (m *Module) Link(opts LinkOptions) (*Image, error) {
+	a := m.arch
+	f := m.f
+	if opts.Base == 0 {
+		opts.Base = defaultBase[a.name]
+	}
+	counts, err := m.Count(Options{Erratum843419: opts.Erratum843419, NoModuleUnload: opts.NoModuleUnload})
+	if err != nil {
+		return nil, err
+	}
+	sizes, aligns := map[int]uint64{}, map[int]uint64{}
+	for r, name := range []string{".plt", ".init.plt"} {
+		if s := f.SectionByName(name); s != nil && a.pltEntry != 0 {
+			sizes[s.Index] = []uint64{counts.PLTSizeCore, counts.PLTSizeInit}[r]
+			aligns[s.Index] = 64 // L1_CACHE_BYTES
+		}
+	}
+	for _, sc := range counts.Sections {
+		if sc.Align != 0 {
+			if t := f.SectionByName(sc.Target); t != nil {
+				aligns[t.Index] = max(aligns[t.Index], sc.Align)
+			}
+		}
+	}
+	placed, err := m.layout(opts.Base, opts.InitBase, sizes, aligns, opts.At, !opts.NoModuleUnload)
+	if err != nil {
+		return nil, err
+	}
+	l := &linker{m: m, opts: &opts, img: &Image{Module: m, Sections: placed},
+		placed: make([]*Placed, len(f.Sections)), symVal: make([]uint64, len(f.Symbols)), symOK: make([]uint8, len(f.Symbols))}
+	for _, p := range placed {
+		l.placed[p.Index] = p
+	}
+	if a.pltEntry != 0 {
+		for r, name := range []string{".plt", ".init.plt"} {
+			if s := f.SectionByName(name); s != nil && l.placed[s.Index] != nil {
+				max := []int{counts.PLTCore, counts.PLTInit}[r]
+				l.plt[r] = newPLTArea(l.placed[s.Index], max, a.fixedPLTs)
+			}
+		}
+		l.img.PLTCoreMax, l.img.PLTInitMax = counts.PLTCore, counts.PLTInit
+		if a.machine == elf.EM_ARM {
+			l.armPrefillFixed()
+		}
+	}
+	if a.machine == elf.EM_X86_64 {
+		if err := l.addGOT(); err != nil {
+			return nil, err
+		}
+	}
+	if err := l.applyAll(); err != nil {
+		return nil, err
+	}
+	for r, area := range l.plt {
+		if area != nil {
+			if r == int(Core) {
+				l.img.PLTCoreUsed = area.used
+			} else {
+				l.img.PLTInitUsed = area.used
+			}
+		}
+	}
+	sort.Strings(l.img.Unresolved)
+	return l.img, nil
+}
+
+// applyAll is the relocation loop, written once for every architecture:
+// for each relocation section of the loader's type whose target is
+// loaded, compute the place and the symbol's address, and let the
+// architecture's apply function compute, range-check and encode.
+func (l *linker) applyAll() error {
+	m, a, f := l.m, l.m.arch, l.m.f
+	for i := range f.Sections {
+		s := &f.Sections[i]
+		if s.Type != a.relType || (l.opts.SkipSections != nil && l.opts.SkipSections(s.Name)) {
+			continue
+		}
+		t, err := f.RelocTable(s)
+		if err != nil {
+			return err
+		}
+		dst := l.placed[s.Info]
+		if dst == nil {
+			continue // not loaded (debug info): the kernel skips it too
+		}
+		for j := range t.Len() {
+			r, err := t.Reloc(j)
+			if err != nil {
+				return err
+			}
+			fail := func(kind error, value uint64, detail string) {
+				l.img.Errors = append(l.img.Errors, &RelocError{Section: s.Name, Index: j, Offset: r.Offset,
+					Type: elfobj.RelocTypeName(a.machine, r.Type), Symbol: symName(f, r.Sym), Value: value, Kind: kind, Detail: detail})
+			}
+			if r.Offset > uint64(len(dst.Data)) {
+				fail(ErrBadTarget, r.Offset, fmt.Sprintf("section %s is %d bytes", dst.Name, len(dst.Data)))
+				continue
+			}
+			sv, ok := l.symbol(r.Sym)
+			if !ok {
+				fail(ErrUnresolved, 0, "")
+				continue
+			}
+			rc := reloc{r: r, loc: dst.Data[r.Offset:], sec: dst.Data, P: dst.Addr + r.Offset, S: sv, A: r.Addend,
+				sym: &f.Symbols[r.Sym], region: dst.Region, plt: uint32(f.Symbols[r.Sym].Shndx) != s.Info}
+			if err := a.apply(l, &rc); err != nil {
+				var re *RelocError
+				if errors.As(err, &re) {
+					fail(re.Kind, re.Value, re.Detail)
+				} else {
+					fail(err, 0, "")
+				}
+				continue
+			}
+			l.img.Relocs++
+		}
+	}
+	_ = m
+	return nil
+}
+
+// rangeErr reports a value that does not fit.
+func rangeErr(v uint64, detail string) error {
+	return &RelocError{Kind: ErrOutOfRange, Value: v, Detail: detail}
+}
+
+func symName(f *elfobj.File, i uint32) string {
+	s := &f.Symbols[i]
+	if s.Name == "" && s.Type() == elf.STT_SECTION && int(s.Shndx) < len(f.Sections) {
+		return f.Sections[s.Shndx].Name
+	}
+	return s.Name
+}
+
+// symbol returns symbol i's address: simplify_symbols().
+func (l *linker) symbol(i uint32) (uint64, bool) {
+	switch l.symOK[i] {
+	case 1:
+		return l.symVal[i], true
+	case 2:
+		return 0, false
+	}
+	f := l.m.f
+	s := &f.Symbols[i]
+	var v uint64
+	ok := true
+	switch {
+	case s.Shndx == uint16(elf.SHN_UNDEF) || s.Shndx == shnLivepatch:
+		if i == 0 {
+			v = 0 // the null symbol: relocations against "nothing"
+			break
+		}
+		if l.opts.Resolve != nil {
+			v, ok = l.opts.Resolve(s.Name)
+		} else {
+			ok = false
+		}
+		if !ok && s.Bind() == elf.STB_WEAK {
+			v, ok = 0, true // an unresolved weak symbol is 0
+		}
+		if !ok {
+			l.img.Unresolved = append(l.img.Unresolved, s.Name)
+		}
+	case s.Shndx == uint16(elf.SHN_ABS):
+		v = s.Value
+	case s.Shndx == uint16(elf.SHN_COMMON):
+		ok = false // "Common symbol: ... please compile with -fno-common"
+	case int(s.Shndx) < len(l.placed) && l.placed[s.Shndx] != nil:
+		v = l.placed[s.Shndx].Addr + s.Value
+	default:
+		ok = false // in a section that is not loaded
+	}
+	l.symVal[i] = v
+	l.symOK[i] = 1
+	if !ok {
+		l.symOK[i] = 2
+	}
+	return v, ok
+}
+
+// shnLivepatch is SHN_LIVEPATCH: a .klp.sym symbol, resolved by name.
+const shnLivepatch = 0xff20
