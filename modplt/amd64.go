@@ -68,7 +68,8 @@ func amd64Kernel(c *counter, w *sectionWork) (int, error) {
 // amd64Apply: each case checks that the target is still zero (the
 // kernel's "Invalid relocation target, existing value is nonzero"),
 // computes, range-checks and writes.
-func amd64Apply(l *linker, rc *reloc) error {
+func amd64Apply(l *linker, rcv reloc) error {
+	rc := &rcv
 	t := elf.R_X86_64(rc.r.Type)
 	size := 4
 	switch t {
@@ -119,7 +120,7 @@ func amd64Apply(l *linker, rc *reloc) error {
 		d := int64(val - rc.P)
 		// mov foo@GOTPCREL(%rip), %reg (8b /r) -> lea foo(%rip), %reg
 		// (8d /r) when foo is within reach: no GOT load at all.
-		if t != elf.R_X86_64_GOTPCREL && d == int64(int32(d)) && amd64RelaxMov(rc) {
+		if t != elf.R_X86_64_GOTPCREL && d == int64(int32(d)) && amd64RelaxMov(l, rc) {
 			le.PutUint32(loc, uint32(d))
 			return nil
 		}
@@ -139,11 +140,12 @@ func amd64Apply(l *linker, rc *reloc) error {
 // amd64RelaxMov turns the mov before a GOTPCRELX into a lea (8b -> 8d),
 // when it is one: the opcode is two bytes before the displacement
 // (opcode, ModRM, disp32; a REX prefix, if any, comes before).
-func amd64RelaxMov(rc *reloc) bool {
+func amd64RelaxMov(l *linker, rc *reloc) bool {
 	off := rc.r.Offset
-	if off < 2 || rc.sec[off-2] != 0x8b || rc.sec[off-1]&0xc7 != 0x05 { // mod 00, r/m 101: RIP-relative
+	sec := l.secOf(rc)
+	if off < 2 || sec[off-2] != 0x8b || sec[off-1]&0xc7 != 0x05 { // mod 00, r/m 101: RIP-relative
 		return false
 	}
-	rc.sec[off-2] = 0x8d
+	sec[off-2] = 0x8d
 	return true
 }

@@ -196,7 +196,8 @@ const (
 // armFixedTargets are fixed_plts[]: FTRACE_ADDR and MCOUNT_ADDR.
 var armFixedTargets = [armFixedPLTs]string{"ftrace_caller", "__gnu_mcount_nc"}
 
-func armApply(l *linker, rc *reloc) error {
+func armApply(l *linker, rcv reloc) error {
+	rc := &rcv
 	if len(rc.loc) < 4 {
 		// "out of bounds relocation": r_offset > sh_size - 4.
 		return &RelocError{Kind: ErrBadTarget, Detail: fmt.Sprintf("4 bytes needed, %d left in the section", len(rc.loc))}
@@ -306,7 +307,7 @@ func armApply(l *linker, rc *reloc) error {
 		io.PutUint32(loc, insn&^0xfff|uoff)
 		return nil
 	case elf.R_ARM_THM_PC22, elf.R_ARM_THM_JUMP24: // THM_CALL, THM_JUMP24: Thumb-2 BL/B.W
-		if rc.sym.Type() == elf.STT_FUNC && s&1 == 0 {
+		if l.m.f.Symbols[rc.r.Sym].Type() == elf.STT_FUNC && s&1 == 0 {
 			return &RelocError{Kind: ErrInterworking, Detail: "Thumb -> ARM"}
 		}
 		upper, lower := uint32(io.Uint16(loc)), uint32(io.Uint16(loc[2:]))

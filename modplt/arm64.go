@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"debug/elf"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
@@ -22,6 +23,9 @@ const (
 	// Slack for PLT slots skipped because they are themselves at a
 	// forbidden offset: one per SZ_4K/sizeof(struct plt_entry) entries.
 	arm64ErratumSlackEvery = arm64Page / arm64PLTEntry // 341
+
+	// NR_FTRACE_PLTS with DYNAMIC_FTRACE_WITH_REGS (Debian's config).
+	arm64FtracePLTs = 2
 )
 
 var arm64Arch = newArch(arch{
@@ -189,23 +193,20 @@ func arm64DoReloc(op int, p, val uint64) int64 {
 // arm64Imm is reloc_insn_imm(): the value's bits [lsb, lsb+len) go into
 // the instruction; the bits above must be a sign extension (all 0 or all
 // 1), else the value is out of range.
-func arm64InsnImm(op int, loc []byte, p, val uint64, lsb, length uint, t arm64Imm) error {
+func arm64InsnImm(op int, loc []byte, p, val uint64, lsb, length uint, t arm64Imm) bool {
 	sval := arm64DoReloc(op, p, val) >> lsb
 	mask := (uint64(1)<<(lsb+length) - 1) >> lsb
 	insn := binary.LittleEndian.Uint32(loc)
 	binary.LittleEndian.PutUint32(loc, arm64Encode(t, insn, uint64(sval)&mask))
 	// Range: [-2^(len-1), 2^(len-1)) in units of 1 << lsb.
 	top := (sval & int64(^(mask >> 1))) >> (length - 1)
-	if uint64(top+1) >= 2 {
-		return rangeErr(uint64(sval<<lsb), fmt.Sprintf("does not fit %d signed bits at bit %d", length, lsb))
-	}
-	return nil
+	return uint64(top+1) < 2
 }
 
 // arm64Movw is reloc_insn_movw(): a 16-bit slice of the value into
 // MOVZ/MOVN/MOVK. For the signed (MOVNZ) forms a negative value turns the
 // instruction into MOVN of the inverted slice.
-func arm64Movw(op int, loc []byte, p, val uint64, lsb uint, signed bool) error {
+func arm64Movw(op int, loc []byte, p, val uint64, lsb uint, signed bool) bool {
 	sval := arm64DoReloc(op, p, val)
 	imm := uint64(sval >> lsb)
 	insn := binary.LittleEndian.Uint32(loc)
@@ -218,37 +219,48 @@ func arm64Movw(op int, loc []byte, p, val uint64, lsb uint, signed bool) error {
 		}
 	}
 	binary.LittleEndian.PutUint32(loc, arm64Encode(arm64Imm16, insn, imm))
-	if imm > 0xffff {
-		return rangeErr(uint64(sval), fmt.Sprintf("bits above %d are not a 16-bit slice", lsb+16))
-	}
-	return nil
+	return imm <= 0xffff
 }
 
 // arm64Data is reloc_data(): a 16-, 32- or 64-bit datum, unsigned for
 // ABS (the kernel's check), signed for PREL.
-func arm64Data(op int, loc []byte, p, val uint64, bits int) error {
+func arm64Data(op int, loc []byte, p, val uint64, bits int) bool {
 	sval := arm64DoReloc(op, p, val)
 	switch bits {
 	case 64:
 		binary.LittleEndian.PutUint64(loc, uint64(sval))
-		return nil
+		return true
 	case 32:
 		binary.LittleEndian.PutUint32(loc, uint32(sval))
-		if op == arm64OpAbs && (sval < 0 || sval > math.MaxUint32) || op == arm64OpPrel && (sval < math.MinInt32 || sval > math.MaxInt32) {
-			return rangeErr(uint64(sval), "does not fit 32 bits")
+		if op == arm64OpAbs {
+			return sval >= 0 && sval <= math.MaxUint32
 		}
+		return sval >= math.MinInt32 && sval <= math.MaxInt32
 	default:
 		binary.LittleEndian.PutUint16(loc, uint16(sval))
-		if op == arm64OpAbs && (sval < 0 || sval > math.MaxUint16) || op == arm64OpPrel && (sval < math.MinInt16 || sval > math.MaxInt16) {
-			return rangeErr(uint64(sval), "does not fit 16 bits")
+		if op == arm64OpAbs {
+			return sval >= 0 && sval <= math.MaxUint16
 		}
+		return sval >= math.MinInt16 && sval <= math.MaxInt16
 	}
-	return nil
 }
+
+// arm64Fits turns a range check into the relocation's result.
+func arm64Fits(ok bool, val uint64, detail string) error {
+	if ok {
+		return nil
+	}
+	return rangeErr(val, detail)
+}
+
+// rangeWhy is the detail of an arm64 range failure: the value (S+A)
+// does not fit the field the relocation type gives it.
+const rangeWhy = "S+A does not fit the instruction or data field"
 
 // arm64Apply applies one relocation: apply_relocate_add()'s switch. The
 // _NC forms and G3 are not range-checked, as in the kernel.
-func arm64Apply(l *linker, rc *reloc) error {
+func arm64Apply(l *linker, rcv reloc) error {
+	rc := &rcv
 	t := elf.R_AARCH64(rc.r.Type)
 	need := 4
 	switch t {
@@ -263,68 +275,72 @@ func arm64Apply(l *linker, rc *reloc) error {
 		return &RelocError{Kind: ErrBadTarget, Detail: fmt.Sprintf("%d bytes needed, %d left in the section", need, len(rc.loc))}
 	}
 	loc, p, val := rc.loc, rc.P, rc.S+uint64(rc.A)
-	nc := func(err error) error { return nil } // overflow_check = false
+	nc := func(bool) error { return nil } // overflow_check = false
 	switch t {
 	case elf.R_AARCH64_ABS64:
-		return arm64Data(arm64OpAbs, loc, p, val, 64)
+		return arm64Fits(arm64Data(arm64OpAbs, loc, p, val, 64), val, rangeWhy)
 	case elf.R_AARCH64_ABS32:
-		return arm64Data(arm64OpAbs, loc, p, val, 32)
+		return arm64Fits(arm64Data(arm64OpAbs, loc, p, val, 32), val, rangeWhy)
 	case elf.R_AARCH64_ABS16:
-		return arm64Data(arm64OpAbs, loc, p, val, 16)
+		return arm64Fits(arm64Data(arm64OpAbs, loc, p, val, 16), val, rangeWhy)
 	case elf.R_AARCH64_PREL64:
-		return arm64Data(arm64OpPrel, loc, p, val, 64)
+		return arm64Fits(arm64Data(arm64OpPrel, loc, p, val, 64), val, rangeWhy)
 	case elf.R_AARCH64_PREL32:
-		return arm64Data(arm64OpPrel, loc, p, val, 32)
+		return arm64Fits(arm64Data(arm64OpPrel, loc, p, val, 32), val, rangeWhy)
 	case elf.R_AARCH64_PREL16:
-		return arm64Data(arm64OpPrel, loc, p, val, 16)
+		return arm64Fits(arm64Data(arm64OpPrel, loc, p, val, 16), val, rangeWhy)
 
 	// MOVZ/MOVK xd, #:abs_gN:sym
 	case elf.R_AARCH64_MOVW_UABS_G0_NC:
 		return nc(arm64Movw(arm64OpAbs, loc, p, val, 0, false))
 	case elf.R_AARCH64_MOVW_UABS_G0:
-		return arm64Movw(arm64OpAbs, loc, p, val, 0, false)
+		return arm64Fits(arm64Movw(arm64OpAbs, loc, p, val, 0, false), val, rangeWhy)
 	case elf.R_AARCH64_MOVW_UABS_G1_NC:
 		return nc(arm64Movw(arm64OpAbs, loc, p, val, 16, false))
 	case elf.R_AARCH64_MOVW_UABS_G1:
-		return arm64Movw(arm64OpAbs, loc, p, val, 16, false)
+		return arm64Fits(arm64Movw(arm64OpAbs, loc, p, val, 16, false), val, rangeWhy)
 	case elf.R_AARCH64_MOVW_UABS_G2_NC:
 		return nc(arm64Movw(arm64OpAbs, loc, p, val, 32, false))
 	case elf.R_AARCH64_MOVW_UABS_G2:
-		return arm64Movw(arm64OpAbs, loc, p, val, 32, false)
+		return arm64Fits(arm64Movw(arm64OpAbs, loc, p, val, 32, false), val, rangeWhy)
 	case elf.R_AARCH64_MOVW_UABS_G3:
 		return nc(arm64Movw(arm64OpAbs, loc, p, val, 48, false)) // the top bits cannot overflow
 	// MOVZ/MOVN xd, #:abs_gN_s:sym
 	case elf.R_AARCH64_MOVW_SABS_G0:
-		return arm64Movw(arm64OpAbs, loc, p, val, 0, true)
+		return arm64Fits(arm64Movw(arm64OpAbs, loc, p, val, 0, true), val, rangeWhy)
 	case elf.R_AARCH64_MOVW_SABS_G1:
-		return arm64Movw(arm64OpAbs, loc, p, val, 16, true)
+		return arm64Fits(arm64Movw(arm64OpAbs, loc, p, val, 16, true), val, rangeWhy)
 	case elf.R_AARCH64_MOVW_SABS_G2:
-		return arm64Movw(arm64OpAbs, loc, p, val, 32, true)
+		return arm64Fits(arm64Movw(arm64OpAbs, loc, p, val, 32, true), val, rangeWhy)
 	// MOVZ/MOVN/MOVK xd, #:prel_gN:sym
 	case arm64MovwPrelG0NC:
 		return nc(arm64Movw(arm64OpPrel, loc, p, val, 0, false))
 	case arm64MovwPrelG0:
-		return arm64Movw(arm64OpPrel, loc, p, val, 0, true)
+		return arm64Fits(arm64Movw(arm64OpPrel, loc, p, val, 0, true), val, rangeWhy)
 	case arm64MovwPrelG1NC:
 		return nc(arm64Movw(arm64OpPrel, loc, p, val, 16, false))
 	case arm64MovwPrelG1:
-		return arm64Movw(arm64OpPrel, loc, p, val, 16, true)
+		return arm64Fits(arm64Movw(arm64OpPrel, loc, p, val, 16, true), val, rangeWhy)
 	case arm64MovwPrelG2NC:
 		return nc(arm64Movw(arm64OpPrel, loc, p, val, 32, false))
 	case arm64MovwPrelG2:
-		return arm64Movw(arm64OpPrel, loc, p, val, 32, true)
+		return arm64Fits(arm64Movw(arm64OpPrel, loc, p, val, 32, true), val, rangeWhy)
 	case arm64MovwPrelG3:
 		return nc(arm64Movw(arm64OpPrel, loc, p, val, 48, true))
 
 	// LDR xt, label: +-1 MiB
 	case elf.R_AARCH64_LD_PREL_LO19:
-		return arm64InsnImm(arm64OpPrel, loc, p, val, 2, 19, arm64Imm19)
+		return arm64Fits(arm64InsnImm(arm64OpPrel, loc, p, val, 2, 19, arm64Imm19), val, rangeWhy)
 	// ADR xd, label: +-1 MiB
 	case elf.R_AARCH64_ADR_PREL_LO21:
-		return arm64InsnImm(arm64OpPrel, loc, p, val, 0, 21, arm64ImmADR)
+		return arm64Fits(arm64InsnImm(arm64OpPrel, loc, p, val, 0, 21, arm64ImmADR), val, rangeWhy)
 	// ADRP xd, label: +-4 GiB in pages
 	case elf.R_AARCH64_ADR_PREL_PG_HI21_NC:
-		return nc(arm64ApplyADRP(l, rc, val))
+		// Not range-checked; a veneer that cannot be emitted still fails.
+		if err := arm64ApplyADRP(l, rc, val); err != nil && !errors.Is(err, ErrOutOfRange) {
+			return err
+		}
+		return nil
 	case elf.R_AARCH64_ADR_PREL_PG_HI21:
 		return arm64ApplyADRP(l, rc, val)
 	// ADD xd, xn, #:lo12:sym; LDR/STR xt, [xn, #:lo12:sym] (scaled)
@@ -340,24 +356,24 @@ func arm64Apply(l *linker, rc *reloc) error {
 		return nc(arm64InsnImm(arm64OpAbs, loc, p, val, 4, 8, arm64Imm12))
 	// TBZ/TBNZ: +-32 KiB
 	case elf.R_AARCH64_TSTBR14:
-		return arm64InsnImm(arm64OpPrel, loc, p, val, 2, 14, arm64Imm14)
+		return arm64Fits(arm64InsnImm(arm64OpPrel, loc, p, val, 2, 14, arm64Imm14), val, rangeWhy)
 	// B.cond, CBZ/CBNZ: +-1 MiB
 	case elf.R_AARCH64_CONDBR19:
-		return arm64InsnImm(arm64OpPrel, loc, p, val, 2, 19, arm64Imm19)
+		return arm64Fits(arm64InsnImm(arm64OpPrel, loc, p, val, 2, 19, arm64Imm19), val, rangeWhy)
 	// B/BL label: +-128 MiB, else through a PLT entry
 	case elf.R_AARCH64_JUMP26, elf.R_AARCH64_CALL26:
-		err := arm64InsnImm(arm64OpPrel, loc, p, val, 2, 26, arm64Imm26)
-		if err == nil && !(l.opts.ForcePLT && rc.plt) {
+		ok := arm64InsnImm(arm64OpPrel, loc, p, val, 2, 26, arm64Imm26)
+		if ok && !(l.opts.ForcePLT && rc.plt) {
 			return nil
 		}
 		entry, perr := l.arm64PLT(rc.region, val)
 		if perr != nil {
-			if err != nil {
+			if !ok {
 				return perr
 			}
 			return nil // forced, but no slot: the direct branch stands
 		}
-		return arm64InsnImm(arm64OpPrel, loc, p, entry, 2, 26, arm64Imm26)
+		return arm64Fits(arm64InsnImm(arm64OpPrel, loc, p, entry, 2, 26, arm64Imm26), entry, "PLT entry out of branch range")
 	}
 	return &RelocError{Kind: ErrUnsupported}
 }
@@ -367,9 +383,9 @@ func arm64Apply(l *linker, rc *reloc) error {
 // then ADR when the page is within +-1 MiB, else a veneer.
 func arm64ApplyADRP(l *linker, rc *reloc, val uint64) error {
 	if !l.opts.Erratum843419 || rc.P&0xfff < 0xff8 {
-		return arm64InsnImm(arm64OpPage, rc.loc, rc.P, val, 12, 21, arm64ImmADR)
+		return arm64Fits(arm64InsnImm(arm64OpPage, rc.loc, rc.P, val, 12, 21, arm64ImmADR), val, "ADRP reaches +-4 GiB")
 	}
-	if arm64InsnImm(arm64OpPrel, rc.loc, rc.P, val&^0xfff, 0, 21, arm64ImmADR) == nil {
+	if arm64InsnImm(arm64OpPrel, rc.loc, rc.P, val&^0xfff, 0, 21, arm64ImmADR) {
 		insn := binary.LittleEndian.Uint32(rc.loc)
 		binary.LittleEndian.PutUint32(rc.loc, insn&^(1<<31)) // ADRP -> ADR
 		return nil
@@ -380,7 +396,7 @@ func arm64ApplyADRP(l *linker, rc *reloc, val uint64) error {
 	}
 	// B veneer
 	binary.LittleEndian.PutUint32(rc.loc, 0x14000000)
-	return arm64InsnImm(arm64OpPrel, rc.loc, rc.P, veneer, 2, 26, arm64Imm26)
+	return arm64Fits(arm64InsnImm(arm64OpPrel, rc.loc, rc.P, veneer, 2, 26, arm64Imm26), veneer, "veneer out of branch range")
 }
 
 // PLT entry instructions (struct plt_entry).
@@ -459,8 +475,8 @@ func (l *linker) arm64Veneer(rc *reloc, page uint64) (uint64, error) {
 		return 0, err
 	}
 	binary.LittleEndian.PutUint32(b[8:], arm64B)
-	if err := arm64InsnImm(arm64OpPrel, b[8:], addr+8, rc.P+4, 2, 26, arm64Imm26); err != nil {
-		return 0, err
+	if !arm64InsnImm(arm64OpPrel, b[8:], addr+8, rc.P+4, 2, 26, arm64Imm26) {
+		return 0, rangeErr(rc.P+4, "veneer's return branch out of range")
 	}
 	a.used = i + 1
 	return addr, nil

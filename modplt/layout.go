@@ -49,7 +49,7 @@ type Placed struct {
 // sizes (the PLT sections the counting sized), aligns raises alignments
 // (erratum 843419), at overrides addresses (tests, to match GNU ld).
 // Init goes at init, or (init == 0) on the page after core's end.
-func (m *Module) layout(core, init uint64, sizes map[int]uint64, aligns map[int]uint64, at map[string]uint64, unload bool) ([]*Placed, error) {
+func (m *Module) layout(core, init uint64, sizes map[int]uint64, aligns map[int]uint64, flagsOf map[int]elf.SectionFlag, at map[string]uint64, unload bool) ([]*Placed, error) {
 	f := m.f
 	placed := make([]*Placed, len(f.Sections))
 	var out []*Placed
@@ -68,6 +68,9 @@ func (m *Module) layout(core, init uint64, sizes map[int]uint64, aligns map[int]
 			for i := range f.Sections {
 				s := &f.Sections[i]
 				flags := s.Flags
+				if f, ok := flagsOf[i]; ok {
+					flags = f
+				}
 				if s.Name == ".data..ro_after_init" {
 					flags |= shfROAfterInit
 				}
@@ -92,7 +95,7 @@ func (m *Module) layout(core, init uint64, sizes map[int]uint64, aligns map[int]
 					return nil, fmt.Errorf("%s: section %s: size %d is larger than a module can be", f.Name, s.Name, size)
 				}
 				p.Data = make([]byte, size)
-				if s.Type != elf.SHT_NOBITS {
+				if _, sized := sizes[i]; !sized && s.Type != elf.SHT_NOBITS {
 					copy(p.Data, f.SectionData(s))
 				}
 				placed[i] = p

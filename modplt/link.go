@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 )
@@ -82,6 +83,7 @@ type Image struct {
 	// Relocs is how many relocations were applied; Errors those that
 	// could not be (the module does not link when there are any).
 	Relocs     int
+	ApplyTime  time.Duration // applying them (not counting or layout)
 	Errors     []*RelocError
 	Unresolved []string // distinct undefined symbols the resolver did not know
 }
@@ -104,11 +106,9 @@ func (img *Image) Section(name string) *Placed {
 type reloc struct {
 	r      elfobj.Reloc
 	loc    []byte // the bytes at the place, to the end of the section
-	sec    []byte // the whole target section
 	P      uint64 // the place's address
 	S      uint64 // the symbol's address
 	A      int64  // the addend (RELA; REL architectures decode it)
-	sym    *elfobj.Symbol
 	region Region
 	plt    bool // the branch may take a PLT entry (a symbol outside its section)
 }
@@ -140,12 +140,21 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	sizes, aligns := map[int]uint64{}, map[int]uint64{}
+	// module_frob_arch_sections(): the PLT placeholders become NOBITS,
+	// executable, L1-cache aligned, of the counted size; arm64's ftrace
+	// trampoline section too (NR_FTRACE_PLTS entries).
+	sizes, aligns, flags := map[int]uint64{}, map[int]uint64{}, map[int]elf.SectionFlag{}
 	for r, name := range []string{".plt", ".init.plt"} {
 		if s := f.SectionByName(name); s != nil && a.pltEntry != 0 {
 			sizes[s.Index] = []uint64{counts.PLTSizeCore, counts.PLTSizeInit}[r]
 			aligns[s.Index] = 64 // L1_CACHE_BYTES
+			flags[s.Index] = elf.SHF_ALLOC | elf.SHF_EXECINSTR
 		}
+	}
+	if s := f.SectionByName(".text.ftrace_trampoline"); s != nil && a.machine == elf.EM_AARCH64 {
+		sizes[s.Index] = arm64FtracePLTs * arm64PLTEntry
+		aligns[s.Index] = 4 // __alignof__(struct plt_entry)
+		flags[s.Index] = elf.SHF_ALLOC | elf.SHF_EXECINSTR
 	}
 	for _, sc := range counts.Sections {
 		if sc.Align != 0 {
@@ -154,7 +163,7 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 			}
 		}
 	}
-	placed, err := m.layout(opts.Base, opts.InitBase, sizes, aligns, opts.At, !opts.NoModuleUnload)
+	placed, err := m.layout(opts.Base, opts.InitBase, sizes, aligns, flags, opts.At, !opts.NoModuleUnload)
 	if err != nil {
 		return nil, err
 	}
@@ -180,9 +189,11 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 			return nil, err
 		}
 	}
+	start := time.Now()
 	if err := l.applyAll(); err != nil {
 		return nil, err
 	}
+	l.img.ApplyTime = time.Since(start)
 	for r, area := range l.plt {
 		if area != nil {
 			if r == int(Core) {
@@ -201,7 +212,8 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 // loaded, compute the place and the symbol's address, and let the
 // architecture's apply function compute, range-check and encode.
 func (l *linker) applyAll() error {
-	m, a, f := l.m, l.m.arch, l.m.f
+	a, f := l.m.arch, l.m.f
+	shndx := l.m.shndx
 	for i := range f.Sections {
 		s := &f.Sections[i]
 		if s.Type != a.relType || (l.opts.SkipSections != nil && l.opts.SkipSections(s.Name)) {
@@ -220,35 +232,49 @@ func (l *linker) applyAll() error {
 			if err != nil {
 				return err
 			}
-			fail := func(kind error, value uint64, detail string) {
-				l.img.Errors = append(l.img.Errors, &RelocError{Section: s.Name, Index: j, Offset: r.Offset,
-					Type: elfobj.RelocTypeName(a.machine, r.Type), Symbol: symName(f, r.Sym), Value: value, Kind: kind, Detail: detail})
-			}
 			if r.Offset > uint64(len(dst.Data)) {
-				fail(ErrBadTarget, r.Offset, fmt.Sprintf("section %s is %d bytes", dst.Name, len(dst.Data)))
+				l.fail(s, j, r, ErrBadTarget, r.Offset, fmt.Sprintf("section %s is %d bytes", dst.Name, len(dst.Data)))
 				continue
 			}
 			sv, ok := l.symbol(r.Sym)
 			if !ok {
-				fail(ErrUnresolved, 0, "")
+				l.fail(s, j, r, ErrUnresolved, 0, "")
 				continue
 			}
-			rc := reloc{r: r, loc: dst.Data[r.Offset:], sec: dst.Data, P: dst.Addr + r.Offset, S: sv, A: r.Addend,
-				sym: &f.Symbols[r.Sym], region: dst.Region, plt: uint32(f.Symbols[r.Sym].Shndx) != s.Info}
-			if err := a.apply(l, &rc); err != nil {
-				var re *RelocError
-				if errors.As(err, &re) {
-					fail(re.Kind, re.Value, re.Detail)
+			// Passed by value: a pointer would escape through the function
+			// table, costing an allocation (or heap writes) per relocation.
+			rc := reloc{r: r, loc: dst.Data[r.Offset:], P: dst.Addr + r.Offset, S: sv, A: r.Addend,
+				region: dst.Region, plt: uint32(shndx[r.Sym]) != s.Info}
+			if err := a.apply(l, rc); err != nil {
+				if re, ok := err.(*RelocError); ok {
+					l.fail(s, j, r, re.Kind, re.Value, re.Detail)
 				} else {
-					fail(err, 0, "")
+					l.fail(s, j, r, err, 0, "")
 				}
 				continue
 			}
 			l.img.Relocs++
 		}
 	}
-	_ = m
 	return nil
+}
+
+// secOf returns the whole section rc applies to (for the rare relocation
+// that rewrites bytes before its place): loc is its tail.
+func (l *linker) secOf(rc *reloc) []byte {
+	for _, p := range l.img.Sections {
+		if n := uint64(len(p.Data)); rc.P >= p.Addr && rc.P-p.Addr == rc.r.Offset && n >= rc.r.Offset && uint64(len(rc.loc)) == n-rc.r.Offset {
+			return p.Data
+		}
+	}
+	return nil
+}
+
+// fail records relocation j of s as not applied.
+func (l *linker) fail(s *elfobj.Section, j int, r elfobj.Reloc, kind error, value uint64, detail string) {
+	f := l.m.f
+	l.img.Errors = append(l.img.Errors, &RelocError{Section: s.Name, Index: j, Offset: r.Offset,
+		Type: elfobj.RelocTypeName(l.m.arch.machine, r.Type), Symbol: symName(f, r.Sym), Value: value, Kind: kind, Detail: detail})
 }
 
 // rangeErr reports a value that does not fit.

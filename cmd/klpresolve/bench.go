@@ -79,6 +79,21 @@ func newBenchCmd(a *app) *cobra.Command {
 	cfiCmd.Flags().DurationVar(&hold, "hold", 0, "one read-side section length (default: runs 0, 100us and 1ms)")
 	c.AddCommand(cfiCmd)
 	c.AddCommand(&cobra.Command{
+		Use:   "link MODULE.ko [--format json]",
+		Short: "Link a module (undefined symbols at made-up addresses near it): relocations applied per second",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			r, err := bench.Link(args[0])
+			if err != nil {
+				return &exitError{exitUsage, fmt.Errorf("bench link: %w", err)}
+			}
+			return report(r)
+		},
+	})
+	c.AddCommand(&cobra.Command{
 		Use:   "plt MODULE.ko [--format json]",
 		Short: "PLT counting in kernel and optimal mode, beside a port of Linux 6.1's algorithm",
 		Args:  cobra.ExactArgs(1),

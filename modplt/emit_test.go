@@ -1,0 +1,304 @@
+package modplt
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/internal/testutil"
+)
+
+// farResolver places every undefined symbol at a made-up address derived
+// from its name, inside [lo, lo+span).
+func farResolver(lo, span uint64, align uint64) Resolver {
+	return func(name string) (uint64, bool) {
+		h := fnv.New64a()
+		h.Write([]byte(name))
+		return lo + h.Sum64()%span&^(align-1), true
+	}
+}
+
+// decodeARM64Entry decodes ADRP x16 / ADD x16 / BR x16 at addr.
+func decodeARM64Entry(t *testing.T, b []byte, addr uint64) uint64 {
+	adrp, add, br := binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[4:]), binary.LittleEndian.Uint32(b[8:])
+	require.Equal(t, uint32(0x90000010), adrp&0x9f00001f, "ADRP x16")
+	require.Equal(t, uint32(0x91000210), add&0xffc003ff, "ADD x16, x16")
+	require.Equal(t, uint32(0xd61f0200), br, "BR x16")
+	imm := int64(int32(((adrp>>5)&0x7ffff)<<2|(adrp>>29)&3) << 11 >> 11)
+	return uint64(int64(addr&^0xfff)+imm<<12) + uint64((add>>10)&0xfff)
+}
+
+// branchTarget decodes a B/BL at place.
+func arm64BranchTarget(insn uint32, place uint64) uint64 {
+	return place + uint64(int64(int32(insn<<6)>>6)*4)
+}
+
+// checkARM64PLT: every CALL26/JUMP26 to a symbol outside its section
+// branches to a PLT entry whose target is the symbol plus addend, or
+// straight to it.
+func checkARM64PLT(t *testing.T, m *Module, img *Image, resolve Resolver) (viaPLT int) {
+	f := m.f
+	for i := range f.Sections {
+		s := &f.Sections[i]
+		if s.Type != elf.SHT_RELA {
+			continue
+		}
+		dst := img.Section(f.Sections[s.Info].Name)
+		if dst == nil || f.Sections[s.Info].Flags&elf.SHF_EXECINSTR == 0 {
+			continue
+		}
+		rs, err := f.Relocs(s)
+		require.NoError(t, err)
+		for _, r := range rs {
+			if t26 := elf.R_AARCH64(r.Type); t26 != elf.R_AARCH64_CALL26 && t26 != elf.R_AARCH64_JUMP26 {
+				continue
+			}
+			sym := &f.Symbols[r.Sym]
+			var want uint64
+			if sym.Shndx == uint16(elf.SHN_UNDEF) {
+				want, _ = resolve(sym.Name)
+			} else {
+				want = img.Section(f.Sections[sym.Shndx].Name).Addr + sym.Value
+			}
+			want += uint64(r.Addend)
+			place := dst.Addr + r.Offset
+			got := arm64BranchTarget(binary.LittleEndian.Uint32(dst.Data[r.Offset:]), place)
+			if got == want {
+				continue
+			}
+			plt := img.Section(".plt")
+			if dst.Region == Init {
+				plt = img.Section(".init.plt")
+			}
+			require.True(t, got >= plt.Addr && got < plt.Addr+plt.Size, "%s+%#x: branch to %#x, neither the target %#x nor the PLT", s.Name, r.Offset, got, want)
+			require.Equal(t, want, decodeARM64Entry(t, plt.Data[got-plt.Addr:], got), "%s+%#x", s.Name, r.Offset)
+			viaPLT++
+		}
+	}
+	return viaPLT
+}
+
+// TestARM64PLTEmission links the corpus arm64 modules with every
+// external symbol 256 MiB to 1.25 GiB away (past a branch, within PREL32) (out of branch range: each call needs a
+// PLT entry), and with ForcePLT: every branch must reach its target
+// through an entry that decodes to it, within the slots counted.
+func TestARM64PLTEmission(t *testing.T) {
+	mods, _ := filepath.Glob(filepath.Join(testutil.Corpus(t, "arm64/modules"), "*.ko"))
+	require.NotEmpty(t, mods)
+	for _, p := range mods {
+		m, err := Open(p)
+		require.NoError(t, err)
+		for _, tc := range []struct {
+			name    string
+			opts    LinkOptions
+			erratum bool
+		}{
+			{"far", LinkOptions{Resolve: farResolver(0xffff800018000000, 1<<30, 4)}, false},
+			{"forced", LinkOptions{Resolve: farResolver(0xffff800008000000, 64<<20, 4), ForcePLT: true}, false},
+			{"far+erratum", LinkOptions{Resolve: farResolver(0xffff800018000000, 1<<30, 4), Erratum843419: true}, true},
+		} {
+			t.Run(m.Name+"/"+tc.name, func(t *testing.T) {
+				img, err := m.Link(tc.opts)
+				require.NoError(t, err)
+				for _, e := range img.Errors {
+					t.Errorf("%v", e)
+				}
+				n := checkARM64PLT(t, m, img, tc.opts.Resolve)
+				assert.Greater(t, n, 0)
+				assert.LessOrEqual(t, img.PLTCoreUsed, img.PLTCoreMax)
+				assert.LessOrEqual(t, img.PLTInitUsed, img.PLTInitMax)
+				if tc.erratum {
+					// No entry's ADRP sits at a forbidden page offset.
+					for _, name := range []string{".plt", ".init.plt"} {
+						plt := img.Section(name)
+						for off := uint64(0); off+12 <= plt.Size; off += 12 {
+							if binary.LittleEndian.Uint32(plt.Data[off:])&0x9f000000 == 0x90000000 {
+								assert.Less(t, (plt.Addr+off)&0xfff, uint64(0xff8), "%s+%#x", name, off)
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestARMPLTEmission: the same for 32-bit ARM (ldr pc, [pc, #56] with
+// the literal a cache line on) and Thumb-2 (ldr.w pc, [pc, #60]), on the
+// corpus armhf modules and on thumb.o.
+func TestARMPLTEmission(t *testing.T) {
+	mods, _ := filepath.Glob(filepath.Join(testutil.Corpus(t, "armhf/modules"), "*.ko"))
+	mods = append(mods, filepath.Join(testutil.RepoRoot(), "testdata", "modplt", "thumb.o"))
+	for _, p := range mods {
+		m, err := Open(p)
+		require.NoError(t, err)
+		// >= 64 MiB past the module area: every call needs a PLT. The
+		// targets are undefined NOTYPE symbols, so Thumb branches to them
+		// are not interworking checks (ARM ones to an odd address are).
+		resolve := farResolver(0xd0000000, 256<<20, 4)
+		img, err := m.Link(LinkOptions{Resolve: resolve})
+		require.NoError(t, err, p)
+		for _, e := range img.Errors {
+			t.Errorf("%s: %v", p, e)
+		}
+		f := m.f
+		via := 0
+		for i := range f.Sections {
+			s := &f.Sections[i]
+			if s.Type != elf.SHT_REL || f.Sections[s.Info].Flags&elf.SHF_EXECINSTR == 0 {
+				continue
+			}
+			dst := img.Section(f.Sections[s.Info].Name)
+			rs, err := f.Relocs(s)
+			require.NoError(t, err)
+			for _, r := range rs {
+				sym := &f.Symbols[r.Sym]
+				if sym.Shndx != uint16(elf.SHN_UNDEF) {
+					continue
+				}
+				want, _ := resolve(sym.Name)
+				place := dst.Addr + r.Offset
+				var got uint64
+				thumb := false
+				switch elf.R_ARM(r.Type) {
+				case elf.R_ARM_CALL, elf.R_ARM_JUMP24, elf.R_ARM_PC24:
+					insn := binary.LittleEndian.Uint32(dst.Data[r.Offset:])
+					got = uint64(uint32(place) + 8 + uint32(int32(insn<<8)>>6))
+				case elf.R_ARM_THM_PC22, elf.R_ARM_THM_JUMP24:
+					up, lo := uint32(binary.LittleEndian.Uint16(dst.Data[r.Offset:])), uint32(binary.LittleEndian.Uint16(dst.Data[r.Offset+2:]))
+					s := up >> 10 & 1
+					v := s<<24 | (^(lo>>13^s)&1)<<23 | (^(lo>>11^s)&1)<<22 | (up&0x3ff)<<12 | (lo&0x7ff)<<1
+					got = uint64(uint32(place) + 4 + uint32(int32(v<<7)>>7))
+					thumb = true
+				default:
+					continue
+				}
+				plt := img.Section(".plt")
+				if dst.Region == Init {
+					plt = img.Section(".init.plt")
+				}
+				require.True(t, got >= plt.Addr && got < plt.Addr+plt.Size, "%s %s+%#x -> %#x", p, s.Name, r.Offset, got)
+				off := got - plt.Addr
+				if thumb {
+					assert.Equal(t, []byte{0xdf, 0xf8, 0x3c, 0xf0}, plt.Data[off:off+4], "ldr.w pc, [pc, #60]")
+				} else {
+					assert.Equal(t, uint32(0xe59ff038), binary.LittleEndian.Uint32(plt.Data[off:]), "ldr pc, [pc, #56]")
+				}
+				lit := binary.LittleEndian.Uint32(plt.Data[off+64:])
+				// A zero addend (the PC bias) leaves the literal = the symbol.
+				if z := img.Module.f; z != nil {
+					_, zero, _ := armAddend(m, f.SectionData(&f.Sections[s.Info]), r)
+					if zero {
+						assert.Equal(t, uint32(want), lit, "%s %s+%#x", p, s.Name, r.Offset)
+					}
+				}
+				via++
+			}
+		}
+		assert.Greater(t, via, 0, p)
+		assert.LessOrEqual(t, img.PLTCoreUsed, img.PLTCoreMax, p)
+		assert.LessOrEqual(t, img.PLTInitUsed, img.PLTInitMax, p)
+	}
+}
+
+// TestGOTAndRelaxation links got.o (built -fpic -fno-plt): GOT loads of
+// data in reach become lea; calls through the GOT keep their entry, which
+// holds the target.
+func TestGOTAndRelaxation(t *testing.T) {
+	m := openFixture(t, "got.o")
+	syms := map[string]uint64{"ext_f": 0xffffffff81000000, "ext_g": 0xffffffff81000100, "ext_a": 0xffffffff82000000, "ext_b": 0xffffffff82000008}
+	img, err := m.Link(LinkOptions{Resolve: mapResolver(syms)})
+	require.NoError(t, err)
+	require.Empty(t, img.Errors)
+	text := img.Section(".text")
+	got := img.Section(".got")
+	require.NotNil(t, got)
+	rs, err := m.f.Relocs(m.f.SectionByName(".rela.text"))
+	require.NoError(t, err)
+	for _, r := range rs {
+		place := text.Addr + r.Offset
+		disp := int64(int32(binary.LittleEndian.Uint32(text.Data[r.Offset:])))
+		target := uint64(int64(place) + 4 + disp) // rip-relative: after the disp32
+		sym := m.f.Symbols[r.Sym].Name
+		switch elf.R_X86_64(r.Type) {
+		case elf.R_X86_64_REX_GOTPCRELX: // mov ext_a@GOTPCREL(%rip), %reg -> lea
+			assert.Equal(t, byte(0x8d), text.Data[r.Offset-2], "%s: lea", sym)
+			assert.Equal(t, syms[sym], target, sym)
+		case elf.R_X86_64_GOTPCRELX: // call *ext_f@GOTPCREL(%rip): through the GOT
+			require.True(t, target >= got.Addr && target < got.Addr+got.Size, sym)
+			assert.Equal(t, syms[sym], binary.LittleEndian.Uint64(got.Data[target-got.Addr:]), sym)
+		}
+	}
+	assert.Equal(t, 2, img.GOTUsed) // ext_f and ext_g: the data loads were relaxed
+	assert.Equal(t, 4, img.GOTMax)
+}
+
+func TestLinkErrors(t *testing.T) {
+	// An arm64 branch out of range with no PLT section.
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_AARCH64}
+	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 16), Addralign: 4})
+	far := b.AddSymbol(elfobj.BuildSymbol{Name: "far", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+	missing := b.AddSymbol(elfobj.BuildSymbol{Name: "missing", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+	weak := b.AddSymbol(elfobj.BuildSymbol{Name: "weakling", Info: elf.ST_INFO(elf.STB_WEAK, elf.STT_NOTYPE)})
+	b.AddRelocs(".rela.text", true, text, []elfobj.Reloc{
+		{Offset: 0, Sym: far, Type: uint32(elf.R_AARCH64_CALL26)},
+		{Offset: 4, Sym: missing, Type: uint32(elf.R_AARCH64_CALL26)},
+		{Offset: 8, Sym: far, Type: uint32(elf.R_AARCH64_TLSGD_ADR_PAGE21)},
+		{Offset: 12, Sym: weak, Type: uint32(elf.R_AARCH64_ABS32)},
+		{Offset: 14, Sym: far, Type: uint32(elf.R_AARCH64_ABS32)},
+	})
+	m, err := Parse("bad.ko", b.Bytes())
+	require.NoError(t, err)
+	img, err := m.Link(LinkOptions{Resolve: mapResolver(map[string]uint64{"far": 0xffff900000000000})})
+	require.NoError(t, err)
+	require.Len(t, img.Errors, 4)
+	kinds := []error{ErrNoPLT, ErrUnresolved, ErrUnsupported, ErrBadTarget}
+	for i, e := range img.Errors {
+		assert.ErrorIs(t, e, kinds[i], "%v", e)
+	}
+	assert.Equal(t, ".rela.text+0x8: R_AARCH64_TLSGD_ADR_PAGE21 against far: unsupported relocation type", img.Errors[2].Error())
+	assert.Equal(t, []string{"missing"}, img.Unresolved)
+	assert.Equal(t, 1, img.Relocs) // the weak symbol: 0, and 0 fits ABS32
+
+	// x86_64: the kernel refuses a target that is not zero.
+	b = &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	text = b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: []byte{0, 0, 0, 0, 1, 0, 0, 0}, Addralign: 4})
+	ext := b.AddSymbol(elfobj.BuildSymbol{Name: "ext", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+	b.AddRelocs(".rela.text", true, text, []elfobj.Reloc{
+		{Offset: 0, Sym: ext, Type: uint32(elf.R_X86_64_PC32), Addend: -4},
+		{Offset: 4, Sym: ext, Type: uint32(elf.R_X86_64_PC32), Addend: -4},
+	})
+	m, err = Parse("x.ko", b.Bytes())
+	require.NoError(t, err)
+	img, err = m.Link(LinkOptions{Resolve: mapResolver(map[string]uint64{"ext": 0xffffffff00000000})}) // 3 GiB below the module area
+	require.NoError(t, err)
+	require.Len(t, img.Errors, 2)
+	assert.ErrorIs(t, img.Errors[0], ErrOutOfRange)
+	assert.Contains(t, img.Errors[0].Error(), "the kernel does not check")
+	assert.ErrorIs(t, img.Errors[1], ErrNonZeroTarget)
+}
+
+func TestTwoLinksAtOnce(t *testing.T) {
+	m := openFixture(t, "thumb.o")
+	done := make(chan string)
+	for k := range 2 {
+		go func() {
+			img, err := m.Link(LinkOptions{Base: 0xbf000000 + uint64(k)<<20, Resolve: farResolver(0xbe000000, 1<<20, 4), ForcePLT: true})
+			if err != nil || !img.OK() {
+				done <- fmt.Sprint(err, img.Errors)
+				return
+			}
+			done <- ""
+		}()
+	}
+	for range 2 {
+		assert.Empty(t, <-done)
+	}
+}

@@ -1,0 +1,47 @@
+package modplt
+
+import (
+	"hash/fnv"
+	"testing"
+
+	"github.com/klpresolve/klpresolve/internal/testutil"
+)
+
+func nearResolver(base uint64) Resolver {
+	return func(name string) (uint64, bool) {
+		h := fnv.New64a()
+		h.Write([]byte(name))
+		return base - 48<<20 + h.Sum64()%(32<<20)&^3, true
+	}
+}
+
+// BenchmarkLink links the two largest corpus modules; relocs/s is the
+// apply phase's rate.
+func BenchmarkLink(b *testing.B) {
+	for _, tc := range []struct {
+		path string
+		base uint64
+	}{
+		{"arm64/modules/amdgpu.ko", 0xffff800008000000},
+		{"amd64/modules/xfs.ko", 0xffffffffc0000000},
+	} {
+		m, err := Open(testutil.Corpus(b, tc.path))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(m.Name, func(b *testing.B) {
+			opts := LinkOptions{Resolve: nearResolver(tc.base)}
+			var relocs int
+			var apply float64
+			for b.Loop() {
+				img, err := m.Link(opts)
+				if err != nil || !img.OK() {
+					b.Fatal(err)
+				}
+				relocs += img.Relocs
+				apply += img.ApplyTime.Seconds()
+			}
+			b.ReportMetric(float64(relocs)/apply/1e6, "Mrelocs/s-apply")
+		})
+	}
+}
