@@ -68,8 +68,7 @@ func amd64Kernel(c *counter, w *sectionWork) (int, error) {
 // amd64Apply: each case checks that the target is still zero (the
 // kernel's "Invalid relocation target, existing value is nonzero"),
 // computes, range-checks and writes.
-func amd64Apply(l *linker, rcv reloc) error {
-	rc := &rcv
+func amd64Apply(l *linker, rc *reloc) error {
 	t := elf.R_X86_64(rc.r.Type)
 	size := 4
 	switch t {

@@ -55,7 +55,7 @@ type arch struct {
 	// apply applies one relocation at rc.loc: computes the value,
 	// range-checks it against the architecture's limits, encodes it
 	// (apply_relocate_add() / apply_relocate()).
-	apply func(l *linker, rc reloc) error
+	apply func(l *linker, rc *reloc) error
 }
 
 type kindInfo struct {

@@ -140,8 +140,10 @@ func armKernelSorted(m *Module, w *sectionWork) (int, error) {
 	}
 	rels := make([]rel, w.table.Len())
 	for i := range rels {
+		// The sort takes every entry; only branches' symbols are looked
+		// at, so only theirs must be in the table (as in the scan).
 		r, err := w.table.Reloc(i)
-		if err != nil {
+		if k, _, _ := armKind(r.Type); err != nil && k == kindBranch {
 			return 0, err
 		}
 		rels[i] = rel{r.Offset, r.Type, r.Sym}
@@ -196,8 +198,7 @@ const (
 // armFixedTargets are fixed_plts[]: FTRACE_ADDR and MCOUNT_ADDR.
 var armFixedTargets = [armFixedPLTs]string{"ftrace_caller", "__gnu_mcount_nc"}
 
-func armApply(l *linker, rcv reloc) error {
-	rc := &rcv
+func armApply(l *linker, rc *reloc) error {
 	if len(rc.loc) < 4 {
 		// "out of bounds relocation": r_offset > sh_size - 4.
 		return &RelocError{Kind: ErrBadTarget, Detail: fmt.Sprintf("4 bytes needed, %d left in the section", len(rc.loc))}

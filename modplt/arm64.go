@@ -259,8 +259,7 @@ const rangeWhy = "S+A does not fit the instruction or data field"
 
 // arm64Apply applies one relocation: apply_relocate_add()'s switch. The
 // _NC forms and G3 are not range-checked, as in the kernel.
-func arm64Apply(l *linker, rcv reloc) error {
-	rc := &rcv
+func arm64Apply(l *linker, rc *reloc) error {
 	t := elf.R_AARCH64(rc.r.Type)
 	need := 4
 	switch t {

@@ -10,8 +10,8 @@ import (
 	"github.com/klpresolve/klpresolve/internal/testutil"
 )
 
-// FuzzCount: no input makes Parse or Count panic, and a module that
-// parses counts in both modes with optimal never above kernel.
+// FuzzCount: no input makes Parse, Count or Link panic, and a module
+// that parses counts in both modes with optimal never above kernel.
 func FuzzCount(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join(testutil.RepoRoot(), "testdata", "modplt", "*.o"))
 	for _, p := range files {
@@ -39,6 +39,12 @@ func FuzzCount(f *testing.F) {
 		}
 		if kerr == nil && (o.PLTCore > k.PLTCore || o.PLTInit > k.PLTInit || o.GOT > k.GOT) {
 			t.Fatalf("optimal %d/%d/%d above kernel %d/%d/%d", o.PLTCore, o.PLTInit, o.GOT, k.PLTCore, k.PLTInit, k.GOT)
+		}
+		// Linking never panics either, with branches forced through the
+		// PLT and symbols far away.
+		img, err := m.Link(LinkOptions{ForcePLT: true, Erratum843419: true, Resolve: func(string) (uint64, bool) { return 0x100000, true }})
+		if err == nil {
+			_ = img.ELF()
 		}
 	})
 }

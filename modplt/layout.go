@@ -13,6 +13,9 @@ import (
 // on .data..ro_after_init.
 const shfROAfterInit = 0x00200000
 
+// maxNobits bounds one section's size: arm64's module area (128 MiB).
+const maxNobits = 128 << 20
+
 // layoutPage is the alignment strict_align() gives each group.
 const layoutPage = 4096
 
@@ -43,6 +46,17 @@ type Placed struct {
 	Size   uint64
 	Align  uint64
 	Data   []byte // the section's bytes, relocated (zeros for SHT_NOBITS)
+
+	src []byte // the file's bytes, until Data is made from them
+}
+
+// fill makes p.Data from the file's bytes.
+func (p *Placed) fill() {
+	if p.Data == nil {
+		p.Data = make([]byte, p.Size)
+		copy(p.Data, p.src)
+		p.src = nil
+	}
 }
 
 // layout places every SHF_ALLOC section of m. sizes overrides section
@@ -74,6 +88,11 @@ func (m *Module) layout(core, init uint64, sizes map[int]uint64, aligns map[int]
 				if s.Name == ".data..ro_after_init" {
 					flags |= shfROAfterInit
 				}
+				// layout_and_allocate() clears SHF_ALLOC from .modinfo and
+				// __versions: read at load, never mapped.
+				if s.Name == ".modinfo" || s.Name == "__versions" {
+					continue
+				}
 				if placed[i] != nil || flags&mask[0] != mask[0] || flags&mask[1] != 0 || m.arch.region(s.Name, unload) != region {
 					continue
 				}
@@ -91,12 +110,15 @@ func (m *Module) layout(core, init uint64, sizes map[int]uint64, aligns map[int]
 				if a, ok := at[s.Name]; ok {
 					p.Addr = a
 				}
-				if size > maxModuleSize {
-					return nil, fmt.Errorf("%s: section %s: size %d is larger than a module can be", f.Name, s.Name, size)
+				// PROGBITS sizes are bounded by the file; a NOBITS section
+				// (.bss) is not, so it is bounded by the module area.
+				if size > maxNobits {
+					return nil, fmt.Errorf("%s: section %s: claims %d bytes, more than a module area holds (%d)", f.Name, s.Name, size, maxNobits)
 				}
-				p.Data = make([]byte, size)
 				if _, sized := sizes[i]; !sized && s.Type != elf.SHT_NOBITS {
-					copy(p.Data, f.SectionData(s))
+					p.src = f.SectionData(s) // copied just before its relocations are applied
+				} else {
+					p.Data = make([]byte, size)
 				}
 				placed[i] = p
 				out = append(out, p)

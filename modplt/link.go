@@ -75,6 +75,7 @@ type LinkOptions struct {
 // Image is a linked module.
 type Image struct {
 	Module   *Module
+	syms     []symInfo
 	Sections []*Placed // in layout order
 	// PLT and GOT use: entries emitted and slots available.
 	PLTCoreUsed, PLTCoreMax int
@@ -101,6 +102,57 @@ func (img *Image) Section(name string) *Placed {
 	return nil
 }
 
+// ELF returns the linked image as an ELF file: every loaded section, its
+// relocations applied, with sh_addr its load address, and the module's
+// symbols at their final addresses (SHN_ABS). It has no program headers:
+// it is for inspection (objdump -D, readelf) and comparison, not for
+// loading.
+func (img *Image) ELF() []byte {
+	f := img.Module.f
+	b := &elfobj.Builder{Type: elf.ET_EXEC, Class: f.Class, Order: f.Order, Machine: f.Machine, Flags: f.Flags}
+	for _, p := range img.Sections {
+		flags := elf.SHF_ALLOC
+		typ := elf.SHT_PROGBITS
+		if p.Index >= 0 {
+			s := &f.Sections[p.Index]
+			flags = s.Flags &^ elf.SHF_INFO_LINK
+			if s.Type == elf.SHT_NOBITS && p.src == nil && isZero(p.Data) {
+				typ = elf.SHT_NOBITS
+			}
+		} else {
+			flags |= elf.SHF_WRITE
+		}
+		bs := elfobj.BuildSection{Name: p.Name, Type: typ, Flags: flags, Addr: p.Addr, Addralign: p.Align}
+		if typ == elf.SHT_NOBITS {
+			bs.Size = p.Size
+		} else {
+			bs.Data = p.Data
+		}
+		b.AddSection(bs)
+	}
+	for _, local := range []bool{true, false} { // locals first, as ELF wants
+		for i := range f.Symbols[1:] {
+			s := &f.Symbols[i+1]
+			if s.Name == "" || s.Type() == elf.STT_SECTION || s.Type() == elf.STT_FILE || (s.Bind() == elf.STB_LOCAL) != local {
+				continue
+			}
+			if v, ok := img.symbolAddr(uint32(i + 1)); ok {
+				b.AddSymbol(elfobj.BuildSymbol{Name: s.Name, Value: v, Size: s.Size, Info: s.Info, Other: s.Other, Shndx: uint16(elf.SHN_ABS)})
+			}
+		}
+	}
+	return b.Bytes()
+}
+
+func isZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // reloc is one relocation being applied: the arch functions read it and
 // write loc.
 type reloc struct {
@@ -119,8 +171,7 @@ type linker struct {
 	opts   *LinkOptions
 	img    *Image
 	placed []*Placed // by section index
-	symVal []uint64  // each symbol's address, once resolved
-	symOK  []uint8   // 0 unknown, 1 resolved, 2 failed
+	syms   []symInfo // each symbol, resolved
 	plt    [2]*pltArea
 	got    *gotArea
 }
@@ -168,7 +219,7 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 		return nil, err
 	}
 	l := &linker{m: m, opts: &opts, img: &Image{Module: m, Sections: placed},
-		placed: make([]*Placed, len(f.Sections)), symVal: make([]uint64, len(f.Symbols)), symOK: make([]uint8, len(f.Symbols))}
+		placed: make([]*Placed, len(f.Sections)), syms: make([]symInfo, len(f.Symbols))}
 	for _, p := range placed {
 		l.placed[p.Index] = p
 	}
@@ -189,11 +240,15 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 			return nil, err
 		}
 	}
-	start := time.Now()
+	// simplify_symbols(): every symbol is resolved before any relocation
+	// (an unresolved one fails the load even if nothing refers to it).
+	for i := range f.Symbols {
+		l.symbol(uint32(i))
+	}
 	if err := l.applyAll(); err != nil {
 		return nil, err
 	}
-	l.img.ApplyTime = time.Since(start)
+	l.img.syms = l.syms
 	for r, area := range l.plt {
 		if area != nil {
 			if r == int(Core) {
@@ -213,50 +268,93 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 // architecture's apply function compute, range-check and encode.
 func (l *linker) applyAll() error {
 	a, f := l.m.arch, l.m.f
-	shndx := l.m.shndx
+	// Each section's bytes are copied just before its relocations are
+	// applied, while they are still in the cache.
+	bySection := map[int][]int{}
 	for i := range f.Sections {
 		s := &f.Sections[i]
 		if s.Type != a.relType || (l.opts.SkipSections != nil && l.opts.SkipSections(s.Name)) {
 			continue
 		}
-		t, err := f.RelocTable(s)
-		if err != nil {
-			return err
+		if int(s.Info) < len(l.placed) && l.placed[s.Info] != nil {
+			bySection[int(s.Info)] = append(bySection[int(s.Info)], i)
 		}
-		dst := l.placed[s.Info]
-		if dst == nil {
-			continue // not loaded (debug info): the kernel skips it too
+		// else not loaded (debug info): the kernel skips it too
+	}
+	for _, p := range l.img.Sections {
+		p.fill()
+		if p.Index < 0 {
+			continue
 		}
-		for j := range t.Len() {
-			r, err := t.Reloc(j)
+		for _, ri := range bySection[p.Index] {
+			start := time.Now()
+			err := l.applySection(&f.Sections[ri], p)
+			l.img.ApplyTime += time.Since(start)
 			if err != nil {
 				return err
 			}
-			if r.Offset > uint64(len(dst.Data)) {
-				l.fail(s, j, r, ErrBadTarget, r.Offset, fmt.Sprintf("section %s is %d bytes", dst.Name, len(dst.Data)))
-				continue
-			}
-			sv, ok := l.symbol(r.Sym)
-			if !ok {
-				l.fail(s, j, r, ErrUnresolved, 0, "")
-				continue
-			}
-			// Passed by value: a pointer would escape through the function
-			// table, costing an allocation (or heap writes) per relocation.
-			rc := reloc{r: r, loc: dst.Data[r.Offset:], P: dst.Addr + r.Offset, S: sv, A: r.Addend,
-				region: dst.Region, plt: uint32(shndx[r.Sym]) != s.Info}
-			if err := a.apply(l, rc); err != nil {
-				if re, ok := err.(*RelocError); ok {
-					l.fail(s, j, r, re.Kind, re.Value, re.Detail)
-				} else {
-					l.fail(s, j, r, err, 0, "")
-				}
-				continue
-			}
-			l.img.Relocs++
 		}
 	}
 	return nil
+}
+
+// applySection applies the relocation section s to dst.
+func (l *linker) applySection(s *elfobj.Section, dst *Placed) error {
+	f := l.m.f
+	syms := l.syms
+	t, err := f.RelocTable(s)
+	if err != nil {
+		return err
+	}
+	applied := 0
+	fast := t.IsRelaLE64()
+	for j := range t.Len() {
+		r, ok := elfobj.Reloc{}, false
+		if fast {
+			r, ok = t.RelaLE64(j) // inlined: the common case
+		}
+		if !ok {
+			var err error
+			if r, err = t.Reloc(j); err != nil {
+				return err
+			}
+		}
+		if r.Offset > uint64(len(dst.Data)) {
+			l.fail(s, j, r, ErrBadTarget, r.Offset, fmt.Sprintf("section %s is %d bytes", dst.Name, len(dst.Data)))
+			continue
+		}
+		si := &syms[r.Sym] // one load for address, state and section
+		if si.state != 1 {
+			l.fail(s, j, r, ErrUnresolved, 0, "")
+			continue
+		}
+		rc := reloc{r: r, loc: dst.Data[r.Offset:], P: dst.Addr + r.Offset, S: si.val, A: r.Addend,
+			region: dst.Region, plt: uint32(si.shndx) != s.Info}
+		if err := l.apply(&rc); err != nil {
+			if re, ok := err.(*RelocError); ok {
+				l.fail(s, j, r, re.Kind, re.Value, re.Detail)
+			} else {
+				l.fail(s, j, r, err, 0, "")
+			}
+			continue
+		}
+		applied++
+	}
+	l.img.Relocs += applied
+	return nil
+}
+
+// apply calls the architecture's apply function directly rather than
+// through the table, so that rc stays on the stack (an indirect call
+// makes it escape): the table still says which function it is.
+func (l *linker) apply(rc *reloc) error {
+	switch l.m.arch.machine {
+	case elf.EM_AARCH64:
+		return arm64Apply(l, rc)
+	case elf.EM_ARM:
+		return armApply(l, rc)
+	}
+	return amd64Apply(l, rc)
 }
 
 // secOf returns the whole section rc applies to (for the rare relocation
@@ -292,9 +390,9 @@ func symName(f *elfobj.File, i uint32) string {
 
 // symbol returns symbol i's address: simplify_symbols().
 func (l *linker) symbol(i uint32) (uint64, bool) {
-	switch l.symOK[i] {
+	switch l.syms[i].state {
 	case 1:
-		return l.symVal[i], true
+		return l.syms[i].val, true
 	case 2:
 		return 0, false
 	}
@@ -306,6 +404,14 @@ func (l *linker) symbol(i uint32) (uint64, bool) {
 	case s.Shndx == uint16(elf.SHN_UNDEF) || s.Shndx == shnLivepatch:
 		if i == 0 {
 			v = 0 // the null symbol: relocations against "nothing"
+			break
+		}
+		if s.Name == "_GLOBAL_OFFSET_TABLE_" {
+			// A PIE module's reference to its own GOT (Garnier's series
+			// made it SHN_ABS): the GOT the linker added, if any.
+			if l.got != nil {
+				v = l.got.p.Addr
+			}
 			break
 		}
 		if l.opts.Resolve != nil {
@@ -328,12 +434,26 @@ func (l *linker) symbol(i uint32) (uint64, bool) {
 	default:
 		ok = false // in a section that is not loaded
 	}
-	l.symVal[i] = v
-	l.symOK[i] = 1
+	l.syms[i] = symInfo{val: v, state: 1, shndx: s.Shndx}
 	if !ok {
-		l.symOK[i] = 2
+		l.syms[i].state = 2
 	}
 	return v, ok
+}
+
+// symbolAddr is symbol i's final address, when it was resolved.
+func (img *Image) symbolAddr(i uint32) (uint64, bool) {
+	if int(i) >= len(img.syms) || img.syms[i].state != 1 {
+		return 0, false
+	}
+	return img.syms[i].val, true
+}
+
+// symInfo is a symbol as the relocation loop needs it.
+type symInfo struct {
+	val   uint64
+	shndx uint16
+	state uint8 // 0 unknown, 1 resolved, 2 failed
 }
 
 // shnLivepatch is SHN_LIVEPATCH: a .klp.sym symbol, resolved by name.

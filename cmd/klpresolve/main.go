@@ -116,6 +116,7 @@ under --strict), 2 unusable input or usage, 3 --max-time exceeded.`,
 		newBenchCmd(a),
 		newConvertCmd(a),
 		newPLTCmd(a),
+		newLinkCmd(a),
 	)
 	return root
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"debug/elf"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -178,4 +179,46 @@ func TestPLTCommandCorpus(t *testing.T) {
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "md4 (arm64), kernel mode, erratum 843419 workaround")
 	assert.Contains(t, out, ".plt:      6 entries, sh_size 84") // expected-plt.tsv: plt_core_erratum 6
+}
+
+func TestLinkCommand(t *testing.T) {
+	md4 := testutil.Corpus(t, "amd64/modules/md4.ko")
+	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	out := filepath.Join(t.TempDir(), "md4.linked")
+	code, stdout, _ := runCLI(t, "link", md4, "--kallsyms", k, "-o", out, "--base", "0xffffffffc1000000")
+	require.Equal(t, 0, code, stdout)
+	assert.Contains(t, stdout, "OK: md4 (x86_64) links: 79 relocations applied")
+	assert.Regexp(t, `\.text\s+core\s+0xffffffffc1000000`, stdout)
+	f, err := elf.Open(out)
+	require.NoError(t, err)
+	defer f.Close()
+	assert.Equal(t, uint64(0xffffffffc1000000), f.Section(".text").Addr)
+	syms, err := f.Symbols()
+	require.NoError(t, err)
+	found := false
+	for _, s := range syms {
+		if s.Name == "init_module" {
+			found = true
+			assert.Equal(t, f.Section(".init.text").Addr, s.Value)
+		}
+	}
+	assert.True(t, found)
+
+	// The fixture's symbols are not in the example kallsyms: exit 1, listed.
+	code, stdout, _ = runCLI(t, "link", filepath.Join(testutil.RepoRoot(), "testdata", "modplt", "got.o"),
+		"--kallsyms", filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt"), "--format", "json")
+	assert.Equal(t, 1, code)
+	var j struct {
+		OK         bool
+		Unresolved []string
+		Errors     []struct{ Section, Type, Symbol, Error string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &j))
+	assert.False(t, j.OK)
+	assert.Equal(t, []string{"ext_a", "ext_b", "ext_f", "ext_g"}, j.Unresolved)
+	assert.Equal(t, "R_X86_64_GOTPCRELX", j.Errors[0].Type)
+
+	code, _, errs := runCLI(t, "link", md4, "--kallsyms", k, "--base", "nope")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, `bad address "nope"`)
 }

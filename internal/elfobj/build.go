@@ -10,6 +10,7 @@ import (
 // and the tests' generated modules. Sections are numbered from 1 in the
 // order they are added; .symtab, .strtab and .shstrtab follow them.
 type Builder struct {
+	Type     elf.Type // ET_REL when 0
 	Class    elf.Class
 	Order    binary.ByteOrder // binary.LittleEndian or binary.BigEndian
 	Machine  elf.Machine
@@ -26,6 +27,7 @@ type BuildSection struct {
 	Flags     elf.SectionFlag
 	Data      []byte
 	Size      uint64 // for SHT_NOBITS
+	Addr      uint64 // sh_addr
 	Link      uint32
 	Info      uint32
 	Addralign uint64
@@ -176,7 +178,7 @@ func (b *Builder) Bytes() []byte {
 			out = o.AppendUint32(out, names[i])
 			out = o.AppendUint32(out, uint32(s.Type))
 			out = o.AppendUint64(out, uint64(s.Flags))
-			out = o.AppendUint64(out, 0)
+			out = o.AppendUint64(out, s.Addr)
 			out = o.AppendUint64(out, offs[i])
 			out = o.AppendUint64(out, size)
 			out = o.AppendUint32(out, s.Link)
@@ -187,7 +189,7 @@ func (b *Builder) Bytes() []byte {
 			out = o.AppendUint32(out, names[i])
 			out = o.AppendUint32(out, uint32(s.Type))
 			out = o.AppendUint32(out, uint32(s.Flags))
-			out = o.AppendUint32(out, 0)
+			out = o.AppendUint32(out, uint32(s.Addr))
 			out = o.AppendUint32(out, uint32(offs[i]))
 			out = o.AppendUint32(out, uint32(size))
 			out = o.AppendUint32(out, s.Link)
@@ -205,7 +207,11 @@ func (b *Builder) Bytes() []byte {
 		h[elf.EI_DATA] = byte(elf.ELFDATA2LSB)
 	}
 	h[elf.EI_VERSION] = byte(elf.EV_CURRENT)
-	o.PutUint16(h[16:], uint16(elf.ET_REL))
+	typ := b.Type
+	if typ == 0 {
+		typ = elf.ET_REL
+	}
+	o.PutUint16(h[16:], uint16(typ))
 	o.PutUint16(h[18:], uint16(b.Machine))
 	o.PutUint32(h[20:], uint32(elf.EV_CURRENT))
 	shnum := uint16(len(all) + 1)

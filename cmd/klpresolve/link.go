@@ -1,0 +1,195 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/klpresolve/klpresolve/internal/atomicfile"
+	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/klp"
+	"github.com/klpresolve/klpresolve/modplt"
+)
+
+// kallsymsResolver resolves a module's undefined symbols against a
+// kernel's symbols as the loader would find them (by name: vmlinux first,
+// then the loaded modules), and its .klp.sym livepatch symbols with
+// livepatch's rules (object, name, sympos).
+func kallsymsResolver(ix *kallsyms.Index) modplt.Resolver {
+	return func(name string) (uint64, bool) {
+		if strings.HasPrefix(name, klp.SymPrefix) {
+			sn, n := klp.ParseSymbolName(name)
+			if n != 3 {
+				return 0, false
+			}
+			s, err := ix.Lookup(sn.Object, sn.Name, sn.Pos)
+			return s.Address, err == nil
+		}
+		if strings.Contains(name, ":") {
+			return 0, false // not a module:name spec
+		}
+		s, err := ix.LookupName(name)
+		return s.Address, err == nil
+	}
+}
+
+func parseAddr(s string) (uint64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseUint(s, 0, 64)
+	if err != nil {
+		return 0, &exitError{exitUsage, fmt.Errorf("bad address %q: %v", s, err)}
+	}
+	return v, nil
+}
+
+func newLinkCmd(a *app) *cobra.Command {
+	var format, base, initBase, out string
+	var opts modplt.LinkOptions
+	c := &cobra.Command{
+		Use:   "link MODULE.ko [--kallsyms PATH] [--base ADDR] [-o OUT] [--format text|json]",
+		Short: "Lay a module out and apply its relocations against a kernel's symbols, as the kernel would",
+		Long: `Lays MODULE.ko out as the kernel's loader does (core and init; text, read-only,
+ro-after-init, data), resolves its undefined symbols (and .klp.sym livepatch symbols)
+against the kernel's symbols, and applies every relocation with the architecture's
+apply_relocate_add() rules and range checks, emitting PLT entries for branches out of
+range (arm64, arm) and a GOT for PIE-built x86_64 modules. With -o it writes the linked
+image: an ELF whose sections sit at their load addresses.
+
+Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
+2 unusable input.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			var err error
+			if opts.Base, err = parseAddr(base); err != nil {
+				return err
+			}
+			if opts.InitBase, err = parseAddr(initBase); err != nil {
+				return err
+			}
+			m, err := modplt.Open(args[0])
+			if err != nil {
+				return &exitError{exitUsage, err}
+			}
+			ix, err := a.openIndex()
+			if err != nil {
+				return err
+			}
+			opts.Resolve = kallsymsResolver(ix)
+			img, err := m.Link(opts)
+			if err != nil {
+				return &exitError{exitUsage, err}
+			}
+			if out != "" {
+				if err := atomicfile.WriteBytes(out, img.ELF()); err != nil {
+					return &exitError{exitUsage, err}
+				}
+			}
+			if format == "json" {
+				err = writeJSON(a, linkReport(img))
+			} else {
+				writeLinkText(a, img, out)
+			}
+			if err != nil {
+				return err
+			}
+			if !img.OK() || len(img.Unresolved) > 0 {
+				return &exitError{exitFailed, errReported}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	c.Flags().StringVar(&base, "base", "", "core load address (default: the architecture's module area)")
+	c.Flags().StringVar(&initBase, "init-base", "", "init load address (default: the page after core)")
+	c.Flags().StringVarP(&out, "output", "o", "", "write the linked image (ELF, sections at their load addresses)")
+	c.Flags().BoolVar(&opts.Erratum843419, "erratum-843419", false, "arm64: work around Cortex-A53 erratum 843419")
+	c.Flags().BoolVar(&opts.ForcePLT, "force-plt", false, "debug: send every branch that has a PLT slot through the PLT")
+	return c
+}
+
+type linkJSON struct {
+	Module     string        `json:"module"`
+	Arch       string        `json:"arch"`
+	OK         bool          `json:"ok"`
+	Sections   []sectionJSON `json:"sections"`
+	Relocs     int           `json:"relocations_applied"`
+	Errors     []errorJSON   `json:"errors"`
+	Unresolved []string      `json:"unresolved"`
+	PLTCore    [2]int        `json:"plt_core_used_max"`
+	PLTInit    [2]int        `json:"plt_init_used_max"`
+	GOT        [2]int        `json:"got_used_max"`
+}
+
+type sectionJSON struct {
+	Name    string `json:"name"`
+	Region  string `json:"region"`
+	Address string `json:"address"`
+	Size    uint64 `json:"size"`
+}
+
+type errorJSON struct {
+	Section string `json:"section"`
+	Offset  string `json:"offset"`
+	Type    string `json:"type"`
+	Symbol  string `json:"symbol"`
+	Error   string `json:"error"`
+}
+
+func linkReport(img *modplt.Image) linkJSON {
+	j := linkJSON{Module: img.Module.Name, Arch: img.Module.Arch, OK: img.OK() && len(img.Unresolved) == 0,
+		Relocs: img.Relocs, Errors: []errorJSON{}, Unresolved: img.Unresolved,
+		PLTCore: [2]int{img.PLTCoreUsed, img.PLTCoreMax}, PLTInit: [2]int{img.PLTInitUsed, img.PLTInitMax},
+		GOT: [2]int{img.GOTUsed, img.GOTMax}}
+	if j.Unresolved == nil {
+		j.Unresolved = []string{}
+	}
+	for _, p := range img.Sections {
+		j.Sections = append(j.Sections, sectionJSON{p.Name, p.Region.String(), fmt.Sprintf("%#x", p.Addr), p.Size})
+	}
+	for _, e := range img.Errors {
+		j.Errors = append(j.Errors, errorJSON{e.Section, fmt.Sprintf("%#x", e.Offset), e.Type, e.Symbol, e.Error()})
+	}
+	return j
+}
+
+func writeLinkText(a *app, img *modplt.Image, out string) {
+	m := img.Module
+	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "SECTION\tREGION\tADDRESS\tSIZE\n")
+	for _, p := range img.Sections {
+		fmt.Fprintf(tw, "%s\t%s\t%#x\t%#x\n", p.Name, p.Region, p.Addr, p.Size)
+	}
+	tw.Flush()
+	switch {
+	case img.PLTCoreMax+img.PLTInitMax > 0:
+		fmt.Fprintf(a.stdout, "PLT: .plt %d of %d entries, .init.plt %d of %d\n", img.PLTCoreUsed, img.PLTCoreMax, img.PLTInitUsed, img.PLTInitMax)
+	case img.GOTMax > 0:
+		fmt.Fprintf(a.stdout, "GOT: %d of %d entries (the others relaxed to lea)\n", img.GOTUsed, img.GOTMax)
+	}
+	for _, s := range img.Unresolved {
+		fmt.Fprintf(a.stdout, "unresolved: %s\n", s)
+	}
+	for i, e := range img.Errors {
+		if i == 20 {
+			fmt.Fprintf(a.stdout, "... and %d more errors (--format json lists them all)\n", len(img.Errors)-i)
+			break
+		}
+		fmt.Fprintf(a.stdout, "error: %v\n", e)
+	}
+	if out != "" {
+		fmt.Fprintf(a.stdout, "wrote %s\n", out)
+	}
+	if img.OK() && len(img.Unresolved) == 0 {
+		fmt.Fprintf(a.stdout, "OK: %s (%s) links: %d relocations applied\n", m.Name, m.Arch, img.Relocs)
+	} else {
+		fmt.Fprintf(a.stdout, "FAILED: %s (%s): %d relocations applied, %d failed, %d unresolved symbols\n", m.Name, m.Arch, img.Relocs, len(img.Errors), len(img.Unresolved))
+	}
+}
