@@ -136,7 +136,7 @@ func (img *Image) ELF() []byte {
 			if s.Name == "" || s.Type() == elf.STT_SECTION || s.Type() == elf.STT_FILE || (s.Bind() == elf.STB_LOCAL) != local {
 				continue
 			}
-			if v, ok := img.symbolAddr(uint32(i + 1)); ok {
+			if v, ok := img.SymbolAddr(uint32(i + 1)); ok {
 				b.AddSymbol(elfobj.BuildSymbol{Name: s.Name, Value: v, Size: s.Size, Info: s.Info, Other: s.Other, Shndx: uint16(elf.SHN_ABS)})
 			}
 		}
@@ -441,8 +441,8 @@ func (l *linker) symbol(i uint32) (uint64, bool) {
 	return v, ok
 }
 
-// symbolAddr is symbol i's final address, when it was resolved.
-func (img *Image) symbolAddr(i uint32) (uint64, bool) {
+// SymbolAddr is symbol i's final address, when it was resolved.
+func (img *Image) SymbolAddr(i uint32) (uint64, bool) {
 	if int(i) >= len(img.syms) || img.syms[i].state != 1 {
 		return 0, false
 	}

@@ -31,7 +31,7 @@ func newBenchCmd(a *app) *cobra.Command {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			r, err := bench.Kallsyms(a.kallsymsPath)
+			r, err := bench.Kallsyms(a.kallsymsPath())
 			if err != nil {
 				return &exitError{exitUsage, fmt.Errorf("bench kallsyms: %w", err)}
 			}
@@ -46,7 +46,7 @@ func newBenchCmd(a *app) *cobra.Command {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			r, err := bench.Resolve(args[0], a.kallsymsPath)
+			r, err := bench.Resolve(args[0], a.kallsymsPath())
 			if err != nil {
 				return &exitError{exitUsage, fmt.Errorf("bench resolve: %w", err)}
 			}

@@ -3,38 +3,14 @@ package main
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/klpresolve/klpresolve/internal/atomicfile"
-	"github.com/klpresolve/klpresolve/kallsyms"
-	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
+	"github.com/klpresolve/klpresolve/pipeline"
 )
-
-// kallsymsResolver resolves a module's undefined symbols against a
-// kernel's symbols as the loader would find them (by name: vmlinux first,
-// then the loaded modules), and its .klp.sym livepatch symbols with
-// livepatch's rules (object, name, sympos).
-func kallsymsResolver(ix *kallsyms.Index) modplt.Resolver {
-	return func(name string) (uint64, bool) {
-		if strings.HasPrefix(name, klp.SymPrefix) {
-			sn, n := klp.ParseSymbolName(name)
-			if n != 3 {
-				return 0, false
-			}
-			s, err := ix.Lookup(sn.Object, sn.Name, sn.Pos)
-			return s.Address, err == nil
-		}
-		if strings.Contains(name, ":") {
-			return 0, false // not a module:name spec
-		}
-		s, err := ix.LookupName(name)
-		return s.Address, err == nil
-	}
-}
 
 func parseAddr(s string) (uint64, error) {
 	if s == "" {
@@ -82,7 +58,7 @@ Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
 			if err != nil {
 				return err
 			}
-			opts.Resolve = kallsymsResolver(ix)
+			opts.Resolve = pipeline.Resolver(ix)
 			img, err := m.Link(opts)
 			if err != nil {
 				return &exitError{exitUsage, err}

@@ -66,18 +66,27 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	kallsymsPath   string
+	kallsymsPaths  []string // every --kallsyms given (check uses them all)
 	lto            bool
+}
+
+// kallsymsPath is the kernel symbols of a one-kernel command: the last
+// --kallsyms given.
+func (a *app) kallsymsPath() string {
+	if len(a.kallsymsPaths) == 0 {
+		return kallsyms.DefaultPath
+	}
+	return a.kallsymsPaths[len(a.kallsymsPaths)-1]
 }
 
 func (a *app) openIndex() (*kallsyms.Index, error) {
 	var ix *kallsyms.Index
 	var err error
 	opts := &kallsyms.Options{LTO: a.lto}
-	if a.kallsymsPath == "-" {
+	if a.kallsymsPath() == "-" {
 		ix, err = kallsyms.Parse("<stdin>", a.stdin, opts)
 	} else {
-		ix, err = kallsyms.Open(a.kallsymsPath, opts)
+		ix, err = kallsyms.Open(a.kallsymsPath(), opts)
 	}
 	if err != nil {
 		return nil, &exitError{exitUsage, err}
@@ -103,8 +112,8 @@ under --strict), 2 unusable input or usage, 3 --max-time exceeded.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.PersistentFlags().StringVar(&a.kallsymsPath, "kallsyms", kallsyms.DefaultPath,
-		"kernel symbols: /proc/kallsyms format, System.map, or a snapshot; gzip/zstd ok; - for stdin")
+	root.PersistentFlags().StringArrayVar(&a.kallsymsPaths, "kallsyms", []string{kallsyms.DefaultPath},
+		"kernel symbols: /proc/kallsyms format, System.map, or a snapshot; gzip/zstd ok; - for stdin (check: repeatable)")
 	root.PersistentFlags().BoolVar(&a.lto, "lto", false,
 		"also match names with a .llvm.<digits> suffix stripped (kernels before 6.11 built with LTO)")
 	addResolveFlags(root, a)
@@ -117,6 +126,7 @@ under --strict), 2 unusable input or usage, 3 --max-time exceeded.`,
 		newConvertCmd(a),
 		newPLTCmd(a),
 		newLinkCmd(a),
+		newCheckCmd(a),
 	)
 	return root
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/klpresolve/klpresolve/internal/atomicfile"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
+	"github.com/klpresolve/klpresolve/pipeline"
 )
 
 type resolveOpts struct {
@@ -21,6 +22,10 @@ type resolveOpts struct {
 	strict  bool
 	stats   bool
 	maxTime time.Duration
+	link    bool
+	base    string
+	out     string
+	erratum bool
 }
 
 // addResolveFlags makes the root command the main job:
@@ -31,6 +36,10 @@ func addResolveFlags(root *cobra.Command, a *app) {
 	root.Flags().BoolVar(&o.strict, "strict", false, "treat deferred relocations (module not loaded) as failures")
 	root.Flags().BoolVar(&o.stats, "stats", false, "print the time of each phase to stderr")
 	root.Flags().DurationVar(&o.maxTime, "max-time", 0, "exit 3 when resolution takes longer than this (e.g. 100ms)")
+	root.Flags().BoolVar(&o.link, "link", false, "also link the whole module (modplt) and record it in a CFI shadow")
+	root.Flags().StringVar(&o.base, "base", "", "with --link: core load address (default: the architecture's module area)")
+	root.Flags().StringVarP(&o.out, "output", "o", "", "with --link: write the linked image (ELF, sections at their load addresses)")
+	root.Flags().BoolVar(&o.erratum, "erratum-843419", false, "with --link: arm64 Cortex-A53 erratum 843419 workaround")
 	root.RunE = func(cmd *cobra.Command, args []string) error {
 		return a.resolve(args[0], o)
 	}
@@ -51,17 +60,45 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 		return &exitError{exitUsage, err}
 	}
 	t2 := time.Now()
-	res := m.Resolve(ix)
+	var po pipeline.Options
+	if o.link {
+		po.Link = true
+		if po.LinkOptions.Base, err = parseAddr(o.base); err != nil {
+			return err
+		}
+		po.LinkOptions.Erratum843419 = o.erratum
+	} else if o.out != "" || o.base != "" {
+		return &exitError{exitUsage, errors.New("-o and --base need --link")}
+	}
+	rep, err := pipeline.Run(m, ix, po)
+	if err != nil {
+		return &exitError{exitUsage, err}
+	}
+	res := rep.Resolution
 	t3 := time.Now()
 	if o.stats {
-		fmt.Fprintf(a.stderr, "stats: read+index kallsyms %v (%d symbols), read module %v (%d relocations), resolve %v, total %v\n",
+		fmt.Fprintf(a.stderr, "stats: read+index kallsyms %v (%d symbols), read module %v (%d relocations), resolve %v, link %v, total %v\n",
 			t1.Sub(t0).Round(time.Microsecond), ix.Len(), t2.Sub(t1).Round(time.Microsecond), m.NumRelocs(),
-			t3.Sub(t2).Round(time.Microsecond), t3.Sub(t0).Round(time.Microsecond))
+			rep.ResolveTime.Round(time.Microsecond), rep.LinkTime.Round(time.Microsecond), t3.Sub(t0).Round(time.Microsecond))
+	}
+	if o.out != "" && rep.Image != nil {
+		if err := atomicfile.WriteBytes(o.out, rep.Image.ELF()); err != nil {
+			return &exitError{exitUsage, err}
+		}
 	}
 	if o.format == "json" {
-		err = writeJSON(a, jsonResolution(res))
+		j := jsonResolution(res)
+		if rep.Image != nil {
+			lj := linkReport(rep.Image)
+			j.Link = &lj
+			j.CFI = cfiJSON(rep.CFI)
+		}
+		err = writeJSON(a, j)
 	} else {
 		writeResolution(a.stdout, res, o.strict)
+		if rep.Image != nil {
+			writeLinkSummary(a.stdout, rep, o.out)
+		}
 	}
 	if err != nil {
 		return err
@@ -69,10 +106,73 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 	if o.maxTime > 0 && t3.Sub(t0) > o.maxTime {
 		return &exitError{exitTooSlow, fmt.Errorf("resolution took %v, more than --max-time %v", t3.Sub(t0).Round(time.Microsecond), o.maxTime)}
 	}
-	if !res.OK(o.strict) {
+	if !rep.OK(o.strict) {
 		return &exitError{exitFailed, errReported}
 	}
 	return nil
+}
+
+// writeLinkSummary is the link and cfi part of the text report.
+func writeLinkSummary(w io.Writer, rep *pipeline.Report, out string) {
+	img, c := rep.Image, rep.CFI
+	fmt.Fprintf(w, "link: %d relocations applied, %d failed, %d unresolved symbols", img.Relocs, len(img.Errors), len(img.Unresolved))
+	switch {
+	case img.PLTCoreMax+img.PLTInitMax > 0:
+		fmt.Fprintf(w, "; PLT .plt %d/%d, .init.plt %d/%d", img.PLTCoreUsed, img.PLTCoreMax, img.PLTInitUsed, img.PLTInitMax)
+	case img.GOTMax > 0:
+		fmt.Fprintf(w, "; GOT %d/%d", img.GOTUsed, img.GOTMax)
+	}
+	fmt.Fprintln(w)
+	for _, u := range img.Unresolved {
+		fmt.Fprintf(w, "  unresolved: %s\n", u)
+	}
+	for i, e := range img.Errors {
+		if i == 20 {
+			fmt.Fprintf(w, "  ... and %d more (--format json lists them all)\n", len(img.Errors)-i)
+			break
+		}
+		fmt.Fprintf(w, "  link error: %v\n", e)
+	}
+	if c != nil {
+		how := "start of text (no __cfi_check)"
+		if c.CheckFnSymbol {
+			how = "__cfi_check"
+		}
+		fmt.Fprintf(w, "cfi: text %s-%s, %d pages in the shadow, check function %s (%s)", hex(c.TextStart), hex(c.TextEnd), c.Pages, hex(c.CheckFn), how)
+		if c.Reason != "" {
+			fmt.Fprintf(w, "; %s", c.Reason)
+		}
+		fmt.Fprintf(w, "; %d function pointers in data, %d on no known page\n", c.Pointers, len(c.Unknown))
+		for _, u := range c.Unknown {
+			fmt.Fprintf(w, "  cfi: function pointer on no known page: %s\n", u)
+		}
+	}
+	if out != "" {
+		fmt.Fprintf(w, "wrote %s\n", out)
+	}
+}
+
+type cfiOut struct {
+	TextStart     string   `json:"text_start"`
+	TextEnd       string   `json:"text_end"`
+	CheckFn       string   `json:"check_function"`
+	CheckFnSymbol bool     `json:"check_function_is_cfi_check"`
+	Pages         int      `json:"pages"`
+	Shadowed      bool     `json:"shadowed"`
+	Reason        string   `json:"reason,omitempty"`
+	Pointers      int      `json:"function_pointers"`
+	Unknown       []string `json:"unknown_pointers"`
+}
+
+func cfiJSON(c *pipeline.CFIReport) *cfiOut {
+	if c == nil {
+		return nil
+	}
+	o := &cfiOut{hex(c.TextStart), hex(c.TextEnd), hex(c.CheckFn), c.CheckFnSymbol, c.Pages, c.Shadowed, c.Reason, c.Pointers, c.Unknown}
+	if o.Unknown == nil {
+		o.Unknown = []string{}
+	}
+	return o
 }
 
 func hex(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }
@@ -109,6 +209,8 @@ type jsonOut struct {
 	Funcs       []jsonFunc  `json:"funcs,omitempty"`
 	Deferred    []string    `json:"deferred_objects"`
 	Warnings    []string    `json:"warnings,omitempty"`
+	Link        *linkJSON   `json:"link,omitempty"`
+	CFI         *cfiOut     `json:"cfi,omitempty"`
 	Summary     struct {
 		Resolved int `json:"resolved"`
 		Deferred int `json:"deferred"`

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/klpresolve/klpresolve/klp"
+	"github.com/klpresolve/klpresolve/pipeline"
+)
+
+// progressMin is the number of kernels from which a terminal gets a
+// progress bar.
+const progressMin = 8
+
+func newCheckCmd(a *app) *cobra.Command {
+	var format, dir string
+	var strict, link bool
+	var maxTime time.Duration
+	var workers int
+	c := &cobra.Command{
+		Use:   "check PATCH.ko --kallsyms A --kallsyms B ... | --kernels DIR [--link] [--format text|json]",
+		Short: "Resolve a patch against many kernel builds at once and print a matrix",
+		Long: `Resolves PATCH.ko against every kernel given (--kallsyms, repeatable, or every file of
+--kernels DIR: kallsyms files, System.maps or snapshots), in parallel on all cores,
+sharing the parsed module, and prints one row per kernel: relocations resolved, deferred
+and failed, and the first error. With --link each kernel also links the whole module.
+
+Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
+2 usage, 3 --max-time exceeded.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			t0 := time.Now()
+			var kernels []string
+			if cmd.Flags().Changed("kallsyms") || cmd.Root().PersistentFlags().Changed("kallsyms") {
+				kernels = append(kernels, a.kallsymsPaths...)
+			}
+			if dir != "" {
+				ents, err := os.ReadDir(dir)
+				if err != nil {
+					return &exitError{exitUsage, err}
+				}
+				for _, e := range ents {
+					if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), ".") {
+						kernels = append(kernels, filepath.Join(dir, e.Name()))
+					}
+				}
+			}
+			if len(kernels) == 0 {
+				return &exitError{exitUsage, errors.New("check needs --kallsyms (repeatable) or --kernels DIR")}
+			}
+			m, err := klp.Open(args[0])
+			if err != nil {
+				return &exitError{exitUsage, err}
+			}
+			o := pipeline.FleetOptions{Workers: workers, Strict: strict, LTO: a.lto, Run: pipeline.Options{Link: link}}
+			if len(kernels) >= progressMin && isTerminal(a.stderr) {
+				o.Progress = func(done, total int) { drawProgress(a.stderr, done, total) }
+			}
+			rows := pipeline.Fleet(m, kernels, o)
+			elapsed := time.Since(t0)
+			if o.Progress != nil {
+				fmt.Fprint(a.stderr, "\r\033[K")
+			}
+			failed := 0
+			for _, r := range rows {
+				if !r.OK {
+					failed++
+				}
+			}
+			if format == "json" {
+				err = writeJSON(a, checkJSON(m, rows))
+			} else {
+				writeMatrix(a.stdout, rows)
+				fmt.Fprintf(a.stdout, "%d kernels: %d OK, %d failed (%v)\n", len(rows), len(rows)-failed, failed, elapsed.Round(time.Millisecond))
+			}
+			if err != nil {
+				return err
+			}
+			if maxTime > 0 && elapsed > maxTime {
+				return &exitError{exitTooSlow, fmt.Errorf("check took %v, more than --max-time %v", elapsed.Round(time.Millisecond), maxTime)}
+			}
+			if failed > 0 {
+				return &exitError{exitFailed, errReported}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	c.Flags().StringVar(&dir, "kernels", "", "folder of kernel symbol files (kallsyms, System.map, snapshots), one per kernel build")
+	c.Flags().BoolVar(&strict, "strict", false, "treat deferred relocations (module not loaded) as failures")
+	c.Flags().BoolVar(&link, "link", false, "also link the whole module against each kernel")
+	c.Flags().DurationVar(&maxTime, "max-time", 0, "exit 3 when the check takes longer than this")
+	c.Flags().IntVar(&workers, "jobs", 0, "kernels checked at once (default: GOMAXPROCS)")
+	return c
+}
+
+func writeMatrix(w io.Writer, rows []pipeline.KernelResult) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "KERNEL\tRESOLVED\tDEFERRED\tERRORS\tFIRST ERROR\n")
+	for _, r := range rows {
+		if r.Err != nil {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t%s\n", r.Kernel, r.FirstError)
+			continue
+		}
+		first := r.FirstError
+		if first == "" {
+			first = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", r.Kernel, r.Resolved, r.Deferred, r.Errors, first)
+	}
+	tw.Flush()
+}
+
+type checkRow struct {
+	Kernel     string  `json:"kernel"`
+	OK         bool    `json:"ok"`
+	Resolved   int     `json:"resolved"`
+	Deferred   int     `json:"deferred"`
+	Errors     int     `json:"errors"`
+	FirstError *string `json:"first_error"`
+	ReadError  *string `json:"read_error,omitempty"`
+	Millis     float64 `json:"ms"`
+}
+
+type checkOut struct {
+	Module  string     `json:"module"`
+	Arch    string     `json:"arch"`
+	Kernels []checkRow `json:"kernels"`
+	Summary struct {
+		Kernels int `json:"kernels"`
+		OK      int `json:"ok"`
+		Failed  int `json:"failed"`
+	} `json:"summary"`
+}
+
+func checkJSON(m *klp.Module, rows []pipeline.KernelResult) *checkOut {
+	out := &checkOut{Module: m.Path, Arch: m.Arch, Kernels: []checkRow{}}
+	for _, r := range rows {
+		row := checkRow{Kernel: r.Kernel, OK: r.OK, Resolved: r.Resolved, Deferred: r.Deferred, Errors: r.Errors,
+			Millis: float64(r.Time.Microseconds()) / 1e3}
+		if r.FirstError != "" {
+			s := r.FirstError
+			row.FirstError = &s
+		}
+		if r.Err != nil {
+			s := r.Err.Error()
+			row.ReadError = &s
+		}
+		out.Kernels = append(out.Kernels, row)
+		if r.OK {
+			out.Summary.OK++
+		} else {
+			out.Summary.Failed++
+		}
+	}
+	out.Summary.Kernels = len(rows)
+	return out
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+func drawProgress(w io.Writer, done, total int) {
+	const width = 40
+	n := done * width / total
+	fmt.Fprintf(w, "\r[%s%s] %d/%d kernels", strings.Repeat("=", n), strings.Repeat(" ", width-n), done, total)
+}

@@ -1,0 +1,12 @@
+// Package pipeline joins klpresolve's parts into the flow a livepatch
+// team runs before shipping a patch: resolve the livepatch relocations
+// (klp), link the whole module (modplt), record it in a CFI shadow (cfi),
+// for one kernel, or for every kernel build the patch targets, in
+// parallel.
+//
+// It mirrors what the kernel does from load_module() to klp_enable_patch():
+// simplify_symbols() and apply_relocations() for the module's ordinary
+// relocations, klp_apply_section_relocs() for its .klp.rela sections
+// (those of modules that are not loaded wait for klp_module_coming()),
+// and cfi_module_add().
+package pipeline

@@ -1,0 +1,111 @@
+package pipeline
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/klp"
+)
+
+// KernelResult is one kernel's row of a fleet check.
+type KernelResult struct {
+	Kernel     string // the kallsyms, System.map or snapshot it was read from
+	Resolved   int
+	Deferred   int
+	Errors     int // livepatch relocations that failed (plus link failures, when linking)
+	FirstError string
+	OK         bool
+	// Err is set when the kernel's symbols could not be read: the row has
+	// no counts.
+	Err  error
+	Time time.Duration
+}
+
+// FleetOptions shape a fleet check.
+type FleetOptions struct {
+	Workers  int  // goroutines; 0 means GOMAXPROCS
+	Strict   bool // deferred relocations fail
+	LTO      bool // kallsyms.Options.LTO
+	Run      Options
+	Progress func(done, total int) // called after each kernel, from one goroutine at a time
+}
+
+// Fleet checks m against every kernel in parallel, sharing the parsed
+// module, and returns one row per kernel in the order given.
+func Fleet(m *klp.Module, kernels []string, o FleetOptions) []KernelResult {
+	workers := o.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	out := make([]KernelResult, len(kernels))
+	var next atomic.Int64
+	var done atomic.Int64
+	var progressMu sync.Mutex
+	var wg sync.WaitGroup
+	for range min(workers, len(kernels)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(kernels) {
+					return
+				}
+				out[i] = checkOne(m, kernels[i], o)
+				n := int(done.Add(1))
+				if o.Progress != nil {
+					progressMu.Lock()
+					o.Progress(n, len(kernels))
+					progressMu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func checkOne(m *klp.Module, kernel string, o FleetOptions) KernelResult {
+	t := time.Now()
+	kr := KernelResult{Kernel: kernel}
+	ix, err := kallsyms.Open(kernel, &kallsyms.Options{LTO: o.LTO})
+	if err != nil {
+		kr.Err = err
+		kr.FirstError = err.Error()
+		kr.Time = time.Since(t)
+		return kr
+	}
+	rep, err := Run(m, ix, o.Run)
+	if err != nil {
+		kr.Err = err
+		kr.FirstError = err.Error()
+		kr.Time = time.Since(t)
+		return kr
+	}
+	res := rep.Resolution
+	kr.Resolved, kr.Deferred, kr.Errors = res.Resolved, res.Deferred, res.Errors
+	for _, r := range res.Results {
+		if r.Err != nil {
+			kr.FirstError = r.Err.Kernel
+			break
+		}
+	}
+	if kr.FirstError == "" && o.Strict && res.Deferred > 0 && len(res.DeferredObjects) > 0 {
+		kr.FirstError = "deferred: module " + res.DeferredObjects[0] + " is not loaded (--strict)"
+	}
+	if img := rep.Image; img != nil {
+		kr.Errors += len(img.Errors)
+		if kr.FirstError == "" && len(img.Errors) > 0 {
+			kr.FirstError = "link: " + img.Errors[0].Error()
+		}
+		if kr.FirstError == "" && len(img.Unresolved) > 0 {
+			kr.FirstError = "link: unresolved symbol " + img.Unresolved[0]
+		}
+	}
+	kr.OK = rep.OK(o.Strict)
+	kr.Time = time.Since(t)
+	return kr
+}

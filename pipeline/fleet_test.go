@@ -1,0 +1,232 @@
+package pipeline
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/testutil"
+	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/klp"
+)
+
+// variant is one made-up kernel build of the fleet.
+type variant struct {
+	shift       uint64 // KASLR-like offset of vmlinux
+	modShift    uint64 // and of the modules
+	noExt4      bool   // ext4 not loaded: its relocations are deferred
+	withXfs     bool   // xfs loaded: its relocation resolves
+	renamed     bool   // vfs_read renamed: not found
+	duplicated  bool   // a second jiffies: ambiguous
+	fewTypeShow bool   // only two type_show: position 3 not found
+}
+
+func variantOf(k int) variant {
+	return variant{
+		shift:       uint64(k) * 0x200000,
+		modShift:    uint64(k%50) * 0x10000,
+		noExt4:      k%5 == 1,
+		withXfs:     k%7 == 3,
+		renamed:     k%11 == 4,
+		duplicated:  k%13 == 6,
+		fewTypeShow: k%17 == 8,
+	}
+}
+
+// baseLines reads the corpus amd64 kallsyms, keeping every symbol the
+// sample patch needs and one in 60 of the others (a smaller kernel that
+// parses fast even under the race detector).
+func baseLines(t *testing.T) []string {
+	b, err := os.ReadFile(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"))
+	require.NoError(t, err)
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for i := 0; sc.Scan(); i++ {
+		l := sc.Text()
+		f := strings.Fields(l)
+		if len(f) < 3 {
+			continue
+		}
+		switch {
+		case f[2] == "jiffies" || f[2] == "vfs_read" || f[2] == "type_show":
+		case len(f) == 4 && (f[3] == "[ext4]" || f[3] == "[jbd2]"):
+		case i%60 == 0:
+		default:
+			continue
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// kernelText makes variant v of the base kernel in kallsyms format.
+func kernelText(base []string, v variant) string {
+	var b strings.Builder
+	typeShows := 0
+	for _, l := range base {
+		f := strings.Fields(l)
+		addr, _ := strconv.ParseUint(f[0], 16, 64)
+		name := f[2]
+		mod := ""
+		if len(f) == 4 {
+			mod = f[3]
+			if mod == "[ext4]" && v.noExt4 {
+				continue
+			}
+			addr += v.modShift
+		} else {
+			addr += v.shift
+		}
+		if name == "type_show" && mod == "" {
+			typeShows++
+			if v.fewTypeShow && typeShows > 2 {
+				continue
+			}
+		}
+		if name == "vfs_read" && v.renamed {
+			name = "vfs_read_checked"
+		}
+		if mod != "" {
+			fmt.Fprintf(&b, "%016x %s %s\t%s\n", addr, f[1], name, mod)
+		} else {
+			fmt.Fprintf(&b, "%016x %s %s\n", addr, f[1], name)
+		}
+		if name == "jiffies" && v.duplicated {
+			fmt.Fprintf(&b, "%016x d %s\n", addr+0x40, name)
+		}
+	}
+	if v.withXfs {
+		fmt.Fprintf(&b, "%016x t xfs_iget\t[xfs]\n", 0xffffffffc0900000+v.modShift)
+	}
+	return b.String()
+}
+
+// expect is the matrix row variant v must give for the sample patch,
+// worked out from the patch's relocations and the kernel's rules.
+func expect(t *testing.T, m *klp.Module, v variant) (resolved, deferred, errs int, first string) {
+	for _, s := range m.Sections {
+		for _, r := range s.Relocs {
+			sym := r.Sym
+			var fail string
+			switch {
+			case sym.Object == "ext4" && v.noExt4, sym.Object == "xfs" && !v.withXfs:
+				deferred++
+				continue
+			case sym.Name == "jiffies" && v.duplicated:
+				fail = "unresolvable ambiguity for symbol 'jiffies' in object '(null)'"
+			case sym.Name == "vfs_read" && v.renamed:
+				fail = "symbol 'vfs_read' not found in symbol table"
+			case sym.Name == "type_show" && v.fewTypeShow:
+				fail = "symbol position 3 for symbol 'type_show' in object 'vmlinux' not found"
+			}
+			if fail != "" {
+				errs++
+				if first == "" {
+					first = fail
+				}
+				continue
+			}
+			resolved++
+		}
+	}
+	return
+}
+
+// TestFleet builds 200 kernel snapshots from the corpus kallsyms (shifted
+// addresses, different module sets, a renamed, a duplicated and a
+// missing-position symbol in some), checks the sample patch against all
+// of them at once, and asserts every row of the matrix.
+func TestFleet(t *testing.T) {
+	base := baseLines(t)
+	dir := t.TempDir()
+	m, err := klp.Open(filepath.Join(testutil.RepoRoot(), "testdata", "klp", "livepatch-sample.ko"))
+	require.NoError(t, err)
+	const n = 200
+	var paths []string
+	for k := range n {
+		text := kernelText(base, variantOf(k))
+		ix, err := kallsyms.Parse(fmt.Sprintf("kernel-%03d", k), strings.NewReader(text), nil)
+		require.NoError(t, err)
+		p := filepath.Join(dir, fmt.Sprintf("kernel-%03d.snap", k))
+		require.NoError(t, ix.WriteSnapshotFile(p))
+		paths = append(paths, p)
+	}
+	progress := 0
+	rows := Fleet(m, paths, FleetOptions{Progress: func(done, total int) {
+		require.Equal(t, n, total)
+		progress = max(progress, done)
+	}})
+	require.Len(t, rows, n)
+	assert.Equal(t, n, progress)
+	counts := map[string]int{}
+	for k, row := range rows {
+		v := variantOf(k)
+		res, def, errs, first := expect(t, m, v)
+		require.NoError(t, row.Err, row.Kernel)
+		assert.Equal(t, paths[k], row.Kernel)
+		assert.Equal(t, res, row.Resolved, "kernel %d resolved", k)
+		assert.Equal(t, def, row.Deferred, "kernel %d deferred", k)
+		assert.Equal(t, errs, row.Errors, "kernel %d errors", k)
+		assert.Equal(t, first, row.FirstError, "kernel %d first error", k)
+		assert.Equal(t, errs == 0, row.OK, "kernel %d ok", k)
+		if errs > 0 {
+			counts["failed"]++
+		}
+		if def > 0 {
+			counts["deferred"]++
+		}
+	}
+	// The fleet exercises every case.
+	assert.Greater(t, counts["failed"], 30)
+	assert.Greater(t, counts["deferred"], 100)
+	t.Logf("fleet: %v", counts)
+
+	// Strict: deferred relocations fail the kernel.
+	strict := Fleet(m, paths[:10], FleetOptions{Strict: true, Workers: 3})
+	for k, row := range strict {
+		_, def, errs, _ := expect(t, m, variantOf(k))
+		assert.Equal(t, errs == 0 && def == 0, row.OK, "kernel %d strict", k)
+	}
+}
+
+// TestRunLink: resolving and linking the sample patch against the corpus
+// kernel: the livepatch relocations of xfs (not loaded) are left for
+// later, and the one ordinary relocation against a function no kernel
+// has fails the link.
+func TestRunLink(t *testing.T) {
+	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	require.NoError(t, err)
+	m, err := klp.Open(filepath.Join(testutil.RepoRoot(), "testdata", "klp", "livepatch-sample.ko"))
+	require.NoError(t, err)
+	rep, err := Run(m, ix, Options{Link: true})
+	require.NoError(t, err)
+	assert.True(t, rep.Resolution.OK(false))
+	require.NotNil(t, rep.Image)
+	assert.Equal(t, []string{"no_such_function"}, rep.Image.Unresolved)
+	require.Len(t, rep.Image.Errors, 1)
+	assert.Equal(t, "no_such_function", rep.Image.Errors[0].Symbol)
+	assert.False(t, rep.OK(false))
+	// The livepatch relocation of vfs_read was applied with its address.
+	vfsRead, err := ix.Lookup("vmlinux", "vfs_read", 0)
+	require.NoError(t, err)
+	found := false
+	for _, r := range rep.Resolution.Results {
+		if r.Name == "vfs_read" {
+			found = true
+			assert.Equal(t, vfsRead.Address, r.Address)
+		}
+	}
+	assert.True(t, found)
+	require.NotNil(t, rep.CFI)
+	assert.True(t, rep.CFI.Shadowed)
+	assert.Equal(t, rep.CFI.TextStart, rep.CFI.CheckFn) // no __cfi_check: start of text
+	assert.Equal(t, 1, rep.CFI.Pages)
+}

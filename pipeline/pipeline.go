@@ -1,0 +1,176 @@
+package pipeline
+
+import (
+	"debug/elf"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/klpresolve/klpresolve/cfi"
+	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/klp"
+	"github.com/klpresolve/klpresolve/modplt"
+)
+
+// Resolver resolves a module's symbols against a kernel's: .klp.sym
+// livepatch symbols with livepatch's rules (object, name, sympos), others
+// by name as the loader finds them (vmlinux first, then loaded modules).
+func Resolver(ix *kallsyms.Index) modplt.Resolver {
+	return func(name string) (uint64, bool) {
+		if strings.HasPrefix(name, klp.SymPrefix) {
+			sn, n := klp.ParseSymbolName(name)
+			if n != 3 {
+				return 0, false
+			}
+			s, err := ix.Lookup(sn.Object, sn.Name, sn.Pos)
+			return s.Address, err == nil
+		}
+		if strings.Contains(name, ":") {
+			return 0, false
+		}
+		s, err := ix.LookupName(name)
+		return s.Address, err == nil
+	}
+}
+
+// Options shape a Run.
+type Options struct {
+	// Link links the whole module after resolving it, and records it in a
+	// CFI shadow.
+	Link bool
+	// LinkOptions are passed to modplt (Resolve and SkipSections are set
+	// by Run).
+	LinkOptions modplt.LinkOptions
+}
+
+// Report is one module against one kernel.
+type Report struct {
+	Resolution *klp.Resolution
+	Image      *modplt.Image // when linked
+	CFI        *CFIReport    // when linked
+	// Times of the phases.
+	ResolveTime, LinkTime time.Duration
+}
+
+// OK reports whether the module resolved (and, when linked, linked).
+func (r *Report) OK(strict bool) bool {
+	if !r.Resolution.OK(strict) {
+		return false
+	}
+	return r.Image == nil || (r.Image.OK() && len(r.Image.Unresolved) == 0)
+}
+
+// Run resolves m against ix and, with opts.Link, links it and records it
+// in a CFI shadow. m may be shared by concurrent Runs.
+func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
+	t0 := time.Now()
+	rep := &Report{Resolution: m.Resolve(ix)}
+	rep.ResolveTime = time.Since(t0)
+	if !opts.Link {
+		return rep, nil
+	}
+	t1 := time.Now()
+	mod, err := modplt.FromELF(m.ELF())
+	if err != nil {
+		return nil, err
+	}
+	// .klp.rela sections of modules that are not loaded are applied when
+	// the module loads (klp_module_coming()): not now.
+	deferred := map[string]bool{}
+	for _, o := range rep.Resolution.DeferredObjects {
+		deferred[o] = true
+	}
+	skip := map[string]bool{}
+	for _, s := range m.Sections {
+		if deferred[s.Object] {
+			skip[s.Name] = true
+		}
+	}
+	lo := opts.LinkOptions
+	lo.Resolve = Resolver(ix)
+	lo.SkipSections = func(name string) bool { return skip[name] }
+	img, err := mod.Link(lo)
+	if err != nil {
+		return nil, err
+	}
+	// Unresolved .klp.sym symbols of deferred modules are not failures.
+	var unresolved []string
+	for _, u := range img.Unresolved {
+		if sn, n := klp.ParseSymbolName(u); n == 3 && deferred[sn.Object] {
+			continue
+		}
+		unresolved = append(unresolved, u)
+	}
+	img.Unresolved = unresolved
+	rep.Image = img
+	rep.CFI, err = recordCFI(img)
+	if err != nil {
+		return nil, err
+	}
+	rep.LinkTime = time.Since(t1)
+	return rep, nil
+}
+
+// CFIReport is how the linked module sits in a CFI shadow.
+type CFIReport struct {
+	TextStart, TextEnd uint64
+	CheckFn            uint64 // __cfi_check, or the start of the text
+	CheckFnSymbol      bool   // the module defines __cfi_check
+	Pages              int    // pages the shadow covers
+	Shadowed           bool
+	Reason             string
+	// Pointers are the function pointers the module stores (absolute
+	// 64- or 32-bit relocations in its data to function symbols);
+	// Unknown lists those that land on no page the shadow, the slow path
+	// or the kernel's text knows.
+	Pointers int
+	Unknown  []string
+}
+
+// recordCFI records img's core text in a fresh shadow, as
+// cfi_module_add() would, and checks the function pointers it stores.
+func recordCFI(img *modplt.Image) (*CFIReport, error) {
+	m := img.Module
+	f := m.ELF()
+	rep := &CFIReport{TextStart: ^uint64(0)}
+	for _, p := range img.Sections {
+		if p.Index < 0 || p.Region != modplt.Core || f.Sections[p.Index].Flags&elf.SHF_EXECINSTR == 0 || p.Size == 0 {
+			continue
+		}
+		rep.TextStart = min(rep.TextStart, p.Addr)
+		rep.TextEnd = max(rep.TextEnd, p.Addr+p.Size)
+	}
+	if rep.TextEnd == 0 {
+		rep.TextStart = 0
+		rep.Reason = "no core text"
+		return rep, nil
+	}
+	rep.CheckFn = rep.TextStart
+	for i := range f.Symbols {
+		if f.Symbols[i].Name == "__cfi_check" {
+			if v, ok := img.SymbolAddr(uint32(i)); ok {
+				rep.CheckFn, rep.CheckFnSymbol = v, true
+			}
+		}
+	}
+	set, err := cfi.New(cfi.Options{Reclaim: cfi.Synchronous})
+	if err != nil {
+		return nil, err
+	}
+	defer set.Close()
+	res, err := set.Add(cfi.Module{Name: m.Name, TextStart: rep.TextStart, TextEnd: rep.TextEnd, CheckFn: rep.CheckFn})
+	if err != nil {
+		return nil, err
+	}
+	rep.Pages, rep.Shadowed, rep.Reason = res.Pages, res.Shadowed, res.Reason
+	r := set.NewReader()
+	defer r.Close()
+	for _, fp := range img.FunctionPointers() {
+		rep.Pointers++
+		if _, src := r.Lookup(fp.Target); src != cfi.Miss || fp.External {
+			continue // the module's own text, or a kernel function (checked by the kernel's text range)
+		}
+		rep.Unknown = append(rep.Unknown, fmt.Sprintf("%s+%#x -> %s (%#x)", fp.Section, fp.Offset, fp.Symbol, fp.Target))
+	}
+	return rep, nil
+}
