@@ -53,6 +53,34 @@ func newBenchCmd(a *app) *cobra.Command {
 			return report(r)
 		},
 	})
+	var repo, corpus string
+	allCmd := &cobra.Command{
+		Use:   "all [--format json] [--corpus DIR]",
+		Short: "Every benchmark on its standard input, in one report (JSON for CI to store and compare)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			all, err := bench.RunAll(repo, corpus)
+			if err != nil {
+				return &exitError{exitUsage, fmt.Errorf("bench all: %w", err)}
+			}
+			if format == "json" {
+				return writeJSON(a, all)
+			}
+			for _, r := range all.Reports {
+				r.WriteText(a.stdout)
+			}
+			for _, s := range all.Skipped {
+				fmt.Fprintf(a.stdout, "skipped: %s\n", s)
+			}
+			return nil
+		},
+	}
+	allCmd.Flags().StringVar(&repo, "repo", ".", "the klpresolve repository (for its fixtures)")
+	allCmd.Flags().StringVar(&corpus, "corpus", "../shared/corpus", "the shared corpus of real kernel data")
+	c.AddCommand(allCmd)
 	var co bench.CFIOptions
 	var hold time.Duration
 	cfiCmd := &cobra.Command{

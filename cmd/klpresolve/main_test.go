@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -221,4 +222,83 @@ func TestLinkCommand(t *testing.T) {
 	code, _, errs := runCLI(t, "link", md4, "--kallsyms", k, "--base", "nope")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, `bad address "nope"`)
+}
+
+func TestCheckCommand(t *testing.T) {
+	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	code, out, _ := runCLI(t, "check", fixture("livepatch-sample.ko"), "--kallsyms", example, "--kallsyms", k, "--kallsyms", "/nonexistent")
+	assert.Equal(t, 1, code)
+	assert.Regexp(t, `testdata/kallsyms/example.txt\s+6\s+1\s+0\s+-`, out)
+	assert.Regexp(t, `kallsyms-6.1.0-57-amd64.txt\s+6\s+1\s+0\s+-`, out)
+	assert.Regexp(t, `/nonexistent\s+-\s+-\s+-\s+open /nonexistent: no such file or directory`, out)
+	assert.Contains(t, out, "3 kernels: 2 OK, 1 failed")
+
+	// --kernels DIR, JSON, --strict.
+	dir := t.TempDir()
+	for i, src := range []string{example, k} {
+		b, err := os.ReadFile(src)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("k%d.txt", i)), b, 0o644))
+	}
+	code, out, _ = runCLI(t, "check", fixture("livepatch-sample.ko"), "--kernels", dir, "--format", "json", "--strict")
+	assert.Equal(t, 1, code)
+	var j struct {
+		Kernels []struct {
+			Kernel     string
+			OK         bool
+			Resolved   int
+			Deferred   int
+			FirstError *string `json:"first_error"`
+		}
+		Summary struct{ Kernels, OK, Failed int }
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	require.Len(t, j.Kernels, 2)
+	assert.Equal(t, 2, j.Summary.Failed)
+	assert.Equal(t, "deferred: module xfs is not loaded (--strict)", *j.Kernels[0].FirstError)
+	assert.Equal(t, 6, j.Kernels[1].Resolved)
+
+	code, _, errs := runCLI(t, "check", fixture("livepatch-sample.ko"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "check needs --kallsyms")
+}
+
+func TestMainJobLink(t *testing.T) {
+	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	out := filepath.Join(t.TempDir(), "p.linked")
+	code, stdout, _ := runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k, "--link", "-o", out)
+	assert.Equal(t, 1, code) // resolves, but no_such_function does not link
+	assert.Contains(t, stdout, "OK: 7 relocations: 6 resolved, 1 deferred, 0 errors")
+	assert.Contains(t, stdout, "link: 6 relocations applied, 1 failed, 1 unresolved symbols")
+	assert.Contains(t, stdout, "link error: .rela.text.livepatch_missing+0x1: R_X86_64_PLT32 against no_such_function: unresolved symbol")
+	assert.Regexp(t, `cfi: text 0xffffffffc0000000-0xffffffffc0000065, 1 pages in the shadow, check function 0xffffffffc0000000`, stdout)
+	_, err := os.Stat(out)
+	assert.NoError(t, err)
+
+	code, stdout, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k, "--link", "--format", "json")
+	assert.Equal(t, 1, code)
+	var j struct {
+		Summary struct{ Resolved, Deferred, Errors int }
+		Link    struct {
+			OK         bool
+			Relocs     int `json:"relocations_applied"`
+			Unresolved []string
+		}
+		CFI struct {
+			Pages    int
+			Shadowed bool
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &j))
+	assert.Equal(t, 6, j.Summary.Resolved)
+	assert.False(t, j.Link.OK)
+	assert.Equal(t, 6, j.Link.Relocs)
+	assert.Equal(t, []string{"no_such_function"}, j.Link.Unresolved)
+	assert.Equal(t, 1, j.CFI.Pages)
+	assert.True(t, j.CFI.Shadowed)
+
+	code, _, errs := runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k, "-o", out)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "-o and --base need --link")
 }

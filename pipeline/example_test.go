@@ -1,0 +1,50 @@
+package pipeline_test
+
+import (
+	"fmt"
+	"log"
+
+	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/klp"
+	"github.com/klpresolve/klpresolve/pipeline"
+)
+
+// Resolve a livepatch module against a kernel's symbols, link it and
+// record it in a CFI shadow: what a build tool's test does in a few lines.
+func Example() {
+	ix, err := kallsyms.Open("../testdata/kallsyms/example.txt", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	m, err := klp.Open("../testdata/klp/livepatch-sample.ko")
+	if err != nil {
+		log.Fatal(err)
+	}
+	rep, err := pipeline.Run(m, ix, pipeline.Options{Link: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	res := rep.Resolution
+	fmt.Printf("resolved %d, deferred %d (%v), errors %d\n", res.Resolved, res.Deferred, res.DeferredObjects, res.Errors)
+	fmt.Printf("linked %d relocations; unresolved %v\n", rep.Image.Relocs, rep.Image.Unresolved)
+	fmt.Printf("cfi: %d page(s), check function %#x\n", rep.CFI.Pages, rep.CFI.CheckFn)
+	// Output:
+	// resolved 6, deferred 1 ([xfs]), errors 0
+	// linked 6 relocations; unresolved [no_such_function]
+	// cfi: 1 page(s), check function 0xffffffffc0000000
+}
+
+// Check a patch against several kernel builds at once.
+func ExampleFleet() {
+	m, err := klp.Open("../testdata/klp/livepatch-sample.ko")
+	if err != nil {
+		log.Fatal(err)
+	}
+	rows := pipeline.Fleet(m, []string{"../testdata/kallsyms/example.txt", "../testdata/kallsyms/missing.txt"}, pipeline.FleetOptions{})
+	for _, r := range rows {
+		fmt.Printf("%s ok=%v resolved=%d first error=%q\n", r.Kernel, r.OK, r.Resolved, r.FirstError)
+	}
+	// Output:
+	// ../testdata/kallsyms/example.txt ok=true resolved=6 first error=""
+	// ../testdata/kallsyms/missing.txt ok=false resolved=0 first error="open ../testdata/kallsyms/missing.txt: no such file or directory"
+}
