@@ -73,16 +73,20 @@ func (m *Module) Resolve(ix *kallsyms.Index) *Resolution {
 	cache := make([]answer, len(m.elf.Symbols)) // by symbol index
 	deferred := map[string]bool{}
 	for _, s := range m.Sections {
+		deferredSection := s.Err == nil && s.Object != kallsyms.Vmlinux && !ix.HasObject(s.Object)
 		for i := range s.Relocs {
 			r := &s.Relocs[i]
-			out := Result{Section: s.Name, Index: r.Index, Offset: r.Offset, Type: r.TypeName, Symbol: r.Symbol,
-				Object: r.Sym.Object, Name: r.Sym.Name, Pos: r.Sym.Pos}
+			// Filled in place: a Result is 136 bytes, and 20,000 of them
+			// copied twice cost more than the lookups.
+			res.Results = append(res.Results, Result{Section: s.Name, Index: r.Index, Offset: r.Offset, Type: r.TypeName, Symbol: r.Symbol,
+				Object: r.Sym.Object, Name: r.Sym.Name, Pos: r.Sym.Pos})
+			out := &res.Results[len(res.Results)-1]
 			switch {
 			case s.Err != nil:
 				out.Status, out.Err = Failed, m.relocErr(s, r, s.Err)
 			case r.Err != nil:
 				out.Status, out.Err = Failed, m.relocErr(s, r, r.Err)
-			case s.Object != kallsyms.Vmlinux && !ix.HasObject(s.Object):
+			case deferredSection:
 				out.Status = Deferred
 				deferred[s.Object] = true
 			default:
@@ -105,7 +109,7 @@ func (m *Module) Resolve(ix *kallsyms.Index) *Resolution {
 					out.Status, out.Address = Resolved, a.addr
 				}
 			}
-			res.add(out)
+			res.count(out.Status)
 		}
 	}
 	if m.Kpatch != nil {
@@ -119,7 +123,12 @@ func (m *Module) Resolve(ix *kallsyms.Index) *Resolution {
 }
 
 func (res *Resolution) add(r Result) {
-	switch r.Status {
+	res.count(r.Status)
+	res.Results = append(res.Results, r)
+}
+
+func (res *Resolution) count(s Status) {
+	switch s {
 	case Resolved:
 		res.Resolved++
 	case Deferred:
@@ -127,7 +136,6 @@ func (res *Resolution) add(r Result) {
 	default:
 		res.Errors++
 	}
-	res.Results = append(res.Results, r)
 }
 
 // relocErr locates a static error found by the module's own checks.
