@@ -144,21 +144,24 @@ const (
 	arm64ImmADR                 // ADR/ADRP: immlo [30:29], immhi [23:5]
 )
 
+// arm64Fields are the fields' masks and positions (ADR is split).
+var arm64Fields = [...]struct {
+	mask  uint32
+	shift uint
+}{
+	arm64Imm26: {0x3ffffff, 0},
+	arm64Imm19: {0x7ffff, 5},
+	arm64Imm16: {0xffff, 5},
+	arm64Imm14: {0x3fff, 5},
+	arm64Imm12: {0xfff, 10},
+}
+
 func arm64Encode(t arm64Imm, insn uint32, imm uint64) uint32 {
-	switch t {
-	case arm64Imm26:
-		return insn&^0x3ffffff | uint32(imm)&0x3ffffff
-	case arm64Imm19:
-		return insn&^(0x7ffff<<5) | (uint32(imm)&0x7ffff)<<5
-	case arm64Imm16:
-		return insn&^(0xffff<<5) | (uint32(imm)&0xffff)<<5
-	case arm64Imm14:
-		return insn&^(0x3fff<<5) | (uint32(imm)&0x3fff)<<5
-	case arm64Imm12:
-		return insn&^(0xfff<<10) | (uint32(imm)&0xfff)<<10
-	default: // ADR
+	if t == arm64ImmADR {
 		return insn&^(3<<29|0x7ffff<<5) | (uint32(imm)&3)<<29 | (uint32(imm>>2)&0x7ffff)<<5
 	}
+	f := arm64Fields[t]
+	return insn&^(f.mask<<f.shift) | (uint32(imm)&f.mask)<<f.shift
 }
 
 // Relocation types debug/elf does not name (arch/arm64/include/asm/elf.h).
@@ -261,23 +264,28 @@ const rangeWhy = "S+A does not fit the instruction or data field"
 // _NC forms and G3 are not range-checked, as in the kernel.
 func arm64Apply(l *linker, rc *reloc) error {
 	t := elf.R_AARCH64(rc.r.Type)
-	need := 4
-	switch t {
-	case elf.R_AARCH64_NONE, arm64RNone:
-		return nil
-	case elf.R_AARCH64_ABS64, elf.R_AARCH64_PREL64:
-		need = 8
-	case elf.R_AARCH64_ABS16, elf.R_AARCH64_PREL16:
-		need = 2
-	}
-	if len(rc.loc) < need {
-		return &RelocError{Kind: ErrBadTarget, Detail: fmt.Sprintf("%d bytes needed, %d left in the section", need, len(rc.loc))}
+	if len(rc.loc) < 8 { // near the section's end: check the type's own size
+		need := 4
+		switch t {
+		case elf.R_AARCH64_NONE, arm64RNone:
+			return nil
+		case elf.R_AARCH64_ABS64, elf.R_AARCH64_PREL64:
+			need = 8
+		case elf.R_AARCH64_ABS16, elf.R_AARCH64_PREL16:
+			need = 2
+		}
+		if len(rc.loc) < need {
+			return &RelocError{Kind: ErrBadTarget, Detail: fmt.Sprintf("%d bytes needed, %d left in the section", need, len(rc.loc))}
+		}
 	}
 	loc, p, val := rc.loc, rc.P, rc.S+uint64(rc.A)
 	nc := func(bool) error { return nil } // overflow_check = false
 	switch t {
-	case elf.R_AARCH64_ABS64:
-		return arm64Fits(arm64Data(arm64OpAbs, loc, p, val, 64), val, rangeWhy)
+	case elf.R_AARCH64_NONE, arm64RNone:
+		return nil
+	case elf.R_AARCH64_ABS64: // S + A, 64 bits: cannot overflow
+		binary.LittleEndian.PutUint64(loc, val)
+		return nil
 	case elf.R_AARCH64_ABS32:
 		return arm64Fits(arm64Data(arm64OpAbs, loc, p, val, 32), val, rangeWhy)
 	case elf.R_AARCH64_ABS16:
@@ -341,10 +349,21 @@ func arm64Apply(l *linker, rc *reloc) error {
 		}
 		return nil
 	case elf.R_AARCH64_ADR_PREL_PG_HI21:
+		if !l.opts.Erratum843419 {
+			// ADRP xd, sym: immhi:immlo = Page(S+A) - Page(P) in pages,
+			// within +-4 GiB
+			d := int64(val&^0xfff-p&^0xfff) >> 12
+			insn := binary.LittleEndian.Uint32(loc)
+			binary.LittleEndian.PutUint32(loc, arm64Encode(arm64ImmADR, insn, uint64(d)))
+			return arm64Fits(d >= -arm64PageRange>>12 && d < arm64PageRange>>12, val, "ADRP reaches +-4 GiB")
+		}
 		return arm64ApplyADRP(l, rc, val)
 	// ADD xd, xn, #:lo12:sym; LDR/STR xt, [xn, #:lo12:sym] (scaled)
 	case elf.R_AARCH64_ADD_ABS_LO12_NC, elf.R_AARCH64_LDST8_ABS_LO12_NC:
-		return nc(arm64InsnImm(arm64OpAbs, loc, p, val, 0, 12, arm64Imm12))
+		// ADD xd, xn, #:lo12:sym: imm12 [21:10] = (S+A) & 0xfff, no check
+		insn := binary.LittleEndian.Uint32(loc)
+		binary.LittleEndian.PutUint32(loc, insn&^(0xfff<<10)|uint32(val&0xfff)<<10)
+		return nil
 	case elf.R_AARCH64_LDST16_ABS_LO12_NC:
 		return nc(arm64InsnImm(arm64OpAbs, loc, p, val, 1, 11, arm64Imm12))
 	case elf.R_AARCH64_LDST32_ABS_LO12_NC:
@@ -359,10 +378,14 @@ func arm64Apply(l *linker, rc *reloc) error {
 	// B.cond, CBZ/CBNZ: +-1 MiB
 	case elf.R_AARCH64_CONDBR19:
 		return arm64Fits(arm64InsnImm(arm64OpPrel, loc, p, val, 2, 19, arm64Imm19), val, rangeWhy)
-	// B/BL label: +-128 MiB, else through a PLT entry
+	// B/BL label: imm26 [25:0] = (S+A-P) >> 2, within +-128 MiB, else
+	// through a PLT entry
 	case elf.R_AARCH64_JUMP26, elf.R_AARCH64_CALL26:
-		ok := arm64InsnImm(arm64OpPrel, loc, p, val, 2, 26, arm64Imm26)
+		d := int64(val - p)
+		ok := d >= -arm64BranchRange && d < arm64BranchRange
 		if ok && !(l.opts.ForcePLT && rc.plt) {
+			insn := binary.LittleEndian.Uint32(loc)
+			binary.LittleEndian.PutUint32(loc, insn&^0x3ffffff|uint32(d>>2)&0x3ffffff)
 			return nil
 		}
 		entry, perr := l.arm64PLT(rc.region, val)
@@ -400,11 +423,12 @@ func arm64ApplyADRP(l *linker, rc *reloc, val uint64) error {
 
 // PLT entry instructions (struct plt_entry).
 const (
-	arm64ADRPX16   = 0x90000010 // ADRP x16, #0
-	arm64ADDX16    = 0x91000210 // ADD x16, x16, #0
-	arm64BRX16     = 0xd61f0200 // BR x16
-	arm64B         = 0x14000000 // B #0
-	arm64PageRange = 1 << 32    // ADRP: +-4 GiB
+	arm64BranchRange = 1 << 27    // B/BL: [-128 MiB, +128 MiB)
+	arm64ADRPX16     = 0x90000010 // ADRP x16, #0
+	arm64ADDX16      = 0x91000210 // ADD x16, x16, #0
+	arm64BRX16       = 0xd61f0200 // BR x16
+	arm64B           = 0x14000000 // B #0
+	arm64PageRange   = 1 << 32    // ADRP: +-4 GiB
 )
 
 // arm64Forbidden is is_forbidden_offset_for_adrp().
