@@ -302,3 +302,30 @@ func TestTwoLinksAtOnce(t *testing.T) {
 		assert.Empty(t, <-done)
 	}
 }
+
+// TestPLTFull: emitting past the slots the count reserved is an error,
+// never a write past the section (arm64 and arm).
+func TestPLTFull(t *testing.T) {
+	for _, mach := range []elf.Machine{elf.EM_AARCH64, elf.EM_ARM} {
+		p := &Placed{Name: ".plt", Addr: 0x10000, Size: 128, Data: make([]byte, 128)}
+		m := &Module{arch: archFor(mach), f: &elfobj.File{Order: binary.LittleEndian}}
+		l := &linker{m: m, opts: &LinkOptions{}}
+		l.plt[Core] = newPLTArea(p, 2, 0)
+		for i, target := range []uint64{0x5000000, 0x6000000, 0x5000000, 0x7000000} {
+			var err error
+			if mach == elf.EM_AARCH64 {
+				_, err = l.arm64PLT(Core, target)
+			} else {
+				_, err = l.armPLT(Core, false, uint32(target))
+			}
+			if i < 3 { // two targets fit; the third call repeats the first
+				assert.NoError(t, err, "%v call %d", mach, i)
+			} else {
+				assert.ErrorIs(t, err, ErrPLTFull, "%v", mach)
+				assert.Contains(t, err.Error(), ".plt has 2 slots")
+			}
+		}
+		_, err := l.arm64PLT(Init, 0x1000)
+		assert.ErrorIs(t, err, ErrNoPLT)
+	}
+}
