@@ -68,3 +68,26 @@ func BenchmarkLookupParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkAdd: one module add (and its remove), no readers: the
+// writer's own cost per update (build, publish, queue the old shadow).
+func BenchmarkAdd(b *testing.B) {
+	for _, mode := range []Reclaim{Deferred, Synchronous} {
+		b.Run(mode.String(), func(b *testing.B) {
+			s, err := New(Options{Reclaim: mode})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			const a uint64 = 0xffffffffc0000000
+			for b.Loop() {
+				if _, err := s.Add(Module{Name: "m", TextStart: a, TextEnd: a + 6*page, CheckFn: a}); err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Remove("m"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

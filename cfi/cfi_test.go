@@ -171,17 +171,34 @@ func TestRebase(t *testing.T) {
 	assert.Equal(t, SlowPath, src)
 }
 
-// failMapper fails every mapping while fail is set.
+// failMapper fails every allocation while fail is set; otherwise it is
+// the real memfd mapper (made at the first allocation, for its size).
 type failMapper struct {
-	mmapper
+	m    *memfdMapper
 	fail bool
 }
 
-func (f *failMapper) mapRW(n int) ([]byte, error) {
+func (f *failMapper) alloc(n int) ([]byte, error) {
 	if f.fail {
 		return nil, errors.New("out of memory")
 	}
-	return f.mmapper.mapRW(n)
+	if f.m == nil {
+		m, err := newMemfdMapper(n, DefaultMaxPending+4)
+		if err != nil {
+			return nil, err
+		}
+		f.m = m
+	}
+	return f.m.alloc(n)
+}
+
+func (f *failMapper) writable(mem []byte) ([]byte, error) { return f.m.writable(mem) }
+func (f *failMapper) free(mem []byte) error               { return f.m.free(mem) }
+func (f *failMapper) close() error {
+	if f.m == nil {
+		return nil
+	}
+	return f.m.close()
 }
 
 // TestNoShadow: when a shadow cannot be mapped the Set publishes none and

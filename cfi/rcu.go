@@ -230,7 +230,7 @@ func (r *reclaimer) reap(limit int) {
 	r.reaping = true
 	r.mu.Unlock()
 	for _, x := range batch {
-		_ = r.m.unmap(x.sh.mem)
+		_ = r.m.free(x.sh.mem)
 		r.bytes.Add(-int64(len(x.sh.mem)))
 	}
 	r.mu.Lock()

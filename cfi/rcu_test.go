@@ -60,7 +60,7 @@ func TestShadowMemoryProtection(t *testing.T) {
 // shadow it loaded mapped and unchanged across many updates (deferred
 // mode); once it leaves, the old shadows are reclaimed.
 func TestReaderHoldsAcrossUpdates(t *testing.T) {
-	s := newSet(t, Options{MaxPending: 128})
+	s := newSet(t, Options{MaxPending: 128, mapper: &failMapper{}}) // no spares: see TestShadowMemoryProtection
 	const a = 0x600000000
 	_, err := s.Add(Module{Name: "m0", TextStart: a, TextEnd: a + page, CheckFn: a})
 	require.NoError(t, err)

@@ -151,8 +151,13 @@ func New(opts Options) (*Set, error) {
 	}
 	s := &Set{opts: opts, shift: opts.PageShift, m: opts.mapper}
 	if s.m == nil {
-		s.m = mmapper{}
+		mm, err := newMemfdMapper(mapBytes(opts.Slots), opts.MaxPending+spareMappings+3)
+		if err != nil {
+			return nil, fmt.Errorf("cfi: shadow memory: %w", err)
+		}
+		s.m = mm
 	}
+
 	s.g.gp.Store(1) // a reader's slot holds gp, and 0 means "outside"
 	s.g.wake = make(chan struct{}, 1)
 	if opts.hooks != nil {
@@ -270,13 +275,19 @@ func (s *Set) build(prev *shadow, base uint64, t *table, change func(*shadow)) (
 	s.updates.Add(1)
 	mem, err := s.spares.get()
 	if err != nil {
-		mem, err = s.m.mapRW(s.ShadowBytes())
+		mem, err = s.m.alloc(s.ShadowBytes())
 	}
 	if err != nil {
 		s.noShadow.Add(1)
 		return nil, err
 	}
-	next := newShadow(mem, s.opts.Slots, base, prev)
+	w, err := s.m.writable(mem)
+	if err != nil {
+		_ = s.m.free(mem)
+		s.noShadow.Add(1)
+		return nil, err
+	}
+	next := newShadow(w, s.opts.Slots, base, prev)
 	if prev == nil && t != nil {
 		// Better than the kernel, whose prepare_next_shadow() starts empty
 		// when there was no shadow: rebuild from the authoritative table.
@@ -287,11 +298,9 @@ func (s *Set) build(prev *shadow, base uint64, t *table, change func(*shadow)) (
 		}
 	}
 	change(next)
-	if err := s.m.protectRO(next.mem); err != nil {
-		_ = s.m.unmap(next.mem)
-		s.noShadow.Add(1)
-		return nil, err
-	}
+	// Readers get the read-only mapping of what was written: nothing can
+	// write the shadow through their view.
+	next.retarget(mem)
 	return next, nil
 }
 
@@ -313,7 +322,7 @@ func (s *Set) publish(t *table, sh, prev *shadow) {
 		return
 	}
 	s.g.wait(target)
-	_ = s.m.unmap(prev.mem)
+	_ = s.m.free(prev.mem)
 }
 
 // Remove forgets a module: cfi_module_remove(). Its pages become invalid;
@@ -387,8 +396,9 @@ func (s *Set) Close() {
 	}
 	if cur != nil {
 		s.g.wait(s.g.start())
-		_ = s.m.unmap(cur.mem)
+		_ = s.m.free(cur.mem)
 	}
+	_ = s.m.close()
 }
 
 // Stats are counters for reports and tests.

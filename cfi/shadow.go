@@ -32,9 +32,10 @@ func mapBytes(slots int) int {
 	return (headerBytes + 2*slots + ps - 1) / ps * ps
 }
 
-// newShadow makes a writable shadow at base in mem (a fresh writable
-// mapping of mapBytes(slots)), filled from prev as prepare_next_shadow()
-// does (all invalid when prev is nil).
+// newShadow builds a shadow at base in mem (the writer's view of a
+// region of mapBytes(slots) bytes), filled from prev as
+// prepare_next_shadow() does (all invalid when prev is nil). retarget
+// then points it at the region's read-only mapping.
 func newShadow(mem []byte, slots int, base uint64, prev *shadow) *shadow {
 	binary.NativeEndian.PutUint64(mem, base)
 	s := &shadow{mem: mem, base: base, slots: unsafe.Slice((*uint16)(unsafe.Pointer(&mem[headerBytes])), slots)}
@@ -49,6 +50,13 @@ func newShadow(mem []byte, slots int, base uint64, prev *shadow) *shadow {
 		s.rebase(prev)
 	}
 	return s
+}
+
+// retarget points s at ro, the read-only mapping of the bytes it was
+// built in.
+func (s *shadow) retarget(ro []byte) {
+	s.mem = ro
+	s.slots = unsafe.Slice((*uint16)(unsafe.Pointer(&ro[headerBytes])), len(s.slots))
 }
 
 // index is ptr_to_shadow(): the slot of page, or -1 when the page is
