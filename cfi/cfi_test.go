@@ -194,6 +194,7 @@ func (f *failMapper) alloc(n int) ([]byte, error) {
 
 func (f *failMapper) writable(mem []byte) ([]byte, error) { return f.m.writable(mem) }
 func (f *failMapper) free(mem []byte) error               { return f.m.free(mem) }
+func (f *failMapper) freeAll(mems [][]byte) error         { return f.m.freeAll(mems) }
 func (f *failMapper) close() error {
 	if f.m == nil {
 		return nil

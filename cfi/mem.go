@@ -1,8 +1,10 @@
 package cfi
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -20,6 +22,7 @@ type mapper interface {
 	alloc(n int) ([]byte, error)         // a read-only mapping of a fresh n-byte region
 	writable(mem []byte) ([]byte, error) // the writer's view of the region mapped at mem
 	free(mem []byte) error               // unmap it
+	freeAll(mems [][]byte) error         // unmap them all
 	close() error
 }
 
@@ -85,7 +88,14 @@ func (m *memfdMapper) alloc(n int) ([]byte, error) {
 	err := unix.Fallocate(m.fd, 0, off, int64(m.slot))
 	var mem []byte
 	if err == nil {
-		mem, err = unix.Mmap(m.fd, off, m.slot, unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
+		// MmapPtr/MunmapPtr, not Mmap/Munmap: runs of adjacent mappings
+		// are unmapped in one call (freeAll), which x/sys's per-slice
+		// bookkeeping of Mmap would not follow.
+		var p unsafe.Pointer
+		p, err = unix.MmapPtr(m.fd, off, nil, uintptr(m.slot), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
+		if err == nil {
+			mem = unsafe.Slice((*byte)(p), m.slot)
+		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -109,11 +119,42 @@ func (m *memfdMapper) writable(mem []byte) ([]byte, error) {
 
 func (m *memfdMapper) free(mem []byte) error {
 	p := uintptr(unsafe.Pointer(&mem[0]))
-	err := unix.Munmap(mem)
+	err := unix.MunmapPtr(unsafe.Pointer(&mem[0]), uintptr(len(mem)))
 	m.mu.Lock()
 	if s, ok := m.used[p]; ok {
 		delete(m.used, p)
 		m.free_ = append(m.free_, s)
+	}
+	m.mu.Unlock()
+	return err
+}
+
+// freeAll unmaps several regions, with one munmap per run of adjacent
+// mappings: each munmap flushes the other processors' TLBs, and spares
+// made one after the other usually sit side by side.
+func (m *memfdMapper) freeAll(mems [][]byte) error {
+	addr := func(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
+	sorted := slices.Clone(mems)
+	slices.SortFunc(sorted, func(a, b []byte) int { return cmp.Compare(addr(a), addr(b)) })
+	var err error
+	for i := 0; i < len(sorted); {
+		j, size := i+1, len(sorted[i])
+		for j < len(sorted) && addr(sorted[j]) == addr(sorted[j-1])+uintptr(len(sorted[j-1])) {
+			size += len(sorted[j])
+			j++
+		}
+		// The run is one stretch of address space (adjacent mappings).
+		if e := unix.MunmapPtr(unsafe.Pointer(&sorted[i][0]), uintptr(size)); e != nil && err == nil {
+			err = e
+		}
+		i = j
+	}
+	m.mu.Lock()
+	for _, b := range sorted {
+		if s, ok := m.used[addr(b)]; ok {
+			delete(m.used, addr(b))
+			m.free_ = append(m.free_, s)
+		}
 	}
 	m.mu.Unlock()
 	return err

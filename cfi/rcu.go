@@ -229,8 +229,12 @@ func (r *reclaimer) reap(limit int) {
 	r.pending = r.pending[n:]
 	r.reaping = true
 	r.mu.Unlock()
+	mems := make([][]byte, len(batch))
+	for i, x := range batch {
+		mems[i] = x.sh.mem
+	}
+	_ = r.m.freeAll(mems)
 	for _, x := range batch {
-		_ = r.m.free(x.sh.mem)
 		r.bytes.Add(-int64(len(x.sh.mem)))
 	}
 	r.mu.Lock()

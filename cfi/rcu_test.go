@@ -227,3 +227,29 @@ func torture(t *testing.T, mode Reclaim) {
 	// Each round removes (from the 17th on) and adds: a new shadow each.
 	assert.Equal(t, int64(adds+adds-16), s.Stats().Updates)
 }
+
+// TestFreeAllUnmaps: freeing several regions at once (one munmap per run
+// of adjacent mappings) unmaps every one of them and frees their slots.
+func TestFreeAllUnmaps(t *testing.T) {
+	m, err := newMemfdMapper(mapBytes(DefaultSlots), 8)
+	require.NoError(t, err)
+	defer m.close()
+	var mems [][]byte
+	for range 6 {
+		b, err := m.alloc(mapBytes(DefaultSlots))
+		require.NoError(t, err)
+		mems = append(mems, b)
+	}
+	w, err := m.writable(mems[2])
+	require.NoError(t, err)
+	w[100] = 42 // the writer's view and the readers' share the memory
+	assert.Equal(t, byte(42), mems[2][100])
+	require.NoError(t, m.freeAll(mems[:5]))
+	for i, b := range mems[:5] {
+		assert.False(t, mapped(b), "region %d still mapped", i)
+	}
+	assert.True(t, mapped(mems[5]))
+	assert.Len(t, m.free_, 7)
+	_, err = m.writable(mems[0])
+	assert.Error(t, err)
+}
