@@ -126,14 +126,16 @@ func cfiRun(mode cfi.Reclaim, modules, readers int, hold time.Duration) (*cfiRes
 	}
 	var stop atomic.Bool
 	var lookups atomic.Int64
-	var wg sync.WaitGroup
+	var wg, ready sync.WaitGroup
 	for k := range readers {
 		wg.Add(1)
+		ready.Add(1)
 		go func() {
 			defer wg.Done()
 			r := s.NewReader()
 			defer r.Close()
 			n := int64(0)
+			first := true
 			for i := k; !stop.Load(); i++ {
 				// A section of hold: lookups in batches, yielding the CPU
 				// between them (the section stays open), so that readers
@@ -141,6 +143,10 @@ func cfiRun(mode cfi.Reclaim, modules, readers int, hold time.Duration) (*cfiRes
 				// the CPU on a small machine: the wait measured is the
 				// grace period's, not the scheduler's.
 				r.Enter()
+				if first {
+					ready.Done() // the writer starts once every reader is in
+					first = false
+				}
 				t := time.Now()
 				for {
 					for j := range 64 {
@@ -158,6 +164,7 @@ func cfiRun(mode cfi.Reclaim, modules, readers int, hold time.Duration) (*cfiRes
 			lookups.Add(n)
 		}()
 	}
+	ready.Wait()
 	lat := make([]float64, 0, modules)
 	t0 := time.Now()
 	for i := 1; i <= modules; i++ {
