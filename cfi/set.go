@@ -51,9 +51,9 @@ type Options struct {
 	// MaxPending bounds the deferred backlog: at most this many old
 	// shadows (MaxPending x ShadowBytes of memory) wait for reclamation;
 	// a writer that would queue one more waits for the reclaimer. All the
-	// shadow memory a Set maps is at most (MaxPending + 4) x ShadowBytes:
-	// the backlog, the current shadow, one being built and two spare
-	// mappings kept ready.
+	// shadow memory of a Set is a memfd of (MaxPending + 11) x ShadowBytes:
+	// the backlog, the current shadow, one being built, eight spare
+	// mappings kept ready and two more.
 	MaxPending int
 	// KernelUpperBound covers the text range as kernel/cfi.c does, up to
 	// and including the page of start+size (one page too many when the
