@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,43 +17,58 @@ func newBenchCmd(a *app) *cobra.Command {
 		Short: "Measure klpresolve beside the kernel's algorithms, in one run",
 	}
 	c.PersistentFlags().StringVar(&format, "format", "text", "output format: text or json")
-	report := func(r *bench.Report) error {
-		if format == "json" {
-			return writeJSON(a, r)
+	// sub makes one benchmark command: run returns its report.
+	sub := func(use, short string, args cobra.PositionalArgs, run func(args []string) (*bench.Report, error)) *cobra.Command {
+		name := strings.Fields(use)[0]
+		return &cobra.Command{
+			Use: use, Short: short, Args: args,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if err := checkFormat(format); err != nil {
+					return err
+				}
+				r, err := run(args)
+				if err != nil {
+					return &exitError{exitUsage, fmt.Errorf("bench %s: %w", name, err)}
+				}
+				if format == "json" {
+					return writeJSON(a, r)
+				}
+				r.WriteText(a.stdout)
+				return nil
+			},
 		}
-		r.WriteText(a.stdout)
-		return nil
 	}
-	c.AddCommand(&cobra.Command{
-		Use:   "kallsyms [--kallsyms PATH] [--format json]",
-		Short: "Parse/index, lookup and snapshot figures, beside the naive parser and the kernel's lookups",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(format); err != nil {
-				return err
-			}
-			r, err := bench.Kallsyms(a.kallsymsPath())
-			if err != nil {
-				return &exitError{exitUsage, fmt.Errorf("bench kallsyms: %w", err)}
-			}
-			return report(r)
-		},
-	})
-	c.AddCommand(&cobra.Command{
-		Use:   "resolve PATCH.ko [--kallsyms PATH] [--format json]",
-		Short: "Resolve-phase cost per relocation, beside the kernel's old linear walk",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(format); err != nil {
-				return err
-			}
-			r, err := bench.Resolve(args[0], a.kallsymsPath())
-			if err != nil {
-				return &exitError{exitUsage, fmt.Errorf("bench resolve: %w", err)}
-			}
-			return report(r)
-		},
-	})
+	c.AddCommand(
+		sub("kallsyms [--kallsyms PATH] [--format json]",
+			"Parse/index, lookup and snapshot figures, beside the naive parser and the kernel's lookups",
+			cobra.NoArgs, func([]string) (*bench.Report, error) { return bench.Kallsyms(a.kallsymsPath()) }),
+		sub("resolve PATCH.ko [--kallsyms PATH] [--format json]",
+			"Resolve-phase cost per relocation, beside the kernel's old linear walk",
+			cobra.ExactArgs(1), func(args []string) (*bench.Report, error) { return bench.Resolve(args[0], a.kallsymsPath()) }),
+		sub("plt MODULE.ko [--format json]",
+			"PLT counting in kernel and optimal mode, beside a port of Linux 6.1's algorithm",
+			cobra.ExactArgs(1), func(args []string) (*bench.Report, error) { return bench.PLT(args[0]) }),
+		sub("link MODULE.ko [--format json]",
+			"Link a module (undefined symbols at made-up addresses near it): relocations applied per second",
+			cobra.ExactArgs(1), func(args []string) (*bench.Report, error) { return bench.Link(args[0]) }),
+	)
+
+	var co bench.CFIOptions
+	var hold time.Duration
+	cfiCmd := sub("cfi [--modules N] [--readers R] [--hold DURATION] [--runs N] [--format json]",
+		"CFI shadow updates in synchronous and deferred reclamation, with readers holding their sections",
+		cobra.NoArgs, func([]string) (*bench.Report, error) { return bench.CFI(co) })
+	cfiCmd.PreRun = func(cmd *cobra.Command, args []string) {
+		if cmd.Flags().Changed("hold") {
+			co.Holds = []time.Duration{hold}
+		}
+	}
+	cfiCmd.Flags().IntVar(&co.Modules, "modules", 200, "module adds per run")
+	cfiCmd.Flags().IntVar(&co.Readers, "readers", 2, "reader goroutines looking up continuously")
+	cfiCmd.Flags().IntVar(&co.Runs, "runs", 3, "runs per mode and hold time; the median run is reported")
+	cfiCmd.Flags().DurationVar(&hold, "hold", 0, "one read-side section length (default: runs 0, 100us and 1ms)")
+	c.AddCommand(cfiCmd)
+
 	var repo, corpus string
 	allCmd := &cobra.Command{
 		Use:   "all [--format json] [--corpus DIR]",
@@ -81,60 +97,5 @@ func newBenchCmd(a *app) *cobra.Command {
 	allCmd.Flags().StringVar(&repo, "repo", ".", "the klpresolve repository (for its fixtures)")
 	allCmd.Flags().StringVar(&corpus, "corpus", "../shared/corpus", "the shared corpus of real kernel data")
 	c.AddCommand(allCmd)
-	var co bench.CFIOptions
-	var hold time.Duration
-	cfiCmd := &cobra.Command{
-		Use:   "cfi [--modules N] [--readers R] [--hold DURATION] [--runs N] [--format json]",
-		Short: "CFI shadow updates in synchronous and deferred reclamation, with readers holding their sections",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(format); err != nil {
-				return err
-			}
-			if cmd.Flags().Changed("hold") {
-				co.Holds = []time.Duration{hold}
-			}
-			r, err := bench.CFI(co)
-			if err != nil {
-				return &exitError{exitUsage, fmt.Errorf("bench cfi: %w", err)}
-			}
-			return report(r)
-		},
-	}
-	cfiCmd.Flags().IntVar(&co.Modules, "modules", 200, "module adds per run")
-	cfiCmd.Flags().IntVar(&co.Readers, "readers", 2, "reader goroutines looking up continuously")
-	cfiCmd.Flags().IntVar(&co.Runs, "runs", 3, "runs per mode and hold time; the median run is reported")
-	cfiCmd.Flags().DurationVar(&hold, "hold", 0, "one read-side section length (default: runs 0, 100us and 1ms)")
-	c.AddCommand(cfiCmd)
-	c.AddCommand(&cobra.Command{
-		Use:   "link MODULE.ko [--format json]",
-		Short: "Link a module (undefined symbols at made-up addresses near it): relocations applied per second",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(format); err != nil {
-				return err
-			}
-			r, err := bench.Link(args[0])
-			if err != nil {
-				return &exitError{exitUsage, fmt.Errorf("bench link: %w", err)}
-			}
-			return report(r)
-		},
-	})
-	c.AddCommand(&cobra.Command{
-		Use:   "plt MODULE.ko [--format json]",
-		Short: "PLT counting in kernel and optimal mode, beside a port of Linux 6.1's algorithm",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(format); err != nil {
-				return err
-			}
-			r, err := bench.PLT(args[0])
-			if err != nil {
-				return &exitError{exitUsage, fmt.Errorf("bench plt: %w", err)}
-			}
-			return report(r)
-		},
-	})
 	return c
 }
