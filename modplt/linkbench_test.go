@@ -33,6 +33,7 @@ func BenchmarkLink(b *testing.B) {
 			opts := LinkOptions{Resolve: nearResolver(tc.base)}
 			var relocs int
 			var apply float64
+			best := 0.0
 			for b.Loop() {
 				img, err := m.Link(opts)
 				if err != nil || !img.OK() {
@@ -40,8 +41,13 @@ func BenchmarkLink(b *testing.B) {
 				}
 				relocs += img.Relocs
 				apply += img.ApplyTime.Seconds()
+				best = max(best, float64(img.Relocs)/img.ApplyTime.Seconds())
 			}
-			b.ReportMetric(float64(relocs)/apply/1e6, "Mrelocs/s-apply")
+			// The mean includes the garbage collector, busy with the
+			// previous links' images; the best is what one link in a
+			// process (klpresolve link) sees.
+			b.ReportMetric(float64(relocs)/apply/1e6, "Mrelocs/s-apply-mean")
+			b.ReportMetric(best/1e6, "Mrelocs/s-apply-best")
 		})
 	}
 }
