@@ -85,13 +85,11 @@ func amd64Apply(l *linker, rc *reloc) error {
 	if len(loc) < size {
 		return &RelocError{Kind: ErrBadTarget, Detail: fmt.Sprintf("%d bytes needed, %d left in the section", size, len(loc))}
 	}
-	for _, b := range loc[:size] {
-		if b != 0 {
-			return &RelocError{Kind: ErrNonZeroTarget, Detail: "the kernel refuses: existing value is nonzero"}
-		}
+	le := binary.LittleEndian
+	if size == 8 && le.Uint64(loc) != 0 || size == 4 && le.Uint32(loc) != 0 {
+		return &RelocError{Kind: ErrNonZeroTarget, Detail: "the kernel refuses: existing value is nonzero"}
 	}
 	val := rc.S + uint64(rc.A)
-	le := binary.LittleEndian
 	switch t {
 	case elf.R_X86_64_64: // S + A
 		le.PutUint64(loc, val)
