@@ -211,13 +211,21 @@ func TestCorpusSnapshot(t *testing.T) {
 	path := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
 	ix, err := Open(path, nil)
 	require.NoError(t, err)
-	snap := filepath.Join(t.TempDir(), "k.snap")
-	require.NoError(t, ix.WriteSnapshotFile(snap))
-	six, err := Open(snap, nil)
-	require.NoError(t, err)
-	assert.Equal(t, ix.Objects(), six.Objects())
-	a, _ := ix.Lookup("vmlinux", "__func__.0", 17)
-	b, _ := six.Lookup("vmlinux", "__func__.0", 17)
-	assert.Equal(t, a, b)
-	assert.NotZero(t, a.Address)
+	for _, raw := range []bool{false, true} {
+		snap := filepath.Join(t.TempDir(), "k.snap")
+		if raw {
+			require.NoError(t, ix.WriteSnapshotRawFile(snap))
+		} else {
+			require.NoError(t, ix.WriteSnapshotFile(snap))
+		}
+		six, err := Open(snap, nil)
+		require.NoError(t, err)
+		assert.Equal(t, ix.Objects(), six.Objects())
+		a, _ := ix.Lookup("vmlinux", "__func__.0", 17)
+		b, _ := six.Lookup("vmlinux", "__func__.0", 17)
+		assert.Equal(t, a, b)
+		assert.NotZero(t, a.Address)
+		_, err = six.Lookup("vmlinux", "no_such_symbol_anywhere", 0)
+		assert.ErrorIs(t, err, ErrNotFound)
+	}
 }

@@ -2,6 +2,7 @@ package kallsyms
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"testing"
@@ -68,4 +69,36 @@ func exercise(t *testing.T, ix *Index) {
 		})
 	}
 	fmt.Fprint(io.Discard, ix.Objects())
+}
+
+// FuzzRawSnapshot feeds the raw loader's validation forged files whose
+// checksum is right: nothing may panic, and a loaded index must answer
+// every lookup (no probe or chain may loop).
+func FuzzRawSnapshot(f *testing.F) {
+	ix, err := Parse("seed", bytes.NewReader([]byte(sample)), &Options{LTO: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := ix.WriteSnapshotRaw(&b); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b.Bytes())
+	f.Add(b.Bytes()[:rawHeaderSize])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < rawHeaderSize {
+			return
+		}
+		d := append([]byte(nil), data...)
+		copy(d, snapshotMagic)
+		binary.LittleEndian.PutUint32(d[8:], rawVersion)
+		ix, err := ParseBytes("fuzz", rawWithChecksum(d), nil)
+		if (ix == nil) == (err == nil) {
+			t.Fatalf("index %v with error %v", ix, err)
+		}
+		if err == nil {
+			exercise(t, ix)
+			_, _ = ix.Lookup("vmlinux", "surely_absent_name", 0)
+		}
+	})
 }

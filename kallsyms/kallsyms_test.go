@@ -2,7 +2,9 @@ package kallsyms
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -251,31 +253,49 @@ func TestModuleLinesSplitAcrossTheFile(t *testing.T) {
 	assert.Equal(t, 2, ix.Objects()[1].Symbols)
 }
 
+// writers are the two snapshot formats: zstd (1) and raw (2).
+var writers = map[string]func(*Index, io.Writer) error{"zstd": (*Index).WriteSnapshot, "raw": (*Index).WriteSnapshotRaw}
+
 func TestSnapshotRoundTrip(t *testing.T) {
 	for _, lto := range []bool{false, true} {
-		ix := mustParse(t, sample, &Options{LTO: lto})
-		var buf bytes.Buffer
-		require.NoError(t, ix.WriteSnapshot(&buf))
-		snap, err := Parse("snap", bytes.NewReader(buf.Bytes()), nil)
-		require.NoError(t, err)
-		assert.Equal(t, ix.Objects(), snap.Objects())
-		assert.Equal(t, lto, snap.LTO())
-		assert.Equal(t, "sample", snap.Source())
-		for _, o := range ix.Objects() {
-			ix.Symbols(o.Name, func(s Symbol) bool {
-				c1 := ix.Candidates(o.Name, s.Name)
-				c2 := snap.Candidates(o.Name, s.Name)
-				assert.Equal(t, c1, c2)
-				return true
-			})
+		for format, write := range writers {
+			ix := mustParse(t, sample, &Options{LTO: lto})
+			var buf bytes.Buffer
+			require.NoError(t, write(ix, &buf), format)
+			snap, err := Parse("snap", bytes.NewReader(buf.Bytes()), nil)
+			require.NoError(t, err)
+			assert.Equal(t, ix.Objects(), snap.Objects())
+			assert.Equal(t, lto, snap.LTO())
+			assert.Equal(t, "sample", snap.Source())
+			for _, o := range ix.Objects() {
+				ix.Symbols(o.Name, func(s Symbol) bool {
+					c1 := ix.Candidates(o.Name, s.Name)
+					c2 := snap.Candidates(o.Name, s.Name)
+					assert.Equal(t, c1, c2)
+					s1, e1 := ix.Lookup(o.Name, s.Name, 0)
+					s2, e2 := snap.Lookup(o.Name, s.Name, 0)
+					assert.Equal(t, s1, s2)
+					assert.Equal(t, e1 == nil, e2 == nil)
+					return true
+				})
+			}
+			a1, _ := ix.Addr(0xffffffff81000010)
+			a2, _ := snap.Addr(0xffffffff81000010)
+			assert.Equal(t, a1, a2, format)
 		}
 	}
 }
 
 func TestSnapshotCorruption(t *testing.T) {
+	for format, write := range writers {
+		t.Run(format, func(t *testing.T) { snapshotCorruption(t, write) })
+	}
+}
+
+func snapshotCorruption(t *testing.T, write func(*Index, io.Writer) error) {
 	ix := mustParse(t, sample, nil)
 	var buf bytes.Buffer
-	require.NoError(t, ix.WriteSnapshot(&buf))
+	require.NoError(t, write(ix, &buf))
 	good := buf.Bytes()
 	for n := 0; n < len(good); n += 7 {
 		_, err := ParseBytes("trunc", append([]byte(nil), good[:n]...), nil)
@@ -293,4 +313,51 @@ func TestSnapshotCorruption(t *testing.T) {
 		}
 		assert.True(t, errors.Is(err, ErrMalformed), "byte %d: %v", i, err)
 	}
+}
+
+// rawWithChecksum rewrites a raw snapshot's checksum after b was edited:
+// what a forger (not a disk error) produces.
+func rawWithChecksum(b []byte) []byte {
+	binary.LittleEndian.PutUint64(b[24:], rawChecksum(b[:rawHeaderSize], b[rawHeaderSize:]))
+	return b
+}
+
+// TestRawSnapshotForged: a raw snapshot whose checksum is right but whose
+// chains or tables lie is refused, so that no lookup can loop.
+func TestRawSnapshotForged(t *testing.T) {
+	ix := mustParse(t, sample, nil)
+	var buf bytes.Buffer
+	require.NoError(t, ix.WriteSnapshotRaw(&buf))
+	good := buf.Bytes()
+	le := binary.LittleEndian
+	nobj, nsym := uint64(le.Uint32(good[32:])), uint64(le.Uint32(good[36:]))
+	p := good[rawHeaderSize:]
+	nsrc := uint64(le.Uint32(p))
+	symAt := align8(4+nsrc) + nobj*rawObjRecord
+	nextAt := symAt + nsym*symRecord
+	slotAt := align8(nextAt + nsym*4)
+
+	// A chain that points back: a cycle.
+	b := append([]byte(nil), good...)
+	le.PutUint32(b[rawHeaderSize+nextAt+4:], 1)
+	_, err := ParseBytes("cycle", rawWithChecksum(b), nil)
+	require.ErrorIs(t, err, ErrMalformed)
+	assert.Contains(t, err.Error(), "chain to 1 leaves object")
+
+	// A table with no empty slot: a probe for an absent name never ends.
+	b = append([]byte(nil), good...)
+	size := uint64(le.Uint32(b[rawHeaderSize+align8(4+nsrc)+20:])) // vmlinux's table size
+	for i := range size {
+		le.PutUint32(b[rawHeaderSize+slotAt+i*8+4:], 1)
+	}
+	_, err = ParseBytes("full", rawWithChecksum(b), nil)
+	require.ErrorIs(t, err, ErrMalformed)
+	assert.Contains(t, err.Error(), "hash table has no empty slot")
+
+	// A symbol name past the names.
+	b = append([]byte(nil), good...)
+	le.PutUint32(b[rawHeaderSize+symAt+8:], 1<<30)
+	_, err = ParseBytes("name", rawWithChecksum(b), nil)
+	require.ErrorIs(t, err, ErrMalformed)
+	assert.Contains(t, err.Error(), "name out of range")
 }

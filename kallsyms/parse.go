@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"sync"
 
@@ -43,6 +44,9 @@ func (o *Options) lto() bool { return o != nil && o.LTO }
 // or System.map text, plain or gzip/zstd compressed, or a snapshot file
 // written by WriteSnapshot (recognised by its magic bytes).
 func Open(path string, opts *Options) (*Index, error) {
+	if b, ok := readSnapshotFile(path); ok {
+		return loadSnapshot(path, b)
+	}
 	src, err := input.Open(path)
 	if err != nil {
 		return nil, err
@@ -239,10 +243,23 @@ func (p *parser) readAndParse(r io.Reader, hint int64) ([]byte, error) {
 		if first && len(buf) >= len(snapshotMagic) {
 			first = false
 			if isSnapshot(buf) {
-				// A snapshot is binary: read it whole, parse nothing.
+				// A snapshot is binary: read it whole, parse nothing. With
+				// the file's size known, into one buffer of that size (a
+				// raw snapshot is used in place: no copies).
+				if hint > int64(len(buf)) && hint <= maxInput {
+					nb := make([]byte, hint)
+					copy(nb, buf)
+					if _, err := io.ReadFull(r, nb[len(buf):]); err != nil {
+						return nil, err
+					}
+					buf = nb
+				}
 				rest, err := input.ReadAll(r, 0, maxInput)
 				if err != nil {
 					return nil, err
+				}
+				if len(rest) == 0 {
+					return buf, nil
 				}
 				return append(buf, rest...), nil
 			}
@@ -466,4 +483,40 @@ func (p *parser) finish(buf []byte) (*Index, error) {
 		return nil, fmt.Errorf("%s: %w", p.name, ErrRestricted)
 	}
 	return build(p.name, buf, p.chunks, total, p.lto)
+}
+
+// readSnapshotFile reads path whole when it is a regular file that starts
+// with the snapshot magic: a snapshot needs no streaming parser, and a raw
+// one is used in place from this one buffer.
+func readSnapshotFile(path string) ([]byte, bool) {
+	if path == "-" {
+		return nil, false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	var magic [8]byte
+	if _, err := io.ReadFull(f, magic[:]); err != nil || !isSnapshot(magic[:]) {
+		return nil, false
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() > maxInput {
+		return nil, false
+	}
+	// Two halves read at once: copying from the page cache and faulting
+	// the new buffer in is most of the cost, and it parallelises.
+	b := make([]byte, st.Size())
+	half := len(b) / 2
+	errs := make(chan error, 1)
+	go func() {
+		_, err := f.ReadAt(b[half:], int64(half))
+		errs <- err
+	}()
+	_, err1 := f.ReadAt(b[:half], 0)
+	if err2 := <-errs; err1 != nil || err2 != nil {
+		return nil, false
+	}
+	return b, true
 }

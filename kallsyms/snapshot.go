@@ -131,8 +131,12 @@ func loadSnapshot(name string, b []byte) (*Index, error) {
 		return nil, snapErr(name, "truncated header (%d bytes)", len(b))
 	}
 	le := binary.LittleEndian
-	if v := le.Uint32(b[8:]); v != snapshotVersion {
-		return nil, snapErr(name, "unsupported version %d (this build reads %d)", v, snapshotVersion)
+	switch v := le.Uint32(b[8:]); v {
+	case snapshotVersion:
+	case rawVersion:
+		return loadRawSnapshot(name, b)
+	default:
+		return nil, snapErr(name, "unsupported version %d (this build reads %d and %d)", v, snapshotVersion, rawVersion)
 	}
 	flags := le.Uint32(b[12:])
 	if flags&^1 != 0 {

@@ -165,10 +165,15 @@ func newObjectsCmd(a *app) *cobra.Command {
 
 func newSnapshotCmd(a *app) *cobra.Command {
 	var out string
+	var raw bool
 	c := &cobra.Command{
-		Use:   "snapshot --kallsyms PATH -o FILE",
+		Use:   "snapshot --kallsyms PATH -o FILE [--raw]",
 		Short: "Write a compact binary snapshot of a symbol index (any --kallsyms flag reads it)",
-		Args:  cobra.NoArgs,
+		Long: `Writes the index as a snapshot that any --kallsyms flag reads: by default compact
+(zstd, about a quarter of the text), with --raw the index as it sits in memory, hash
+tables included (about 1.3x the text), which loads several times faster than the text
+parses: the form for a folder of kernels checked at once.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return &exitError{exitUsage, errors.New("snapshot needs -o FILE")}
@@ -177,7 +182,11 @@ func newSnapshotCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := ix.WriteSnapshotFile(out); err != nil {
+			write := ix.WriteSnapshotFile
+			if raw {
+				write = ix.WriteSnapshotRawFile
+			}
+			if err := write(out); err != nil {
 				return &exitError{exitUsage, err}
 			}
 			fmt.Fprintf(a.stdout, "wrote %s: %d objects, %d symbols\n", out, len(ix.Objects()), ix.Len())
@@ -185,6 +194,7 @@ func newSnapshotCmd(a *app) *cobra.Command {
 		},
 	}
 	c.Flags().StringVarP(&out, "output", "o", "", "snapshot file to write (atomically)")
+	c.Flags().BoolVar(&raw, "raw", false, "write the uncompressed form with its hash tables, fastest to load")
 	return c
 }
 

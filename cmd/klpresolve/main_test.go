@@ -118,6 +118,23 @@ func TestObjectsAddrSnapshot(t *testing.T) {
 	code, _, errOut := runCLI(t, "objects", "--kallsyms", snap)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "snapshot")
+
+	// The raw form answers the same.
+	raw := filepath.Join(t.TempDir(), "k.raw")
+	code, _, _ = runCLI(t, "snapshot", "--kallsyms", k, "-o", raw, "--raw")
+	require.Equal(t, 0, code)
+	code, out, _ = runCLI(t, "addr", "ffffffff813669e4", "--kallsyms", raw)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "vfs_read+0x4/")
+	code, out, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", raw)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "6 resolved")
+	b, _ = os.ReadFile(raw)
+	b[len(b)/2] ^= 1
+	require.NoError(t, os.WriteFile(raw, b, 0o644))
+	code, _, errOut = runCLI(t, "objects", "--kallsyms", raw)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "checksum mismatch")
 }
 
 func TestConvertCommand(t *testing.T) {
