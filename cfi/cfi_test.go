@@ -178,7 +178,7 @@ type failMapper struct {
 	fail bool
 }
 
-func (f *failMapper) alloc(n int) ([]byte, error) {
+func (f *failMapper) alloc(n, k int) ([][]byte, error) {
 	if f.fail {
 		return nil, errors.New("out of memory")
 	}
@@ -189,7 +189,7 @@ func (f *failMapper) alloc(n int) ([]byte, error) {
 		}
 		f.m = m
 	}
-	return f.m.alloc(n)
+	return f.m.alloc(n, k)
 }
 
 func (f *failMapper) writable(mem []byte) ([]byte, error) { return f.m.writable(mem) }

@@ -19,7 +19,7 @@ var errNoSpare = errors.New("no spare mapping")
 // shadow; the read-only mapping is unmapped when the shadow is reclaimed
 // (free). Tests substitute one that fails.
 type mapper interface {
-	alloc(n int) ([]byte, error)         // a read-only mapping of a fresh n-byte region
+	alloc(n, k int) ([][]byte, error)    // read-only mappings of up to k fresh n-byte regions
 	writable(mem []byte) ([]byte, error) // the writer's view of the region mapped at mem
 	free(mem []byte) error               // unmap it
 	freeAll(mems [][]byte) error         // unmap them all
@@ -37,12 +37,12 @@ type mapper interface {
 // shadow a Set can hold at once (the backlog bound, the spares, the
 // current one and the one being built).
 type memfdMapper struct {
-	mu    sync.Mutex
-	fd    int
-	slot  int    // bytes per slot
-	rw    []byte // the writer's mapping of the whole file
-	free_ []int  // slots not mapped
-	used  map[uintptr]int
+	mu     sync.Mutex
+	fd     int
+	slot   int    // bytes per slot
+	rw     []byte // the writer's mapping of the whole file
+	isFree []bool // slots not mapped
+	used   map[uintptr]int
 }
 
 func newMemfdMapper(slot, slots int) (*memfdMapper, error) {
@@ -60,51 +60,82 @@ func newMemfdMapper(slot, slots int) (*memfdMapper, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	m := &memfdMapper{fd: fd, slot: slot, rw: rw, used: map[uintptr]int{}}
-	for i := slots - 1; i >= 0; i-- {
-		m.free_ = append(m.free_, i)
+	m := &memfdMapper{fd: fd, slot: slot, rw: rw, isFree: make([]bool, slots), used: map[uintptr]int{}}
+	for i := range m.isFree {
+		m.isFree[i] = true
 	}
 	return m, nil
 }
 
 var errNoSlot = errors.New("cfi: every shadow slot is in use")
 
-func (m *memfdMapper) alloc(n int) ([]byte, error) {
+// takeRun claims the first run of k free slots, or else the longest run
+// there is (mu held).
+func (m *memfdMapper) takeRun(k int) (start, n int) {
+	bestStart, best := 0, 0
+	for i := 0; i < len(m.isFree); {
+		if !m.isFree[i] {
+			i++
+			continue
+		}
+		j := i
+		for j < len(m.isFree) && m.isFree[j] && j-i < k {
+			j++
+		}
+		if j-i > best {
+			bestStart, best = i, j-i
+		}
+		if best == k {
+			break
+		}
+		i = j
+	}
+	for i := bestStart; i < bestStart+best; i++ {
+		m.isFree[i] = false
+	}
+	return bestStart, best
+}
+
+// alloc maps up to k fresh regions with one mmap of adjacent slots: a
+// mapping per shadow is the price of unmapping each on reclaim, and one
+// system call for several keeps it off most updates.
+func (m *memfdMapper) alloc(n, k int) ([][]byte, error) {
 	if n != m.slot {
 		return nil, fmt.Errorf("cfi: region of %d bytes, slots are %d", n, m.slot)
 	}
 	m.mu.Lock()
-	k := len(m.free_)
-	if k == 0 {
-		m.mu.Unlock()
+	start, cnt := m.takeRun(max(k, 1))
+	m.mu.Unlock()
+	if cnt == 0 {
 		return nil, errNoSlot
 	}
-	s := m.free_[k-1]
-	m.free_ = m.free_[:k-1]
-	m.mu.Unlock()
-	off := int64(s) * int64(m.slot)
-	// Allocate the slot's pages before mapping them, so that the
+	off, size := int64(start)*int64(m.slot), cnt*m.slot
+	// Allocate the slots' pages before mapping them, so that the
 	// read-only mapping and the writer's view share them from the start.
-	err := unix.Fallocate(m.fd, 0, off, int64(m.slot))
-	var mem []byte
+	err := unix.Fallocate(m.fd, 0, off, int64(size))
+	var p unsafe.Pointer
 	if err == nil {
-		// MmapPtr/MunmapPtr, not Mmap/Munmap: runs of adjacent mappings
-		// are unmapped in one call (freeAll), which x/sys's per-slice
-		// bookkeeping of Mmap would not follow.
-		var p unsafe.Pointer
-		p, err = unix.MmapPtr(m.fd, off, nil, uintptr(m.slot), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
-		if err == nil {
-			mem = unsafe.Slice((*byte)(p), m.slot)
-		}
+		// MmapPtr/MunmapPtr, not Mmap/Munmap: one mapping is cut into
+		// regions unmapped one by one, or adjacent ones together
+		// (freeAll), which x/sys's per-slice bookkeeping of Mmap would
+		// not follow.
+		p, err = unix.MmapPtr(m.fd, off, nil, uintptr(size), unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil {
-		m.free_ = append(m.free_, s)
+		for i := start; i < start+cnt; i++ {
+			m.isFree[i] = true
+		}
 		return nil, err
 	}
-	m.used[uintptr(unsafe.Pointer(&mem[0]))] = s
-	return mem, nil
+	all := unsafe.Slice((*byte)(p), size)
+	out := make([][]byte, cnt)
+	for i := range out {
+		out[i] = all[i*m.slot : (i+1)*m.slot : (i+1)*m.slot]
+		m.used[uintptr(unsafe.Pointer(&out[i][0]))] = start + i
+	}
+	return out, nil
 }
 
 func (m *memfdMapper) writable(mem []byte) ([]byte, error) {
@@ -123,7 +154,7 @@ func (m *memfdMapper) free(mem []byte) error {
 	m.mu.Lock()
 	if s, ok := m.used[p]; ok {
 		delete(m.used, p)
-		m.free_ = append(m.free_, s)
+		m.isFree[s] = true
 	}
 	m.mu.Unlock()
 	return err
@@ -153,7 +184,7 @@ func (m *memfdMapper) freeAll(mems [][]byte) error {
 	for _, b := range sorted {
 		if s, ok := m.used[addr(b)]; ok {
 			delete(m.used, addr(b))
-			m.free_ = append(m.free_, s)
+			m.isFree[s] = true
 		}
 	}
 	m.mu.Unlock()
@@ -186,19 +217,37 @@ func newSpares(m mapper, size, n int) *spares {
 	return p
 }
 
+// spareBatch regions are mapped by one mmap.
+const spareBatch = 8
+
 func (p *spares) fill() {
 	defer close(p.done)
 	for {
-		mem, err := p.m.alloc(p.size)
+		mems, err := p.m.alloc(p.size, spareBatch)
 		if err != nil {
 			// Out of memory: writers map (and fail) on their own.
 			<-p.stop
 			return
 		}
+		for i, mem := range mems {
+			select {
+			case p.ch <- mem:
+			case <-p.stop:
+				_ = p.m.freeAll(mems[i:])
+				return
+			}
+		}
+	}
+}
+
+// put offers regions a writer mapped beyond its need; they are freed
+// when no spare has room.
+func (p *spares) put(mems [][]byte) {
+	for i, mem := range mems {
 		select {
 		case p.ch <- mem:
-		case <-p.stop:
-			_ = p.m.free(mem)
+		default:
+			_ = p.m.freeAll(mems[i:])
 			return
 		}
 	}

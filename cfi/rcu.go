@@ -167,8 +167,9 @@ type reclaimer struct {
 	stop    chan struct{}
 	exited  chan struct{}
 
-	bytes   atomic.Int64 // mapped bytes of pending shadows
-	maxSeen atomic.Int64 // their high-water mark
+	bytes       atomic.Int64 // mapped bytes of pending shadows
+	maxSeen     atomic.Int64 // their high-water mark
+	writerReaps atomic.Int64 // shadows the writer unmapped itself
 }
 
 // reclaimTick is how often the reclaimer looks at the backlog.
@@ -193,7 +194,9 @@ func (r *reclaimer) poke() {
 func (r *reclaimer) retire(sh *shadow, target uint64) {
 	r.mu.Lock()
 	if len(r.pending) > r.max/2 {
+		before := r.done
 		r.reap(2)
+		r.writerReaps.Add(int64(r.done - before))
 		r.poke()
 	}
 	for len(r.pending) >= r.max {

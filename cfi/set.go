@@ -35,8 +35,8 @@ const (
 	DefaultSlots      = (64<<10 - headerBytes) / 2
 	DefaultMaxPending = 256 // deferred backlog: 256 shadows, 16 MiB with the defaults
 
-	// spareMappings writable mappings are kept ready for the next shadows.
-	spareMappings = 8
+	// spareMappings read-only mappings are kept ready for the next shadows.
+	spareMappings = 16
 )
 
 // Options configure a Set. The zero value is the defaults.
@@ -51,9 +51,9 @@ type Options struct {
 	// MaxPending bounds the deferred backlog: at most this many old
 	// shadows (MaxPending x ShadowBytes of memory) wait for reclamation;
 	// a writer that would queue one more waits for the reclaimer. All the
-	// shadow memory of a Set is a memfd of (MaxPending + 11) x ShadowBytes:
-	// the backlog, the current shadow, one being built, eight spare
-	// mappings kept ready and two more.
+	// shadow memory of a Set is a memfd of (MaxPending + 27) x ShadowBytes:
+	// the backlog, the current shadow, one being built, 16 spare mappings
+	// kept ready, a batch of 8 being mapped, and one more.
 	MaxPending int
 	// KernelUpperBound covers the text range as kernel/cfi.c does, up to
 	// and including the page of start+size (one page too many when the
@@ -130,8 +130,9 @@ type Set struct {
 	rec    *reclaimer // deferred mode
 	spares *spares    // ready mappings (nil with a test mapper)
 
-	updates  atomic.Int64
-	noShadow atomic.Int64 // updates that could not map a shadow
+	updates     atomic.Int64
+	noShadow    atomic.Int64 // updates that could not map a shadow
+	spareMisses atomic.Int64 // updates that found no spare mapping ready
 }
 
 // New makes an empty Set. Close it to stop its reclaimer and free its
@@ -151,7 +152,7 @@ func New(opts Options) (*Set, error) {
 	}
 	s := &Set{opts: opts, shift: opts.PageShift, m: opts.mapper}
 	if s.m == nil {
-		mm, err := newMemfdMapper(mapBytes(opts.Slots), opts.MaxPending+spareMappings+3)
+		mm, err := newMemfdMapper(mapBytes(opts.Slots), opts.MaxPending+spareMappings+spareBatch+3)
 		if err != nil {
 			return nil, fmt.Errorf("cfi: shadow memory: %w", err)
 		}
@@ -275,7 +276,19 @@ func (s *Set) build(prev *shadow, base uint64, t *table, change func(*shadow)) (
 	s.updates.Add(1)
 	mem, err := s.spares.get()
 	if err != nil {
-		mem, err = s.m.alloc(s.ShadowBytes())
+		// No spare ready: map a batch, keep one, offer the rest.
+		s.spareMisses.Add(1)
+		var mems [][]byte
+		k := 1
+		if s.spares != nil {
+			k = spareBatch
+		}
+		if mems, err = s.m.alloc(s.ShadowBytes(), k); err == nil {
+			mem = mems[0]
+			if s.spares != nil {
+				s.spares.put(mems[1:])
+			}
+		}
 	}
 	if err != nil {
 		s.noShadow.Add(1)
@@ -408,14 +421,18 @@ type Stats struct {
 	PendingBytes    int64 // mapped bytes of old shadows awaiting reclamation
 	MaxPendingBytes int64 // their high-water mark
 	PendingLimit    int64 // the documented bound: MaxPending shadows
+	SpareMisses     int64 // updates that mapped their shadow themselves
+	WriterReaps     int64 // old shadows the writer unmapped itself (backlog past half the bound)
 }
 
 // Stats returns the Set's counters.
 func (s *Set) Stats() Stats {
 	st := Stats{Updates: s.updates.Load(), NoShadow: s.noShadow.Load(),
 		PendingLimit: int64(s.opts.MaxPending * s.ShadowBytes())}
+	st.SpareMisses = s.spareMisses.Load()
 	if s.rec != nil {
 		st.PendingBytes, st.MaxPendingBytes = s.rec.bytes.Load(), s.rec.maxSeen.Load()
+		st.WriterReaps = s.rec.writerReaps.Load()
 	}
 	return st
 }

@@ -65,6 +65,8 @@ func CFI(o CFIOptions) (*Report, error) {
 			rep.add(tag+" total", r.total, "ms", fmt.Sprintf("%d adds", o.Modules))
 			rep.add(tag+" lookups/s", r.lookups, "lookups/s", "all readers")
 			rep.add(tag+" max pending", float64(r.maxPending), "bytes", fmt.Sprintf("bound %d", r.limit))
+			rep.add(tag+" spare misses", float64(r.spareMisses), "updates", "mapped by the writer itself")
+			rep.add(tag+" writer reaps", float64(r.writerReaps), "shadows", "unmapped by the writer (backlog past half)")
 			p99[mode] = r.p99
 		}
 		rep.add(fmt.Sprintf("p99 sync/deferred hold=%v", hold), p99[cfi.Synchronous]/p99[cfi.Deferred], "x", "target >= 20 at hold=1ms")
@@ -106,6 +108,7 @@ func lookupCost() (float64, error) {
 type cfiResult struct {
 	p50, p99, total, lookups float64
 	maxPending, limit        int64
+	spareMisses, writerReaps int64
 }
 
 func cfiRun(mode cfi.Reclaim, modules, readers int, hold time.Duration) (*cfiResult, error) {
@@ -185,5 +188,6 @@ func cfiRun(mode cfi.Reclaim, modules, readers int, hold time.Duration) (*cfiRes
 		total:      float64(total.Nanoseconds()) / 1e6,
 		lookups:    float64(lookups.Load()) / total.Seconds(),
 		maxPending: st.MaxPendingBytes, limit: st.PendingLimit,
+		spareMisses: st.SpareMisses, writerReaps: st.WriterReaps,
 	}, nil
 }
