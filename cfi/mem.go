@@ -55,7 +55,10 @@ func newMemfdMapper(slot, slots int) (*memfdMapper, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	rw, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	// MAP_POPULATE: every page of the file is allocated and mapped in the
+	// writer's view now, once, rather than faulted in (16 faults per
+	// shadow) in the middle of updates.
+	rw, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
 	if err != nil {
 		unix.Close(fd)
 		return nil, err

@@ -56,10 +56,15 @@ type grace struct {
 func (g *grace) exit(rs *readerSlot) {
 	rs.state.Store(0)
 	if g.waiters.Load() != 0 {
-		select {
-		case g.wake <- struct{}{}:
-		default:
-		}
+		g.wakeOne()
+	}
+}
+
+// wakeOne wakes a waiting writer (kept out of exit so that exit inlines).
+func (g *grace) wakeOne() {
+	select {
+	case g.wake <- struct{}{}:
+	default:
 	}
 }
 
