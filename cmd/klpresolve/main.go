@@ -97,15 +97,17 @@ func (a *app) openIndex() (*kallsyms.Index, error) {
 func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := &cobra.Command{
-		Use:   "klpresolve PATCH.ko [--kallsyms PATH] [--format text|json] [--strict] [--stats]",
+		Use:   "klpresolve PATCH.ko [--kallsyms PATH] [--format text|json] [--strict] [--stats] [--link [-o OUT]]",
 		Short: "Resolve a livepatch module's relocations against a kernel's symbols, as the kernel would",
 		Long: `klpresolve resolves every livepatch relocation of PATCH.ko (.klp.rela.<obj>.<sec>
 sections, .klp.sym.<obj>.<name>,<pos> symbols, or legacy kpatch dynrelas) against a
 kernel's symbols (/proc/kallsyms, a System.map or a snapshot), with the kernel's own
-rules and error messages, and says what would fix each failure.
+rules and error messages, and says what would fix each failure. With --link it also
+links the whole module against those symbols and records it in a CFI shadow.
 
 Exit status: 0 all resolved (deferred allowed), 1 a relocation failed (or was deferred
-under --strict), 2 unusable input or usage, 3 --max-time exceeded.`,
+under --strict, or the module did not link), 2 unusable input or usage, 3 --max-time
+exceeded.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.ExactArgs(1),
