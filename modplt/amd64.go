@@ -139,7 +139,7 @@ func amd64Apply(l *linker, rc *reloc) error {
 // (opcode, ModRM, disp32; a REX prefix, if any, comes before).
 func amd64RelaxMov(l *linker, rc *reloc) bool {
 	off := rc.r.Offset
-	sec := l.secOf(rc)
+	sec := l.sec
 	if off < 2 || sec[off-2] != 0x8b || sec[off-1]&0xc7 != 0x05 { // mod 00, r/m 101: RIP-relative
 		return false
 	}

@@ -174,6 +174,9 @@ type linker struct {
 	syms   []symInfo // each symbol, resolved
 	plt    [2]*pltArea
 	got    *gotArea
+	// sec is the section being relocated, for the rare relocation that
+	// rewrites bytes before its place (x86_64's mov -> lea).
+	sec []byte
 }
 
 // Link lays m out and applies every relocation that applies to a loaded
@@ -307,6 +310,7 @@ func (l *linker) applySection(s *elfobj.Section, dst *Placed) error {
 		return err
 	}
 	applied := 0
+	l.sec = dst.Data
 	fast := t.IsRelaLE64()
 	for j := range t.Len() {
 		r, ok := elfobj.Reloc{}, false
@@ -355,17 +359,6 @@ func (l *linker) apply(rc *reloc) error {
 		return armApply(l, rc)
 	}
 	return amd64Apply(l, rc)
-}
-
-// secOf returns the whole section rc applies to (for the rare relocation
-// that rewrites bytes before its place): loc is its tail.
-func (l *linker) secOf(rc *reloc) []byte {
-	for _, p := range l.img.Sections {
-		if n := uint64(len(p.Data)); rc.P >= p.Addr && rc.P-p.Addr == rc.r.Offset && n >= rc.r.Offset && uint64(len(rc.loc)) == n-rc.r.Offset {
-			return p.Data
-		}
-	}
-	return nil
 }
 
 // fail records relocation j of s as not applied.
