@@ -153,7 +153,8 @@ func recordCFI(img *modplt.Image) (*CFIReport, error) {
 			}
 		}
 	}
-	set, err := cfi.New(cfi.Options{Reclaim: cfi.Synchronous})
+	// One module, one update: the smallest backlog.
+	set, err := cfi.New(cfi.Options{Reclaim: cfi.Synchronous, MaxPending: 1})
 	if err != nil {
 		return nil, err
 	}
