@@ -98,12 +98,16 @@ func parseSource(name string, r io.Reader, hint int64, opts *Options) (*Index, e
 const (
 	minChunk = 256 << 10
 	maxChunk = 1 << 20
+	// streamReserve is the buffer first reserved for input of unknown
+	// size: a /proc/kallsyms of 150k symbols is about 7 MB.
+	streamReserve = 16 << 20
 )
 
 type parser struct {
 	name    string
 	lto     bool
 	workers int
+
 	jobs    chan *chunk
 	wg      sync.WaitGroup
 	chunks  []*chunk
@@ -222,6 +226,12 @@ func (p *parser) readAndParse(r io.Reader, hint int64) ([]byte, error) {
 	size := int64(256 << 10)
 	if hint > 0 {
 		size = hint + 1
+	} else {
+		// Reserve room for a large kernel's kallsyms at once: only the
+		// pages written are faulted in, where doubling would fault in
+		// (and copy) every size on the way, which on this VM cost as much
+		// system time as the kernel's own formatting of the file.
+		size = streamReserve
 	}
 	if size > maxInput+1 {
 		size = maxInput + 1
