@@ -93,6 +93,20 @@ func TestCorpusCounts(t *testing.T) {
 	}
 }
 
+// The fast path of the parser must read every real file exactly as the
+// general one does.
+func TestCorpusFastPathMatchesSlowPath(t *testing.T) {
+	for _, rel := range corpusSymbolFiles {
+		t.Run(filepath.Base(rel), func(t *testing.T) {
+			data, err := os.ReadFile(testutil.Corpus(t, rel))
+			require.NoError(t, err)
+			ix, err := ParseBytes(rel, data, nil)
+			require.NoError(t, err)
+			sameAsSlowPath(t, data, ix, err)
+		})
+	}
+}
+
 func TestCorpusSymposOnRealDuplicates(t *testing.T) {
 	path := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
 	raw := readRaw(t, path)

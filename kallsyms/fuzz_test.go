@@ -14,17 +14,49 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("ffffffffc0000000 t x\t[m]\r\n\n"))
 	f.Add([]byte("0000000000000000 A a\n"))
 	f.Add([]byte("zz T x\n"))
+	f.Add([]byte("ffffffff81000000 T a\x02b\nffffffff81000000 T c \t [m] \n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ix, err := ParseBytes("fuzz", data, nil)
 		if (ix == nil) == (err == nil) {
 			t.Fatalf("index %v with error %v", ix, err)
 		}
+		sameAsSlowPath(t, data, ix, err)
 		if err != nil {
 			_ = err.Error()
 			return
 		}
 		exercise(t, ix)
 	})
+}
+
+// sameAsSlowPath parses data again with a blank added at the end of every
+// line, which sends every line through parseLine instead of the fast path
+// and changes nothing else, and checks that both give the same result.
+func sameAsSlowPath(t testing.TB, data []byte, ix *Index, err error) {
+	slow := append(bytes.ReplaceAll(data, []byte("\n"), []byte(" \n")), ' ')
+	ix2, err2 := ParseBytes("fuzz", slow, nil)
+	if (err == nil) != (err2 == nil) || (err != nil && err.Error() != err2.Error()) {
+		t.Fatalf("fast path: %v; slow path: %v", err, err2)
+	}
+	if err != nil {
+		return
+	}
+	if a, b := fmt.Sprint(ix.Objects()), fmt.Sprint(ix2.Objects()); a != b {
+		t.Fatalf("objects differ:\nfast %s\nslow %s", a, b)
+	}
+	for _, o := range ix.Objects() {
+		var a, b []Symbol
+		ix.Symbols(o.Name, func(s Symbol) bool { a = append(a, s); return true })
+		ix2.Symbols(o.Name, func(s Symbol) bool { b = append(b, s); return true })
+		if len(a) != len(b) {
+			t.Fatalf("%s: %d symbols on the fast path, %d on the slow path", o.Name, len(a), len(b))
+		}
+		for i := range a {
+			if a[i] != b[i] {
+				t.Fatalf("%s: symbol %d: fast %+v, slow %+v", o.Name, i, a[i], b[i])
+			}
+		}
+	}
 }
 
 func FuzzSnapshot(f *testing.F) {

@@ -159,6 +159,7 @@ func build(source string, buf []byte, chunks []*chunk, total int, lto bool) (*In
 	// Objects in order of first appearance; vmlinux first.
 	counts := []int{0}
 	names := []string{Vmlinux}
+	ranges := []run{newRun()}
 	for _, c := range chunks {
 		for _, r := range c.runs {
 			name := r.obj
@@ -171,8 +172,12 @@ func build(source string, buf []byte, chunks []*chunk, total int, lto bool) (*In
 				ix.byName[name] = id
 				names = append(names, name)
 				counts = append(counts, 0)
+				ranges = append(ranges, newRun())
 			}
 			counts[id] += r.count
+			g := &ranges[id]
+			g.lo, g.hi = min(g.lo, r.lo), max(g.hi, r.hi)
+			g.alo, g.ahi = min(g.alo, r.alo), max(g.ahi, r.ahi)
 		}
 	}
 	if len(names) > 1<<16 {
@@ -183,6 +188,7 @@ func build(source string, buf []byte, chunks []*chunk, total int, lto bool) (*In
 	off := 0
 	for i, n := range names {
 		ix.objs[i] = object{name: n, start: uint32(off), end: uint32(off + counts[i]), pseudo: isPseudo(n)}
+		ix.objs[i].setRange(ranges[i])
 		pos[i] = off
 		off += counts[i]
 	}
@@ -192,7 +198,7 @@ func build(source string, buf []byte, chunks []*chunk, total int, lto bool) (*In
 	if adopt(chunks, total) {
 		ix.syms = chunks[0].whole
 		hashes := chunks[0].wholeHashes
-		ix.sortVmlinux(hashes)
+		ix.sortVmlinux(hashes, vmSorted(chunks))
 		ix.buildTables(hashes)
 		return ix, nil
 	}
@@ -212,9 +218,25 @@ func build(source string, buf []byte, chunks []*chunk, total int, lto bool) (*In
 			i += r.count
 		}
 	}
-	ix.sortVmlinux(hashes)
+	ix.sortVmlinux(hashes, vmSorted(chunks))
 	ix.buildTables(hashes)
 	return ix, nil
+}
+
+// vmSorted reports whether the chunks' vmlinux lines, in order, have
+// addresses that never decrease.
+func vmSorted(chunks []*chunk) bool {
+	var last uint64
+	for _, c := range chunks {
+		if !c.hasVm {
+			continue
+		}
+		if !c.vmSorted || c.vmFirst < last {
+			return false
+		}
+		last = c.vmLast
+	}
+	return true
 }
 
 // adopt reports whether the chunks' symbols can be used in place: they
@@ -247,12 +269,12 @@ func adopt(chunks []*chunk, total int) bool {
 // sortVmlinux puts vmlinux in address order if the input was not: the
 // kernel's table (scripts/kallsyms) is sorted by address, equal addresses
 // keeping their original order, and sympos counts in that order.
-func (ix *Index) sortVmlinux(hashes []uint32) {
-	v := ix.objs[0]
-	s := ix.syms[v.start:v.end]
-	if slices.IsSortedFunc(s, func(a, b sym) int { return cmp.Compare(a.addr, b.addr) }) {
+func (ix *Index) sortVmlinux(hashes []uint32, sorted bool) {
+	if sorted {
 		return
 	}
+	v := ix.objs[0]
+	s := ix.syms[v.start:v.end]
 	type pair struct {
 		s sym
 		h uint32
@@ -268,11 +290,11 @@ func (ix *Index) sortVmlinux(hashes []uint32) {
 }
 
 // buildTables fills each object's hash table and the same-name chains.
-// Objects are filled in parallel; each table is an open-addressing array
-// of exactly the size its object needs (load factor 2/3), indexed with
-// Lemire's multiply-shift reduction instead of a power-of-two mask.
-// (Splitting vmlinux's table by hash across cores measured slower on the
-// 2-core VM: 10 ms against 5.6 ms, so a table is filled by one goroutine.)
+// Each table is an open-addressing array of exactly the size its object
+// needs (load factor 2/3), indexed with Lemire's multiply-shift reduction
+// instead of a power-of-two mask. A large object's table (vmlinux) is
+// filled by all workers at once, each sweeping its own part of the table
+// in order (fillSplit); the small ones are shared out whole.
 func (ix *Index) buildTables(hashes []uint32) {
 	total := 0
 	for i := range ix.objs {
@@ -283,70 +305,175 @@ func (ix *Index) buildTables(hashes []uint32) {
 	}
 	ix.slots = make([]slot, total)
 	ix.next = make([]uint32, len(ix.syms))
+	workers := runtime.GOMAXPROCS(0)
+	var small []int
+	for i := range ix.objs {
+		if o := &ix.objs[i]; workers > 1 && o.end-o.start >= splitFill {
+			ix.fillSplit(o, hashes, workers)
+		} else {
+			small = append(small, i)
+		}
+	}
 	var nextObj atomic.Int64
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(ix.objs)) {
+	for range min(workers, len(small)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
-				i := int(nextObj.Add(1) - 1)
-				if i >= len(ix.objs) {
+				k := int(nextObj.Add(1) - 1)
+				if k >= len(small) {
 					return
 				}
-				ix.fill(&ix.objs[i], hashes)
-				ix.objs[i].setRange(ix.syms)
+				o := &ix.objs[small[k]]
+				ix.fill(o, hashes, o.end, o.start, 0, o.size)
 			}
 		}()
 	}
 	wg.Wait()
 }
 
+// splitFill is the symbol count from which an object's table is filled by
+// all workers together.
+const splitFill = 1 << 14
+
 // home is the first slot of a table of n slots to probe for hash h.
 func home(h, n uint32) uint32 { return uint32(uint64(h) * uint64(n) >> 32) }
 
-// fill inserts the symbols of o. It walks the object backwards and pushes
-// each symbol on the front of its name's chain, so that each chain ends up
-// in kallsyms order, first to last.
-func (ix *Index) fill(o *object, hashes []uint32) {
+// fill inserts the symbols of o whose indexes are listed by order (or, if
+// order is nil, every symbol from hi-1 down to lo), probing only the slots
+// [from, to) of its table. A symbol whose probe would leave that range is
+// returned, in the order met, for the caller to insert later.
+//
+// Symbols are inserted last to first and each is pushed on the front of
+// its name's chain, so that each chain ends up in kallsyms order.
+// Linear probing without deletion gives a valid table whatever the order
+// of insertion of different names, so parts of a table can be filled
+// separately.
+func (ix *Index) fill(o *object, hashes []uint32, hi, lo uint32, from, to uint32, order ...uint32) (deferred []uint32) {
 	slots := ix.slots[o.off : o.off+o.size]
-	for i := o.end; i > o.start; {
-		i--
+	wrap := from == 0 && to == o.size
+	n := len(order)
+	if order == nil {
+		n = int(hi - lo)
+	}
+	for k := 0; k < n; k++ {
+		var i uint32
+		if order != nil {
+			i = order[k]
+		} else {
+			i = hi - 1 - uint32(k)
+		}
 		h := hashes[i]
-		key := ix.key(i)
-		for p := home(h, o.size); ; {
+		p := home(h, o.size)
+		if p >= to && !wrap {
+			// Its home is the first slot of the next part: two parts
+			// can share the slot where they meet.
+			deferred = append(deferred, i)
+			continue
+		}
+		for {
 			sl := &slots[p]
 			if sl.idx == 0 {
 				*sl = slot{hash: h, idx: i + 1}
 				break
 			}
-			if sl.hash == h && ix.key(sl.idx-1) == key {
+			if sl.hash == h && ix.key(sl.idx-1) == ix.key(i) {
 				ix.next[i] = sl.idx
 				sl.idx = i + 1
 				break
 			}
-			if p++; p == o.size {
+			if p++; p == to {
+				if !wrap {
+					deferred = append(deferred, i)
+					break
+				}
 				p = 0
 			}
 		}
 	}
+	return deferred
 }
 
-// setRange computes the object's address range, leaving out absolute
-// ('A') symbols unless they are all it has.
-func (o *object) setRange(syms []sym) {
-	lo, hi := ^uint64(0), uint64(0)
-	alo, ahi := ^uint64(0), uint64(0)
-	for i := o.start; i < o.end; i++ {
-		s := &syms[i]
-		if s.typ == 'A' || s.typ == 'a' {
-			alo, ahi = min(alo, s.addr), max(ahi, s.addr)
-		} else {
-			lo, hi = min(lo, s.addr), max(hi, s.addr)
+// fillSplit fills a large object's table with w workers, in three
+// parallel passes: a counting sort of the symbols by the top bits of their
+// hash (last to first within a bucket), then each worker inserts the
+// buckets of its w-th of the hash space, which land in its own part of
+// the table (home() is monotonic in the hash), sweeping that part in
+// order and so keeping it in cache. Probes that would leave a part are
+// finished afterwards by one goroutine; fillSplit returns their number.
+func (ix *Index) fillSplit(o *object, hashes []uint32, w int) (late int) {
+	const bucketBits = 10
+	const nb = 1 << bucketBits
+	n := o.end - o.start
+	part := func(g int) (uint32, uint32) { // worker g's symbols
+		return o.start + uint32(uint64(n)*uint64(g)/uint64(w)), o.start + uint32(uint64(n)*uint64(g+1)/uint64(w))
+	}
+	parallel := func(f func(g int)) {
+		var wg sync.WaitGroup
+		for g := range w {
+			wg.Add(1)
+			go func() { defer wg.Done(); f(g) }()
+		}
+		wg.Wait()
+	}
+	hist := make([][nb]uint32, w)
+	parallel(func(g int) {
+		lo, hi := part(g)
+		c := &hist[g]
+		for _, h := range hashes[lo:hi] {
+			c[h>>(32-bucketBits)]++
+		}
+	})
+	// Where each worker's share of each bucket starts: buckets in order,
+	// and within a bucket the later symbols (higher workers) first.
+	at := uint32(0)
+	bucketStart := make([]uint32, nb+1)
+	for b := range nb {
+		bucketStart[b] = at
+		for g := w - 1; g >= 0; g-- {
+			c := hist[g][b]
+			hist[g][b] = at
+			at += c
 		}
 	}
+	bucketStart[nb] = at
+	order := make([]uint32, n)
+	parallel(func(g int) {
+		lo, hi := part(g)
+		next := &hist[g]
+		for i := hi; i > lo; {
+			i--
+			b := hashes[i] >> (32 - bucketBits)
+			order[next[b]] = i
+			next[b]++
+		}
+	})
+	deferred := make([][]uint32, w)
+	parallel(func(g int) {
+		b0, b1 := g*nb/w, (g+1)*nb/w
+		from := home(uint32(b0)<<(32-bucketBits), o.size)
+		to := o.size
+		if b1 < nb {
+			to = home(uint32(b1)<<(32-bucketBits), o.size)
+		}
+		deferred[g] = ix.fill(o, hashes, 0, 0, from, to, order[bucketStart[b0]:bucketStart[b1]]...)
+	})
+	for _, d := range deferred {
+		if len(d) > 0 {
+			ix.fill(o, hashes, 0, 0, 0, o.size, d...)
+		}
+		late += len(d)
+	}
+	return late
+}
+
+// setRange sets the object's address range from the ranges of its lines,
+// leaving out absolute ('A') symbols unless they are all it has.
+func (o *object) setRange(r run) {
+	lo, hi := r.lo, r.hi
 	if lo > hi {
-		lo, hi = alo, ahi
+		lo, hi = r.alo, r.ahi
 	}
 	if lo > hi {
 		lo, hi = 0, 0

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"io"
 	"strings"
 	"testing"
@@ -360,4 +362,48 @@ func TestRawSnapshotForged(t *testing.T) {
 	_, err = ParseBytes("name", rawWithChecksum(b), nil)
 	require.ErrorIs(t, err, ErrMalformed)
 	assert.Contains(t, err.Error(), "name out of range")
+}
+
+// A table filled in parts by several workers must answer every lookup as
+// one filled by a single goroutine, chains in kallsyms order included,
+// also when probes cross from one part into the next.
+func TestFillSplit(t *testing.T) {
+	var b strings.Builder
+	type want struct {
+		name string
+		pos  uint64
+		addr uint64
+	}
+	var all []want
+	seen := map[string]uint64{}
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range 40000 {
+		name := fmt.Sprintf("sym_%d", r.IntN(15000)) // many repeated names
+		seen[name]++
+		addr := 0xffffffff81000000 + uint64(i)*16
+		fmt.Fprintf(&b, "%016x t %s\n", addr, name)
+		all = append(all, want{name, seen[name], addr})
+	}
+	ix, err := ParseBytes("split", []byte(b.String()), nil)
+	require.NoError(t, err)
+	hashes := ix.hashAll()
+	o := &ix.objs[0]
+	late := 0
+	for _, w := range []int{1, 2, 3, 7} {
+		clear(ix.slots)
+		clear(ix.next)
+		if w == 1 {
+			ix.fill(o, hashes, o.end, o.start, 0, o.size)
+		} else {
+			late += ix.fillSplit(o, hashes, w)
+		}
+		for _, x := range all {
+			s, err := ix.Lookup(Vmlinux, x.name, x.pos)
+			require.NoError(t, err, "w=%d %s,%d", w, x.name, x.pos)
+			require.Equal(t, x.addr, s.Address, "w=%d %s,%d", w, x.name, x.pos)
+		}
+		_, err := ix.Lookup(Vmlinux, all[0].name, seen[all[0].name]+1)
+		require.ErrorIs(t, err, ErrNoSuchPosition)
+	}
+	require.Positive(t, late, "no probe crossed a part's end: the test does not cover the late pass")
 }

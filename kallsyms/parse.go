@@ -2,11 +2,13 @@ package kallsyms
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -44,8 +46,17 @@ func (o *Options) lto() bool { return o != nil && o.LTO }
 // or System.map text, plain or gzip/zstd compressed, or a snapshot file
 // written by WriteSnapshot (recognised by its magic bytes).
 func Open(path string, opts *Options) (*Index, error) {
-	if b, ok := readSnapshotFile(path); ok {
-		return loadSnapshot(path, b)
+	f, err := readRegular(path, opts.workers())
+	if err != nil {
+		return nil, err
+	}
+	if f != nil {
+		if isSnapshot(f.data) {
+			return loadSnapshot(path, f.data)
+		}
+		p := newParser(path, opts)
+		p.dispatch(f.data, 0, len(f.data), f)
+		return p.finish(f.data)
 	}
 	src, err := input.Open(path)
 	if err != nil {
@@ -73,7 +84,7 @@ func ParseBytes(name string, data []byte, opts *Options) (*Index, error) {
 		return loadSnapshot(name, data)
 	}
 	p := newParser(name, opts)
-	p.dispatch(data, 0, len(data), true)
+	p.dispatch(data, 0, len(data), &wholeInput{data: data})
 	return p.finish(data)
 }
 
@@ -128,13 +139,30 @@ type chunk struct {
 	window      bool
 	whole       []sym
 	wholeHashes []uint32
-	nonzero     bool
+	// vmlinux's lines in this chunk: whether their addresses never
+	// decrease, and the first and last address.
+	hasVm, vmSorted bool
+	vmFirst, vmLast uint64
 }
 
 // run is a stretch of consecutive lines of one object in a chunk.
 type run struct {
 	obj   string // "" for vmlinux
 	count int
+	// The address range of its symbols, and of its absolute ('A', 'a')
+	// symbols apart (see object.setRange).
+	lo, hi, alo, ahi uint64
+}
+
+func newRun() run { return run{lo: ^uint64(0), alo: ^uint64(0)} }
+
+func (r *run) add(addr uint64, typ byte) {
+	r.count++
+	if typ|0x20 == 'a' {
+		r.alo, r.ahi = min(r.alo, addr), max(r.ahi, addr)
+	} else {
+		r.lo, r.hi = min(r.lo, addr), max(r.hi, addr)
+	}
 }
 
 func newParser(name string, opts *Options) *parser {
@@ -167,11 +195,11 @@ func (p *parser) abort() {
 }
 
 // dispatch hands data[from:to] (complete lines) to the workers, split so
-// that every worker gets a share. When whole is set, data[from:to] is the
+// that every worker gets a share. When whole is given, data[from:to] is the
 // entire input: the symbol arrays are then allocated once, at their exact
 // size, and each chunk fills its own window of them, so that build() can
 // adopt them without a copy.
-func (p *parser) dispatch(data []byte, from, to int, whole bool) {
+func (p *parser) dispatch(data []byte, from, to int, whole *wholeInput) {
 	p.start()
 	piece := (to - from) / p.workers
 	piece = max(min(piece, maxChunk), 64<<10)
@@ -193,14 +221,11 @@ func (p *parser) dispatch(data []byte, from, to int, whole bool) {
 	var syms []sym
 	var hashes []uint32
 	var counts []int
-	if whole {
+	if whole != nil {
 		counts = make([]int, len(bounds)-1)
 		total := 0
 		for i := range counts {
-			counts[i] = bytes.Count(data[bounds[i]:bounds[i+1]], []byte{'\n'})
-			if data[bounds[i+1]-1] != '\n' {
-				counts[i]++ // a last line without a newline
-			}
+			counts[i] = whole.lines(bounds[i], bounds[i+1])
 			total += counts[i]
 		}
 		syms, hashes = make([]sym, total), make([]uint32, total)
@@ -208,7 +233,7 @@ func (p *parser) dispatch(data []byte, from, to int, whole bool) {
 	at := 0
 	for i := 0; i+1 < len(bounds); i++ {
 		c := &chunk{data: data[bounds[i]:bounds[i+1]], base: bounds[i]}
-		if whole {
+		if whole != nil {
 			n := counts[i]
 			c.syms, c.hashes = syms[at:at:at+n], hashes[at:at:at+n]
 			c.window, c.whole, c.wholeHashes = true, syms, hashes
@@ -217,6 +242,93 @@ func (p *parser) dispatch(data []byte, from, to int, whole bool) {
 		p.chunks = append(p.chunks, c)
 		p.jobs <- c
 	}
+}
+
+// wholeInput is an entire input in memory, with the number of line ends
+// in each of its pieces when the reader counted them (see readRegular).
+type wholeInput struct {
+	data  []byte
+	piece int   // piece size; 0: nothing counted
+	nl    []int // nl[i]: line ends in data[i*piece : (i+1)*piece]
+}
+
+// lines counts the lines of data[from:to], a run of whole lines (the last
+// one may lack its line end).
+func (w *wholeInput) lines(from, to int) int {
+	n := w.ends(to) - w.ends(from)
+	if to > from && w.data[to-1] != '\n' {
+		n++
+	}
+	return n
+}
+
+// ends counts the line ends in data[:x], from the pieces' counts where
+// there are some.
+func (w *wholeInput) ends(x int) int {
+	if w.piece == 0 {
+		return bytes.Count(w.data[:x], []byte{'\n'})
+	}
+	n := 0
+	k := x / w.piece
+	for _, c := range w.nl[:k] {
+		n += c
+	}
+	return n + bytes.Count(w.data[k*w.piece:x], []byte{'\n'})
+}
+
+// readRegular reads path whole when it is a regular, non-empty file that
+// is not compressed (nil otherwise: the caller streams it). The file is
+// read in pieces by workers goroutines at once (copying out of the page
+// cache and faulting in the new buffer parallelise), and each reader
+// counts the line ends of its piece while it is in cache, so that the
+// parser can presize its arrays without another pass.
+func readRegular(path string, workers int) (*wholeInput, error) {
+	if path == "-" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() < 8 || st.Size() > maxInput {
+		return nil, nil // /proc/kallsyms says 0 bytes: stream it
+	}
+	var head [8]byte
+	if _, err := io.ReadFull(f, head[:]); err != nil || input.Detect(head[:]) != input.None {
+		return nil, nil
+	}
+	size := int(st.Size())
+	w := &wholeInput{data: make([]byte, size), piece: max(size/(4*workers), 256<<10)}
+	n := (size + w.piece - 1) / w.piece
+	w.nl = make([]int, n)
+	errs := make([]error, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				b := w.data[i*w.piece : min((i+1)*w.piece, size)]
+				if _, err := f.ReadAt(b, int64(i*w.piece)); err != nil {
+					errs[i] = err
+					continue
+				}
+				w.nl[i] = bytes.Count(b, []byte{'\n'})
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return w, nil
 }
 
 // readAndParse reads r into one buffer, dispatching complete lines as they
@@ -276,7 +388,11 @@ func (p *parser) readAndParse(r io.Reader, hint int64) ([]byte, error) {
 		}
 		if err == io.EOF {
 			if done < len(buf) {
-				p.dispatch(buf, done, len(buf), done == 0)
+				var whole *wholeInput
+				if done == 0 {
+					whole = &wholeInput{data: buf}
+				}
+				p.dispatch(buf, done, len(buf), whole)
 			}
 			return buf, nil
 		}
@@ -285,7 +401,7 @@ func (p *parser) readAndParse(r io.Reader, hint int64) ([]byte, error) {
 		}
 		if len(buf)-done >= minChunk {
 			if i := bytes.LastIndexByte(buf[done:], '\n'); i >= 0 {
-				p.dispatch(buf, done, done+i+1, false)
+				p.dispatch(buf, done, done+i+1, nil)
 				done += i + 1
 			}
 		}
@@ -317,7 +433,9 @@ var hexval = func() (t [256]int8) {
 //	ffffffffc0a01000 t ovl_show_options	[overlay]
 //
 // System.map has the first form only. CRLF and trailing blanks are
-// accepted; blank lines are skipped.
+// accepted; blank lines are skipped. Lines of the exact 64-bit form take a
+// fast path (scan.go); every other line, including every malformed one,
+// goes through parseLine.
 func (c *chunk) parse(file string, lto bool) {
 	data := c.data
 	if c.syms == nil { // not given a window of a presized array
@@ -325,48 +443,107 @@ func (c *chunk) parse(file string, lto bool) {
 		c.syms = make([]sym, 0, n)
 		c.hashes = make([]uint32, 0, n)
 	}
+	syms, hashes := c.syms, c.hashes
 	var cur []byte // current object's name (nil = vmlinux)
-	curCount := 0
+	r := newRun()
 	line := 0
+	c.vmSorted = true
 	for pos := 0; pos < len(data); {
-		end := bytes.IndexByte(data[pos:], '\n')
-		next := pos + end + 1
-		if end < 0 {
-			end = len(data) - pos
-			next = len(data)
-		}
-		l := data[pos : pos+end]
-		start := pos
-		pos = next
 		line++
-		for len(l) > 0 && (l[len(l)-1] == '\r' || l[len(l)-1] == ' ' || l[len(l)-1] == '\t') {
-			l = l[:len(l)-1]
-		}
-		if len(l) == 0 {
-			continue
-		}
-		addr, typ, ns, ne, mod, msg := parseLine(l)
-		if msg != "" {
-			c.err = &ParseError{File: file, Line: line, Msg: msg}
-			return
-		}
-		if !bytes.Equal(mod, cur) || (mod == nil) != (cur == nil) {
-			if curCount > 0 {
-				c.runs = append(c.runs, run{obj: string(cur), count: curCount})
+		var (
+			addr   uint64
+			typ    byte
+			ns, ne int
+			mod    []byte
+			next   = -1
+		)
+		if pos+20 <= len(data) && data[pos+16] == ' ' && data[pos+18] == ' ' && data[pos+17] > ' ' {
+			var ok bool
+			addr, ok = hex16(data[pos:])
+			e := pos + 19 + firstCtl(data[pos+19:])
+			if ok && e > pos+19 && e-(pos+19) < KSYMNameLen {
+				typ, ns, ne = data[pos+17], pos+19, e
+				switch {
+				case e == len(data):
+					next = e
+				case data[e] == '\n':
+					next = e + 1
+				case data[e] == '\t' && e+2 < len(data) && data[e+1] == '[':
+					// "\t[module]" and the line end.
+					m := data[e+2:]
+					if k := bytes.IndexByte(m, ']'); k > 0 && (k+1 == len(m) || m[k+1] == '\n') {
+						mod = m[:k]
+						if bytes.Equal(mod, cur) || validModule(mod) {
+							next = e + 2 + k + 1
+							if k+1 < len(m) {
+								next++
+							}
+						}
+					}
+				}
 			}
-			cur, curCount = mod, 0
 		}
-		curCount++
-		if addr != 0 {
-			c.nonzero = true
+		if next < 0 {
+			// Slow path: the general form, or an error.
+			end := bytes.IndexByte(data[pos:], '\n')
+			next = pos + end + 1
+			if end < 0 {
+				end = len(data) - pos
+				next = len(data)
+			}
+			l := data[pos : pos+end]
+			for len(l) > 0 && (l[len(l)-1] == '\r' || l[len(l)-1] == ' ' || l[len(l)-1] == '\t') {
+				l = l[:len(l)-1]
+			}
+			if len(l) == 0 {
+				pos = next
+				continue
+			}
+			var msg string
+			addr, typ, ns, ne, mod, msg = parseLine(l)
+			if msg != "" {
+				c.err = &ParseError{File: file, Line: line, Msg: msg}
+				return
+			}
+			ns, ne = pos+ns, pos+ne
 		}
-		c.syms = append(c.syms, sym{addr: addr, off: uint32(c.base + start + ns), nlen: uint16(ne - ns), typ: typ})
-		c.hashes = append(c.hashes, hashKey(l[ns:ne], lto))
+		pos = next
+		if (mod == nil) != (cur == nil) || !bytes.Equal(mod, cur) {
+			if r.count > 0 {
+				c.runs = append(c.runs, r)
+			}
+			cur, r = mod, newRun()
+			r.obj = string(mod)
+		}
+		r.add(addr, typ)
+		if mod == nil {
+			if addr < c.vmLast {
+				c.vmSorted = false
+			}
+			if !c.hasVm {
+				c.hasVm, c.vmFirst = true, addr
+			}
+			c.vmLast = addr
+		}
+		syms = append(syms, sym{addr: addr, off: uint32(c.base + ns), nlen: uint16(ne - ns), typ: typ})
+		hashes = append(hashes, hashKey(data[ns:ne], lto))
 	}
+	c.syms, c.hashes = syms, hashes
 	c.lines = line
-	if curCount > 0 {
-		c.runs = append(c.runs, run{obj: string(cur), count: curCount})
+	if r.count > 0 {
+		c.runs = append(c.runs, r)
 	}
+}
+
+// validModule reports whether a module name read by the fast path is one
+// parseLine would accept.
+func validModule(m []byte) bool {
+	for _, b := range m {
+		if b == ' ' || b == '\t' || b == '[' {
+			return false
+		}
+	}
+	return true
 }
 
 // parseLine splits one trimmed, non-empty line into its address, type,
@@ -483,7 +660,9 @@ func (p *parser) finish(buf []byte) (*Index, error) {
 			return nil, c.err
 		}
 		line += c.lines
-		nonzero = nonzero || c.nonzero
+		for _, r := range c.runs {
+			nonzero = nonzero || r.hi != 0 || r.ahi != 0
+		}
 		total += len(c.syms)
 	}
 	if total == 0 {
@@ -493,40 +672,4 @@ func (p *parser) finish(buf []byte) (*Index, error) {
 		return nil, fmt.Errorf("%s: %w", p.name, ErrRestricted)
 	}
 	return build(p.name, buf, p.chunks, total, p.lto)
-}
-
-// readSnapshotFile reads path whole when it is a regular file that starts
-// with the snapshot magic: a snapshot needs no streaming parser, and a raw
-// one is used in place from this one buffer.
-func readSnapshotFile(path string) ([]byte, bool) {
-	if path == "-" {
-		return nil, false
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, false
-	}
-	defer f.Close()
-	var magic [8]byte
-	if _, err := io.ReadFull(f, magic[:]); err != nil || !isSnapshot(magic[:]) {
-		return nil, false
-	}
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() || st.Size() > maxInput {
-		return nil, false
-	}
-	// Two halves read at once: copying from the page cache and faulting
-	// the new buffer in is most of the cost, and it parallelises.
-	b := make([]byte, st.Size())
-	half := len(b) / 2
-	errs := make(chan error, 1)
-	go func() {
-		_, err := f.ReadAt(b[half:], int64(half))
-		errs <- err
-	}()
-	_, err1 := f.ReadAt(b[:half], 0)
-	if err2 := <-errs; err1 != nil || err2 != nil {
-		return nil, false
-	}
-	return b, true
 }

@@ -227,6 +227,14 @@ func loadSnapshot(name string, b []byte) (*Index, error) {
 	if !nonzero {
 		return nil, fmt.Errorf("%s: %w", name, ErrRestricted)
 	}
+	for i := range ix.objs {
+		o := &ix.objs[i]
+		r := newRun()
+		for _, s := range ix.syms[o.start:o.end] {
+			r.add(s.addr, s.typ)
+		}
+		o.setRange(r)
+	}
 	ix.buildTables(ix.hashAll())
 	return ix, nil
 }

@@ -1,0 +1,75 @@
+package kallsyms
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// Word-at-a-time helpers for the parser's fast path. Every 64-bit
+// /proc/kallsyms and System.map line has the form "%016lx %c %s" (s_show()
+// in kernel/kallsyms.c; nm's output for System.map): 16 hex digits, a
+// blank, the type, a blank, the name. The fast path reads the address and
+// finds the end of the name 8 bytes at a time; any line it does not
+// recognise goes through parseLine, which is the definition of the format.
+
+const (
+	ones8 = 0x0101010101010101
+	high8 = 0x8080808080808080
+)
+
+// hex16 decodes the 16 ASCII hex digits at b[0:16]. ok is false if any of
+// them is not a hex digit. Both 8-byte words go through each step
+// together (the first digit is the low byte of a little-endian load).
+func hex16(b []byte) (v uint64, ok bool) {
+	_ = b[15]
+	x := binary.LittleEndian.Uint64(b)
+	y := binary.LittleEndian.Uint64(b[8:])
+	if (x|y)&high8 != 0 {
+		return 0, false
+	}
+	// All bytes are below 0x80, so adding up to 0x50 to each never
+	// carries into the next byte: each sum's high bit is one comparison.
+	// digit: '0' <= c <= '9'; letter: 'a' <= c|0x20 <= 'f'.
+	dx := (x + (0x80-'0')*ones8) &^ (x + (0x80-'9'-1)*ones8)
+	dy := (y + (0x80-'0')*ones8) &^ (y + (0x80-'9'-1)*ones8)
+	lx, ly := x|0x20*ones8, y|0x20*ones8
+	lx = (lx + (0x80-'a')*ones8) &^ (lx + (0x80-'f'-1)*ones8)
+	ly = (ly + (0x80-'a')*ones8) &^ (ly + (0x80-'f'-1)*ones8)
+	if (dx|lx)&(dy|ly)&high8 != high8 {
+		return 0, false
+	}
+	// Digit value: the low nibble, plus 9 for a letter.
+	x = x&(0x0f*ones8) + (lx>>7&ones8)*9
+	y = y&(0x0f*ones8) + (ly>>7&ones8)*9
+	return uint64(pack8(x))<<32 | uint64(pack8(y)), true
+}
+
+// pack8 packs 8 digit values, most significant first in memory order
+// (lowest byte), into 32 bits.
+func pack8(d uint64) uint32 {
+	d = bits.ReverseBytes64(d)
+	d = (d | d>>4) & 0x00ff00ff00ff00ff
+	d = (d | d>>8) & 0x0000ffff0000ffff
+	return uint32(d | d>>16)
+}
+
+// firstCtl returns the index of the first byte of b below 0x21 (a blank,
+// a tab, a line end or another control byte), or len(b).
+func firstCtl(b []byte) int {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		// The high bit of a byte is set when it is below 0x21 and not
+		// above 0x7f. Borrows only run upwards, from a byte that is
+		// itself below 0x21, so the lowest flagged byte is exact.
+		if t := (x - 0x21*ones8) &^ x & high8; t != 0 {
+			return i + bits.TrailingZeros64(t)>>3
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i] < 0x21 {
+			return i
+		}
+	}
+	return len(b)
+}

@@ -1,0 +1,65 @@
+package kallsyms
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// hex8 must agree with strconv on every byte value in every position.
+func TestHex16(t *testing.T) {
+	check := func(s []byte) {
+		// Each half of the 16 digits, with valid digits in the other.
+		v32, ok := hex16(append([]byte("01234567"), s...))
+		v := uint32(v32)
+		if ok2 := func() bool { _, ok := hex16(append(append([]byte(nil), s...), "89abcdef"...)); return ok }(); ok2 != ok {
+			t.Fatalf("%q: high half %v, low half %v", s, ok2, ok)
+		}
+		want, err := strconv.ParseUint(string(s), 16, 32)
+		if err != nil {
+			require.False(t, ok, "%q", s)
+			return
+		}
+		require.True(t, ok, "%q", s)
+		require.Equal(t, uint32(want), v, "%q", s)
+	}
+	for pos := range 8 {
+		for c := range 256 {
+			s := []byte("0123abcD")
+			s[pos] = byte(c)
+			check(s)
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 100000 {
+		check([]byte(fmt.Sprintf("%08x", r.Uint32())))
+		check([]byte(fmt.Sprintf("%08X", r.Uint32())))
+	}
+	v, ok := hex16([]byte("ffffffff81000000"))
+	require.True(t, ok)
+	require.Equal(t, uint64(0xffffffff81000000), v)
+}
+
+func TestFirstCtl(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 100000 {
+		b := make([]byte, r.IntN(40))
+		for i := range b {
+			b[i] = byte(0x21 + r.IntN(256-0x21))
+			if r.IntN(30) == 0 {
+				b[i] = byte(r.IntN(0x21))
+			}
+		}
+		want := len(b)
+		for i, c := range b {
+			if c < 0x21 {
+				want = i
+				break
+			}
+		}
+		require.Equal(t, want, firstCtl(b), "%q", b)
+	}
+}
