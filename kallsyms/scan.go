@@ -57,13 +57,20 @@ func pack8(d uint64) uint32 {
 // a tab, a line end or another control byte), or len(b).
 func firstCtl(b []byte) int {
 	i := 0
-	for ; i+8 <= len(b); i += 8 {
+	// 16 bytes a step: most names end within the first two steps. The
+	// high bit of a byte is set when it is below 0x21 and not above 0x7f.
+	// Borrows only run upwards, from a byte that is itself below 0x21, so
+	// the lowest flagged byte is exact.
+	for ; i+16 <= len(b); i += 16 {
 		x := binary.LittleEndian.Uint64(b[i:])
-		// The high bit of a byte is set when it is below 0x21 and not
-		// above 0x7f. Borrows only run upwards, from a byte that is
-		// itself below 0x21, so the lowest flagged byte is exact.
-		if t := (x - 0x21*ones8) &^ x & high8; t != 0 {
-			return i + bits.TrailingZeros64(t)>>3
+		y := binary.LittleEndian.Uint64(b[i+8:])
+		tx := (x - 0x21*ones8) &^ x & high8
+		ty := (y - 0x21*ones8) &^ y & high8
+		if tx|ty != 0 {
+			if tx != 0 {
+				return i + bits.TrailingZeros64(tx)>>3
+			}
+			return i + 8 + bits.TrailingZeros64(ty)>>3
 		}
 	}
 	for ; i < len(b); i++ {
