@@ -2,6 +2,7 @@ package kallsyms
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -52,7 +53,7 @@ func Open(path string, opts *Options) (*Index, error) {
 	}
 	if f != nil {
 		if isSnapshot(f.data) {
-			return loadSnapshot(path, f.data)
+			return loadSnapshotSums(path, f.data, f.sums)
 		}
 		p := newParser(path, opts)
 		p.dispatch(f.data, 0, len(f.data), f)
@@ -250,6 +251,8 @@ type wholeInput struct {
 	data  []byte
 	piece int   // piece size; 0: nothing counted
 	nl    []int // nl[i]: line ends in data[i*piece : (i+1)*piece]
+	// sums: a raw snapshot's chunk hashes (see loadRawSnapshot).
+	sums []byte
 }
 
 // lines counts the lines of data[from:to], a run of whole lines (the last
@@ -280,8 +283,9 @@ func (w *wholeInput) ends(x int) int {
 // is not compressed (nil otherwise: the caller streams it). The file is
 // read in pieces by workers goroutines at once (copying out of the page
 // cache and faulting in the new buffer parallelise), and each reader
-// counts the line ends of its piece while it is in cache, so that the
-// parser can presize its arrays without another pass.
+// works on its piece while it is in cache: it counts the line ends of a
+// text, so that the parser can presize its arrays without another pass,
+// or hashes a chunk of a raw snapshot's payload for its checksum.
 func readRegular(path string, workers int) (*wholeInput, error) {
 	if path == "-" {
 		return nil, nil
@@ -292,17 +296,41 @@ func readRegular(path string, workers int) (*wholeInput, error) {
 	}
 	defer f.Close()
 	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() || st.Size() < 8 || st.Size() > maxInput {
+	if err != nil || !st.Mode().IsRegular() || st.Size() < 16 || st.Size() > maxInput {
 		return nil, nil // /proc/kallsyms says 0 bytes: stream it
 	}
-	var head [8]byte
+	var head [16]byte
 	if _, err := io.ReadFull(f, head[:]); err != nil || input.Detect(head[:]) != input.None {
 		return nil, nil
 	}
 	size := int(st.Size())
-	w := &wholeInput{data: make([]byte, size), piece: max(size/(4*workers), 256<<10)}
-	n := (size + w.piece - 1) / w.piece
-	w.nl = make([]int, n)
+	w := &wholeInput{data: make([]byte, size)}
+	// Piece i is data[start(i):start(i+1)].
+	var n int
+	var start func(i int) int
+	var work func(i int, b []byte)
+	if isSnapshot(head[:]) {
+		if binary.LittleEndian.Uint32(head[8:]) == rawVersion && size > rawHeaderSize {
+			// One piece per payload chunk, the header with the first.
+			payload := w.data[rawHeaderSize:]
+			n = (len(payload) + rawChunk - 1) / rawChunk
+			w.sums = make([]byte, 8*n)
+			start = func(i int) int { return min(size, max(0, rawHeaderSize+i*rawChunk)*min(i, 1)) }
+			work = func(i int, _ []byte) { rawChunkSum(w.sums, payload, i) }
+		}
+	} else {
+		w.piece = max(size/(4*workers), 256<<10)
+		n = (size + w.piece - 1) / w.piece
+		w.nl = make([]int, n)
+		work = func(i int, b []byte) { w.nl[i] = bytes.Count(b, []byte{'\n'}) }
+	}
+	if start == nil {
+		if n == 0 {
+			n = (size + maxChunk - 1) / maxChunk
+			w.piece = maxChunk
+		}
+		start = func(i int) int { return min(size, i*w.piece) }
+	}
 	errs := make([]error, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -315,18 +343,23 @@ func readRegular(path string, workers int) (*wholeInput, error) {
 				if i >= n {
 					return
 				}
-				b := w.data[i*w.piece : min((i+1)*w.piece, size)]
-				if _, err := f.ReadAt(b, int64(i*w.piece)); err != nil {
+				b := w.data[start(i):start(i+1)]
+				if _, err := f.ReadAt(b, int64(start(i))); err != nil {
 					errs[i] = err
 					continue
 				}
-				w.nl[i] = bytes.Count(b, []byte{'\n'})
+				if work != nil {
+					work(i, b)
+				}
 			}
 		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if w.nl == nil {
+		w.piece = 0 // not a text: nothing counted
 	}
 	return w, nil
 }

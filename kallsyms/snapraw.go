@@ -120,8 +120,7 @@ func (ix *Index) WriteSnapshotRawFile(path string) error {
 // of the xxhash64s of the payload's 1 MiB chunks, which are hashed on
 // all cores: one xxhash over 7 MB costs a third of the load.
 func rawChecksum(hdr, payload []byte) uint64 {
-	const chunk = 1 << 20
-	n := (len(payload) + chunk - 1) / chunk
+	n := (len(payload) + rawChunk - 1) / rawChunk
 	sums := make([]byte, 8*n)
 	var wg sync.WaitGroup
 	w := min(runtime.GOMAXPROCS(0), n)
@@ -130,12 +129,25 @@ func rawChecksum(hdr, payload []byte) uint64 {
 		go func() {
 			defer wg.Done()
 			for i := k; i < n; i += w {
-				c := payload[i*chunk : min((i+1)*chunk, len(payload))]
-				binary.LittleEndian.PutUint64(sums[8*i:], xxhash.Sum64(c))
+				rawChunkSum(sums, payload, i)
 			}
 		}()
 	}
 	wg.Wait()
+	return rawChecksumOf(hdr, sums)
+}
+
+// rawChunk is the size of the payload chunks hashed apart.
+const rawChunk = 1 << 20
+
+// rawChunkSum stores the xxhash64 of the payload's chunk i in sums.
+func rawChunkSum(sums, payload []byte, i int) {
+	c := payload[i*rawChunk : min((i+1)*rawChunk, len(payload))]
+	binary.LittleEndian.PutUint64(sums[8*i:], xxhash.Sum64(c))
+}
+
+// rawChecksumOf is the checksum from the header and the chunks' sums.
+func rawChecksumOf(hdr, sums []byte) uint64 {
 	d := xxhash.New()
 	d.Write(hdr[:24])
 	d.Write(hdr[32:rawHeaderSize])
@@ -149,7 +161,10 @@ var hostLE = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 // loadRawSnapshot validates and loads a raw snapshot, using its arrays in
 // place. Every count, offset, index, chain and table is checked: a forged
 // file can make lookups miss, never loop, read out of bounds or panic.
-func loadRawSnapshot(name string, b []byte) (*Index, error) {
+//
+// sums, when the reader computed them (readRegular), are the payload
+// chunks' hashes; nil means compute them here.
+func loadRawSnapshot(name string, b, sums []byte) (*Index, error) {
 	le := binary.LittleEndian
 	if len(b) < rawHeaderSize {
 		return nil, snapErr(name, "truncated header (%d bytes)", len(b))
@@ -165,7 +180,13 @@ func loadRawSnapshot(name string, b []byte) (*Index, error) {
 	if plen != uint64(len(p)) {
 		return nil, snapErr(name, "payload is %d bytes, header says %d", len(p), plen)
 	}
-	if rawChecksum(b[:rawHeaderSize], p) != le.Uint64(b[24:]) {
+	sum := uint64(0)
+	if sums != nil && len(sums) == 8*((len(p)+rawChunk-1)/rawChunk) {
+		sum = rawChecksumOf(b[:rawHeaderSize], sums)
+	} else {
+		sum = rawChecksum(b[:rawHeaderSize], p)
+	}
+	if sum != le.Uint64(b[24:]) {
 		return nil, snapErr(name, "checksum mismatch (file corrupted)")
 	}
 	if nobj == 0 || nobj > 1<<16 {
@@ -274,35 +295,53 @@ func (ix *Index) validateRaw(name string, nname uint64) error {
 	empty := make([][]bool, w) // per worker, per object: saw an empty slot
 	var wg sync.WaitGroup
 	for k := range w {
-		empty[k] = make([]bool, len(ix.objs))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Results are kept in locals and stored once at the end: the
+			// workers' result slots share a cache line.
 			lo, hi := nsym*uint32(k)/uint32(w), nsym*uint32(k+1)/uint32(w)
 			slo, shi := nslot*uint32(k)/uint32(w), nslot*uint32(k+1)/uint32(w)
+			seen := make([]bool, len(ix.objs))
+			var addrs uint64
 			for oi := range ix.objs {
 				o := &ix.objs[oi]
-				for i := max(lo, o.start); i < min(hi, o.end); i++ {
-					s := &ix.syms[i]
-					if s.nlen == 0 || s.nlen >= KSYMNameLen || uint64(s.off)+uint64(s.nlen) > nname {
-						errs[k] = snapErr(name, "symbol %d: name out of range", i)
-						return
-					}
-					nonzero[k] = nonzero[k] || s.addr != 0
-					if nx := ix.next[i]; nx != 0 && (nx <= i+1 || nx > o.end) {
-						errs[k] = snapErr(name, "symbol %d: chain to %d leaves object %q", i, nx, o.name)
-						return
+				if a, b := max(lo, o.start), min(hi, o.end); a < b {
+					next := ix.next[a:b]
+					for j, s := range ix.syms[a:b] {
+						i := a + uint32(j)
+						if s.nlen == 0 || s.nlen >= KSYMNameLen || uint64(s.off)+uint64(s.nlen) > nname {
+							errs[k] = snapErr(name, "symbol %d: name out of range", i)
+							return
+						}
+						addrs |= s.addr
+						if nx := next[j]; nx != 0 && (nx <= i+1 || nx > o.end) {
+							errs[k] = snapErr(name, "symbol %d: chain to %d leaves object %q", i, nx, o.name)
+							return
+						}
 					}
 				}
-				for j := max(slo, o.off); j < min(shi, o.off+o.size); j++ {
-					if idx := ix.slots[j].idx; idx == 0 {
-						empty[k][oi] = true
-					} else if idx <= o.start || idx > o.end {
-						errs[k] = snapErr(name, "object %q: table entry %d outside it", o.name, idx)
-						return
+				if a, b := max(slo, o.off), min(shi, o.off+o.size); a < b {
+					n, empties := o.end-o.start, uint32(0)
+					for _, sl := range ix.slots[a:b] {
+						// idx is 0 (empty) or in (start, end]. Written
+						// without a branch that depends on the data:
+						// a third of the slots are empty, at random.
+						empty := sl.idx == 0
+						var e uint32
+						if empty {
+							e = 1
+						}
+						empties += e
+						if (sl.idx-1-o.start >= n) != empty { // idx-1 wraps for 0
+							errs[k] = snapErr(name, "object %q: table entry %d outside it", o.name, sl.idx)
+							return
+						}
 					}
+					seen[oi] = empties > 0
 				}
 			}
+			nonzero[k], empty[k] = addrs != 0, seen
 		}()
 	}
 	wg.Wait()

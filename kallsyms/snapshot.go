@@ -126,7 +126,11 @@ func snapErr(name, format string, args ...any) error {
 // loadSnapshot validates and loads a snapshot. Every count, offset and
 // length is checked before use; nothing is allocated that the file's size
 // does not justify.
-func loadSnapshot(name string, b []byte) (*Index, error) {
+func loadSnapshot(name string, b []byte) (*Index, error) { return loadSnapshotSums(name, b, nil) }
+
+// loadSnapshotSums is loadSnapshot with the chunk sums of a raw snapshot
+// computed while it was read (see loadRawSnapshot).
+func loadSnapshotSums(name string, b, sums []byte) (*Index, error) {
 	if len(b) < headerSize {
 		return nil, snapErr(name, "truncated header (%d bytes)", len(b))
 	}
@@ -134,7 +138,7 @@ func loadSnapshot(name string, b []byte) (*Index, error) {
 	switch v := le.Uint32(b[8:]); v {
 	case snapshotVersion:
 	case rawVersion:
-		return loadRawSnapshot(name, b)
+		return loadRawSnapshot(name, b, sums)
 	default:
 		return nil, snapErr(name, "unsupported version %d (this build reads %d and %d)", v, snapshotVersion, rawVersion)
 	}
