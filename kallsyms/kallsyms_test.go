@@ -5,8 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
