@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/klpresolve/klpresolve/internal/hugepage"
 )
 
 // Vmlinux is the name of the kernel image's object.
@@ -202,22 +204,46 @@ func build(source string, buf []byte, chunks []*chunk, total int, lto bool) (*In
 		ix.buildTables(hashes)
 		return ix, nil
 	}
+	// Otherwise (a streamed input, blank lines, objects interleaved) copy
+	// each run of lines to its object's place; chunks are copied in
+	// parallel, as their destinations never overlap.
 	ix.syms = make([]sym, total)
 	hashes := make([]uint32, total)
-	for _, c := range chunks {
-		i := 0
+	hugepage.Advise(ix.syms)
+	hugepage.Advise(hashes)
+	dst := make([][]int, len(chunks)) // where each run of each chunk goes
+	for k, c := range chunks {
 		for _, r := range c.runs {
 			name := r.obj
 			if name == "" {
 				name = Vmlinux
 			}
 			id := ix.byName[name]
-			copy(ix.syms[pos[id]:], c.syms[i:i+r.count])
-			copy(hashes[pos[id]:], c.hashes[i:i+r.count])
+			dst[k] = append(dst[k], pos[id])
 			pos[id] += r.count
-			i += r.count
 		}
 	}
+	var nextChunk atomic.Int64
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				k := int(nextChunk.Add(1) - 1)
+				if k >= len(chunks) {
+					return
+				}
+				c, i := chunks[k], 0
+				for j, r := range c.runs {
+					copy(ix.syms[dst[k][j]:], c.syms[i:i+r.count])
+					copy(hashes[dst[k][j]:], c.hashes[i:i+r.count])
+					i += r.count
+				}
+			}
+		}()
+	}
+	wg.Wait()
 	ix.sortVmlinux(hashes, vmSorted(chunks))
 	ix.buildTables(hashes)
 	return ix, nil
@@ -305,7 +331,23 @@ func (ix *Index) buildTables(hashes []uint32) {
 	}
 	ix.slots = make([]slot, total)
 	ix.next = make([]uint32, len(ix.syms))
+	hugepage.Advise(ix.slots)
+	hugepage.Advise(ix.next)
 	workers := runtime.GOMAXPROCS(0)
+	// Write the fresh tables before any probe reads them. A first read
+	// maps the shared zero page, and the write after it is then a
+	// copy-on-write fault that must flush the other cores' TLBs (an IPI
+	// per page: 16% of a one-shot run's time went there). A first write
+	// is a plain fault, and the workers take theirs in parallel.
+	var wg sync.WaitGroup
+	for g := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			clear(ix.slots[len(ix.slots)*g/workers : len(ix.slots)*(g+1)/workers])
+		}()
+	}
+	wg.Wait()
 	var small []int
 	for i := range ix.objs {
 		if o := &ix.objs[i]; workers > 1 && o.end-o.start >= splitFill {
@@ -315,7 +357,6 @@ func (ix *Index) buildTables(hashes []uint32) {
 		}
 	}
 	var nextObj atomic.Int64
-	var wg sync.WaitGroup
 	for range min(workers, len(small)) {
 		wg.Add(1)
 		go func() {

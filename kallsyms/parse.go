@@ -13,6 +13,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/klpresolve/klpresolve/internal/hugepage"
 	"github.com/klpresolve/klpresolve/internal/input"
 )
 
@@ -123,7 +124,10 @@ type parser struct {
 	jobs    chan *chunk
 	wg      sync.WaitGroup
 	chunks  []*chunk
-	started bool
+	started int // workers running
+	// reading: the input is still arriving (readAndParse), so one core is
+	// left to the reader.
+	reading bool
 }
 
 // chunk is a run of complete lines, parsed by one worker.
@@ -170,13 +174,20 @@ func newParser(name string, opts *Options) *parser {
 	return &parser{name: name, lto: opts.lto(), workers: opts.workers()}
 }
 
+// start runs the workers: all of them, or while the input is still being
+// read, one fewer than there are cores. The reader's read(2) calls are
+// the critical path for /proc/kallsyms (the kernel formats 4 KiB per
+// call): a reader that comes back from one and finds both Ps taken by
+// workers waits for one of them to be preempted.
 func (p *parser) start() {
-	if p.started {
-		return
+	n := p.workers
+	if p.reading {
+		n = max(1, n-1)
 	}
-	p.started = true
-	p.jobs = make(chan *chunk, 64)
-	for range p.workers {
+	if p.jobs == nil {
+		p.jobs = make(chan *chunk, 64)
+	}
+	for ; p.started < n; p.started++ {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
@@ -188,10 +199,10 @@ func (p *parser) start() {
 }
 
 func (p *parser) abort() {
-	if p.started {
+	if p.jobs != nil {
 		close(p.jobs)
 		p.wg.Wait()
-		p.started = false
+		p.jobs, p.started = nil, 0
 	}
 }
 
@@ -230,6 +241,8 @@ func (p *parser) dispatch(data []byte, from, to int, whole *wholeInput) {
 			total += counts[i]
 		}
 		syms, hashes = make([]sym, total), make([]uint32, total)
+		hugepage.Advise(syms)
+		hugepage.Advise(hashes)
 	}
 	at := 0
 	for i := 0; i+1 < len(bounds); i++ {
@@ -305,6 +318,7 @@ func readRegular(path string, workers int) (*wholeInput, error) {
 	}
 	size := int(st.Size())
 	w := &wholeInput{data: make([]byte, size)}
+	hugepage.Advise(w.data)
 	// Piece i is data[start(i):start(i+1)].
 	var n int
 	var start func(i int) int
@@ -368,6 +382,8 @@ func readRegular(path string, workers int) (*wholeInput, error) {
 // arrive. The buffer is presized from hint and doubled when full; chunks
 // already dispatched keep pointing at the old copy, whose bytes are equal.
 func (p *parser) readAndParse(r io.Reader, hint int64) ([]byte, error) {
+	p.reading = true
+	defer func() { p.reading = false }()
 	size := int64(256 << 10)
 	if hint > 0 {
 		size = hint + 1
@@ -382,6 +398,7 @@ func (p *parser) readAndParse(r io.Reader, hint int64) ([]byte, error) {
 		size = maxInput + 1
 	}
 	buf := make([]byte, 0, size)
+	hugepage.Advise(buf[:cap(buf)])
 	done := 0 // bytes dispatched
 	first := true
 	for {
@@ -420,6 +437,8 @@ func (p *parser) readAndParse(r io.Reader, hint int64) ([]byte, error) {
 			}
 		}
 		if err == io.EOF {
+			p.reading = false
+			p.start() // all cores for the rest
 			if done < len(buf) {
 				var whole *wholeInput
 				if done == 0 {

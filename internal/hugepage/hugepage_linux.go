@@ -1,0 +1,7 @@
+package hugepage
+
+import "golang.org/x/sys/unix"
+
+func advise(addr, n uintptr) {
+	_, _, _ = unix.Syscall(unix.SYS_MADVISE, addr, n, unix.MADV_HUGEPAGE)
+}
