@@ -62,7 +62,10 @@ type Options struct {
 	KernelUpperBound bool
 
 	mapper mapper // tests substitute a failing one
-	hooks  *hooks // tests observe grace periods and retirements
+	// seqCstReaders: readers use sequentially consistent stores even
+	// where membarrier(2) is available (tests run both ways).
+	seqCstReaders bool
+	hooks         *hooks // tests observe grace periods and retirements
 }
 
 // hooks let tests watch the reclamation pipeline.
@@ -160,6 +163,7 @@ func New(opts Options) (*Set, error) {
 	}
 
 	s.g.gp.Store(1) // a reader's slot holds gp, and 0 means "outside"
+	s.g.fenced = !opts.seqCstReaders && registerMembarrier()
 	s.g.wake = make(chan struct{}, 1)
 	if opts.hooks != nil {
 		s.g.passedHook = opts.hooks.passed
@@ -456,7 +460,7 @@ func (r *Reader) Close() { r.s.g.unregister(r.slot) }
 // shadow the reader sees stays mapped until the matching Exit.
 func (r *Reader) Enter() {
 	if r.depth == 0 {
-		r.slot.state.Store(r.s.g.gp.Load())
+		r.s.g.set(r.slot, r.s.g.gp.Load())
 	}
 	r.depth++
 }
@@ -487,7 +491,7 @@ func (r *Reader) Lookup(addr uint64) (uint64, Source) {
 	var fn uint64
 	var ok bool
 	if r.depth == 0 { // Enter, LookupShadow, Exit, in one piece
-		r.slot.state.Store(s.g.gp.Load())
+		s.g.set(r.slot, s.g.gp.Load())
 		if sh := s.cur.Load(); sh != nil {
 			fn, ok = sh.lookup(addr, s.shift)
 		}

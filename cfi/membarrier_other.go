@@ -1,0 +1,7 @@
+//go:build !linux
+
+package cfi
+
+func registerMembarrier() bool { return false }
+
+func membarrier() bool { return false }

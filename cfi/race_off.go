@@ -1,0 +1,5 @@
+//go:build !race
+
+package cfi
+
+const raceEnabled = false
