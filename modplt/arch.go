@@ -41,7 +41,8 @@ type arch struct {
 	// nslots bounds slot.
 	nslots int
 	// kinds caches kind for the types below len(kinds) (newArch fills it).
-	kinds []kindInfo
+	kinds  []kindInfo
+	packed []uint32 // kinds, one word each: kind | slot<<8 | entry<<16
 
 	// addend returns a relocation's addend and whether the kernel takes
 	// it for zero. RELA architectures read r.Addend; REL ones decode the
@@ -70,9 +71,11 @@ const maxKindTable = 1024
 // newArch fills a's kind cache. The arch values are never changed after.
 func newArch(a arch) *arch {
 	a.kinds = make([]kindInfo, maxKindTable)
+	a.packed = make([]uint32, maxKindTable)
 	for t := range a.kinds {
 		k, slot, entry := a.kind(uint32(t))
 		a.kinds[t] = kindInfo{k, slot, entry}
+		a.packed[t] = uint32(k) | uint32(slot)<<8 | uint32(entry)<<16
 	}
 	return &a
 }
@@ -80,10 +83,18 @@ func newArch(a arch) *arch {
 // classify is kind, through the cache (small enough to inline). Types
 // past the table are kindOther: newArch checks that none is handled.
 func (a *arch) classify(t uint32) kindInfo {
-	if t < uint32(len(a.kinds)) {
-		return a.kinds[t]
+	k, slot, entry := a.classifyFields(t)
+	return kindInfo{k, slot, entry}
+}
+
+// classifyFields is classify with the fields apart, from one 4-byte load
+// of the packed cache.
+func (a *arch) classifyFields(t uint32) (relKind, uint8, uint8) {
+	if t < uint32(len(a.packed)) {
+		v := a.packed[t]
+		return relKind(v), uint8(v >> 8), uint8(v >> 16)
 	}
-	return kindInfo{}
+	return kindOther, 0, 0
 }
 
 var arches = []*arch{arm64Arch, armArch, amd64Arch}

@@ -326,7 +326,11 @@ func (c *counter) scan(w *sectionWork, sc *SectionCount) (int, error) {
 	seen := c.seen
 	var branches, undef, same, nonzero, cands, entries int
 	for j := range w.relocs {
-		ki := a.classify(t.Type(j))
+		// The three fields in registers: a kindInfo held whole is
+		// spilled as three bytes and reloaded wider, a store-forwarding
+		// stall on every relocation.
+		kind, slot, entry := a.classifyFields(t.Type(j))
+		ki := kindInfo{kind, slot, entry}
 		if ki.kind == kindOther || ki.kind == kindADRP && !erratum {
 			continue
 		}
@@ -388,7 +392,12 @@ func (c *counter) scan(w *sectionWork, sc *SectionCount) (int, error) {
 				entries++
 			}
 		} else {
-			w.cands = append(w.cands, candidate{typ: r.Type, sym: r.Sym, addend: addend, slot: ki.slot, entry: ki.entry, zero: zero})
+			// Field by field, not append(candidate{...}): the literal's
+			// stack copy would be reloaded with 16-byte loads that cannot
+			// be forwarded from its narrow stores (see applySection).
+			w.cands = w.cands[:len(w.cands)+1]
+			cd := &w.cands[len(w.cands)-1]
+			cd.typ, cd.sym, cd.addend, cd.slot, cd.entry, cd.zero = r.Type, r.Sym, addend, ki.slot, ki.entry, zero
 		}
 	}
 	sc.Branches, sc.Undef, sc.SameSection, sc.NonZeroAddend, sc.Candidates = branches, undef, same, nonzero, cands
