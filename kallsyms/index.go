@@ -7,10 +7,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/klpresolve/klpresolve/internal/hugepage"
+	"github.com/klpresolve/klpresolve/internal/par"
 )
 
 // Vmlinux is the name of the kernel image's object.
@@ -223,27 +223,14 @@ func build(source string, buf []byte, chunks []*chunk, total int, lto bool) (*In
 			pos[id] += r.count
 		}
 	}
-	var nextChunk atomic.Int64
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				k := int(nextChunk.Add(1) - 1)
-				if k >= len(chunks) {
-					return
-				}
-				c, i := chunks[k], 0
-				for j, r := range c.runs {
-					copy(ix.syms[dst[k][j]:], c.syms[i:i+r.count])
-					copy(hashes[dst[k][j]:], c.hashes[i:i+r.count])
-					i += r.count
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	par.For(runtime.GOMAXPROCS(0), len(chunks), func(k int) {
+		c, i := chunks[k], 0
+		for j, r := range c.runs {
+			copy(ix.syms[dst[k][j]:], c.syms[i:i+r.count])
+			copy(hashes[dst[k][j]:], c.hashes[i:i+r.count])
+			i += r.count
+		}
+	})
 	ix.sortVmlinux(hashes, vmSorted(chunks))
 	ix.buildTables(hashes)
 	return ix, nil
@@ -339,15 +326,9 @@ func (ix *Index) buildTables(hashes []uint32) {
 	// copy-on-write fault that must flush the other cores' TLBs (an IPI
 	// per page: 16% of a one-shot run's time went there). A first write
 	// is a plain fault, and the workers take theirs in parallel.
-	var wg sync.WaitGroup
-	for g := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			clear(ix.slots[len(ix.slots)*g/workers : len(ix.slots)*(g+1)/workers])
-		}()
-	}
-	wg.Wait()
+	par.For(workers, workers, func(g int) {
+		clear(ix.slots[len(ix.slots)*g/workers : len(ix.slots)*(g+1)/workers])
+	})
 	var small []int
 	for i := range ix.objs {
 		if o := &ix.objs[i]; workers > 1 && o.end-o.start >= splitFill {
@@ -356,22 +337,10 @@ func (ix *Index) buildTables(hashes []uint32) {
 			small = append(small, i)
 		}
 	}
-	var nextObj atomic.Int64
-	for range min(workers, len(small)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				k := int(nextObj.Add(1) - 1)
-				if k >= len(small) {
-					return
-				}
-				o := &ix.objs[small[k]]
-				ix.fill(o, hashes, o.end, o.start, 0, o.size)
-			}
-		}()
-	}
-	wg.Wait()
+	par.For(workers, len(small), func(k int) {
+		o := &ix.objs[small[k]]
+		ix.fill(o, hashes, o.end, o.start, 0, o.size)
+	})
 }
 
 // splitFill is the symbol count from which an object's table is filled by
@@ -450,14 +419,7 @@ func (ix *Index) fillSplit(o *object, hashes []uint32, w int) (late int) {
 	part := func(g int) (uint32, uint32) { // worker g's symbols
 		return o.start + uint32(uint64(n)*uint64(g)/uint64(w)), o.start + uint32(uint64(n)*uint64(g+1)/uint64(w))
 	}
-	parallel := func(f func(g int)) {
-		var wg sync.WaitGroup
-		for g := range w {
-			wg.Add(1)
-			go func() { defer wg.Done(); f(g) }()
-		}
-		wg.Wait()
-	}
+	parallel := func(f func(g int)) { par.For(w, w, f) }
 	hist := make([][nb]uint32, w)
 	parallel(func(g int) {
 		lo, hi := part(g)

@@ -9,12 +9,12 @@ import (
 	"os"
 	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/klpresolve/klpresolve/internal/hugepage"
 	"github.com/klpresolve/klpresolve/internal/input"
+	"github.com/klpresolve/klpresolve/internal/par"
 )
 
 // KSYMNameLen is the kernel's KSYM_NAME_LEN since Linux 6.1: a name has at
@@ -346,29 +346,14 @@ func readRegular(path string, workers int) (*wholeInput, error) {
 		start = func(i int) int { return min(size, i*w.piece) }
 	}
 	errs := make([]error, n)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(workers, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				b := w.data[start(i):start(i+1)]
-				if _, err := f.ReadAt(b, int64(start(i))); err != nil {
-					errs[i] = err
-					continue
-				}
-				if work != nil {
-					work(i, b)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	par.For(workers, n, func(i int) {
+		b := w.data[start(i):start(i+1)]
+		if _, err := f.ReadAt(b, int64(start(i))); err != nil {
+			errs[i] = err
+		} else if work != nil {
+			work(i, b)
+		}
+	})
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

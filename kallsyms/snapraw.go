@@ -12,6 +12,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/klpresolve/klpresolve/internal/atomicfile"
+	"github.com/klpresolve/klpresolve/internal/par"
 )
 
 // Raw snapshot format, version 2: the index as it sits in memory, hash
@@ -122,18 +123,7 @@ func (ix *Index) WriteSnapshotRawFile(path string) error {
 func rawChecksum(hdr, payload []byte) uint64 {
 	n := (len(payload) + rawChunk - 1) / rawChunk
 	sums := make([]byte, 8*n)
-	var wg sync.WaitGroup
-	w := min(runtime.GOMAXPROCS(0), n)
-	for k := range w {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := k; i < n; i += w {
-				rawChunkSum(sums, payload, i)
-			}
-		}()
-	}
-	wg.Wait()
+	par.For(runtime.GOMAXPROCS(0), n, func(i int) { rawChunkSum(sums, payload, i) })
 	return rawChecksumOf(hdr, sums)
 }
 

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"sync"
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/klpresolve/klpresolve/internal/atomicfile"
+	"github.com/klpresolve/klpresolve/internal/par"
 )
 
 // Snapshot format, version 1. All integers little-endian.
@@ -246,20 +246,12 @@ func loadSnapshotSums(name string, b, sums []byte) (*Index, error) {
 // hashAll computes every symbol's table key, on all cores.
 func (ix *Index) hashAll() []uint32 {
 	h := make([]uint32, len(ix.syms))
-	w := runtime.GOMAXPROCS(0)
-	per := (len(h) + w - 1) / w
-	var wg sync.WaitGroup
-	for lo := 0; lo < len(h); lo += per {
-		hi := min(lo+per, len(h))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := lo; i < hi; i++ {
-				h[i] = hashKeyString(ix.name(uint32(i)), ix.lto)
-			}
-		}()
-	}
-	wg.Wait()
+	const piece = 16 << 10
+	par.For(runtime.GOMAXPROCS(0), (len(h)+piece-1)/piece, func(k int) {
+		for i := k * piece; i < min((k+1)*piece, len(h)); i++ {
+			h[i] = hashKeyString(ix.name(uint32(i)), ix.lto)
+		}
+	})
 	return h
 }
 

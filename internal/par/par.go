@@ -1,0 +1,36 @@
+// Package par runs the iterations of a loop on several goroutines.
+package par
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// For calls f(i) for every i in [0, n) on up to workers goroutines, which
+// take the next i as they finish one (uneven pieces balance themselves),
+// and returns when every call has returned. workers < 1 means 1.
+func For(workers, n int, f func(i int)) {
+	workers = min(max(workers, 1), n)
+	if workers <= 1 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
