@@ -3,6 +3,8 @@ package kallsyms
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -103,6 +105,50 @@ func TestCorpusFastPathMatchesSlowPath(t *testing.T) {
 			ix, err := ParseBytes(rel, data, nil)
 			require.NoError(t, err)
 			sameAsSlowPath(t, data, ix, err)
+		})
+	}
+}
+
+// pieceReader hands out its data n bytes per Read, as /proc/kallsyms does
+// (the kernel formats one page per read).
+type pieceReader struct {
+	data []byte
+	n    int
+}
+
+func (r *pieceReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	k := copy(p[:min(len(p), r.n)], r.data)
+	r.data = r.data[k:]
+	return k, nil
+}
+
+// A streamed input (parsed while it arrives, chunks merged at the end)
+// gives the same index as the whole file read at once, and so does the
+// same file gzip-compressed.
+func TestCorpusStreamedMatchesWhole(t *testing.T) {
+	for _, rel := range corpusSymbolFiles {
+		t.Run(filepath.Base(rel), func(t *testing.T) {
+			path := testutil.Corpus(t, rel)
+			whole, err := Open(path, nil)
+			require.NoError(t, err)
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			streamed, err := Parse(rel, &pieceReader{data: data, n: 4096}, nil)
+			require.NoError(t, err)
+			sameIndex(t, whole, streamed)
+
+			var gz bytes.Buffer
+			zw := gzip.NewWriter(&gz)
+			_, _ = zw.Write(data)
+			require.NoError(t, zw.Close())
+			gzPath := filepath.Join(t.TempDir(), "k.gz")
+			require.NoError(t, os.WriteFile(gzPath, gz.Bytes(), 0o644))
+			fromGz, err := Open(gzPath, nil)
+			require.NoError(t, err)
+			sameIndex(t, whole, fromGz)
 		})
 	}
 }

@@ -41,19 +41,32 @@ func sameAsSlowPath(t testing.TB, data []byte, ix *Index, err error) {
 	if err != nil {
 		return
 	}
+	sameIndex(t, ix, ix2)
+}
+
+// sameIndex checks that two indexes hold the same objects and the same
+// symbols in the same order, and answer lookups alike.
+func sameIndex(t testing.TB, ix, ix2 *Index) {
 	if a, b := fmt.Sprint(ix.Objects()), fmt.Sprint(ix2.Objects()); a != b {
-		t.Fatalf("objects differ:\nfast %s\nslow %s", a, b)
+		t.Fatalf("objects differ:\n%s\n%s", a, b)
 	}
 	for _, o := range ix.Objects() {
 		var a, b []Symbol
 		ix.Symbols(o.Name, func(s Symbol) bool { a = append(a, s); return true })
 		ix2.Symbols(o.Name, func(s Symbol) bool { b = append(b, s); return true })
 		if len(a) != len(b) {
-			t.Fatalf("%s: %d symbols on the fast path, %d on the slow path", o.Name, len(a), len(b))
+			t.Fatalf("%s: %d symbols, and %d", o.Name, len(a), len(b))
 		}
 		for i := range a {
 			if a[i] != b[i] {
-				t.Fatalf("%s: symbol %d: fast %+v, slow %+v", o.Name, i, a[i], b[i])
+				t.Fatalf("%s: symbol %d: %+v, and %+v", o.Name, i, a[i], b[i])
+			}
+			if i%61 == 0 && !o.Pseudo {
+				s1, err1 := ix.Lookup(o.Name, a[i].Name, 0)
+				s2, err2 := ix2.Lookup(o.Name, a[i].Name, 0)
+				if s1 != s2 || (err1 == nil) != (err2 == nil) {
+					t.Fatalf("%s:%s: %+v %v, and %+v %v", o.Name, a[i].Name, s1, err1, s2, err2)
+				}
 			}
 		}
 	}
