@@ -271,19 +271,20 @@ type wholeInput struct {
 // lines counts the lines of data[from:to], a run of whole lines (the last
 // one may lack its line end).
 func (w *wholeInput) lines(from, to int) int {
-	n := w.ends(to) - w.ends(from)
+	var n int
+	if w.piece == 0 {
+		n = bytes.Count(w.data[from:to], []byte{'\n'})
+	} else {
+		n = w.ends(to) - w.ends(from)
+	}
 	if to > from && w.data[to-1] != '\n' {
 		n++
 	}
 	return n
 }
 
-// ends counts the line ends in data[:x], from the pieces' counts where
-// there are some.
+// ends counts the line ends in data[:x] from the pieces' counts.
 func (w *wholeInput) ends(x int) int {
-	if w.piece == 0 {
-		return bytes.Count(w.data[:x], []byte{'\n'})
-	}
 	n := 0
 	k := x / w.piece
 	for _, c := range w.nl[:k] {
