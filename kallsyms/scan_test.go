@@ -1,6 +1,7 @@
 package kallsyms
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -61,5 +62,37 @@ func TestFirstCtl(t *testing.T) {
 			}
 		}
 		require.Equal(t, want, firstCtl(b), "%q", b)
+	}
+}
+
+// Line counts from the reader's per-piece counts equal a direct count, for
+// any piece size and any bounds (the parser asks at line boundaries, but
+// the arithmetic must hold anywhere).
+func TestWholeInputLines(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for range 200 {
+		data := make([]byte, r.IntN(5000))
+		for i := range data {
+			data[i] = 'x'
+			if r.IntN(9) == 0 {
+				data[i] = '\n'
+			}
+		}
+		piece := 1 + r.IntN(700)
+		w := &wholeInput{data: data, piece: piece}
+		for i := 0; i*piece < len(data); i++ {
+			w.nl = append(w.nl, bytes.Count(data[i*piece:min((i+1)*piece, len(data))], []byte{'\n'}))
+		}
+		plain := &wholeInput{data: data}
+		for range 20 {
+			from := r.IntN(len(data) + 1)
+			to := from + r.IntN(len(data)-from+1)
+			want := bytes.Count(data[from:to], []byte{'\n'})
+			if to > from && data[to-1] != '\n' {
+				want++
+			}
+			require.Equal(t, want, w.lines(from, to), "piece %d [%d:%d]", piece, from, to)
+			require.Equal(t, want, plain.lines(from, to))
+		}
 	}
 }
