@@ -34,12 +34,16 @@ type Index struct {
 
 // sym is one line of the input: 16 bytes, the name an offset into data.
 type sym struct {
-	addr uint64
-	off  uint32
-	nlen uint16
-	typ  byte
-	_    byte
+	addr  uint64
+	off   uint32
+	nlen  uint16
+	typ   byte
+	flags byte // symHasNext; derived from next[], set when the tables are built or loaded
 }
+
+// symHasNext: the symbol's same-name chain goes on (next[i] != 0), so a
+// lookup of a unique name never has to read next[].
+const symHasNext = 1
 
 type object struct {
 	name       string
@@ -390,6 +394,7 @@ func (ix *Index) fill(o *object, hashes []uint32, hi, lo uint32, from, to uint32
 			}
 			if sl.hash == h && ix.key(sl.idx-1) == ix.key(i) {
 				ix.next[i] = sl.idx
+				ix.syms[i].flags |= symHasNext
 				sl.idx = i + 1
 				break
 			}

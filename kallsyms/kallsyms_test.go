@@ -407,3 +407,37 @@ func TestFillSplit(t *testing.T) {
 	}
 	require.Positive(t, late, "no probe crossed a part's end: the test does not cover the late pass")
 }
+
+// The symbols' chain flags are derived data: a raw snapshot whose flag
+// bytes lie (all clear: duplicates would look unique; all set) still
+// answers every lookup like the text it came from.
+func TestRawSnapshotFlagsRecomputed(t *testing.T) {
+	ix := mustParse(t, sample, nil)
+	var buf bytes.Buffer
+	require.NoError(t, ix.WriteSnapshotRaw(&buf))
+	good := buf.Bytes()
+	le := binary.LittleEndian
+	nobj, nsym := uint64(le.Uint32(good[32:])), uint64(le.Uint32(good[36:]))
+	p := good[rawHeaderSize:]
+	symAt := align8(4+uint64(le.Uint32(p))) + nobj*rawObjRecord
+	for _, fl := range []byte{0, 0xff} {
+		b := append([]byte(nil), good...)
+		for i := range nsym {
+			b[rawHeaderSize+symAt+i*symRecord+15] = fl
+		}
+		got, err := ParseBytes("flags", rawWithChecksum(b), nil)
+		require.NoError(t, err)
+		_, err = got.Lookup("vmlinux", "helper", 0)
+		require.ErrorIs(t, err, ErrAmbiguous, "flags %#x", fl)
+		for pos, want := range []uint64{0xffffffff81000100, 0xffffffff81000300} {
+			s, err := got.Lookup("vmlinux", "helper", uint64(pos+1))
+			require.NoError(t, err)
+			require.Equal(t, want, s.Address)
+		}
+		_, err = got.Lookup("xfs", "helper", 4)
+		require.ErrorIs(t, err, ErrNoSuchPosition)
+		s, err := got.Lookup("vmlinux", "vfs_read", 0)
+		require.NoError(t, err)
+		require.Equal(t, uint64(0xffffffff81000200), s.Address)
+	}
+}

@@ -43,8 +43,8 @@ func (ix *Index) matches(i uint32, name string) bool {
 }
 
 func (ix *Index) objectIndex(object string) (int, error) {
-	if object == "" {
-		object = Vmlinux
+	if object == "" || object == Vmlinux {
+		return 0, nil // objs[0], never a pseudo-module: no map lookup
 	}
 	oi, ok := ix.byName[object]
 	if !ok {
@@ -83,13 +83,16 @@ func (ix *Index) Lookup(object, name string, sympos uint64) (Symbol, error) {
 	var addr uint64
 	last := uint32(0)
 	for i := ix.find(o, name); i != 0; i = ix.next[i-1] {
-		if !ix.matches(i-1, name) {
-			continue
+		s := &ix.syms[i-1]
+		if ix.matches(i-1, name) {
+			count++
+			addr, last = s.addr, i-1
+			if (sympos != 0 && count == sympos) || (sympos == 0 && count > 1) {
+				break
+			}
 		}
-		count++
-		addr, last = ix.syms[i-1].addr, i-1
-		if (sympos != 0 && count == sympos) || (sympos == 0 && count > 1) {
-			break
+		if s.flags&symHasNext == 0 {
+			break // the chain ends here: next[] is not read (a cache miss)
 		}
 	}
 	switch {

@@ -34,7 +34,8 @@ import (
 //	           (bit 0 pseudo), u32 first symbol, u32 end symbol, u32 table
 //	           offset, u32 table size, u64 low, u64 high address
 //	  symbols: 16 bytes each (u64 address, u32 name offset, u16 name
-//	           length, u8 type, u8 0)
+//	           length, u8 type, u8 flags: derived from the chains and
+//	           recomputed on load)
 //	  chains:  u32 per symbol (index+1 of the next same-named one, or 0)
 //	  tables:  8 bytes per slot (u32 name hash, u32 index+1 or 0)
 //	  names
@@ -309,6 +310,12 @@ func (ix *Index) validateRaw(name string, nname uint64) error {
 							errs[k] = snapErr(name, "symbol %d: chain to %d leaves object %q", i, nx, o.name)
 							return
 						}
+						// flags are derived data: recomputed, never trusted.
+						var fl byte
+						if next[j] != 0 {
+							fl = symHasNext
+						}
+						ix.syms[a+uint32(j)].flags = fl
 					}
 				}
 				if a, b := max(slo, o.off), min(shi, o.off+o.size); a < b {
