@@ -289,3 +289,20 @@ func TestCorpusSnapshot(t *testing.T) {
 		assert.ErrorIs(t, err, ErrNotFound)
 	}
 }
+
+// A lookup that resolves allocates nothing, for unique names, for
+// positions in long chains, in vmlinux and in modules.
+func TestCorpusLookupAllocatesNothing(t *testing.T) {
+	ix, err := Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	require.NoError(t, err)
+	queries := []struct {
+		obj, name string
+		pos       uint64
+	}{{"vmlinux", "vfs_read", 0}, {"", "vfs_read", 1}, {"vmlinux", "__func__.0", 200}, {"ext4", "ext4_read_inode_bitmap", 0}}
+	for _, q := range queries {
+		_, err := ix.Lookup(q.obj, q.name, q.pos)
+		require.NoError(t, err, "%+v", q)
+		allocs := testing.AllocsPerRun(200, func() { _, _ = ix.Lookup(q.obj, q.name, q.pos) })
+		assert.Zero(t, allocs, "%+v", q)
+	}
+}
