@@ -2,10 +2,14 @@ package modplt
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
+	"math/bits"
+	"runtime"
 	"slices"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/internal/par"
 )
 
 // Mode selects how entries are counted.
@@ -49,6 +53,12 @@ type Options struct {
 	// NoModuleUnload counts as a kernel built without CONFIG_MODULE_UNLOAD,
 	// which loads .exit* sections with init.
 	NoModuleUnload bool
+
+	// serial counts on one goroutine, and pieceRelocs overrides
+	// optimalPiece (tests compare the parallel optimal-mode count with the
+	// sequential one, with pieces small enough to cut every section).
+	serial      bool
+	pieceRelocs int
 }
 
 // SectionCount is the count for one relocation section (of the type the
@@ -127,6 +137,8 @@ type sectionWork struct {
 	text   []byte // the target section's bytes
 	relocs int    // entries in the section
 	cands  []candidate
+	// from, to: the entries scan reads (to == 0: all of them).
+	from, to int
 }
 
 // targetKey is an entry's identity in a dedupe scope.
@@ -239,11 +251,13 @@ func (m *Module) Count(opts Options) (*Counts, error) {
 	res := &Counts{Module: m.Name, Path: m.Path, Arch: a.name, Mode: opts.Mode.String(),
 		Erratum843419: opts.Erratum843419 && a.machine == elf.EM_AARCH64, FixedPLTs: a.fixedPLTs}
 	c.erratum = res.Erratum843419
-	var w sectionWork
 	var plt [2]int // by region, before the optimal slack and the fixed slots
 
 	// module_frob_arch_sections(): every section of the loader's
-	// relocation type whose target is executable.
+	// relocation type whose target is executable. Each section's count
+	// (and entries) first, in section order, then the totals.
+	var secs []sectionWork
+	var scs []SectionCount
 	for i := range f.Sections {
 		s := &f.Sections[i]
 		if s.Type != a.relType {
@@ -256,18 +270,22 @@ func (m *Module) Count(opts Options) (*Counts, error) {
 		dst := t.Target()
 		// Only sections that apply to executable ones need entries; the
 		// others are counted in the statistics.
-		sc := SectionCount{Name: s.Name, Target: dst.Name, Relocs: t.Len(),
-			Exec: dst.Flags&elf.SHF_EXECINSTR != 0, Region: a.region(dst.Name, !opts.NoModuleUnload)}
-		w = sectionWork{table: t, text: f.SectionData(dst), relocs: t.Len(), cands: w.cands[:0]}
-		n, err := c.scan(&w, &sc)
-		if err != nil {
-			return nil, err
-		}
-		if sc.Exec && opts.Mode == ModeKernel {
-			if n, err = a.kernel(c, &w); err != nil {
-				return nil, err
-			}
-		}
+		scs = append(scs, SectionCount{Name: s.Name, Target: dst.Name, Relocs: t.Len(),
+			Exec: dst.Flags&elf.SHF_EXECINSTR != 0, Region: a.region(dst.Name, !opts.NoModuleUnload)})
+		secs = append(secs, sectionWork{table: t, text: f.SectionData(dst), relocs: t.Len()})
+	}
+	var ns []int
+	var err error
+	if opts.Mode == ModeOptimal && runtime.GOMAXPROCS(0) > 1 && !opts.serial {
+		ns, err = c.optimalParallel(secs, scs, runtime.GOMAXPROCS(0))
+	} else {
+		ns, err = c.sequential(secs, scs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for k := range scs {
+		sc, n := &scs[k], ns[k]
 		switch {
 		case !sc.Exec:
 		case a.pltEntry == 0:
@@ -282,8 +300,8 @@ func (m *Module) Count(opts Options) (*Counts, error) {
 			sc.PLT = n
 			plt[sc.Region] += n
 		}
-		res.Sections = append(res.Sections, sc)
-		res.Totals.add(&sc)
+		res.Sections = append(res.Sections, *sc)
+		res.Totals.add(sc)
 	}
 	if a.pltEntry != 0 {
 		for r := range plt {
@@ -299,6 +317,122 @@ func (m *Module) Count(opts Options) (*Counts, error) {
 		}
 	}
 	return res, nil
+}
+
+// sequential counts the sections one after the other: each section's
+// entries (kernel mode: its own; optimal mode: the targets first seen in
+// it).
+func (c *counter) sequential(secs []sectionWork, scs []SectionCount) ([]int, error) {
+	ns := make([]int, len(secs))
+	var cands []candidate // one array, grown for the largest section
+	for k := range secs {
+		w := &secs[k]
+		w.cands = cands[:0]
+		n, err := c.scan(w, &scs[k])
+		if err != nil {
+			return nil, err
+		}
+		if scs[k].Exec && c.opts.Mode == ModeKernel {
+			if n, err = c.m.arch.kernel(c, w); err != nil {
+				return nil, err
+			}
+		}
+		ns[k], cands = n, w.cands
+	}
+	return ns, nil
+}
+
+// optimalPiece is the relocations an optimal-mode count hands one worker.
+const optimalPiece = 16 << 10
+
+// optimalParallel is the optimal-mode count on workers goroutines: the
+// sections are cut into pieces of at most optimalPiece relocations, each
+// counted into its own target set (a bitmap and a hash set, as scan
+// keeps), and the sets are then merged in section order, so that each
+// section is credited with the targets first seen in it, exactly as the
+// sequential count does (TestOptimalParallelMatchesSequential).
+func (c *counter) optimalParallel(secs []sectionWork, scs []SectionCount, workers int) ([]int, error) {
+	type piece struct {
+		sec    int
+		w      sectionWork
+		sc     SectionCount // the piece's statistics
+		seen   []uint8
+		others map[targetKey]struct{}
+		err    error
+	}
+	size := optimalPiece
+	if c.opts.pieceRelocs > 0 {
+		size = c.opts.pieceRelocs
+	}
+	var pieces []*piece
+	for k := range secs {
+		for from := 0; from < max(secs[k].relocs, 1); from += size {
+			w := secs[k]
+			w.from, w.to = from, min(from+size, w.relocs)
+			if w.relocs == 0 {
+				w.to = 0
+			}
+			pieces = append(pieces, &piece{sec: k, w: w, sc: scs[k]})
+		}
+	}
+	par.For(workers, len(pieces), func(i int) {
+		p := pieces[i]
+		pc := &counter{m: c.m, opts: c.opts, erratum: c.erratum, nsym: c.nsym}
+		if p.w.to == 0 && p.w.relocs == 0 {
+			return
+		}
+		_, p.err = pc.scan(&p.w, &p.sc)
+		p.seen, p.others = pc.seen, pc.others // nil unless the target is executable
+	})
+	// Merge in order: a target is new to the section whose piece holds
+	// it first.
+	c.seen = make([]uint8, c.nsym)
+	ns := make([]int, len(secs))
+	for k := range scs {
+		scs[k].Branches, scs[k].Undef, scs[k].SameSection, scs[k].NonZeroAddend, scs[k].Candidates = 0, 0, 0, 0, 0
+		scs[k].Veneers, scs[k].Align = 0, 0
+	}
+	for _, p := range pieces {
+		if p.err != nil {
+			return nil, p.err
+		}
+		sc := &scs[p.sec]
+		sc.Branches += p.sc.Branches
+		sc.Undef += p.sc.Undef
+		sc.SameSection += p.sc.SameSection
+		sc.NonZeroAddend += p.sc.NonZeroAddend
+		sc.Candidates += p.sc.Candidates
+		sc.Veneers += p.sc.Veneers
+		sc.Align = max(sc.Align, p.sc.Align)
+		n := 0
+		if p.seen != nil {
+			n += orNew(c.seen, p.seen)
+		}
+		for k := range p.others {
+			if c.addOther(k) {
+				n++
+			}
+		}
+		ns[p.sec] += n
+	}
+	return ns, nil
+}
+
+// orNew ORs src into dst and returns how many bits were new, a word at a
+// time.
+func orNew(dst, src []uint8) int {
+	n, i := 0, 0
+	for ; i+8 <= len(src); i += 8 {
+		d := binary.LittleEndian.Uint64(dst[i:])
+		s := binary.LittleEndian.Uint64(src[i:])
+		n += bits.OnesCount64(s &^ d)
+		binary.LittleEndian.PutUint64(dst[i:], d|s)
+	}
+	for ; i < len(src); i++ {
+		n += bits.OnesCount8(src[i] &^ dst[i])
+		dst[i] |= src[i]
+	}
+	return n
 }
 
 // scan is the relocation loop, written once for every architecture: it
@@ -320,12 +454,16 @@ func (c *counter) scan(w *sectionWork, sc *SectionCount) (int, error) {
 		w.cands = slices.Grow(w.cands, w.relocs) // one allocation, for the largest section
 	}
 	fast := t.IsRelaLE64()
-	if optimal && c.seen == nil {
+	if optimal && sc.Exec && c.seen == nil {
 		c.seen = make([]uint8, c.nsym)
 	}
 	seen := c.seen
 	var branches, undef, same, nonzero, cands, entries int
-	for j := range w.relocs {
+	to := w.to
+	if to == 0 {
+		to = w.relocs
+	}
+	for j := w.from; j < to; j++ {
 		// The three fields in registers: a kindInfo held whole is
 		// spilled as three bytes and reloaded wider, a store-forwarding
 		// stall on every relocation.

@@ -25,6 +25,8 @@
 //   - ModeOptimal gives the smallest count that is still safe for an
 //     emitter that shares one entry per target across a whole region
 //     (core or init): one entry per distinct (entry kind, symbol, addend).
+//     It runs on all cores; the per-section figures are those of the
+//     sequential count.
 //
 // x86_64 modules use no PLT; for PIE-built ones the package counts the
 // GOT entries their GOTPCREL relocations need.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -246,6 +247,41 @@ func TestOptimalIsSafeAndNeverAboveKernel(t *testing.T) {
 				require.LessOrEqual(t, slots[Core], o.PLTCore-o.FixedPLTs, "module %d core", i)
 				require.LessOrEqual(t, slots[Init], o.PLTInit-o.FixedPLTs, "module %d init", i)
 			}
+		}
+	}
+}
+
+// The parallel optimal-mode count gives exactly the sequential one (every
+// figure, each section credited with the targets first seen in it), with
+// pieces cut small enough to split every section several times, on
+// random modules of each architecture (with and without the erratum) and
+// on every corpus module.
+func TestOptimalParallelMatchesSequential(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(4, runtime.GOMAXPROCS(0))))
+	check := func(m *Module, erratum bool, pieces ...int) {
+		seq, err := m.Count(Options{Mode: ModeOptimal, Erratum843419: erratum, serial: true})
+		require.NoError(t, err)
+		for _, piece := range pieces {
+			par, err := m.Count(Options{Mode: ModeOptimal, Erratum843419: erratum, pieceRelocs: piece})
+			require.NoError(t, err)
+			require.Equal(t, seq, par, "%s erratum=%v piece=%d", m.Path, erratum, piece)
+		}
+	}
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, mach := range []elf.Machine{elf.EM_AARCH64, elf.EM_ARM, elf.EM_X86_64} {
+		for i := range 300 {
+			m, err := Parse(fmt.Sprintf("gen%d", i), genModule(r, mach))
+			require.NoError(t, err)
+			check(m, i%2 == 0, 0, 1, 7, 100)
+		}
+	}
+	for _, dir := range []string{"amd64", "arm64", "armhf"} {
+		mods, err := filepath.Glob(filepath.Join(testutil.Corpus(t, dir), "modules", "*.ko"))
+		require.NoError(t, err)
+		for _, p := range mods {
+			m, err := Open(p)
+			require.NoError(t, err)
+			check(m, dir == "arm64", 0, 999)
 		}
 	}
 }
