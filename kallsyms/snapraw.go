@@ -34,8 +34,8 @@ import (
 //	           (bit 0 pseudo), u32 first symbol, u32 end symbol, u32 table
 //	           offset, u32 table size, u64 low, u64 high address
 //	  symbols: 16 bytes each (u64 address, u32 name offset, u16 name
-//	           length, u8 type, u8 flags: derived from the chains and
-//	           recomputed on load)
+//	           length, u8 type, u8 0: in memory the byte holds flags
+//	           derived from the chains, recomputed on load)
 //	  chains:  u32 per symbol (index+1 of the next same-named one, or 0)
 //	  tables:  8 bytes per slot (u32 name hash, u32 index+1 or 0)
 //	  names
@@ -76,14 +76,7 @@ func (ix *Index) WriteSnapshotRaw(w io.Writer) error {
 		p = le.AppendUint64(p, o.hi)
 		names = append(names, o.name...)
 	}
-	for i := range ix.syms {
-		s := &ix.syms[i]
-		p = le.AppendUint64(p, s.addr)
-		p = le.AppendUint32(p, uint32(len(names)))
-		p = le.AppendUint16(p, s.nlen)
-		p = append(p, s.typ, 0)
-		names = append(names, ix.name(uint32(i))...)
-	}
+	p, names = ix.appendSymRecords(p, names)
 	for _, n := range ix.next {
 		p = le.AppendUint32(p, n)
 	}

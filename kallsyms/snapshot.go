@@ -79,14 +79,7 @@ func (ix *Index) WriteSnapshot(w io.Writer) error {
 		p = le.AppendUint32(p, o.end)
 		names = append(names, o.name...)
 	}
-	for i := range ix.syms {
-		s := &ix.syms[i]
-		p = le.AppendUint64(p, s.addr)
-		p = le.AppendUint32(p, uint32(len(names)))
-		p = le.AppendUint16(p, s.nlen)
-		p = append(p, s.typ, 0)
-		names = append(names, ix.name(uint32(i))...)
-	}
+	p, names = ix.appendSymRecords(p, names)
 	p = append(p, names...)
 
 	var hdr [headerSize]byte
@@ -241,6 +234,22 @@ func loadSnapshotSums(name string, b, sums []byte) (*Index, error) {
 	}
 	ix.buildTables(ix.hashAll())
 	return ix, nil
+}
+
+// appendSymRecords appends the 16-byte record of every symbol to p (u64
+// address, u32 offset of its name in names, u16 name length, u8 type,
+// u8 0) and its name to names: the symbol table of both snapshot formats.
+func (ix *Index) appendSymRecords(p, names []byte) ([]byte, []byte) {
+	le := binary.LittleEndian
+	for i := range ix.syms {
+		s := &ix.syms[i]
+		p = le.AppendUint64(p, s.addr)
+		p = le.AppendUint32(p, uint32(len(names)))
+		p = le.AppendUint16(p, s.nlen)
+		p = append(p, s.typ, 0)
+		names = append(names, ix.name(uint32(i))...)
+	}
+	return p, names
 }
 
 // hashAll computes every symbol's table key, on all cores.
