@@ -324,18 +324,25 @@ func rawWithChecksum(b []byte) []byte {
 	return b
 }
 
-// TestRawSnapshotForged: a raw snapshot whose checksum is right but whose
-// chains or tables lie is refused, so that no lookup can loop.
-func TestRawSnapshotForged(t *testing.T) {
+// rawSample is the sample's raw snapshot, with the payload offset of its
+// symbol records and their number.
+func rawSample(t *testing.T) (good []byte, symAt, nsym uint64) {
 	ix := mustParse(t, sample, nil)
 	var buf bytes.Buffer
 	require.NoError(t, ix.WriteSnapshotRaw(&buf))
-	good := buf.Bytes()
+	good = buf.Bytes()
 	le := binary.LittleEndian
-	nobj, nsym := uint64(le.Uint32(good[32:])), uint64(le.Uint32(good[36:]))
-	p := good[rawHeaderSize:]
-	nsrc := uint64(le.Uint32(p))
-	symAt := align8(4+nsrc) + nobj*rawObjRecord
+	nobj := uint64(le.Uint32(good[32:]))
+	nsym = uint64(le.Uint32(good[36:]))
+	symAt = align8(4+uint64(le.Uint32(good[rawHeaderSize:]))) + nobj*rawObjRecord
+	return good, symAt, nsym
+}
+
+// TestRawSnapshotForged: a raw snapshot whose checksum is right but whose
+// chains or tables lie is refused, so that no lookup can loop.
+func TestRawSnapshotForged(t *testing.T) {
+	good, symAt, nsym := rawSample(t)
+	le := binary.LittleEndian
 	nextAt := symAt + nsym*symRecord
 	slotAt := align8(nextAt + nsym*4)
 
@@ -348,7 +355,7 @@ func TestRawSnapshotForged(t *testing.T) {
 
 	// A table with no empty slot: a probe for an absent name never ends.
 	b = append([]byte(nil), good...)
-	size := uint64(le.Uint32(b[rawHeaderSize+align8(4+nsrc)+20:])) // vmlinux's table size
+	size := uint64(le.Uint32(b[rawHeaderSize+align8(4+uint64(le.Uint32(b[rawHeaderSize:])))+20:])) // vmlinux's table size
 	for i := range size {
 		le.PutUint32(b[rawHeaderSize+slotAt+i*8+4:], 1)
 	}
@@ -412,14 +419,7 @@ func TestFillSplit(t *testing.T) {
 // bytes lie (all clear: duplicates would look unique; all set) still
 // answers every lookup like the text it came from.
 func TestRawSnapshotFlagsRecomputed(t *testing.T) {
-	ix := mustParse(t, sample, nil)
-	var buf bytes.Buffer
-	require.NoError(t, ix.WriteSnapshotRaw(&buf))
-	good := buf.Bytes()
-	le := binary.LittleEndian
-	nobj, nsym := uint64(le.Uint32(good[32:])), uint64(le.Uint32(good[36:]))
-	p := good[rawHeaderSize:]
-	symAt := align8(4+uint64(le.Uint32(p))) + nobj*rawObjRecord
+	good, symAt, nsym := rawSample(t)
 	for _, fl := range []byte{0, 0xff} {
 		b := append([]byte(nil), good...)
 		for i := range nsym {
