@@ -24,6 +24,12 @@ func hex16(b []byte) (v uint64, ok bool) {
 	_ = b[15]
 	x := binary.LittleEndian.Uint64(b)
 	y := binary.LittleEndian.Uint64(b[8:])
+	if x == 'f'*ones8 {
+		// "ffffffff": the upper half of every x86_64 kernel address
+		// (and of 32-bit-looking ones printed with %px).
+		lo, ok := hex8(y)
+		return 0xffffffff<<32 | uint64(lo), ok
+	}
 	if (x|y)&high8 != 0 {
 		return 0, false
 	}
@@ -42,6 +48,20 @@ func hex16(b []byte) (v uint64, ok bool) {
 	x = x&(0x0f*ones8) + (lx>>7&ones8)*9
 	y = y&(0x0f*ones8) + (ly>>7&ones8)*9
 	return uint64(pack8(x))<<32 | uint64(pack8(y)), true
+}
+
+// hex8 decodes 8 ASCII hex digits, the first in the low byte of x.
+func hex8(x uint64) (uint32, bool) {
+	if x&high8 != 0 {
+		return 0, false
+	}
+	d := (x + (0x80-'0')*ones8) &^ (x + (0x80-'9'-1)*ones8)
+	l := x | 0x20*ones8
+	l = (l + (0x80-'a')*ones8) &^ (l + (0x80-'f'-1)*ones8)
+	if (d|l)&high8 != high8 {
+		return 0, false
+	}
+	return pack8(x&(0x0f*ones8) + (l>>7&ones8)*9), true
 }
 
 // pack8 packs 8 digit values, most significant first in memory order

@@ -39,6 +39,28 @@ func TestHex16(t *testing.T) {
 		check([]byte(fmt.Sprintf("%08x", r.Uint32())))
 		check([]byte(fmt.Sprintf("%08X", r.Uint32())))
 	}
+	// The "ffffffff" upper half takes its own path: every byte value in
+	// every position of the lower half, and an upper half one byte off.
+	for pos := range 8 {
+		for c := range 256 {
+			s := []byte("ffffffff0123abcD")
+			s[8+pos] = byte(c)
+			v, ok := hex16(s)
+			want, err := strconv.ParseUint(string(s), 16, 64)
+			require.Equal(t, err == nil, ok, "%q", s)
+			if ok {
+				require.Equal(t, want, v, "%q", s)
+			}
+			s = []byte("ffffffff0123abcD")
+			s[pos] = byte(c)
+			v, ok = hex16(s)
+			want, err = strconv.ParseUint(string(s), 16, 64)
+			require.Equal(t, err == nil, ok, "%q", s)
+			if ok {
+				require.Equal(t, want, v, "%q", s)
+			}
+		}
+	}
 	v, ok := hex16([]byte("ffffffff81000000"))
 	require.True(t, ok)
 	require.Equal(t, uint64(0xffffffff81000000), v)
