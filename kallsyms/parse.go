@@ -583,10 +583,11 @@ func (c *chunk) parse(file string, lto bool) {
 }
 
 // validModule reports whether a module name read by the fast path is one
-// parseLine would accept.
+// parseLine would accept (the fast path looked for ']' past the line end:
+// a name with a line end in it is the next line's).
 func validModule(m []byte) bool {
 	for _, b := range m {
-		if b == ' ' || b == '\t' || b == '[' {
+		if b == ' ' || b == '\t' || b == '[' || b == '\n' {
 			return false
 		}
 	}
