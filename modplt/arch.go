@@ -40,9 +40,9 @@ type arch struct {
 	kind func(t uint32) (k relKind, slot, entry uint8)
 	// nslots bounds slot.
 	nslots int
-	// kinds caches kind for the types below len(kinds) (newArch fills it).
-	kinds  []kindInfo
-	packed []uint32 // kinds, one word each: kind | slot<<8 | entry<<16
+	// packed caches kind for the types below len(packed), one word each:
+	// kind | slot<<8 | entry<<16 (newArch fills it).
+	packed []uint32
 
 	// addend returns a relocation's addend and whether the kernel takes
 	// it for zero. RELA architectures read r.Addend; REL ones decode the
@@ -70,26 +70,19 @@ const maxKindTable = 1024
 
 // newArch fills a's kind cache. The arch values are never changed after.
 func newArch(a arch) *arch {
-	a.kinds = make([]kindInfo, maxKindTable)
 	a.packed = make([]uint32, maxKindTable)
-	for t := range a.kinds {
+	for t := range a.packed {
 		k, slot, entry := a.kind(uint32(t))
-		a.kinds[t] = kindInfo{k, slot, entry}
 		a.packed[t] = uint32(k) | uint32(slot)<<8 | uint32(entry)<<16
 	}
 	return &a
 }
 
-// classify is kind, through the cache (small enough to inline). Types
-// past the table are kindOther: newArch checks that none is handled.
-func (a *arch) classify(t uint32) kindInfo {
-	k, slot, entry := a.classifyFields(t)
-	return kindInfo{k, slot, entry}
-}
-
-// classifyFields is classify with the fields apart, from one 4-byte load
-// of the packed cache.
-func (a *arch) classifyFields(t uint32) (relKind, uint8, uint8) {
+// classify is kind through the cache, from one 4-byte load, the three
+// fields apart (small enough to inline; a kindInfo held whole is spilled
+// as three bytes and reloaded wider, a store-forwarding stall). Types
+// past the table are kindOther.
+func (a *arch) classify(t uint32) (relKind, uint8, uint8) {
 	if t < uint32(len(a.packed)) {
 		v := a.packed[t]
 		return relKind(v), uint8(v >> 8), uint8(v >> 16)

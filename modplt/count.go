@@ -464,10 +464,7 @@ func (c *counter) scan(w *sectionWork, sc *SectionCount) (int, error) {
 		to = w.relocs
 	}
 	for j := w.from; j < to; j++ {
-		// The three fields in registers: a kindInfo held whole is
-		// spilled as three bytes and reloaded wider, a store-forwarding
-		// stall on every relocation.
-		kind, slot, entry := a.classifyFields(t.Type(j))
+		kind, slot, entry := a.classify(t.Type(j))
 		ki := kindInfo{kind, slot, entry}
 		if ki.kind == kindOther || ki.kind == kindADRP && !erratum {
 			continue
