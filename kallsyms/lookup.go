@@ -100,7 +100,7 @@ func (ix *Index) Lookup(object, name string, sympos uint64) (Symbol, error) {
 		e := &LookupError{Object: o.name, Name: name, Pos: sympos, Kind: ErrNotFound}
 		if count > 0 {
 			e.Count = ix.count(o, name)
-			e.Note = fmt.Sprintf("the symbol is listed at address 0, which the kernel treats as not found")
+			e.Note = "the symbol is listed at address 0, which the kernel treats as not found"
 		} else {
 			e.Near = ix.near(oi, name)
 		}
