@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -439,5 +441,33 @@ func TestRawSnapshotFlagsRecomputed(t *testing.T) {
 		s, err := got.Lookup("vmlinux", "vfs_read", 0)
 		require.NoError(t, err)
 		require.Equal(t, uint64(0xffffffff81000200), s.Address)
+	}
+}
+
+// Open reads a raw snapshot file in pieces, hashing each as it arrives;
+// the index is the one ParseBytes builds from the same bytes, and a
+// header that misplaces the names region is refused, never trusted.
+func TestRawSnapshotOpenFile(t *testing.T) {
+	good, _, _ := rawSample(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "k.raw")
+	require.NoError(t, os.WriteFile(path, good, 0o644))
+	whole, err := ParseBytes("bytes", good, nil)
+	require.NoError(t, err)
+	split, err := Open(path, nil)
+	require.NoError(t, err)
+	sameIndex(t, whole, split)
+
+	le := binary.LittleEndian
+	nname := le.Uint32(good[44:])
+	for _, forged := range []uint32{0, 1, nname - 1, nname + 1, nname + 8, 1 << 31, ^uint32(0)} {
+		b := append([]byte(nil), good...)
+		le.PutUint32(b[44:], forged)
+		b = rawWithChecksum(b)
+		require.NoError(t, os.WriteFile(path, b, 0o644))
+		_, err := Open(path, nil)
+		require.ErrorIs(t, err, ErrMalformed, "names length %d", forged)
+		_, err = ParseBytes("forged", b, nil)
+		require.ErrorIs(t, err, ErrMalformed, "names length %d", forged)
 	}
 }
