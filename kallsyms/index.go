@@ -343,7 +343,7 @@ func (ix *Index) buildTables(hashes []uint32) {
 	}
 	par.For(workers, len(small), func(k int) {
 		o := &ix.objs[small[k]]
-		ix.fill(o, hashes, o.end, o.start, 0, o.size)
+		ix.fill(o, hashes, o.end, o.start)
 	})
 }
 
@@ -354,60 +354,65 @@ const splitFill = 1 << 14
 // home is the first slot of a table of n slots to probe for hash h.
 func home(h, n uint32) uint32 { return uint32(uint64(h) * uint64(n) >> 32) }
 
-// fill inserts the symbols of o whose indexes are listed by order (or, if
-// order is nil, every symbol from hi-1 down to lo), probing only the slots
-// [from, to) of its table. A symbol whose probe would leave that range is
-// returned, in the order met, for the caller to insert later.
+// fill inserts every symbol of o into its table, from hi-1 down to lo.
 //
 // Symbols are inserted last to first and each is pushed on the front of
 // its name's chain, so that each chain ends up in kallsyms order.
 // Linear probing without deletion gives a valid table whatever the order
 // of insertion of different names, so parts of a table can be filled
-// separately.
-func (ix *Index) fill(o *object, hashes []uint32, hi, lo uint32, from, to uint32, order ...uint32) (deferred []uint32) {
+// separately (fillPairs).
+func (ix *Index) fill(o *object, hashes []uint32, hi, lo uint32) {
+	slots := ix.slots[o.off : o.off+o.size]
+	for i := hi; i > lo; {
+		i--
+		ix.insert(slots, hashes[i], i, 0, o.size, true)
+	}
+}
+
+// fillPairs inserts the symbols listed by pairs (hash, symbol index), in
+// that order, probing only the slots [from, to) of o's table unless the
+// range is the whole table. A symbol whose probe would leave the range is
+// returned, in the order met, for the caller to insert later.
+func (ix *Index) fillPairs(o *object, pairs []slot, from, to uint32) (deferred []slot) {
 	slots := ix.slots[o.off : o.off+o.size]
 	wrap := from == 0 && to == o.size
-	n := len(order)
-	if order == nil {
-		n = int(hi - lo)
-	}
-	for k := 0; k < n; k++ {
-		var i uint32
-		if order != nil {
-			i = order[k]
-		} else {
-			i = hi - 1 - uint32(k)
-		}
-		h := hashes[i]
-		p := home(h, o.size)
-		if p >= to && !wrap {
-			// Its home is the first slot of the next part: two parts
-			// can share the slot where they meet.
-			deferred = append(deferred, i)
-			continue
-		}
-		for {
-			sl := &slots[p]
-			if sl.idx == 0 {
-				*sl = slot{hash: h, idx: i + 1}
-				break
-			}
-			if sl.hash == h && ix.key(sl.idx-1) == ix.key(i) {
-				ix.next[i] = sl.idx
-				ix.syms[i].flags |= symHasNext
-				sl.idx = i + 1
-				break
-			}
-			if p++; p == to {
-				if !wrap {
-					deferred = append(deferred, i)
-					break
-				}
-				p = 0
-			}
+	for _, pr := range pairs {
+		if !ix.insert(slots, pr.hash, pr.idx, from, to, wrap) {
+			deferred = append(deferred, pr)
 		}
 	}
 	return deferred
+}
+
+// insert files symbol i (name hash h) in slots, probing from its home up
+// to to (wrapping to 0 if wrap). It reports false, and changes nothing,
+// if the probe would leave [from, to).
+func (ix *Index) insert(slots []slot, h, i, from, to uint32, wrap bool) bool {
+	p := home(h, uint32(len(slots)))
+	if p >= to && !wrap {
+		// Its home is the first slot of the next part: two parts can
+		// share the slot where they meet.
+		return false
+	}
+	for {
+		sl := &slots[p]
+		if sl.idx == 0 {
+			sl.hash, sl.idx = h, i+1
+			return true
+		}
+		if sl.hash == h && ix.key(sl.idx-1) == ix.key(i) {
+			ix.next[i] = sl.idx
+			ix.syms[i].flags |= symHasNext
+			sl.idx = i + 1
+			return true
+		}
+		if p++; p == to {
+			if !wrap {
+				return false
+			}
+			p = 0
+		}
+	}
 }
 
 // fillSplit fills a large object's table with w workers, in three
@@ -446,18 +451,22 @@ func (ix *Index) fillSplit(o *object, hashes []uint32, w int) (late int) {
 		}
 	}
 	bucketStart[nb] = at
-	order := make([]uint32, n)
+	// The sort moves each hash with its symbol's index, so that the
+	// fill reads them in order instead of looking hashes up at random.
+	order := make([]slot, n)
 	parallel(func(g int) {
 		lo, hi := part(g)
 		next := &hist[g]
 		for i := hi; i > lo; {
 			i--
-			b := hashes[i] >> (32 - bucketBits)
-			order[next[b]] = i
+			h := hashes[i]
+			b := h >> (32 - bucketBits)
+			pr := &order[next[b]]
+			pr.hash, pr.idx = h, i
 			next[b]++
 		}
 	})
-	deferred := make([][]uint32, w)
+	deferred := make([][]slot, w)
 	parallel(func(g int) {
 		b0, b1 := g*nb/w, (g+1)*nb/w
 		from := home(uint32(b0)<<(32-bucketBits), o.size)
@@ -465,11 +474,11 @@ func (ix *Index) fillSplit(o *object, hashes []uint32, w int) (late int) {
 		if b1 < nb {
 			to = home(uint32(b1)<<(32-bucketBits), o.size)
 		}
-		deferred[g] = ix.fill(o, hashes, 0, 0, from, to, order[bucketStart[b0]:bucketStart[b1]]...)
+		deferred[g] = ix.fillPairs(o, order[bucketStart[b0]:bucketStart[b1]], from, to)
 	})
 	for _, d := range deferred {
 		if len(d) > 0 {
-			ix.fill(o, hashes, 0, 0, 0, o.size, d...)
+			ix.fillPairs(o, d, 0, o.size)
 		}
 		late += len(d)
 	}

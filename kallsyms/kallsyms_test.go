@@ -402,7 +402,7 @@ func TestFillSplit(t *testing.T) {
 		clear(ix.slots)
 		clear(ix.next)
 		if w == 1 {
-			ix.fill(o, hashes, o.end, o.start, 0, o.size)
+			ix.fill(o, hashes, o.end, o.start)
 		} else {
 			late += ix.fillSplit(o, hashes, w)
 		}
