@@ -27,6 +27,10 @@ type Index struct {
 	objs   []object // objs[0] is vmlinux
 	byName map[string]int
 	lto    bool
+	// mapping: data and the arrays are in this read-only mapping of a
+	// raw snapshot file, unmapped by a cleanup once the Index is
+	// unreachable, so a name handed to a caller is a copy (nameOut).
+	mapping []byte
 
 	addrOnce sync.Once
 	byAddr   []uint32 // sym indexes sorted by address (built on first use)
@@ -88,9 +92,18 @@ func (ix *Index) name(i uint32) string {
 	return ix.data[s.off : s.off+uint32(s.nlen)]
 }
 
+// nameOut is sym i's name for a caller to keep: a copy if the index is a
+// mapping, which goes away with the Index.
+func (ix *Index) nameOut(i uint32) string {
+	if ix.mapping != nil {
+		return strings.Clone(ix.name(i))
+	}
+	return ix.name(i)
+}
+
 func (ix *Index) symbol(i uint32, pos int) Symbol {
 	s := &ix.syms[i]
-	return Symbol{Name: ix.name(i), Object: ix.objs[ix.objectOf(i)].name, Address: s.addr, Type: s.typ, Pos: pos}
+	return Symbol{Name: ix.nameOut(i), Object: ix.objs[ix.objectOf(i)].name, Address: s.addr, Type: s.typ, Pos: pos}
 }
 
 // objectOf returns the object holding sym i.
@@ -145,7 +158,7 @@ func (ix *Index) Symbols(object string, fn func(Symbol) bool) {
 	o := &ix.objs[oi]
 	for i := o.start; i < o.end; i++ {
 		s := &ix.syms[i]
-		if !fn(Symbol{Name: ix.name(i), Object: o.name, Address: s.addr, Type: s.typ}) {
+		if !fn(Symbol{Name: ix.nameOut(i), Object: o.name, Address: s.addr, Type: s.typ}) {
 			return
 		}
 	}

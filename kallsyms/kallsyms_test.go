@@ -417,30 +417,31 @@ func TestFillSplit(t *testing.T) {
 	require.Positive(t, late, "no probe crossed a part's end: the test does not cover the late pass")
 }
 
-// The symbols' chain flags are derived data: a raw snapshot whose flag
-// bytes lie (all clear: duplicates would look unique; all set) still
-// answers every lookup like the text it came from.
-func TestRawSnapshotFlagsRecomputed(t *testing.T) {
+// The symbols' chain flags are derived data, stored so that a mapped
+// snapshot is used as it is: a raw snapshot whose flag bytes lie (clear
+// where a chain goes on: duplicates would look unique; set where none
+// does) is refused, and the stored ones say what the chains say.
+func TestRawSnapshotFlagsChecked(t *testing.T) {
 	good, symAt, nsym := rawSample(t)
-	for _, fl := range []byte{0, 0xff} {
+	ix, err := ParseBytes("good", good, nil)
+	require.NoError(t, err)
+	set := 0
+	for i := range nsym {
+		fl := good[rawHeaderSize+symAt+i*symRecord+15]
+		require.Equal(t, ix.next[i] != 0, fl == symHasNext, "symbol %d flags %#x", i, fl)
+		if fl != 0 {
+			set++
+		}
+	}
+	require.Positive(t, set, "the sample has no same-name chain")
+	for _, fl := range []byte{0, symHasNext, 0xff} {
 		b := append([]byte(nil), good...)
 		for i := range nsym {
 			b[rawHeaderSize+symAt+i*symRecord+15] = fl
 		}
-		got, err := ParseBytes("flags", rawWithChecksum(b), nil)
-		require.NoError(t, err)
-		_, err = got.Lookup("vmlinux", "helper", 0)
-		require.ErrorIs(t, err, ErrAmbiguous, "flags %#x", fl)
-		for pos, want := range []uint64{0xffffffff81000100, 0xffffffff81000300} {
-			s, err := got.Lookup("vmlinux", "helper", uint64(pos+1))
-			require.NoError(t, err)
-			require.Equal(t, want, s.Address)
-		}
-		_, err = got.Lookup("xfs", "helper", 4)
-		require.ErrorIs(t, err, ErrNoSuchPosition)
-		s, err := got.Lookup("vmlinux", "vfs_read", 0)
-		require.NoError(t, err)
-		require.Equal(t, uint64(0xffffffff81000200), s.Address)
+		_, err := ParseBytes("flags", rawWithChecksum(b), nil)
+		require.ErrorIs(t, err, ErrMalformed, "flags %#x", fl)
+		require.Contains(t, err.Error(), "its chain says", "flags %#x", fl)
 	}
 }
 

@@ -113,7 +113,13 @@ func (ix *Index) Lookup(object, name string, sympos uint64) (Symbol, error) {
 		return Symbol{}, &LookupError{Object: o.name, Name: name, Pos: sympos, Kind: ErrNoSuchPosition, Count: len(c), Candidates: c}
 	}
 	s := &ix.syms[last]
-	return Symbol{Name: ix.name(last), Object: o.name, Address: addr, Type: s.typ, Pos: int(count)}, nil
+	n := ix.name(last)
+	if n == name {
+		n = name // the caller's string: no copy of a mapped name
+	} else {
+		n = ix.nameOut(last) // LTO: the symbol has the suffix
+	}
+	return Symbol{Name: n, Object: o.name, Address: addr, Type: s.typ, Pos: int(count)}, nil
 }
 
 // count is how many symbols answer name in o.
@@ -133,7 +139,7 @@ func (ix *Index) candidates(o *object, name string) []Symbol {
 	for i := ix.find(o, name); i != 0; i = ix.next[i-1] {
 		if ix.matches(i-1, name) {
 			s := &ix.syms[i-1]
-			out = append(out, Symbol{Name: ix.name(i - 1), Object: o.name, Address: s.addr, Type: s.typ, Pos: len(out) + 1})
+			out = append(out, Symbol{Name: ix.nameOut(i - 1), Object: o.name, Address: s.addr, Type: s.typ, Pos: len(out) + 1})
 		}
 	}
 	return out

@@ -34,6 +34,14 @@ type Options struct {
 	LTO bool
 	// Workers is how many goroutines parse; 0 means GOMAXPROCS.
 	Workers int
+	// NoMap makes Open read a raw snapshot file into memory instead of
+	// mapping it. A mapping is faster to load (nothing is copied), but
+	// the file must then not be truncated or rewritten in place while
+	// the Index is in use: the kernel would kill the process (SIGBUS),
+	// or lookups would see bytes that were never validated.
+	// WriteSnapshotRawFile replaces a file by renaming a new one over it,
+	// which is safe.
+	NoMap bool
 }
 
 func (o *Options) workers() int {
@@ -45,13 +53,27 @@ func (o *Options) workers() int {
 
 func (o *Options) lto() bool { return o != nil && o.LTO }
 
+func (o *Options) mapSnapshots() bool { return o == nil || !o.NoMap }
+
 // Open reads path ("-" is standard input) into an index: a /proc/kallsyms
 // or System.map text, plain or gzip/zstd compressed, or a snapshot file
-// written by WriteSnapshot (recognised by its magic bytes).
+// written by WriteSnapshot (recognised by its magic bytes). A raw snapshot
+// file is mapped, not read (see Options.NoMap); the mapping is released
+// once the Index is unreachable.
 func Open(path string, opts *Options) (*Index, error) {
-	f, err := readRegular(path, opts.workers())
+	f, err := readRegular(path, opts.workers(), opts.mapSnapshots())
 	if err != nil {
 		return nil, err
+	}
+	if f != nil && f.mapped {
+		ix, err := loadSnapshotSums(path, f.data, nil)
+		if err != nil {
+			unmapFile(f.data)
+			return nil, err
+		}
+		ix.mapping = f.data
+		runtime.AddCleanup(ix, unmapFile, f.data)
+		return ix, nil
 	}
 	if f != nil {
 		if isSnapshot(f.data) {
@@ -276,6 +298,8 @@ type wholeInput struct {
 	nl    []int // nl[i]: line ends in data[i*piece : (i+1)*piece]
 	// sums: a raw snapshot's chunk hashes (see loadRawSnapshot).
 	sums []byte
+	// mapped: data is a read-only mapping of a raw snapshot file.
+	mapped bool
 }
 
 // lines counts the lines of data[from:to], a run of whole lines (the last
@@ -310,7 +334,11 @@ func (w *wholeInput) ends(x int) int {
 // works on its piece while it is in cache: it counts the line ends of a
 // text, so that the parser can presize its arrays without another pass,
 // or hashes a chunk of a raw snapshot's payload for its checksum.
-func readRegular(path string, workers int) (*wholeInput, error) {
+//
+// With mapRaw, a raw snapshot is mapped instead, on a little-endian host
+// (where its arrays are used in place); its checksum is left to the
+// loader.
+func readRegular(path string, workers int, mapRaw bool) (*wholeInput, error) {
 	if path == "-" {
 		return nil, nil
 	}
@@ -328,6 +356,13 @@ func readRegular(path string, workers int) (*wholeInput, error) {
 		return nil, nil
 	}
 	size := int(st.Size())
+	le := binary.LittleEndian
+	if mapRaw && hostLE && isSnapshot(head[:]) && le.Uint32(head[8:]) == rawVersion && size > rawHeaderSize {
+		if m, err := mapFile(f, size); err == nil {
+			return &wholeInput{data: m, mapped: true}, nil
+		}
+		// Not mappable (a file system without mmap): read it.
+	}
 	w := &wholeInput{data: make([]byte, size)}
 	hugepage.Advise(w.data)
 	// Piece i is data[start(i):start(i+1)].
@@ -335,7 +370,7 @@ func readRegular(path string, workers int) (*wholeInput, error) {
 	var start func(i int) int
 	var work func(i int, b []byte)
 	if isSnapshot(head[:]) {
-		if binary.LittleEndian.Uint32(head[8:]) == rawVersion && size > rawHeaderSize {
+		if le.Uint32(head[8:]) == rawVersion && size > rawHeaderSize {
 			// One piece per payload chunk, the header with the first.
 			payload := w.data[rawHeaderSize:]
 			n = (len(payload) + rawChunk - 1) / rawChunk

@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -15,12 +16,14 @@ import (
 	"github.com/klpresolve/klpresolve/internal/par"
 )
 
-// Raw snapshot format, version 2: the index as it sits in memory, hash
-// tables and chains included, uncompressed, so that loading is one read,
-// one checksum and one validation pass, and the arrays are used in place
-// (no parse, no hashing, no table building). It is about 6x the size of
-// a version 1 (zstd) snapshot; choose it where loading speed matters (a
-// folder of snapshots checked at once). All integers little-endian.
+// Raw snapshot format, version 3: the index as it sits in memory, hash
+// tables and chains included, uncompressed, so that loading is one map
+// (or read), one checksum and one validation pass, and the arrays are
+// used in place (no parse, no hashing, no table building). It is about 6x
+// the size of a version 1 (zstd) snapshot; choose it where loading speed
+// matters (a folder of snapshots checked at once). All integers
+// little-endian. (Version 2 stored 0 for the symbols' flags, which the
+// loader then wrote: a read-only mapping cannot be written.)
 //
 //	header (48 bytes):
 //	  [8] magic "KLPSNAP\x00", u32 version (2), u32 flags (bit 0: LTO),
@@ -34,20 +37,20 @@ import (
 //	           (bit 0 pseudo), u32 first symbol, u32 end symbol, u32 table
 //	           offset, u32 table size, u64 low, u64 high address
 //	  symbols: 16 bytes each (u64 address, u32 name offset, u16 name
-//	           length, u8 type, u8 0: in memory the byte holds flags
-//	           derived from the chains, recomputed on load)
+//	           length, u8 type, u8 flags: 1 if the symbol's chain goes
+//	           on, which the loader checks against the chains)
 //	  chains:  u32 per symbol (index+1 of the next same-named one, or 0)
 //	  tables:  8 bytes per slot (u32 name hash, u32 index+1 or 0)
 //	  names
 const (
-	rawVersion    = 2
+	rawVersion    = 3
 	rawHeaderSize = 48
 	rawObjRecord  = 40
 )
 
 func align8(n uint64) uint64 { return (n + 7) &^ 7 }
 
-// WriteSnapshotRaw writes ix to w in the raw (version 2) snapshot format.
+// WriteSnapshotRaw writes ix to w in the raw (version 3) snapshot format.
 func (ix *Index) WriteSnapshotRaw(w io.Writer) error {
 	le := binary.LittleEndian
 	var names []byte
@@ -76,7 +79,7 @@ func (ix *Index) WriteSnapshotRaw(w io.Writer) error {
 		p = le.AppendUint64(p, o.hi)
 		names = append(names, o.name...)
 	}
-	p, names = ix.appendSymRecords(p, names)
+	p, names = ix.appendSymRecords(p, names, true)
 	for _, n := range ix.next {
 		p = le.AppendUint32(p, n)
 	}
@@ -215,7 +218,7 @@ func loadRawSnapshot(name string, b, sums []byte) (*Index, error) {
 		ix.syms = make([]sym, nsym)
 		for i := range ix.syms {
 			r := p[symAt+uint64(i)*symRecord:]
-			ix.syms[i] = sym{addr: le.Uint64(r), off: le.Uint32(r[8:]), nlen: le.Uint16(r[12:]), typ: r[14]}
+			ix.syms[i] = sym{addr: le.Uint64(r), off: le.Uint32(r[8:]), nlen: le.Uint16(r[12:]), typ: r[14], flags: r[15]}
 		}
 		ix.next = make([]uint32, nsym)
 		for i := range ix.next {
@@ -238,7 +241,7 @@ func loadRawSnapshot(name string, b, sums []byte) (*Index, error) {
 		if uint64(off)+uint64(nl) > nname || nl == 0 {
 			return nil, snapErr(name, "object %d: name out of range", i)
 		}
-		o.name = ix.data[off : off+nl]
+		o.name = strings.Clone(ix.data[off : off+nl]) // kept by callers (ObjectInfo)
 		if o.start != prev || o.end < o.start || uint64(o.end) > nsym {
 			return nil, snapErr(name, "object %q: symbol range %d-%d does not follow %d", o.name, o.start, o.end, prev)
 		}
@@ -266,7 +269,7 @@ func loadRawSnapshot(name string, b, sums []byte) (*Index, error) {
 	return ix, nil
 }
 
-// validateRaw checks every symbol's name, every chain and every table
+// validateRaw checks every symbol's name, flags and chain and every table
 // entry of a raw snapshot, on all cores (half the symbols and half the
 // table slots each): chains go forward inside their object (no cycle),
 // table entries point into their object, and every table has an empty
@@ -303,12 +306,16 @@ func (ix *Index) validateRaw(name string, nname uint64) error {
 							errs[k] = snapErr(name, "symbol %d: chain to %d leaves object %q", i, nx, o.name)
 							return
 						}
-						// flags are derived data: recomputed, never trusted.
+						// flags are derived from the chains: checked, as
+						// the arrays may be a read-only mapping.
 						var fl byte
 						if next[j] != 0 {
 							fl = symHasNext
 						}
-						ix.syms[a+uint32(j)].flags = fl
+						if s.flags != fl {
+							errs[k] = snapErr(name, "symbol %d: flags %#x, its chain says %#x", i, s.flags, fl)
+							return
+						}
 					}
 				}
 				if a, b := max(slo, o.off), min(shi, o.off+o.size); a < b {

@@ -79,7 +79,7 @@ func (ix *Index) WriteSnapshot(w io.Writer) error {
 		p = le.AppendUint32(p, o.end)
 		names = append(names, o.name...)
 	}
-	p, names = ix.appendSymRecords(p, names)
+	p, names = ix.appendSymRecords(p, names, false)
 	p = append(p, names...)
 
 	var hdr [headerSize]byte
@@ -133,7 +133,7 @@ func loadSnapshotSums(name string, b, sums []byte) (*Index, error) {
 	case rawVersion:
 		return loadRawSnapshot(name, b, sums)
 	default:
-		return nil, snapErr(name, "unsupported version %d (this build reads %d and %d)", v, snapshotVersion, rawVersion)
+		return nil, snapErr(name, "unsupported version %d (this build reads %d and %d; write the snapshot again with this build)", v, snapshotVersion, rawVersion)
 	}
 	flags := le.Uint32(b[12:])
 	if flags&^1 != 0 {
@@ -238,15 +238,20 @@ func loadSnapshotSums(name string, b, sums []byte) (*Index, error) {
 
 // appendSymRecords appends the 16-byte record of every symbol to p (u64
 // address, u32 offset of its name in names, u16 name length, u8 type,
-// u8 0) and its name to names: the symbol table of both snapshot formats.
-func (ix *Index) appendSymRecords(p, names []byte) ([]byte, []byte) {
+// u8 flags or 0) and its name to names: the symbol table of both snapshot
+// formats.
+func (ix *Index) appendSymRecords(p, names []byte, flags bool) ([]byte, []byte) {
 	le := binary.LittleEndian
 	for i := range ix.syms {
 		s := &ix.syms[i]
 		p = le.AppendUint64(p, s.addr)
 		p = le.AppendUint32(p, uint32(len(names)))
 		p = le.AppendUint16(p, s.nlen)
-		p = append(p, s.typ, 0)
+		fl := byte(0)
+		if flags {
+			fl = s.flags
+		}
+		p = append(p, s.typ, fl)
 		names = append(names, ix.name(uint32(i))...)
 	}
 	return p, names

@@ -1,0 +1,12 @@
+//go:build !linux
+
+package kallsyms
+
+import (
+	"errors"
+	"os"
+)
+
+func mapFile(f *os.File, size int) ([]byte, error) { return nil, errors.ErrUnsupported }
+
+func unmapFile(b []byte) {}
