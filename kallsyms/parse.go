@@ -533,9 +533,14 @@ func (c *chunk) parse(file string, lto bool) {
 	// Locals, stored into c once at the end: c sits on the heap, maybe
 	// in the cache line of another worker's chunk, and a store to it per
 	// line would bounce that line between the cores.
-	hasVm, vmSorted := false, true
-	var vmFirst, vmLast uint64
+	vm := vmTrack{sorted: true}
 	for pos := 0; pos < len(data); {
+		if cur == nil {
+			pos, line, syms, hashes = vmRun(data, pos, line, &vm, &r, syms, hashes, base, lto)
+			if pos == len(data) {
+				break
+			}
+		}
 		line++
 		var (
 			addr   uint64
@@ -604,13 +609,7 @@ func (c *chunk) parse(file string, lto bool) {
 		}
 		r.add(addr, typ)
 		if mod == nil {
-			if addr < vmLast {
-				vmSorted = false
-			}
-			if !hasVm {
-				hasVm, vmFirst = true, addr
-			}
-			vmLast = addr
+			vm.add(addr)
 		}
 		// Field by field: a sym{...} literal is built in a stack
 		// temporary by narrow stores and copied by one 16-byte load,
@@ -627,10 +626,63 @@ func (c *chunk) parse(file string, lto bool) {
 	}
 	c.syms, c.hashes = syms, hashes
 	c.lines = line
-	c.hasVm, c.vmSorted, c.vmFirst, c.vmLast = hasVm, vmSorted, vmFirst, vmLast
+	c.hasVm, c.vmSorted, c.vmFirst, c.vmLast = vm.has, vm.sorted, vm.first, vm.last
 	if r.count > 0 {
 		c.runs = append(c.runs, r)
 	}
+}
+
+// vmTrack follows a chunk's vmlinux addresses: whether they never
+// decrease, and the first and last.
+type vmTrack struct {
+	has, sorted bool
+	first, last uint64
+}
+
+func (v *vmTrack) add(addr uint64) {
+	if addr < v.last {
+		v.sorted = false
+	}
+	if !v.has {
+		v.has, v.first = true, addr
+	}
+	v.last = addr
+}
+
+// vmRun parses the vmlinux lines of the exact 64-bit form with a line end,
+// "%016lx %c %s\n", from data[pos:] on (most of any input), in a loop
+// small enough to keep its state in registers, and returns where it
+// stopped: at the first other line (a module's, the last one without a
+// line end, any that parseLine must judge), which parse's loop takes. It
+// records each line exactly as that loop's fast path would.
+func vmRun(data []byte, pos, line int, vm *vmTrack, r *run, syms []sym, hashes []uint32, base int, lto bool) (int, int, []sym, []uint32) {
+	v, rr := *vm, *r
+	for pos+20 <= len(data) {
+		l := data[pos:]
+		if l[16] != ' ' || l[18] != ' ' || l[17] <= ' ' {
+			break
+		}
+		addr, ok := hex16(l)
+		e := 19 + firstCtl(l[19:])
+		if !ok || e == 19 || e-19 >= KSYMNameLen || e == len(l) || l[e] != '\n' {
+			break
+		}
+		typ := l[17]
+		rr.add(addr, typ)
+		v.add(addr)
+		n := len(syms)
+		if n == cap(syms) {
+			syms = slices.Grow(syms, 1)
+		}
+		syms = syms[:n+1]
+		s := &syms[n] // field by field (see parse)
+		s.addr, s.off, s.nlen, s.typ, s.flags = addr, uint32(base+pos+19), uint16(e-19), typ, 0
+		hashes = append(hashes, hashKey(l[19:e], lto))
+		line++
+		pos += e + 1
+	}
+	*vm, *r = v, rr
+	return pos, line, syms, hashes
 }
 
 // validModule reports whether a module name read by the fast path is one
