@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"os"
 	"runtime"
 	"slices"
@@ -662,8 +663,28 @@ func vmRun(data []byte, pos, line int, vm *vmTrack, r *run, syms []sym, hashes [
 		if l[16] != ' ' || l[18] != ' ' || l[17] <= ' ' {
 			break
 		}
-		addr, ok := hex16(l)
-		e := 19 + firstCtl(l[19:])
+		var addr uint64
+		var ok bool
+		if x := binary.LittleEndian.Uint64(l); x == 'f'*ones8 {
+			// hex16's x86_64 case, without its call.
+			var lo uint32
+			lo, ok = hex8(binary.LittleEndian.Uint64(l[8:]))
+			addr = 0xffffffff<<32 | uint64(lo)
+		} else {
+			addr, ok = hex16(l)
+		}
+		var e int
+		if len(l) >= 19+32 {
+			// The name's end within its first 32 bytes (four names in
+			// five), found without a branch; firstCtl after that.
+			if m := ctlMask32(l[19:]); m != 0 {
+				e = 19 + bits.TrailingZeros32(m)
+			} else {
+				e = 19 + 32 + firstCtl(l[19+32:])
+			}
+		} else {
+			e = 19 + firstCtl(l[19:])
+		}
 		if !ok || e == 19 || e-19 >= KSYMNameLen || e == len(l) || l[e] != '\n' {
 			break
 		}
@@ -677,7 +698,13 @@ func vmRun(data []byte, pos, line int, vm *vmTrack, r *run, syms []sym, hashes [
 		syms = syms[:n+1]
 		s := &syms[n] // field by field (see parse)
 		s.addr, s.off, s.nlen, s.typ, s.flags = addr, uint32(base+pos+19), uint16(e-19), typ, 0
-		hashes = append(hashes, hashKey(l[19:e], lto))
+		var h uint32
+		if lto {
+			h = hashKey(l[19:e], lto)
+		} else {
+			h = uint32(xxhash.Sum64(l[19:e])) // hashKey, one call fewer
+		}
+		hashes = append(hashes, h)
 		line++
 		pos += e + 1
 	}

@@ -50,18 +50,16 @@ func hex16(b []byte) (v uint64, ok bool) {
 	return uint64(pack8(x))<<32 | uint64(pack8(y)), true
 }
 
-// hex8 decodes 8 ASCII hex digits, the first in the low byte of x.
-func hex8(x uint64) (uint32, bool) {
-	if x&high8 != 0 {
-		return 0, false
-	}
+// hex8 decodes 8 ASCII hex digits, the first in the low byte of x; ok is
+// false if any byte is not one (v is then meaningless). No branch.
+func hex8(x uint64) (v uint32, ok bool) {
+	// As in hex16, with one test for both conditions: every byte is a
+	// digit or a letter and below 0x80 (a carry out of a byte at or
+	// above 0x80 may spoil its neighbour's flags: it is refused anyway).
 	d := (x + (0x80-'0')*ones8) &^ (x + (0x80-'9'-1)*ones8)
 	l := x | 0x20*ones8
 	l = (l + (0x80-'a')*ones8) &^ (l + (0x80-'f'-1)*ones8)
-	if (d|l)&high8 != high8 {
-		return 0, false
-	}
-	return pack8(x&(0x0f*ones8) + (l>>7&ones8)*9), true
+	return pack8(x&(0x0f*ones8) + (l>>7&ones8)*9), (d|l)&^x&high8 == high8
 }
 
 // pack8 packs 8 digit values, most significant first in memory order
@@ -72,6 +70,26 @@ func pack8(d uint64) uint32 {
 	d = (d | d>>8) & 0x0000ffff0000ffff
 	return uint32(d | d>>16)
 }
+
+// ctlMask32 returns a mask of the bytes of b[:32] below 0x21, exact up to
+// and including the lowest set bit (see firstCtl), computed without a
+// branch: each word's flags (bit 7 of each byte) are gathered into 8 bits
+// by one multiplication.
+func ctlMask32(b []byte) uint32 {
+	_ = b[31]
+	return ctlMask8(binary.LittleEndian.Uint64(b)) | ctlMask8(binary.LittleEndian.Uint64(b[8:]))<<8 |
+		ctlMask8(binary.LittleEndian.Uint64(b[16:]))<<16 | ctlMask8(binary.LittleEndian.Uint64(b[24:]))<<24
+}
+
+// ctlMask8 is ctlMask32 for the 8 bytes of x (the first in the low byte).
+func ctlMask8(x uint64) uint32 {
+	t := (x - 0x21*ones8) &^ x & high8
+	return uint32((t >> 7) * gather8 >> 56)
+}
+
+// gather8 multiplied by a word whose bytes are 0 or 1 puts byte k's bit
+// in bit 56+k.
+const gather8 = 0x0102040810204080
 
 // firstCtl returns the index of the first byte of b below 0x21 (a blank,
 // a tab, a line end or another control byte), or len(b).

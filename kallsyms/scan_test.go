@@ -2,7 +2,9 @@ package kallsyms
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -84,6 +86,75 @@ func TestFirstCtl(t *testing.T) {
 			}
 		}
 		require.Equal(t, want, firstCtl(b), "%q", b)
+	}
+}
+
+// hex8 refuses a word with any byte that is not a hex digit, whatever the
+// carries between neighbouring bytes (two odd bytes at once, every pair of
+// positions, values around each boundary and with the high bit set).
+func TestHex8Pairs(t *testing.T) {
+	odd := []byte{0x00, 0x20, 0x2f, 0x30, 0x39, 0x3a, 0x40, 0x41, 0x46, 0x47, 0x60, 0x61, 0x66, 0x67,
+		0x7f, 0x80, 0x9f, 0xaf, 0xb0, 0xb9, 0xba, 0xc6, 0xc7, 0xd0, 0xe6, 0xff}
+	for i := range 8 {
+		for j := i + 1; j < 8; j++ {
+			for _, a := range odd {
+				for _, b := range odd {
+					s := []byte("3a5F09c7")
+					s[i], s[j] = a, b
+					want, err := strconv.ParseUint(string(s), 16, 32)
+					v, ok := hex8(binary.LittleEndian.Uint64(s))
+					require.Equal(t, err == nil, ok, "%q", s)
+					if ok {
+						require.Equal(t, uint32(want), v, "%q", s)
+					}
+				}
+			}
+		}
+	}
+}
+
+// ctlMask32's lowest set bit is the first byte below 0x21 of 32, and it is
+// 0 when there is none; every byte value is tried in every position, after
+// and before other control bytes (whose borrows must not move it).
+func TestCtlMask32(t *testing.T) {
+	check := func(b []byte) {
+		t.Helper()
+		want := 32
+		for i, c := range b {
+			if c < 0x21 {
+				want = i
+				break
+			}
+		}
+		m := ctlMask32(b)
+		if want == 32 {
+			require.Zero(t, m, "%q", b)
+		} else {
+			require.Equal(t, want, bits.TrailingZeros32(m), "%q", b)
+		}
+	}
+	base := bytes.Repeat([]byte{'a'}, 32)
+	for pos := range 32 {
+		for c := range 256 {
+			b := append([]byte(nil), base...)
+			b[pos] = byte(c)
+			check(b)
+			if pos > 0 {
+				b[pos-1] = 0x20 // a blank before it: its borrow runs upwards
+				check(b)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 100000 {
+		b := make([]byte, 32)
+		for i := range b {
+			b[i] = byte(r.IntN(256))
+			if r.IntN(3) > 0 {
+				b[i] = byte(0x21 + r.IntN(0x7f-0x21))
+			}
+		}
+		check(b)
 	}
 }
 
