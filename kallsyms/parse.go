@@ -699,9 +699,12 @@ func vmRun(data []byte, pos, line int, vm *vmTrack, r *run, syms []sym, hashes [
 		s := &syms[n] // field by field (see parse)
 		s.addr, s.off, s.nlen, s.typ, s.flags = addr, uint32(base+pos+19), uint16(e-19), typ, 0
 		var h uint32
-		if lto {
+		switch {
+		case lto:
 			h = hashKey(l[19:e], lto)
-		} else {
+		case e-19 < 32 && len(l) >= 19+32:
+			h = uint32(hashShort(l[19:], e-19)) // hashKey, branch-free
+		default:
 			h = uint32(xxhash.Sum64(l[19:e])) // hashKey, one call fewer
 		}
 		hashes = append(hashes, h)
