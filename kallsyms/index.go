@@ -343,13 +343,16 @@ func (ix *Index) buildTables(hashes []uint32) {
 	// copy-on-write fault that must flush the other cores' TLBs (an IPI
 	// per page: 16% of a one-shot run's time went there). A first write
 	// is a plain fault, and the workers take theirs in parallel.
-	par.For(workers, workers, func(g int) {
-		clear(ix.slots[len(ix.slots)*g/workers : len(ix.slots)*(g+1)/workers])
+	// (Pieces, here and in fillSplit, are several per worker: a worker
+	// that starts late then finds fewer left, see par.For.)
+	pieces := 4 * workers
+	par.For(workers, pieces, func(g int) {
+		clear(ix.slots[len(ix.slots)*g/pieces : len(ix.slots)*(g+1)/pieces])
 	})
 	var small []int
 	for i := range ix.objs {
 		if o := &ix.objs[i]; workers > 1 && o.end-o.start >= splitFill {
-			ix.fillSplit(o, hashes, workers)
+			ix.fillSplit(o, hashes, pieces, workers)
 		} else {
 			small = append(small, i)
 		}
@@ -428,21 +431,22 @@ func (ix *Index) insert(slots []slot, h, i, from, to uint32, wrap bool) bool {
 	}
 }
 
-// fillSplit fills a large object's table with w workers, in three
-// parallel passes: a counting sort of the symbols by the top bits of their
-// hash (last to first within a bucket), then each worker inserts the
-// buckets of its w-th of the hash space, which land in its own part of
-// the table (home() is monotonic in the hash), sweeping that part in
-// order and so keeping it in cache. Probes that would leave a part are
-// finished afterwards by one goroutine; fillSplit returns their number.
-func (ix *Index) fillSplit(o *object, hashes []uint32, w int) (late int) {
+// fillSplit fills a large object's table in w pieces on workers
+// goroutines, in three parallel passes: a counting sort of the symbols by
+// the top bits of their hash (last to first within a bucket), then each
+// piece inserts the buckets of its w-th of the hash space, which land in
+// its own part of the table (home() is monotonic in the hash), sweeping
+// that part in order and so keeping it in cache. Probes that would leave
+// a part are finished afterwards by one goroutine; fillSplit returns
+// their number.
+func (ix *Index) fillSplit(o *object, hashes []uint32, w, workers int) (late int) {
 	const bucketBits = 10
 	const nb = 1 << bucketBits
 	n := o.end - o.start
-	part := func(g int) (uint32, uint32) { // worker g's symbols
+	part := func(g int) (uint32, uint32) { // piece g's symbols
 		return o.start + uint32(uint64(n)*uint64(g)/uint64(w)), o.start + uint32(uint64(n)*uint64(g+1)/uint64(w))
 	}
-	parallel := func(f func(g int)) { par.For(w, w, f) }
+	parallel := func(f func(g int)) { par.For(workers, w, f) }
 	hist := make([][nb]uint32, w)
 	parallel(func(g int) {
 		lo, hi := part(g)
@@ -451,8 +455,8 @@ func (ix *Index) fillSplit(o *object, hashes []uint32, w int) (late int) {
 			c[h>>(32-bucketBits)]++
 		}
 	})
-	// Where each worker's share of each bucket starts: buckets in order,
-	// and within a bucket the later symbols (higher workers) first.
+	// Where each piece's share of each bucket starts: buckets in order,
+	// and within a bucket the later symbols (higher pieces) first.
 	at := uint32(0)
 	bucketStart := make([]uint32, nb+1)
 	for b := range nb {

@@ -226,6 +226,19 @@ func (p *parser) start() {
 	}
 }
 
+// drain parses the chunks still queued on the calling goroutine too, then
+// waits for the workers: a worker goroutine may start late (see par.For).
+func (p *parser) drain() {
+	if p.jobs != nil {
+		close(p.jobs)
+		for c := range p.jobs {
+			c.parse(p.name, p.lto)
+		}
+		p.wg.Wait()
+		p.jobs, p.started = nil, 0
+	}
+}
+
 func (p *parser) abort() {
 	if p.jobs != nil {
 		close(p.jobs)
@@ -831,7 +844,7 @@ func stripLLVM[T string | []byte](name T) T {
 
 // finish waits for the workers and merges their chunks into an index.
 func (p *parser) finish(buf []byte) (*Index, error) {
-	p.abort()
+	p.drain()
 	line := 0
 	nonzero := false
 	total := 0

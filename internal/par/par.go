@@ -9,6 +9,11 @@ import (
 // For calls f(i) for every i in [0, n) on up to workers goroutines, which
 // take the next i as they finish one (uneven pieces balance themselves),
 // and returns when every call has returned. workers < 1 means 1.
+//
+// The calling goroutine is one of the workers. A new goroutine may wait a
+// long time for an idle core to wake (20-300 µs on a 2-vCPU VM, measured
+// in kallsyms.Open): the caller starts at once and takes whatever pieces
+// are left, so with more pieces than workers a late start costs little.
 func For(workers, n int, f func(i int)) {
 	workers = min(max(workers, 1), n)
 	if workers <= 1 {
@@ -18,19 +23,23 @@ func For(workers, n int, f func(i int)) {
 		return
 	}
 	var next atomic.Int64
+	work := func() {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= n {
+				return
+			}
+			f(i)
+		}
+	}
 	var wg sync.WaitGroup
-	for range workers {
+	for range workers - 1 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				f(i)
-			}
+			work()
 		}()
 	}
+	work()
 	wg.Wait()
 }
