@@ -26,12 +26,14 @@
 // file whose addresses are all zero (kptr_restrict hid them) is
 // ErrRestricted, never a flood of "not found". gzip and zstd inputs are
 // detected by their magic bytes. Names are not copied: they point into the
-// one buffer that holds the input. A regular, uncompressed file (a text or
-// a raw snapshot) is that buffer without being read: Open maps it
-// read-only, and the mapping is released once the Index is unreachable
-// (names handed to callers are then copies). Such a file must not be
-// truncated or rewritten in place while its Index is in use (replace it
-// by renaming, as the snapshot writers do), or Options.NoMap reads it.
+// one buffer that holds the input. A raw snapshot file is that buffer
+// without being read: Open maps it read-only, and the mapping is released
+// once the Index is unreachable (names handed to callers are then copies).
+// Such a file must not be truncated or rewritten in place while its Index
+// is in use (replace it by renaming, as the snapshot writers do), or
+// Options.NoMap reads it. Texts are read (into huge pages where the
+// kernel allows): a mapped text parsed 0.3-0.7 ms faster, but every lookup
+// then took a TLB miss on the file's 4 KiB pages (70 -> 112 ns).
 //
 // An Index is immutable once built and safe for concurrent use.
 package kallsyms

@@ -35,13 +35,13 @@ type Options struct {
 	LTO bool
 	// Workers is how many goroutines parse; 0 means GOMAXPROCS.
 	Workers int
-	// NoMap makes Open read a file into memory instead of mapping it
-	// (a text, or a raw snapshot). A mapping is faster to load (nothing
-	// is copied), but the file must then not be truncated or rewritten
-	// in place while the Index is in use: the kernel would kill the
-	// process (SIGBUS), or lookups would see bytes that were never
-	// validated. Replacing a file by renaming a new one over it, as
-	// WriteSnapshotRawFile does, is safe.
+	// NoMap makes Open read a raw snapshot file into memory instead of
+	// mapping it. A mapping is faster to load (nothing is copied), but
+	// the file must then not be truncated or rewritten in place while
+	// the Index is in use: the kernel would kill the process (SIGBUS),
+	// or lookups would see bytes that were never validated.
+	// WriteSnapshotRawFile replaces a file by renaming a new one over it,
+	// which is safe.
 	NoMap bool
 }
 
@@ -58,23 +58,16 @@ func (o *Options) mapSnapshots() bool { return o == nil || !o.NoMap }
 
 // Open reads path ("-" is standard input) into an index: a /proc/kallsyms
 // or System.map text, plain or gzip/zstd compressed, or a snapshot file
-// written by WriteSnapshot (recognised by its magic bytes). A regular,
-// uncompressed file (a text or a raw snapshot) is mapped, not read (see
-// Options.NoMap); the mapping is released once the Index is unreachable.
+// written by WriteSnapshot (recognised by its magic bytes). A raw snapshot
+// file is mapped, not read (see Options.NoMap); the mapping is released
+// once the Index is unreachable.
 func Open(path string, opts *Options) (*Index, error) {
 	f, err := readRegular(path, opts.workers(), opts.mapSnapshots())
 	if err != nil {
 		return nil, err
 	}
 	if f != nil && f.mapped {
-		var ix *Index
-		if isSnapshot(f.data) {
-			ix, err = loadSnapshotSums(path, f.data, nil)
-		} else {
-			p := newParser(path, opts)
-			p.dispatch(f.data, 0, len(f.data), f)
-			ix, err = p.finish(f.data)
-		}
+		ix, err := loadSnapshotSums(path, f.data, nil)
 		if err != nil {
 			unmapFile(f.data)
 			return nil, err
@@ -319,24 +312,8 @@ type wholeInput struct {
 	nl    []int // nl[i]: line ends in data[i*piece : (i+1)*piece]
 	// sums: a raw snapshot's chunk hashes (see loadRawSnapshot).
 	sums []byte
-	// mapped: data is a read-only mapping of the file.
+	// mapped: data is a read-only mapping of a raw snapshot file.
 	mapped bool
-}
-
-// pieces cuts a text into pieces for workers (several each) whose line
-// ends will be counted, and returns their number.
-func (w *wholeInput) pieces(workers int) int {
-	w.piece = max(len(w.data)/(4*workers), 256<<10)
-	n := (len(w.data) + w.piece - 1) / w.piece
-	w.nl = make([]int, n)
-	return n
-}
-
-// countLines counts the line ends of each piece of a text in memory.
-func (w *wholeInput) countLines(workers int) {
-	par.For(workers, w.pieces(workers), func(i int) {
-		w.nl[i] = bytes.Count(w.data[i*w.piece:min((i+1)*w.piece, len(w.data))], []byte{'\n'})
-	})
 }
 
 // lines counts the lines of data[from:to], a run of whole lines (the last
@@ -372,11 +349,10 @@ func (w *wholeInput) ends(x int) int {
 // text, so that the parser can presize its arrays without another pass,
 // or hashes a chunk of a raw snapshot's payload for its checksum.
 //
-// With mapFiles, a text or a raw snapshot is mapped instead (a raw one
-// only on a little-endian host, where its arrays are used in place): no
-// buffer to fault in and zero, no copy. A text's line ends are then
-// counted in the mapping; a snapshot's checksum is left to the loader.
-func readRegular(path string, workers int, mapFiles bool) (*wholeInput, error) {
+// With mapRaw, a raw snapshot is mapped instead, on a little-endian host
+// (where its arrays are used in place); its checksum is left to the
+// loader.
+func readRegular(path string, workers int, mapRaw bool) (*wholeInput, error) {
 	if path == "-" {
 		return nil, nil
 	}
@@ -395,14 +371,9 @@ func readRegular(path string, workers int, mapFiles bool) (*wholeInput, error) {
 	}
 	size := int(st.Size())
 	le := binary.LittleEndian
-	raw := isSnapshot(head[:]) && le.Uint32(head[8:]) == rawVersion && size > rawHeaderSize
-	if mapFiles && (raw && hostLE || !isSnapshot(head[:])) {
+	if mapRaw && hostLE && isSnapshot(head[:]) && le.Uint32(head[8:]) == rawVersion && size > rawHeaderSize {
 		if m, err := mapFile(f, size); err == nil {
-			w := &wholeInput{data: m, mapped: true}
-			if !raw {
-				w.countLines(workers)
-			}
-			return w, nil
+			return &wholeInput{data: m, mapped: true}, nil
 		}
 		// Not mappable (a file system without mmap): read it.
 	}
@@ -422,7 +393,9 @@ func readRegular(path string, workers int, mapFiles bool) (*wholeInput, error) {
 			work = func(i int, _ []byte) { rawChunkSum(w.sums, payload, i) }
 		}
 	} else {
-		n = w.pieces(workers)
+		w.piece = max(size/(4*workers), 256<<10)
+		n = (size + w.piece - 1) / w.piece
+		w.nl = make([]int, n)
 		work = func(i int, b []byte) { w.nl[i] = bytes.Count(b, []byte{'\n'}) }
 	}
 	if start == nil {
