@@ -63,21 +63,13 @@ func (ix *Index) WriteSnapshotRaw(w io.Writer) error {
 	p = le.AppendUint32(p, uint32(len(ix.source)))
 	p = append(p, ix.source...)
 	pad()
-	for _, o := range ix.objs {
-		p = le.AppendUint32(p, uint32(len(names)))
-		p = le.AppendUint16(p, uint16(len(o.name)))
-		var fl uint16
-		if o.pseudo {
-			fl = 1
-		}
-		p = le.AppendUint16(p, fl)
-		p = le.AppendUint32(p, o.start)
-		p = le.AppendUint32(p, o.end)
+	for i := range ix.objs {
+		o := &ix.objs[i]
+		p, names = appendObjRecord(p, names, o)
 		p = le.AppendUint32(p, o.off)
 		p = le.AppendUint32(p, o.size)
 		p = le.AppendUint64(p, o.lo)
 		p = le.AppendUint64(p, o.hi)
-		names = append(names, o.name...)
 	}
 	p, names = ix.appendSymRecords(p, names, true)
 	for _, n := range ix.next {

@@ -67,17 +67,8 @@ func (ix *Index) WriteSnapshot(w io.Writer) error {
 	p = le.AppendUint32(p, uint32(len(ix.source)))
 	p = append(p, ix.source...)
 	names := make([]byte, 0, nameBytes)
-	for _, o := range ix.objs {
-		p = le.AppendUint32(p, uint32(len(names)))
-		p = le.AppendUint16(p, uint16(len(o.name)))
-		var fl uint16
-		if o.pseudo {
-			fl = 1
-		}
-		p = le.AppendUint16(p, fl)
-		p = le.AppendUint32(p, o.start)
-		p = le.AppendUint32(p, o.end)
-		names = append(names, o.name...)
+	for i := range ix.objs {
+		p, names = appendObjRecord(p, names, &ix.objs[i])
 	}
 	p, names = ix.appendSymRecords(p, names, false)
 	p = append(p, names...)
@@ -234,6 +225,24 @@ func loadSnapshotSums(name string, b, sums []byte) (*Index, error) {
 	}
 	ix.buildTables(ix.hashAll())
 	return ix, nil
+}
+
+// appendObjRecord appends the first 16 bytes of o's record to p (u32
+// offset of its name in names, u16 name length, u16 flags: bit 0 pseudo,
+// u32 first symbol, u32 end symbol) and its name to names: the object
+// record of both snapshot formats (the raw one adds its table and range).
+func appendObjRecord(p, names []byte, o *object) ([]byte, []byte) {
+	le := binary.LittleEndian
+	p = le.AppendUint32(p, uint32(len(names)))
+	p = le.AppendUint16(p, uint16(len(o.name)))
+	var fl uint16
+	if o.pseudo {
+		fl = 1
+	}
+	p = le.AppendUint16(p, fl)
+	p = le.AppendUint32(p, o.start)
+	p = le.AppendUint32(p, o.end)
+	return p, append(names, o.name...)
 }
 
 // appendSymRecords appends the 16-byte record of every symbol to p (u64
