@@ -41,7 +41,10 @@ type Options struct {
 	// the Index is in use: the kernel would kill the process (SIGBUS),
 	// or lookups would see bytes that were never validated.
 	// WriteSnapshotRawFile replaces a file by renaming a new one over it,
-	// which is safe.
+	// which is safe. A mapped index's lookups also cost more (the file's
+	// 4 KiB pages miss the TLB where a read buffer sits in huge pages:
+	// 111-129 ns against 78-89 ns on this project's VM): read a snapshot
+	// that will answer millions of lookups.
 	NoMap bool
 }
 
