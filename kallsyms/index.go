@@ -381,7 +381,7 @@ func (ix *Index) fill(o *object, hashes []uint32, hi, lo uint32) {
 	slots := ix.slots[o.off : o.off+o.size]
 	for i := hi; i > lo; {
 		i--
-		ix.insert(slots, hashes[i], i, 0, o.size, true)
+		ix.insert(slots, hashes[i], i)
 	}
 }
 
@@ -391,44 +391,69 @@ func (ix *Index) fill(o *object, hashes []uint32, hi, lo uint32) {
 // returned, in the order met, for the caller to insert later.
 func (ix *Index) fillPairs(o *object, pairs []slot, from, to uint32) (deferred []slot) {
 	slots := ix.slots[o.off : o.off+o.size]
-	wrap := from == 0 && to == o.size
-	for _, pr := range pairs {
-		if !ix.insert(slots, pr.hash, pr.idx, from, to, wrap) {
-			deferred = append(deferred, pr)
+	if from == 0 && to == o.size {
+		for _, pr := range pairs {
+			ix.insert(slots, pr.hash, pr.idx)
+		}
+		return nil
+	}
+	for k := range pairs {
+		h, i := pairs[k].hash, pairs[k].idx
+		// The usual case, inline: the first slot probed that is free or
+		// has this hash is free. (A call per symbol cost a tenth.)
+		p := probe(slots, h, home(h, o.size), to)
+		if p < to && slots[p].idx == 0 {
+			slots[p].hash, slots[p].idx = h, i+1
+			continue
+		}
+		if ix.file(slots, h, i, p, to) == to {
+			deferred = append(deferred, pairs[k])
 		}
 	}
 	return deferred
 }
 
-// insert files symbol i (name hash h) in slots, probing from its home up
-// to to (wrapping to 0 if wrap). It reports false, and changes nothing,
-// if the probe would leave [from, to).
-func (ix *Index) insert(slots []slot, h, i, from, to uint32, wrap bool) bool {
-	p := home(h, uint32(len(slots)))
-	if p >= to && !wrap {
-		// Its home is the first slot of the next part: two parts can
-		// share the slot where they meet.
-		return false
+// insert files symbol i (name hash h) in a whole table, probing from its
+// home and wrapping around (a table always has a free slot).
+func (ix *Index) insert(slots []slot, h, i uint32) {
+	n := uint32(len(slots))
+	if ix.file(slots, h, i, probe(slots, h, home(h, n), n), n) == n {
+		ix.file(slots, h, i, probe(slots, h, 0, n), n)
 	}
-	for {
+}
+
+// probe returns the index of the first of slots[p:to] that is free or
+// holds hash h, or to if there is none.
+func probe(slots []slot, h, p, to uint32) uint32 {
+	for ; p < to; p++ {
+		if s := &slots[p]; s.idx == 0 || s.hash == h {
+			return p
+		}
+	}
+	return to
+}
+
+// file files symbol i (name hash h) from slot p on, p being where probe
+// stopped: in that free slot, or on the front of the chain of the name
+// that holds it; a slot of another name with the same hash is passed
+// over. It returns the slot's index, or to if the probe ran out of
+// slots[:to] (in a part of a table: a symbol whose home is at or past the
+// part's end, where two parts meet, or whose probe would leave it).
+func (ix *Index) file(slots []slot, h, i, p, to uint32) uint32 {
+	for ; p < to; p = probe(slots, h, p+1, to) {
 		sl := &slots[p]
 		if sl.idx == 0 {
 			sl.hash, sl.idx = h, i+1
-			return true
+			return p
 		}
-		if sl.hash == h && ix.key(sl.idx-1) == ix.key(i) {
+		if ix.key(sl.idx-1) == ix.key(i) {
 			ix.next[i] = sl.idx
 			ix.syms[i].flags |= symHasNext
 			sl.idx = i + 1
-			return true
-		}
-		if p++; p == to {
-			if !wrap {
-				return false
-			}
-			p = 0
+			return p
 		}
 	}
+	return to
 }
 
 // fillSplit fills a large object's table in w pieces on workers
