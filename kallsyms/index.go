@@ -32,6 +32,10 @@ type Index struct {
 	// unreachable, so a name handed to a caller is a copy (nameOut).
 	mapping []byte
 
+	// scratch: bytes held with the tables that no lookup uses (fillSplit's
+	// scratch array, allocated with them; see buildTables).
+	scratch int
+
 	addrOnce sync.Once
 	byAddr   []uint32 // sym indexes sorted by address (built on first use)
 }
@@ -333,11 +337,24 @@ func (ix *Index) buildTables(hashes []uint32) {
 		o.off, o.size = uint32(total), max(4, n+n/2+1)
 		total += int(o.size)
 	}
-	ix.slots = make([]slot, total)
-	ix.next = make([]uint32, len(ix.syms))
-	hugepage.Advise(ix.slots)
-	hugepage.Advise(ix.next)
 	workers := runtime.GOMAXPROCS(0)
+	// The tables, the chains and fillSplit's scratch array are one
+	// allocation: 3-4 MB holds a huge page or two where three arrays of
+	// under 2 MB each hold none, and a one-shot run took a page fault
+	// per 4 KiB of them (about 900 of its 2,500).
+	scratch := 0
+	for i := range ix.objs {
+		if o := &ix.objs[i]; workers > 1 && o.end-o.start >= splitFill {
+			scratch = max(scratch, int(o.end-o.start))
+		}
+	}
+	nextSlots := (len(ix.syms) + 1) / 2 // next[] in slot-sized words
+	block := make([]slot, total+nextSlots+scratch)
+	hugepage.Advise(block)
+	ix.slots = block[:total:total]
+	ix.next = unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(block[total:]))), len(ix.syms))
+	order := block[total+nextSlots:]
+	ix.scratch = len(order) * int(unsafe.Sizeof(slot{}))
 	// Write the fresh tables before any probe reads them. A first read
 	// maps the shared zero page, and the write after it is then a
 	// copy-on-write fault that must flush the other cores' TLBs (an IPI
@@ -352,7 +369,7 @@ func (ix *Index) buildTables(hashes []uint32) {
 	var small []int
 	for i := range ix.objs {
 		if o := &ix.objs[i]; workers > 1 && o.end-o.start >= splitFill {
-			ix.fillSplit(o, hashes, pieces, workers)
+			ix.fillSplit(o, hashes, pieces, workers, order)
 		} else {
 			small = append(small, i)
 		}
@@ -464,7 +481,7 @@ func (ix *Index) file(slots []slot, h, i, p, to uint32) uint32 {
 // that part in order and so keeping it in cache. Probes that would leave
 // a part are finished afterwards by one goroutine; fillSplit returns
 // their number.
-func (ix *Index) fillSplit(o *object, hashes []uint32, w, workers int) (late int) {
+func (ix *Index) fillSplit(o *object, hashes []uint32, w, workers int, order []slot) (late int) {
 	const bucketBits = 10
 	const nb = 1 << bucketBits
 	n := o.end - o.start
@@ -495,7 +512,9 @@ func (ix *Index) fillSplit(o *object, hashes []uint32, w, workers int) (late int
 	bucketStart[nb] = at
 	// The sort moves each hash with its symbol's index, so that the
 	// fill reads them in order instead of looking hashes up at random.
-	order := make([]slot, n)
+	if len(order) < int(n) {
+		order = make([]slot, n)
+	}
 	parallel(func(g int) {
 		lo, hi := part(g)
 		next := &hist[g]
@@ -553,7 +572,7 @@ func (ix *Index) key(i uint32) string {
 // symbol records, the chains and the hash tables.
 func (ix *Index) MemSize() int {
 	n := len(ix.data) + len(ix.syms)*int(unsafe.Sizeof(sym{})) + len(ix.next)*4
-	n += len(ix.slots) * int(unsafe.Sizeof(slot{}))
+	n += len(ix.slots)*int(unsafe.Sizeof(slot{})) + ix.scratch
 	n += len(ix.byAddr) * 4
 	return n
 }

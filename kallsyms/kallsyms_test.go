@@ -404,7 +404,7 @@ func TestFillSplit(t *testing.T) {
 		if w == 1 {
 			ix.fill(o, hashes, o.end, o.start)
 		} else {
-			late += ix.fillSplit(o, hashes, w, 2)
+			late += ix.fillSplit(o, hashes, w, 2, nil)
 		}
 		for _, x := range all {
 			s, err := ix.Lookup(Vmlinux, x.name, x.pos)
