@@ -9,7 +9,6 @@ import (
 	"math/bits"
 	"os"
 	"runtime"
-	"slices"
 	"sync"
 
 	"github.com/cespare/xxhash/v2"
@@ -628,17 +627,7 @@ func (c *chunk) parse(file string, lto bool) {
 		if mod == nil {
 			vm.add(addr)
 		}
-		// Field by field: a sym{...} literal is built in a stack
-		// temporary by narrow stores and copied by one 16-byte load,
-		// which the CPU cannot forward from them (perf put a third of
-		// this loop's time on that load).
-		n := len(syms)
-		if n == cap(syms) {
-			syms = slices.Grow(syms, 1)
-		}
-		syms = syms[:n+1]
-		s := &syms[n]
-		s.addr, s.off, s.nlen, s.typ, s.flags = addr, uint32(base+ns), uint16(ne-ns), typ, 0
+		syms = appendSym(syms, addr, uint32(base+ns), uint16(ne-ns), typ)
 		hashes = append(hashes, hashKey(data[ns:ne], lto))
 	}
 	c.syms, c.hashes = syms, hashes
@@ -647,6 +636,17 @@ func (c *chunk) parse(file string, lto bool) {
 	if r.count > 0 {
 		c.runs = append(c.runs, r)
 	}
+}
+
+// appendSym appends a symbol record to syms. Field by field: a sym{...}
+// literal is built in a stack temporary by narrow stores and copied by
+// one 16-byte load, which the CPU cannot forward from them (perf put a
+// third of the parse loop's time on that load).
+func appendSym(syms []sym, addr uint64, off uint32, nlen uint16, typ byte) []sym {
+	syms = append(syms, sym{})
+	s := &syms[len(syms)-1]
+	s.addr, s.off, s.nlen, s.typ = addr, off, nlen, typ
+	return syms
 }
 
 // vmTrack follows a chunk's vmlinux addresses: whether they never
@@ -707,13 +707,7 @@ func vmRun(data []byte, pos, line int, vm *vmTrack, r *run, syms []sym, hashes [
 		typ := l[17]
 		rr.add(addr, typ)
 		v.add(addr)
-		n := len(syms)
-		if n == cap(syms) {
-			syms = slices.Grow(syms, 1)
-		}
-		syms = syms[:n+1]
-		s := &syms[n] // field by field (see parse)
-		s.addr, s.off, s.nlen, s.typ, s.flags = addr, uint32(base+pos+19), uint16(e-19), typ, 0
+		syms = appendSym(syms, addr, uint32(base+pos+19), uint16(e-19), typ)
 		var h uint32
 		switch {
 		case lto:
