@@ -72,17 +72,23 @@ func sameIndex(t testing.TB, ix, ix2 *Index) {
 	}
 }
 
-func FuzzSnapshot(f *testing.F) {
+// seedSnapshot is the sample (LTO mode) written by write: a fuzz seed.
+func seedSnapshot(f *testing.F, write func(*Index, io.Writer) error) []byte {
 	ix, err := Parse("seed", bytes.NewReader([]byte(sample)), &Options{LTO: true})
 	if err != nil {
 		f.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := ix.WriteSnapshot(&b); err != nil {
+	if err := write(ix, &b); err != nil {
 		f.Fatal(err)
 	}
-	f.Add(b.Bytes())
-	f.Add(b.Bytes()[:40])
+	return b.Bytes()
+}
+
+func FuzzSnapshot(f *testing.F) {
+	b := seedSnapshot(f, (*Index).WriteSnapshot)
+	f.Add(b)
+	f.Add(b[:40])
 	f.Add(append([]byte(nil), snapshotMagic...))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ix, err := ParseBytes("fuzz", append(append([]byte(nil), snapshotMagic...), data[min(len(data), len(snapshotMagic)):]...), nil)
@@ -120,16 +126,9 @@ func exercise(t *testing.T, ix *Index) {
 // checksum is right: nothing may panic, and a loaded index must answer
 // every lookup (no probe or chain may loop).
 func FuzzRawSnapshot(f *testing.F) {
-	ix, err := Parse("seed", bytes.NewReader([]byte(sample)), &Options{LTO: true})
-	if err != nil {
-		f.Fatal(err)
-	}
-	var b bytes.Buffer
-	if err := ix.WriteSnapshotRaw(&b); err != nil {
-		f.Fatal(err)
-	}
-	f.Add(b.Bytes())
-	f.Add(b.Bytes()[:rawHeaderSize])
+	b := seedSnapshot(f, (*Index).WriteSnapshotRaw)
+	f.Add(b)
+	f.Add(b[:rawHeaderSize])
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < rawHeaderSize {
 			return
