@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
@@ -272,68 +271,62 @@ func (ix *Index) validateRaw(name string, nname uint64) error {
 	errs := make([]error, w)
 	nonzero := make([]bool, w)
 	empty := make([][]bool, w) // per worker, per object: saw an empty slot
-	var wg sync.WaitGroup
-	for k := range w {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Results are kept in locals and stored once at the end: the
-			// workers' result slots share a cache line.
-			lo, hi := nsym*uint32(k)/uint32(w), nsym*uint32(k+1)/uint32(w)
-			slo, shi := nslot*uint32(k)/uint32(w), nslot*uint32(k+1)/uint32(w)
-			seen := make([]bool, len(ix.objs))
-			var addrs uint64
-			for oi := range ix.objs {
-				o := &ix.objs[oi]
-				if a, b := max(lo, o.start), min(hi, o.end); a < b {
-					next := ix.next[a:b]
-					for j, s := range ix.syms[a:b] {
-						i := a + uint32(j)
-						if s.nlen == 0 || s.nlen >= KSYMNameLen || uint64(s.off)+uint64(s.nlen) > nname {
-							errs[k] = snapErr(name, "symbol %d: name out of range", i)
-							return
-						}
-						addrs |= s.addr
-						if nx := next[j]; nx != 0 && (nx <= i+1 || nx > o.end) {
-							errs[k] = snapErr(name, "symbol %d: chain to %d leaves object %q", i, nx, o.name)
-							return
-						}
-						// flags are derived from the chains: checked, as
-						// the arrays may be a read-only mapping.
-						var fl byte
-						if next[j] != 0 {
-							fl = symHasNext
-						}
-						if s.flags != fl {
-							errs[k] = snapErr(name, "symbol %d: flags %#x, its chain says %#x", i, s.flags, fl)
-							return
-						}
+	par.For(w, w, func(k int) {
+		// Results are kept in locals and stored once at the end: the
+		// workers' result slots share a cache line.
+		lo, hi := nsym*uint32(k)/uint32(w), nsym*uint32(k+1)/uint32(w)
+		slo, shi := nslot*uint32(k)/uint32(w), nslot*uint32(k+1)/uint32(w)
+		seen := make([]bool, len(ix.objs))
+		var addrs uint64
+		for oi := range ix.objs {
+			o := &ix.objs[oi]
+			if a, b := max(lo, o.start), min(hi, o.end); a < b {
+				next := ix.next[a:b]
+				for j, s := range ix.syms[a:b] {
+					i := a + uint32(j)
+					if s.nlen == 0 || s.nlen >= KSYMNameLen || uint64(s.off)+uint64(s.nlen) > nname {
+						errs[k] = snapErr(name, "symbol %d: name out of range", i)
+						return
 					}
-				}
-				if a, b := max(slo, o.off), min(shi, o.off+o.size); a < b {
-					n, empties := o.end-o.start, uint32(0)
-					for _, sl := range ix.slots[a:b] {
-						// idx is 0 (empty) or in (start, end]. Written
-						// without a branch that depends on the data:
-						// a third of the slots are empty, at random.
-						empty := sl.idx == 0
-						var e uint32
-						if empty {
-							e = 1
-						}
-						empties += e
-						if (sl.idx-1-o.start >= n) != empty { // idx-1 wraps for 0
-							errs[k] = snapErr(name, "object %q: table entry %d outside it", o.name, sl.idx)
-							return
-						}
+					addrs |= s.addr
+					if nx := next[j]; nx != 0 && (nx <= i+1 || nx > o.end) {
+						errs[k] = snapErr(name, "symbol %d: chain to %d leaves object %q", i, nx, o.name)
+						return
 					}
-					seen[oi] = empties > 0
+					// flags are derived from the chains: checked, as
+					// the arrays may be a read-only mapping.
+					var fl byte
+					if next[j] != 0 {
+						fl = symHasNext
+					}
+					if s.flags != fl {
+						errs[k] = snapErr(name, "symbol %d: flags %#x, its chain says %#x", i, s.flags, fl)
+						return
+					}
 				}
 			}
-			nonzero[k], empty[k] = addrs != 0, seen
-		}()
-	}
-	wg.Wait()
+			if a, b := max(slo, o.off), min(shi, o.off+o.size); a < b {
+				n, empties := o.end-o.start, uint32(0)
+				for _, sl := range ix.slots[a:b] {
+					// idx is 0 (empty) or in (start, end]. Written
+					// without a branch that depends on the data:
+					// a third of the slots are empty, at random.
+					empty := sl.idx == 0
+					var e uint32
+					if empty {
+						e = 1
+					}
+					empties += e
+					if (sl.idx-1-o.start >= n) != empty { // idx-1 wraps for 0
+						errs[k] = snapErr(name, "object %q: table entry %d outside it", o.name, sl.idx)
+						return
+					}
+				}
+				seen[oi] = empties > 0
+			}
+		}
+		nonzero[k], empty[k] = addrs != 0, seen
+	})
 	for _, err := range errs {
 		if err != nil {
 			return err
