@@ -31,6 +31,10 @@ type Index struct {
 	// raw snapshot file, unmapped by a cleanup once the Index is
 	// unreachable, so a name handed to a caller is a copy (nameOut).
 	mapping []byte
+	// anon: syms and their hashes' array are in this anonymous mapping (a
+	// streamed input's, see parser.newStream), unmapped by a cleanup once
+	// the Index is unreachable. Nothing in it is ever handed out.
+	anon []byte
 
 	// scratch: bytes held with the tables that no lookup uses (fillSplit's
 	// scratch array, allocated with them; see buildTables).
@@ -169,7 +173,10 @@ func (ix *Index) Symbols(object string, fn func(Symbol) bool) {
 }
 
 // build merges parsed chunks into an index.
-func build(source string, buf []byte, chunks []*chunk, total int, lto bool) (*Index, error) {
+//
+// block, when not nil, is zeroed memory to lay the tables out in (see
+// buildTables), used if it is large enough.
+func build(source string, buf []byte, chunks []*chunk, total int, lto bool, block []slot) (*Index, error) {
 	if len(buf) == 0 {
 		return nil, fmt.Errorf("%s: %w", source, ErrEmpty)
 	}
@@ -203,7 +210,7 @@ func build(source string, buf []byte, chunks []*chunk, total int, lto bool) (*In
 			g.alo, g.ahi = min(g.alo, r.alo), max(g.ahi, r.ahi)
 		}
 	}
-	if len(names) > 1<<16 {
+	if len(names) > maxObjects {
 		return nil, fmt.Errorf("%s: %w: %d objects", source, ErrMalformed, len(names))
 	}
 	ix.objs = make([]object, len(names))
@@ -219,10 +226,10 @@ func build(source string, buf []byte, chunks []*chunk, total int, lto bool) (*In
 	// the chunks filled consecutive windows of one array and each object's
 	// lines were already together (the normal case), adopt that array.
 	if adopt(chunks, total) {
-		ix.syms = chunks[0].whole
-		hashes := chunks[0].wholeHashes
+		ix.syms = chunks[0].whole[:total:total]
+		hashes := chunks[0].wholeHashes[:total:total]
 		ix.sortVmlinux(hashes, vmSorted(chunks))
-		ix.buildTables(hashes)
+		ix.buildTables(hashes, block)
 		return ix, nil
 	}
 	// Otherwise (a streamed input, blank lines, objects interleaved) copy
@@ -253,7 +260,7 @@ func build(source string, buf []byte, chunks []*chunk, total int, lto bool) (*In
 		}
 	})
 	ix.sortVmlinux(hashes, vmSorted(chunks))
-	ix.buildTables(hashes)
+	ix.buildTables(hashes, block)
 	return ix, nil
 }
 
@@ -297,7 +304,7 @@ func adopt(chunks []*chunk, total int) bool {
 			}
 		}
 	}
-	return len(chunks) > 0 && cap(chunks[0].whole) == total
+	return len(chunks) > 0 && len(chunks[0].whole) >= total
 }
 
 // sortVmlinux puts vmlinux in address order if the input was not: the
@@ -329,12 +336,16 @@ func (ix *Index) sortVmlinux(hashes []uint32, sorted bool) {
 // instead of a power-of-two mask. A large object's table (vmlinux) is
 // filled by all workers at once, each sweeping its own part of the table
 // in order (fillSplit); the small ones are shared out whole.
-func (ix *Index) buildTables(hashes []uint32) {
+//
+// block, when it is large enough, is zeroed memory to lay them out in (a
+// streamed input's, faulted in while it was read); otherwise they get an
+// allocation of their own.
+func (ix *Index) buildTables(hashes []uint32, block []slot) {
 	total := 0
 	for i := range ix.objs {
 		o := &ix.objs[i]
 		n := o.end - o.start
-		o.off, o.size = uint32(total), max(4, n+n/2+1)
+		o.off, o.size = uint32(total), tableSize(n)
 		total += int(o.size)
 	}
 	workers := runtime.GOMAXPROCS(0)
@@ -349,8 +360,13 @@ func (ix *Index) buildTables(hashes []uint32) {
 		}
 	}
 	nextSlots := (len(ix.syms) + 1) / 2 // next[] in slot-sized words
-	block := make([]slot, total+nextSlots+scratch)
-	hugepage.Advise(block)
+	need := total + nextSlots + scratch
+	fresh := len(block) < need
+	if fresh {
+		block = make([]slot, need)
+		hugepage.Advise(block)
+	}
+	block = block[:need:need]
 	ix.slots = block[:total:total]
 	ix.next = unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(block[total:]))), len(ix.syms))
 	order := block[total+nextSlots:]
@@ -363,9 +379,11 @@ func (ix *Index) buildTables(hashes []uint32) {
 	// (Pieces, here and in fillSplit, are several per worker: a worker
 	// that starts late then finds fewer left, see par.For.)
 	pieces := 4 * workers
-	par.For(workers, pieces, func(g int) {
-		clear(ix.slots[len(ix.slots)*g/pieces : len(ix.slots)*(g+1)/pieces])
-	})
+	if fresh {
+		par.For(workers, pieces, func(g int) {
+			clear(ix.slots[len(ix.slots)*g/pieces : len(ix.slots)*(g+1)/pieces])
+		})
+	}
 	var small []int
 	for i := range ix.objs {
 		if o := &ix.objs[i]; workers > 1 && o.end-o.start >= splitFill {
@@ -379,6 +397,18 @@ func (ix *Index) buildTables(hashes []uint32) {
 		ix.fill(o, hashes, o.end, o.start)
 	})
 }
+
+// tableSize is the slot count of the table of an object of n symbols.
+func tableSize(n uint32) uint32 { return max(4, n+n/2+1) }
+
+// tableSlots bounds buildTables' block for n symbols: the tables (less
+// tableSize's minimum and rounding, at most 5 slots per object), the
+// chains and the scratch, in that order from the block's start.
+func tableSlots(n int) int { return n + n/2 + (n+1)/2 + n }
+
+// maxObjects bounds the objects of one index (a module index is 16 bits
+// in snapshots).
+const maxObjects = 1 << 16
 
 // splitFill is the symbol count from which an object's table is filled by
 // all workers together.

@@ -10,3 +10,5 @@ import (
 func mapFile(f *os.File, size int) ([]byte, error) { return nil, errors.ErrUnsupported }
 
 func unmapFile(b []byte) {}
+
+func mapAnon(size int) ([]byte, error) { return nil, errors.ErrUnsupported }

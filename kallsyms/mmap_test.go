@@ -3,7 +3,9 @@
 package kallsyms
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -122,4 +124,127 @@ func TestRawSnapshotNoMap(t *testing.T) {
 	require.NotNil(t, mapped.mapping)
 	require.Nil(t, read.mapping)
 	sameIndex(t, mapped, read)
+}
+
+// bigText is a kallsyms text of n vmlinux lines (names repeating every
+// 1,000 lines, so that chains are long) and a module: large enough to be
+// streamed in several chunks.
+func bigText(n int) []byte {
+	var b bytes.Buffer
+	for i := range n {
+		fmt.Fprintf(&b, "%016x %c sym_%d\n", 0xffffffff81000000+uint64(i)*16, "tTdD"[i%4], i%1000)
+	}
+	for i := range 500 {
+		fmt.Fprintf(&b, "%016x t mod_%d\t[m]\n", 0xffffffffc0000000+uint64(i)*16, i%7)
+	}
+	return b.Bytes()
+}
+
+// mappedAt reports whether a mapping of /proc/self/maps holds addr. (A
+// mapping that madvise gave huge pages in part is listed in parts.)
+func mappedAt(t *testing.T, addr uintptr) bool {
+	maps, err := os.ReadFile("/proc/self/maps")
+	require.NoError(t, err)
+	for _, l := range strings.Split(string(maps), "\n") {
+		var a, b uintptr
+		if _, err := fmt.Sscanf(l, "%x-%x", &a, &b); err == nil && a <= addr && addr < b {
+			return true
+		}
+	}
+	return false
+}
+
+func within(b []byte, p unsafe.Pointer) bool {
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	return uintptr(p) >= lo && uintptr(p) < lo+uintptr(len(b))
+}
+
+// A streamed input's chunks fill windows of one anonymous mapping, in
+// input order whatever worker parses them, and the Index adopts it (the
+// records, their hashes' array and the tables): the index equals the one
+// built from the whole text, and the mapping goes once the Index does.
+func TestStreamAdoptsItsMapping(t *testing.T) {
+	text := bigText(120_000) // 5 MB: five chunks and the rest
+	whole, err := ParseBytes("k", text, nil)
+	require.NoError(t, err)
+	for _, workers := range []int{1, 2, 3, 8} {
+		ix, err := Parse("k", &pieceReader{data: text, n: 4096}, &Options{Workers: workers})
+		require.NoError(t, err)
+		require.True(t, ix.anon != nil, "workers %d: the records were copied, not adopted", workers)
+		require.True(t, within(ix.anon, unsafe.Pointer(unsafe.SliceData(ix.syms))), "workers %d", workers)
+		require.True(t, within(ix.anon, unsafe.Pointer(unsafe.SliceData(ix.slots))), "workers %d: the tables are not in the mapping", workers)
+		require.True(t, within(ix.anon, unsafe.Pointer(unsafe.SliceData(ix.next))), "workers %d", workers)
+		sameIndex(t, whole, ix)
+		s, err := ix.Lookup(Vmlinux, "sym_7", 120)
+		require.NoError(t, err)
+		require.Equal(t, uint64(0xffffffff81000000+119_007*16), s.Address)
+
+		lo := uintptr(unsafe.Pointer(unsafe.SliceData(ix.anon)))
+		hi := lo + uintptr(len(ix.anon))
+		require.True(t, mappedAt(t, lo) && mappedAt(t, hi-1))
+		collected := make(chan struct{})
+		runtime.AddCleanup(ix, func(ch chan struct{}) { close(ch) }, collected)
+		ix = nil
+		unmapped := false
+		for deadline := time.Now().Add(10 * time.Second); !unmapped && time.Now().Before(deadline); {
+			runtime.GC()
+			select {
+			case <-collected:
+				unmapped = !mappedAt(t, lo) && !mappedAt(t, hi-1)
+			default:
+			}
+			time.Sleep(time.Millisecond)
+		}
+		require.True(t, unmapped, "workers %d: the mapping was not released after the Index was collected", workers)
+	}
+}
+
+// When the windows cannot be used in place (a blank line leaves a hole;
+// the lines outgrow the room reserved for them), the records are copied
+// to the heap and the index is the same. The tables are still laid out in
+// the mapping when it has room for them (the Index then keeps it);
+// otherwise the mapping is released before the parse returns.
+func TestStreamCopiesAndUnmaps(t *testing.T) {
+	text := bigText(120_000)
+	whole, err := ParseBytes("k", text, nil)
+	require.NoError(t, err)
+	blank := bytes.Replace(text, []byte("sym_999\n"), []byte("sym_999\n\n"), 1)
+	for _, tt := range []struct {
+		name string
+		data []byte
+		room int // records reserved before the parse (0: as the parser does)
+		// tables: the tables are in the mapping.
+		tables bool
+	}{
+		{"blank line", blank, 0, true},
+		{"no room for the records or the tables", text, 1000, false},
+		{"room for the first chunks only", text, 60_000, true},
+		{"no room for the records, room for the tables", text, 20_000, true},
+	} {
+		for _, workers := range []int{1, 2, 8} {
+			p := newParser("k", &Options{Workers: workers})
+			if tt.room > 0 {
+				p.newStream(tt.room)
+			}
+			mem := p.streamMem
+			ix, err := p.stream(&pieceReader{data: tt.data, n: 4096}, 0)
+			require.NoError(t, err)
+			sameIndex(t, whole, ix)
+			require.True(t, p.streamMem == nil)
+			if tt.room == 0 {
+				mem = ix.anon
+			}
+			require.True(t, mem != nil)
+			require.False(t, within(mem, unsafe.Pointer(unsafe.SliceData(ix.syms))), "%s, workers %d: records adopted", tt.name, workers)
+			lo := uintptr(unsafe.Pointer(unsafe.SliceData(mem)))
+			if tt.tables {
+				require.True(t, ix.anon != nil, "%s, workers %d", tt.name, workers)
+				require.True(t, within(ix.anon, unsafe.Pointer(unsafe.SliceData(ix.slots))), "%s, workers %d", tt.name, workers)
+				require.True(t, mappedAt(t, lo))
+			} else {
+				require.True(t, ix.anon == nil, "%s, workers %d", tt.name, workers)
+				require.False(t, mappedAt(t, lo), "%s, workers %d: the mapping is still there", tt.name, workers)
+			}
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -117,17 +118,28 @@ func ParseBytes(name string, data []byte, opts *Options) (*Index, error) {
 }
 
 func parseSource(name string, r io.Reader, hint int64, opts *Options) (*Index, error) {
-	p := newParser(name, opts)
+	return newParser(name, opts).stream(r, hint)
+}
+
+// stream builds the index of an input read from r, parsing it while it
+// arrives (readAndParse).
+func (p *parser) stream(r io.Reader, hint int64) (*Index, error) {
+	defer p.freeStream() // after the workers are done (abort, finish)
 	buf, err := p.readAndParse(r, hint)
 	if err != nil {
 		p.abort()
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", p.name, err)
 	}
 	if isSnapshot(buf) {
 		p.abort()
-		return loadSnapshot(name, buf)
+		return loadSnapshot(p.name, buf)
 	}
-	return p.finish(buf)
+	ix, err := p.finish(buf)
+	if err != nil {
+		return nil, err
+	}
+	p.keepStream(ix)
+	return ix, nil
 }
 
 // Chunking: parsing overlaps reading. Complete lines are handed to the
@@ -144,6 +156,10 @@ const (
 	// streamReserve is the buffer first reserved for input of unknown
 	// size: a /proc/kallsyms of 150k symbols is about 7 MB.
 	streamReserve = 16 << 20
+	// streamLine is the shortest mean line length the stream's symbol
+	// arrays are sized for (a kallsyms line has 44 bytes on average, a
+	// 32-bit System.map's 30); shorter lines are copied once at the end.
+	streamLine = 24
 )
 
 type parser struct {
@@ -158,6 +174,20 @@ type parser struct {
 	// reading: the input is still arriving (readAndParse), so one core is
 	// left to the reader.
 	reading bool
+	// A streamed input's chunks fill windows of these arrays, claimed in
+	// input order (see chunk.claim); lastClaim is the channel on which the
+	// newest chunk hands on the end of its window.
+	streamSyms   []sym
+	streamHashes []uint32
+	lastClaim    chan int
+	// streamMem: the mapping that holds the stream's arrays (nil when
+	// they are on the heap), unmapped by freeStream unless the Index
+	// adopted them.
+	streamMem []byte
+	// streamBlock: room in the mapping for the tables, chains and scratch
+	// of buildTables (tableSlots), which the chunks fault in as they go
+	// (chunk.touch).
+	streamBlock []slot
 }
 
 // chunk is a run of complete lines, parsed by one worker.
@@ -174,6 +204,14 @@ type chunk struct {
 	window      bool
 	whole       []sym
 	wholeHashes []uint32
+	// claimIn and claimOut: for a streamed input's chunk, where its window
+	// starts, from the previous chunk, and where the next one's starts
+	// (-1: no more windows). See claim.
+	claimIn, claimOut chan int
+	// block: the stream's table block, whose pages for this chunk's lines
+	// (the slots from tableSlots(at) on) the chunk faults in (touch).
+	block []slot
+	at    int
 	// vmlinux's lines in this chunk: whether their addresses never
 	// decrease, and the first and last address.
 	hasVm, vmSorted bool
@@ -300,6 +338,15 @@ func (p *parser) dispatch(data []byte, from, to int, whole *wholeInput) {
 			c.syms, c.hashes = syms[at:at:at+n], hashes[at:at:at+n]
 			c.window, c.whole, c.wholeHashes = true, syms, hashes
 			at += n
+		} else if p.streamSyms != nil {
+			c.whole, c.wholeHashes = p.streamSyms, p.streamHashes
+			c.claimIn, c.claimOut = p.lastClaim, make(chan int, 1)
+			c.block = p.streamBlock
+			if c.claimIn == nil {
+				c.claimIn = make(chan int, 1)
+				c.claimIn <- 0
+			}
+			p.lastClaim = c.claimOut
 		}
 		p.chunks = append(p.chunks, c)
 		p.jobs <- c
@@ -500,10 +547,57 @@ func (p *parser) readAndParse(r io.Reader, hint int64) ([]byte, error) {
 		}
 		if len(buf)-done >= minChunk {
 			if i := bytes.LastIndexByte(buf[done:], '\n'); i >= 0 {
+				if p.streamSyms == nil {
+					p.newStream(cap(buf) / streamLine)
+				}
 				p.dispatch(buf, done, done+i+1, nil)
 				done += i + 1
 			}
 		}
+	}
+}
+
+// newStream makes the arrays a streamed input's chunks fill windows of,
+// with room for n records: one anonymous mapping where the system has
+// them (the heap otherwise). Only the pages written are faulted in, by
+// the workers that write them; the runtime would clear a reused heap
+// block of this size on the reader's path, and a fresh one would count
+// towards the heap and bring the next collection forward into the
+// table build.
+func (p *parser) newStream(n int) {
+	symBytes := n * int(unsafe.Sizeof(sym{}))
+	blockAt := (symBytes + 4*n + 4095) &^ 4095
+	blockSlots := tableSlots(n) + maxObjects*5
+	if m, err := mapAnon(blockAt + blockSlots*int(unsafe.Sizeof(slot{}))); err == nil {
+		p.streamMem = m
+		p.streamSyms = unsafe.Slice((*sym)(unsafe.Pointer(unsafe.SliceData(m))), n)
+		p.streamHashes = unsafe.Slice((*uint32)(unsafe.Pointer(&m[symBytes])), n)
+		p.streamBlock = unsafe.Slice((*slot)(unsafe.Pointer(&m[blockAt])), blockSlots)
+		hugepage.Advise(p.streamBlock)
+	} else {
+		p.streamSyms, p.streamHashes = make([]sym, n), make([]uint32, n)
+	}
+	hugepage.Advise(p.streamSyms)
+	hugepage.Advise(p.streamHashes)
+}
+
+// keepStream hands the stream's mapping to ix if ix uses it (it adopted
+// the records, or laid its tables out in the block): a cleanup unmaps it
+// once ix is unreachable. freeStream unmaps it otherwise, once no worker
+// writes to it.
+func (p *parser) keepStream(ix *Index) {
+	inBlock := len(ix.slots) > 0 && len(p.streamBlock) > 0 && unsafe.SliceData(ix.slots) == unsafe.SliceData(p.streamBlock)
+	if p.streamMem != nil && (inBlock || len(ix.syms) > 0 && unsafe.SliceData(ix.syms) == unsafe.SliceData(p.streamSyms)) {
+		ix.anon = p.streamMem
+		runtime.AddCleanup(ix, unmapFile, p.streamMem)
+		p.streamMem = nil
+	}
+}
+
+func (p *parser) freeStream() {
+	if p.streamMem != nil {
+		unmapFile(p.streamMem)
+		p.streamMem = nil
 	}
 }
 
@@ -538,9 +632,14 @@ var hexval = func() (t [256]int8) {
 func (c *chunk) parse(file string, lto bool) {
 	data := c.data
 	if c.syms == nil { // not given a window of a presized array
-		n := bytes.Count(data, []byte{'\n'}) + 1
-		c.syms = make([]sym, 0, n)
-		c.hashes = make([]uint32, 0, n)
+		n := bytes.Count(data, []byte{'\n'})
+		if len(data) > 0 && data[len(data)-1] != '\n' {
+			n++
+		}
+		if !c.claim(n) {
+			c.syms = make([]sym, 0, n)
+			c.hashes = make([]uint32, 0, n)
+		}
 	}
 	syms, hashes, base := c.syms, c.hashes, c.base
 	var cur []byte // current object's name (nil = vmlinux)
@@ -631,10 +730,53 @@ func (c *chunk) parse(file string, lto bool) {
 		hashes = append(hashes, hashKey(data[ns:ne], lto))
 	}
 	c.syms, c.hashes = syms, hashes
+	c.touch()
 	c.lines = line
 	c.hasVm, c.vmSorted, c.vmFirst, c.vmLast = vm.has, vm.sorted, vm.first, vm.last
 	if r.count > 0 {
 		c.runs = append(c.runs, r)
+	}
+}
+
+// claim gives a streamed input's chunk of n lines its window of the
+// stream's arrays, the n records after the previous chunk's (so that
+// build() adopts the arrays instead of copying every chunk's records into
+// a new pair at the end, when the input is all read), and reports whether
+// it did. Chunks claim in input order whatever worker parses them: each
+// waits for the end of the previous window, which is known as soon as
+// that chunk has counted its lines. Once a chunk does not fit, no later
+// one gets a window.
+func (c *chunk) claim(n int) bool {
+	if c.claimIn == nil {
+		return false
+	}
+	at := <-c.claimIn
+	if at < 0 || at+n > len(c.whole) {
+		c.claimOut <- -1
+		return false
+	}
+	c.claimOut <- at + n
+	c.syms, c.hashes = c.whole[at:at:at+n], c.wholeHashes[at:at:at+n]
+	c.window, c.at = true, at
+	return true
+}
+
+// touch faults in the pages of the stream's table block that the chunk's
+// lines will need, writing the first word of each (a read would map the
+// zero page, and the table build's first write would then be a
+// copy-on-write fault that flushes every core's TLB). The tables are
+// laid out from the block's start and grow with the symbol count, so the
+// lines [at, at+n) need the slots [tableSlots(at), tableSlots(at+n)):
+// each chunk takes the pages that start there, on its worker, while the
+// rest of the input is still being read.
+func (c *chunk) touch() {
+	if !c.window || c.block == nil {
+		return
+	}
+	const perPage = 4096 / int(unsafe.Sizeof(slot{}))
+	from, to := tableSlots(c.at), min(tableSlots(c.at+len(c.syms)), len(c.block))
+	for i := (from + perPage - 1) / perPage * perPage; i < to; i += perPage {
+		c.block[i] = slot{}
 	}
 }
 
@@ -862,5 +1004,5 @@ func (p *parser) finish(buf []byte) (*Index, error) {
 	if !nonzero {
 		return nil, fmt.Errorf("%s: %w", p.name, ErrRestricted)
 	}
-	return build(p.name, buf, p.chunks, total, p.lto)
+	return build(p.name, buf, p.chunks, total, p.lto, p.streamBlock)
 }
