@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -52,6 +53,24 @@ func newBenchCmd(a *app) *cobra.Command {
 			"Link a module (undefined symbols at made-up addresses near it): relocations applied per second",
 			cobra.ExactArgs(1), func(args []string) (*bench.Report, error) { return bench.Link(args[0]) }),
 	)
+
+	var procRounds int
+	procCmd := sub("proc [--kallsyms PATH] [--rounds N] [--format json]",
+		"One-shot 'klpresolve objects' on /proc/kallsyms beside 'cat /proc/kallsyms': whole processes, taking turns",
+		cobra.NoArgs, func([]string) (*bench.Report, error) {
+			self, err := os.Executable()
+			if err != nil {
+				return nil, err
+			}
+			path := a.kallsymsPath()
+			return bench.Proc(bench.ProcOptions{
+				Tool:      []string{self, "objects", "--kallsyms", path},
+				Reference: []string{"cat", path},
+				Rounds:    procRounds,
+			})
+		})
+	procCmd.Flags().IntVar(&procRounds, "rounds", 30, "runs of each command")
+	c.AddCommand(procCmd)
 
 	var co bench.CFIOptions
 	var hold time.Duration

@@ -1,0 +1,98 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ProcOptions configures Proc.
+type ProcOptions struct {
+	// Tool is the command measured (program and arguments), run with its
+	// output to /dev/null; Proc's caller passes its own executable with
+	// "objects --kallsyms /proc/kallsyms".
+	Tool []string
+	// Reference is the command it is compared with; default
+	// "cat /proc/kallsyms".
+	Reference []string
+	// Rounds: runs of each command, taking turns, after two of each to
+	// warm up (default 30).
+	Rounds int
+}
+
+// Proc times whole processes, as hyperfine does: the tool and the
+// reference (by default a one-shot index of /proc/kallsyms against cat of
+// the same file), taking turns, each from its start to its exit. The
+// figures are the minimum, the first quartile and the median of each
+// side and their ratios; on a shared VM single runs swing by a third, and
+// the minimum and the quartile are the repeatable ones. A run that fails
+// is an error: a tool that exits early would look fast.
+func Proc(o ProcOptions) (*Report, error) {
+	if len(o.Tool) == 0 {
+		return nil, errors.New("no tool to measure")
+	}
+	ref := o.Reference
+	if len(ref) == 0 {
+		ref = []string{"cat", "/proc/kallsyms"}
+	}
+	rounds := o.Rounds
+	if rounds <= 0 {
+		rounds = 30
+	}
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer null.Close()
+	run := func(argv []string) (time.Duration, error) {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Stdout = null
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		start := time.Now()
+		err := cmd.Run()
+		d := time.Since(start)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, strings.TrimSpace(stderr.String()))
+		}
+		return d, nil
+	}
+	var tool, base []time.Duration
+	for r := range rounds + 2 {
+		t, err := run(o.Tool)
+		if err != nil {
+			return nil, err
+		}
+		b, err := run(ref)
+		if err != nil {
+			return nil, err
+		}
+		if r >= 2 {
+			tool, base = append(tool, t), append(base, b)
+		}
+	}
+	slices.Sort(tool)
+	slices.Sort(base)
+	at := func(d []time.Duration, q float64) time.Duration { return d[int(q*float64(len(d)-1))] }
+	rep := &Report{Benchmark: "proc", Input: strings.Join(o.Tool, " "), GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	rep.add("rounds", float64(rounds), "runs", "of each, taking turns")
+	name := strings.Join(ref, " ")
+	for _, q := range []struct {
+		name string
+		q    float64
+	}{{"min", 0}, {"q1", 0.25}, {"median", 0.5}} {
+		rep.add("tool_"+q.name+"_ms", ms(at(tool, q.q)), "ms", "")
+		rep.add("reference_"+q.name+"_ms", ms(at(base, q.q)), "ms", name)
+		comment := ""
+		if q.name == "median" {
+			comment = "target <= 1.2 for objects --kallsyms /proc/kallsyms against cat"
+		}
+		rep.add("tool_vs_reference_"+q.name, ratio(at(tool, q.q), at(base, q.q)), "x", comment)
+	}
+	return rep, nil
+}

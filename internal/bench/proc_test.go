@@ -1,0 +1,40 @@
+package bench
+
+import (
+	"os/exec"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestProcReportsEachSide(t *testing.T) {
+	if _, err := exec.LookPath("true"); err != nil {
+		t.Skip("no true(1) on this system")
+	}
+	rep, err := Proc(ProcOptions{Tool: []string{"true"}, Reference: []string{"true", "x"}, Rounds: 5})
+	require.NoError(t, err)
+	got := map[string]Figure{}
+	for _, f := range rep.Figures {
+		got[f.Name] = f
+	}
+	require.Equal(t, 5.0, got["rounds"].Value)
+	for _, q := range []string{"min", "q1", "median"} {
+		require.Positive(t, got["tool_"+q+"_ms"].Value, q)
+		require.Positive(t, got["reference_"+q+"_ms"].Value, q)
+		require.InDelta(t, got["tool_"+q+"_ms"].Value/got["reference_"+q+"_ms"].Value, got["tool_vs_reference_"+q].Value, 1e-9, q)
+		require.Equal(t, "true x", got["reference_"+q+"_ms"].Comment)
+	}
+	require.LessOrEqual(t, got["tool_min_ms"].Value, got["tool_q1_ms"].Value)
+	require.LessOrEqual(t, got["tool_q1_ms"].Value, got["tool_median_ms"].Value)
+}
+
+// A tool that fails is an error, not a fast run.
+func TestProcFailingToolIsAnError(t *testing.T) {
+	if _, err := exec.LookPath("false"); err != nil {
+		t.Skip("no false(1) on this system")
+	}
+	_, err := Proc(ProcOptions{Tool: []string{"false"}, Reference: []string{"true"}, Rounds: 1})
+	require.ErrorContains(t, err, "false: exit status 1")
+	_, err = Proc(ProcOptions{})
+	require.Error(t, err)
+}
