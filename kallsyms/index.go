@@ -228,8 +228,13 @@ func build(source string, buf []byte, chunks []*chunk, total int, lto bool, bloc
 	if adopt(chunks, total) {
 		ix.syms = chunks[0].whole[:total:total]
 		hashes := chunks[0].wholeHashes[:total:total]
-		ix.sortVmlinux(hashes, vmSorted(chunks))
-		ix.buildTables(hashes, block)
+		sorted := vmSorted(chunks)
+		ix.sortVmlinux(hashes, sorted)
+		var runs []sortedRun
+		if sorted {
+			runs = vmlinuxRuns(chunks, ix.objs[0])
+		}
+		ix.buildTables(hashes, block, runs)
 		return ix, nil
 	}
 	// Otherwise (a streamed input, blank lines, objects interleaved) copy
@@ -260,7 +265,7 @@ func build(source string, buf []byte, chunks []*chunk, total int, lto bool, bloc
 		}
 	})
 	ix.sortVmlinux(hashes, vmSorted(chunks))
-	ix.buildTables(hashes, block)
+	ix.buildTables(hashes, block, nil)
 	return ix, nil
 }
 
@@ -278,6 +283,26 @@ func vmSorted(chunks []*chunk) bool {
 		last = c.vmLast
 	}
 	return true
+}
+
+// vmlinuxRuns returns the chunks' runs of vmlinux symbols sorted by
+// bucket (chunk.sortVmlinux), or nil unless they cover vmlinux (o).
+func vmlinuxRuns(chunks []*chunk, o object) []sortedRun {
+	var runs []sortedRun
+	n := 0
+	for _, c := range chunks {
+		if c.hasVm && c.vmRun.start == nil {
+			return nil
+		}
+		if len(c.vmRun.pairs) > 0 {
+			runs = append(runs, c.vmRun)
+			n += len(c.vmRun.pairs)
+		}
+	}
+	if n != int(o.end-o.start) {
+		return nil
+	}
+	return runs
 }
 
 // adopt reports whether the chunks' symbols can be used in place: they
@@ -339,8 +364,10 @@ func (ix *Index) sortVmlinux(hashes []uint32, sorted bool) {
 //
 // block, when it is large enough, is zeroed memory to lay them out in (a
 // streamed input's, faulted in while it was read); otherwise they get an
-// allocation of their own.
-func (ix *Index) buildTables(hashes []uint32, block []slot) {
+// allocation of their own. vmRuns, when not nil, are vmlinux's symbols
+// already sorted by bucket (a streamed input's chunks sorted theirs while
+// the rest was read): its table is filled from them.
+func (ix *Index) buildTables(hashes []uint32, block []slot, vmRuns []sortedRun) {
 	total := 0
 	for i := range ix.objs {
 		o := &ix.objs[i]
@@ -354,8 +381,10 @@ func (ix *Index) buildTables(hashes []uint32, block []slot) {
 	// under 2 MB each hold none, and a one-shot run took a page fault
 	// per 4 KiB of them (about 900 of its 2,500).
 	scratch := 0
+	split := func(i int) bool { return workers > 1 && ix.objs[i].end-ix.objs[i].start >= splitFill }
+	presorted := vmRuns != nil && split(0)
 	for i := range ix.objs {
-		if o := &ix.objs[i]; workers > 1 && o.end-o.start >= splitFill {
+		if o := &ix.objs[i]; split(i) && (i > 0 || !presorted) {
 			scratch = max(scratch, int(o.end-o.start))
 		}
 	}
@@ -371,6 +400,9 @@ func (ix *Index) buildTables(hashes []uint32, block []slot) {
 	ix.next = unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(block[total:]))), len(ix.syms))
 	order := block[total+nextSlots:]
 	ix.scratch = len(order) * int(unsafe.Sizeof(slot{}))
+	if presorted {
+		ix.scratch += int(ix.objs[0].end-ix.objs[0].start) * int(unsafe.Sizeof(slot{}))
+	}
 	// Write the fresh tables before any probe reads them. A first read
 	// maps the shared zero page, and the write after it is then a
 	// copy-on-write fault that must flush the other cores' TLBs (an IPI
@@ -386,7 +418,9 @@ func (ix *Index) buildTables(hashes []uint32, block []slot) {
 	}
 	var small []int
 	for i := range ix.objs {
-		if o := &ix.objs[i]; workers > 1 && o.end-o.start >= splitFill {
+		if o := &ix.objs[i]; i == 0 && presorted {
+			ix.fillRuns(o, vmRuns, pieces, workers)
+		} else if split(i) {
 			ix.fillSplit(o, hashes, pieces, workers, order)
 		} else {
 			small = append(small, i)
@@ -506,20 +540,15 @@ func (ix *Index) file(slots []slot, h, i, p, to uint32) uint32 {
 // fillSplit fills a large object's table in w pieces on workers
 // goroutines, in three parallel passes: a counting sort of the symbols by
 // the top bits of their hash (last to first within a bucket), then each
-// piece inserts the buckets of its w-th of the hash space, which land in
-// its own part of the table (home() is monotonic in the hash), sweeping
-// that part in order and so keeping it in cache. Probes that would leave
-// a part are finished afterwards by one goroutine; fillSplit returns
-// their number.
+// piece inserts the buckets of its w-th of the hash space (fillRuns).
+// It returns the number of probes finished late.
 func (ix *Index) fillSplit(o *object, hashes []uint32, w, workers int, order []slot) (late int) {
-	const bucketBits = 10
-	const nb = 1 << bucketBits
 	n := o.end - o.start
 	part := func(g int) (uint32, uint32) { // piece g's symbols
 		return o.start + uint32(uint64(n)*uint64(g)/uint64(w)), o.start + uint32(uint64(n)*uint64(g+1)/uint64(w))
 	}
 	parallel := func(f func(g int)) { par.For(workers, w, f) }
-	hist := make([][nb]uint32, w)
+	hist := make([][buckets]uint32, w)
 	parallel(func(g int) {
 		lo, hi := part(g)
 		c := &hist[g]
@@ -530,16 +559,16 @@ func (ix *Index) fillSplit(o *object, hashes []uint32, w, workers int, order []s
 	// Where each piece's share of each bucket starts: buckets in order,
 	// and within a bucket the later symbols (higher pieces) first.
 	at := uint32(0)
-	bucketStart := make([]uint32, nb+1)
-	for b := range nb {
-		bucketStart[b] = at
+	var start [buckets + 1]uint32
+	for b := range buckets {
+		start[b] = at
 		for g := w - 1; g >= 0; g-- {
 			c := hist[g][b]
 			hist[g][b] = at
 			at += c
 		}
 	}
-	bucketStart[nb] = at
+	start[buckets] = at
 	// The sort moves each hash with its symbol's index, so that the
 	// fill reads them in order instead of looking hashes up at random.
 	if len(order) < int(n) {
@@ -557,15 +586,70 @@ func (ix *Index) fillSplit(o *object, hashes []uint32, w, workers int, order []s
 			next[b]++
 		}
 	})
+	return ix.fillRuns(o, []sortedRun{{order[:n], &start}}, w, workers)
+}
+
+// bucketBits: the symbols of a large object are sorted by the top
+// bucketBits bits of their hash before they are inserted (fillRuns).
+const (
+	bucketBits = 10
+	buckets    = 1 << bucketBits
+)
+
+// sortedRun is a run of symbols sorted by bucket, last to first within
+// each: pairs[start[b]:start[b+1]] are bucket b's (hash, symbol index).
+type sortedRun struct {
+	pairs []slot
+	start *[buckets + 1]uint32
+}
+
+// sortRun sorts the symbols base, base+1, ... (their hashes given) into
+// out by bucket, last to first within each.
+func sortRun(hashes []uint32, base uint32, out []slot) *[buckets + 1]uint32 {
+	var next [buckets]uint32
+	for _, h := range hashes {
+		next[h>>(32-bucketBits)]++
+	}
+	start := new([buckets + 1]uint32)
+	at := uint32(0)
+	for b := range buckets {
+		start[b] = at
+		at, next[b] = at+next[b], at
+	}
+	start[buckets] = at
+	for i := len(hashes); i > 0; {
+		i--
+		h := hashes[i]
+		b := h >> (32 - bucketBits)
+		pr := &out[next[b]]
+		pr.hash, pr.idx = h, base+uint32(i)
+		next[b]++
+	}
+	return start
+}
+
+// fillRuns fills o's table from runs of its symbols sorted by bucket
+// (runs in symbol order, covering the object), in w pieces on workers
+// goroutines: each piece inserts the buckets of its w-th of the hash
+// space, which land in its own part of the table (home() is monotonic in
+// the hash), sweeping that part in order and so keeping it in cache; the
+// runs are taken last to first, so that each name's symbols are inserted
+// last to first (see fill). Probes that would leave a part are finished
+// afterwards by one goroutine; fillRuns returns their number.
+func (ix *Index) fillRuns(o *object, runs []sortedRun, w, workers int) (late int) {
 	deferred := make([][]slot, w)
-	parallel(func(g int) {
-		b0, b1 := g*nb/w, (g+1)*nb/w
+	par.For(workers, w, func(g int) {
+		b0, b1 := g*buckets/w, (g+1)*buckets/w
 		from := home(uint32(b0)<<(32-bucketBits), o.size)
 		to := o.size
-		if b1 < nb {
+		if b1 < buckets {
 			to = home(uint32(b1)<<(32-bucketBits), o.size)
 		}
-		deferred[g] = ix.fillPairs(o, order[bucketStart[b0]:bucketStart[b1]], from, to)
+		for k := len(runs) - 1; k >= 0; k-- {
+			r := &runs[k]
+			d := ix.fillPairs(o, r.pairs[r.start[b0]:r.start[b1]], from, to)
+			deferred[g] = append(deferred[g], d...)
+		}
 	})
 	for _, d := range deferred {
 		if len(d) > 0 {

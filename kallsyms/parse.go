@@ -188,6 +188,9 @@ type parser struct {
 	// of buildTables (tableSlots), which the chunks fault in as they go
 	// (chunk.touch).
 	streamBlock []slot
+	// streamOrder: room in the mapping for vmlinux's symbols sorted by
+	// bucket, a window per chunk (chunk.sortVmlinux).
+	streamOrder []slot
 }
 
 // chunk is a run of complete lines, parsed by one worker.
@@ -212,6 +215,11 @@ type chunk struct {
 	// (the slots from tableSlots(at) on) the chunk faults in (touch).
 	block []slot
 	at    int
+	// order: the stream's array for the symbols sorted by bucket, where
+	// the chunk sorts its vmlinux symbols (the slots of its window) into
+	// vmRun (sortVmlinux).
+	order []slot
+	vmRun sortedRun
 	// vmlinux's lines in this chunk: whether their addresses never
 	// decrease, and the first and last address.
 	hasVm, vmSorted bool
@@ -341,7 +349,7 @@ func (p *parser) dispatch(data []byte, from, to int, whole *wholeInput) {
 		} else if p.streamSyms != nil {
 			c.whole, c.wholeHashes = p.streamSyms, p.streamHashes
 			c.claimIn, c.claimOut = p.lastClaim, make(chan int, 1)
-			c.block = p.streamBlock
+			c.block, c.order = p.streamBlock, p.streamOrder
 			if c.claimIn == nil {
 				c.claimIn = make(chan int, 1)
 				c.claimIn <- 0
@@ -565,14 +573,18 @@ func (p *parser) readAndParse(r io.Reader, hint int64) ([]byte, error) {
 // towards the heap and bring the next collection forward into the
 // table build.
 func (p *parser) newStream(n int) {
+	const slotSize = int(unsafe.Sizeof(slot{}))
 	symBytes := n * int(unsafe.Sizeof(sym{}))
-	blockAt := (symBytes + 4*n + 4095) &^ 4095
+	orderAt := (symBytes + 4*n + 4095) &^ 4095
+	blockAt := orderAt + (n*slotSize+4095)&^4095
 	blockSlots := tableSlots(n) + maxObjects*5
-	if m, err := mapAnon(blockAt + blockSlots*int(unsafe.Sizeof(slot{}))); err == nil {
+	if m, err := mapAnon(blockAt + blockSlots*slotSize); err == nil {
 		p.streamMem = m
 		p.streamSyms = unsafe.Slice((*sym)(unsafe.Pointer(unsafe.SliceData(m))), n)
 		p.streamHashes = unsafe.Slice((*uint32)(unsafe.Pointer(&m[symBytes])), n)
+		p.streamOrder = unsafe.Slice((*slot)(unsafe.Pointer(&m[orderAt])), n)
 		p.streamBlock = unsafe.Slice((*slot)(unsafe.Pointer(&m[blockAt])), blockSlots)
+		hugepage.Advise(p.streamOrder)
 		hugepage.Advise(p.streamBlock)
 	} else {
 		p.streamSyms, p.streamHashes = make([]sym, n), make([]uint32, n)
@@ -736,6 +748,21 @@ func (c *chunk) parse(file string, lto bool) {
 	if r.count > 0 {
 		c.runs = append(c.runs, r)
 	}
+	c.sortVmlinux()
+}
+
+// sortVmlinux sorts a streamed chunk's vmlinux symbols by bucket for the
+// table build (fillRuns), while the rest of the input is still being
+// read. They are its first run of lines: vmlinux comes first in kallsyms,
+// and an index whose vmlinux lines come later copies its records instead
+// of adopting them (build), which leaves the runs unused.
+func (c *chunk) sortVmlinux() {
+	if !c.window || c.order == nil || len(c.runs) == 0 || c.runs[0].obj != "" {
+		return
+	}
+	n := c.runs[0].count
+	out := c.order[c.at : c.at+n]
+	c.vmRun = sortedRun{out, sortRun(c.hashes[:n], uint32(c.at), out)}
 }
 
 // claim gives a streamed input's chunk of n lines its window of the

@@ -223,7 +223,7 @@ func loadSnapshotSums(name string, b, sums []byte) (*Index, error) {
 		}
 		o.setRange(r)
 	}
-	ix.buildTables(ix.hashAll(), nil)
+	ix.buildTables(ix.hashAll(), nil, nil)
 	return ix, nil
 }
 
