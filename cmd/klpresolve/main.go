@@ -111,7 +111,9 @@ exceeded.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.ExactArgs(1),
+		Version:       version(),
 	}
+	root.SetVersionTemplate("klpresolve {{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().StringArrayVar(&a.kallsymsPaths, "kallsyms", []string{kallsyms.DefaultPath},
@@ -131,6 +133,29 @@ exceeded.`,
 		newCheckCmd(a),
 	)
 	return root
+}
+
+// version is the module version the binary was built from (go install
+// ...@v1.2.3 records it), or "(devel)" with the commit and Go version of
+// a build in a checkout.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " " + s.Value[:12]
+		}
+		if s.Key == "vcs.modified" && s.Value == "true" {
+			v += "+dirty"
+		}
+	}
+	return v + " " + bi.GoVersion
 }
 
 // checkFormat validates a --format value.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -318,4 +319,11 @@ func TestMainJobLink(t *testing.T) {
 	code, _, errs := runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k, "-o", out)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, "-o and --base need --link")
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := runCLI(t, "--version")
+	require.Equal(t, 0, code)
+	require.True(t, strings.HasPrefix(out, "klpresolve "), out)
+	require.Contains(t, out, runtime.Version())
 }
