@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -62,7 +63,7 @@ func Proc(o ProcOptions) (*Report, error) {
 		}
 		return d, nil
 	}
-	var tool, base []time.Duration
+	var times, base []time.Duration
 	for r := range rounds + 2 {
 		t, err := run(o.Tool)
 		if err != nil {
@@ -73,26 +74,27 @@ func Proc(o ProcOptions) (*Report, error) {
 			return nil, err
 		}
 		if r >= 2 {
-			tool, base = append(tool, t), append(base, b)
+			times, base = append(times, t), append(base, b)
 		}
 	}
-	slices.Sort(tool)
+	slices.Sort(times)
 	slices.Sort(base)
 	at := func(d []time.Duration, q float64) time.Duration { return d[int(q*float64(len(d)-1))] }
-	rep := &Report{Benchmark: "proc", Input: strings.Join(o.Tool, " "), GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	tool := strings.Join(append([]string{filepath.Base(o.Tool[0])}, o.Tool[1:]...), " ")
+	rep := &Report{Benchmark: "proc", Input: tool, GOMAXPROCS: runtime.GOMAXPROCS(0)}
 	rep.add("rounds", float64(rounds), "runs", "of each, taking turns")
 	name := strings.Join(ref, " ")
 	for _, q := range []struct {
 		name string
 		q    float64
 	}{{"min", 0}, {"q1", 0.25}, {"median", 0.5}} {
-		rep.add("tool_"+q.name+"_ms", ms(at(tool, q.q)), "ms", "")
+		rep.add("tool_"+q.name+"_ms", ms(at(times, q.q)), "ms", "")
 		rep.add("reference_"+q.name+"_ms", ms(at(base, q.q)), "ms", name)
 		comment := ""
 		if q.name == "median" {
 			comment = "target <= 1.2 for objects --kallsyms /proc/kallsyms against cat"
 		}
-		rep.add("tool_vs_reference_"+q.name, ratio(at(tool, q.q), at(base, q.q)), "x", comment)
+		rep.add("tool_vs_reference_"+q.name, ratio(at(times, q.q), at(base, q.q)), "x", comment)
 	}
 	return rep, nil
 }
