@@ -39,6 +39,9 @@ type Index struct {
 	// scratch: bytes held with the tables that no lookup uses (fillSplit's
 	// scratch array, allocated with them; see buildTables).
 	scratch int
+	// fromRuns: vmlinux's table was filled from a streamed input's sorted
+	// runs (see buildTables).
+	fromRuns bool
 
 	addrOnce sync.Once
 	byAddr   []uint32 // sym indexes sorted by address (built on first use)
@@ -400,9 +403,7 @@ func (ix *Index) buildTables(hashes []uint32, block []slot, vmRuns []sortedRun) 
 	ix.next = unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(block[total:]))), len(ix.syms))
 	order := block[total+nextSlots:]
 	ix.scratch = len(order) * int(unsafe.Sizeof(slot{}))
-	if presorted {
-		ix.scratch += int(ix.objs[0].end-ix.objs[0].start) * int(unsafe.Sizeof(slot{}))
-	}
+	ix.fromRuns = presorted
 	// Write the fresh tables before any probe reads them. A first read
 	// maps the shared zero page, and the write after it is then a
 	// copy-on-write fault that must flush the other cores' TLBs (an IPI
@@ -430,6 +431,15 @@ func (ix *Index) buildTables(hashes []uint32, block []slot, vmRuns []sortedRun) 
 		o := &ix.objs[small[k]]
 		ix.fill(o, hashes, o.end, o.start)
 	})
+	// A streamed input's sorted runs are done with: their pages go back
+	// to the kernel (1 MB of a 5.4 MB kallsyms' index), though the
+	// mapping holding them stays with the Index. (fillSplit's scratch in
+	// a heap block is not released: the runtime would fault the pages
+	// back in when it reuses the block, and Open in a loop took 25%
+	// longer.)
+	for _, r := range vmRuns {
+		hugepage.Release(r.pairs)
+	}
 }
 
 // tableSize is the slot count of the table of an object of n symbols.
@@ -438,7 +448,12 @@ func tableSize(n uint32) uint32 { return max(4, n+n/2+1) }
 // tableSlots bounds buildTables' block for n symbols: the tables (less
 // tableSize's minimum and rounding, at most 5 slots per object), the
 // chains and the scratch, in that order from the block's start.
-func tableSlots(n int) int { return n + n/2 + (n+1)/2 + n }
+func tableSlots(n int) int { return touchSlots(n) + n }
+
+// touchSlots is the part of tableSlots that a streamed input's chunks
+// fault in ahead (chunk.touch): the tables and the chains, the scratch
+// being needed only when vmlinux's symbols were not sorted as they came.
+func touchSlots(n int) int { return n + n/2 + (n+1)/2 }
 
 // maxObjects bounds the objects of one index (a module index is 16 bits
 // in snapshots).

@@ -212,7 +212,7 @@ type chunk struct {
 	// (-1: no more windows). See claim.
 	claimIn, claimOut chan int
 	// block: the stream's table block, whose pages for this chunk's lines
-	// (the slots from tableSlots(at) on) the chunk faults in (touch).
+	// (the slots from touchSlots(at) on) the chunk faults in (touch).
 	block []slot
 	at    int
 	// order: the stream's array for the symbols sorted by bucket, where
@@ -574,23 +574,33 @@ func (p *parser) readAndParse(r io.Reader, hint int64) ([]byte, error) {
 // table build.
 func (p *parser) newStream(n int) {
 	const slotSize = int(unsafe.Sizeof(slot{}))
-	symBytes := n * int(unsafe.Sizeof(sym{}))
-	orderAt := (symBytes + 4*n + 4095) &^ 4095
-	blockAt := orderAt + (n*slotSize+4095)&^4095
+	// Each array starts on a huge page boundary: one that ends a little
+	// past one would hold a whole huge page for its last bytes.
+	up := func(x int) int { return (x + hugepage.Size - 1) &^ (hugepage.Size - 1) }
+	hashesAt := up(n * int(unsafe.Sizeof(sym{})))
+	orderAt := hashesAt + up(4*n)
+	blockAt := orderAt + up(n*slotSize)
 	blockSlots := tableSlots(n) + maxObjects*5
-	if m, err := mapAnon(blockAt + blockSlots*slotSize); err == nil {
+	if m, err := mapAnon(hugepage.Size + blockAt + blockSlots*slotSize); err == nil {
 		p.streamMem = m
+		// The mapping's first huge page boundary (the bytes before it
+		// are never touched).
+		m = m[up(int(uintptr(unsafe.Pointer(unsafe.SliceData(m)))))-int(uintptr(unsafe.Pointer(unsafe.SliceData(m)))):]
 		p.streamSyms = unsafe.Slice((*sym)(unsafe.Pointer(unsafe.SliceData(m))), n)
-		p.streamHashes = unsafe.Slice((*uint32)(unsafe.Pointer(&m[symBytes])), n)
+		p.streamHashes = unsafe.Slice((*uint32)(unsafe.Pointer(&m[hashesAt])), n)
 		p.streamOrder = unsafe.Slice((*slot)(unsafe.Pointer(&m[orderAt])), n)
 		p.streamBlock = unsafe.Slice((*slot)(unsafe.Pointer(&m[blockAt])), blockSlots)
-		hugepage.Advise(p.streamOrder)
+		// Huge pages for what lookups read (the records, the tables):
+		// the hashes and the sorted runs are only read while the index
+		// is built, and their pages are released then (keepStream,
+		// buildTables).
+		hugepage.Advise(p.streamSyms)
 		hugepage.Advise(p.streamBlock)
 	} else {
 		p.streamSyms, p.streamHashes = make([]sym, n), make([]uint32, n)
+		hugepage.Advise(p.streamSyms)
+		hugepage.Advise(p.streamHashes)
 	}
-	hugepage.Advise(p.streamSyms)
-	hugepage.Advise(p.streamHashes)
 }
 
 // keepStream hands the stream's mapping to ix if ix uses it (it adopted
@@ -603,6 +613,7 @@ func (p *parser) keepStream(ix *Index) {
 		ix.anon = p.streamMem
 		runtime.AddCleanup(ix, unmapFile, p.streamMem)
 		p.streamMem = nil
+		hugepage.Release(p.streamHashes) // used by the build only
 	}
 }
 
@@ -793,7 +804,7 @@ func (c *chunk) claim(n int) bool {
 // zero page, and the table build's first write would then be a
 // copy-on-write fault that flushes every core's TLB). The tables are
 // laid out from the block's start and grow with the symbol count, so the
-// lines [at, at+n) need the slots [tableSlots(at), tableSlots(at+n)):
+// lines [at, at+n) need the slots [touchSlots(at), touchSlots(at+n)):
 // each chunk takes the pages that start there, on its worker, while the
 // rest of the input is still being read.
 func (c *chunk) touch() {
@@ -801,7 +812,7 @@ func (c *chunk) touch() {
 		return
 	}
 	const perPage = 4096 / int(unsafe.Sizeof(slot{}))
-	from, to := tableSlots(c.at), min(tableSlots(c.at+len(c.syms)), len(c.block))
+	from, to := touchSlots(c.at), min(touchSlots(c.at+len(c.syms)), len(c.block))
 	for i := (from + perPage - 1) / perPage * perPage; i < to; i += perPage {
 		c.block[i] = slot{}
 	}

@@ -38,3 +38,21 @@ func Advise[T any](b []T) {
 	}
 	advise(lo, hi-lo)
 }
+
+// Release gives the whole pages of b back to the kernel (MADV_DONTNEED):
+// a scratch array that is done with stops counting towards the resident
+// set, while the allocation that holds it lives on. b then reads as
+// zeros. Other systems do nothing.
+func Release[T any](b []T) {
+	if len(b) == 0 {
+		return
+	}
+	var t T
+	const page = 4096
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	lo := (start + page - 1) &^ (page - 1)
+	hi := (start + uintptr(len(b))*unsafe.Sizeof(t)) &^ (page - 1)
+	if hi > lo {
+		release(lo, hi-lo)
+	}
+}

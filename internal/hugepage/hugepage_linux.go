@@ -5,3 +5,7 @@ import "golang.org/x/sys/unix"
 func advise(addr, n uintptr) {
 	_, _, _ = unix.Syscall(unix.SYS_MADVISE, addr, n, unix.MADV_HUGEPAGE)
 }
+
+func release(addr, n uintptr) {
+	_, _, _ = unix.Syscall(unix.SYS_MADVISE, addr, n, unix.MADV_DONTNEED)
+}

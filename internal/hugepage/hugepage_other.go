@@ -3,3 +3,5 @@
 package hugepage
 
 func advise(addr, n uintptr) {}
+
+func release(addr, n uintptr) {}

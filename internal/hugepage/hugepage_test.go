@@ -1,7 +1,9 @@
 package hugepage
 
 import (
+	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -27,4 +29,28 @@ func TestAdviseKeepsContents(t *testing.T) {
 	Advise(r)
 	r[len(r)-1] = rec{7, 8}
 	require.Equal(t, rec{7, 8}, r[len(r)-1])
+}
+
+// Release zeroes the whole pages inside the slice and leaves the bytes
+// around them alone.
+func TestReleaseZeroesWholePages(t *testing.T) {
+	b := make([]byte, 6*4096)
+	for i := range b {
+		b[i] = 0xa5
+	}
+	start := 4096 - int(uintptr(unsafe.Pointer(&b[0]))%4096) // b[start] begins a page
+	if start < 100 {
+		start += 4096
+	}
+	Release(b[start-100 : start+2*4096+100]) // two whole pages inside
+	for i := range b {
+		want := byte(0xa5)
+		if runtime.GOOS == "linux" && i >= start && i < start+2*4096 {
+			want = 0
+		}
+		if b[i] != want {
+			t.Fatalf("byte %d: %#x, want %#x", i, b[i], want)
+		}
+	}
+	Release([]uint64(nil))
 }
