@@ -67,6 +67,7 @@ func newBenchCmd(a *app) *cobra.Command {
 				Tool:      []string{self, "objects", "--kallsyms", path},
 				Reference: []string{"cat", path},
 				Rounds:    procRounds,
+				Input:     path,
 			})
 		})
 	procCmd.Flags().IntVar(&procRounds, "rounds", 30, "runs of each command")

@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +25,10 @@ type ProcOptions struct {
 	// Rounds: runs of each command, taking turns, after two of each to
 	// warm up (default 30).
 	Rounds int
+	// Input, when set, is the file the tool reads: its size (counted by
+	// reading it, as /proc files say 0) is reported beside the tool's
+	// peak resident memory.
+	Input string
 }
 
 // Proc times whole processes, as hyperfine does: the tool and the
@@ -50,7 +55,8 @@ func Proc(o ProcOptions) (*Report, error) {
 		return nil, err
 	}
 	defer null.Close()
-	run := func(argv []string) (time.Duration, error) {
+	var rss int64 // the tool's largest peak resident set, in bytes
+	run := func(argv []string, tool bool) (time.Duration, error) {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Stdout = null
 		var stderr strings.Builder
@@ -61,15 +67,18 @@ func Proc(o ProcOptions) (*Report, error) {
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, strings.TrimSpace(stderr.String()))
 		}
+		if tool {
+			rss = max(rss, maxRSS(cmd.ProcessState))
+		}
 		return d, nil
 	}
 	var times, base []time.Duration
 	for r := range rounds + 2 {
-		t, err := run(o.Tool)
+		t, err := run(o.Tool, true)
 		if err != nil {
 			return nil, err
 		}
-		b, err := run(ref)
+		b, err := run(ref, false)
 		if err != nil {
 			return nil, err
 		}
@@ -95,6 +104,24 @@ func Proc(o ProcOptions) (*Report, error) {
 			comment = "target <= 1.2 for objects --kallsyms /proc/kallsyms against cat"
 		}
 		rep.add("tool_vs_reference_"+q.name, ratio(at(times, q.q), at(base, q.q)), "x", comment)
+	}
+	if rss > 0 {
+		rep.add("tool_max_rss_bytes", float64(rss), "bytes", "the largest peak resident set of a run (getrusage)")
+	}
+	if o.Input != "" {
+		f, err := os.Open(o.Input)
+		if err != nil {
+			return nil, err
+		}
+		n, err := io.Copy(io.Discard, f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", o.Input, err)
+		}
+		rep.add("input_bytes", float64(n), "bytes", "")
+		if rss > 0 && n > 0 {
+			rep.add("tool_max_rss_vs_input", float64(rss)/float64(n), "x", "the whole process: runtime, binary and index")
+		}
 	}
 	return rep, nil
 }

@@ -1,7 +1,10 @@
 package bench
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -11,7 +14,9 @@ func TestProcReportsEachSide(t *testing.T) {
 	if _, err := exec.LookPath("true"); err != nil {
 		t.Skip("no true(1) on this system")
 	}
-	rep, err := Proc(ProcOptions{Tool: []string{"true"}, Reference: []string{"true", "x"}, Rounds: 5})
+	in := filepath.Join(t.TempDir(), "in")
+	require.NoError(t, os.WriteFile(in, make([]byte, 12345), 0o644))
+	rep, err := Proc(ProcOptions{Tool: []string{"true"}, Reference: []string{"true", "x"}, Rounds: 5, Input: in})
 	require.NoError(t, err)
 	got := map[string]Figure{}
 	for _, f := range rep.Figures {
@@ -23,6 +28,12 @@ func TestProcReportsEachSide(t *testing.T) {
 		require.Positive(t, got["reference_"+q+"_ms"].Value, q)
 		require.InDelta(t, got["tool_"+q+"_ms"].Value/got["reference_"+q+"_ms"].Value, got["tool_vs_reference_"+q].Value, 1e-9, q)
 		require.Equal(t, "true x", got["reference_"+q+"_ms"].Comment)
+	}
+	require.Equal(t, 12345.0, got["input_bytes"].Value)
+	if runtime.GOOS == "linux" {
+		rss := got["tool_max_rss_bytes"].Value
+		require.Greater(t, rss, 4096.0) // true(1) maps more than a page
+		require.InDelta(t, rss/12345, got["tool_max_rss_vs_input"].Value, 1e-9)
 	}
 	require.LessOrEqual(t, got["tool_min_ms"].Value, got["tool_q1_ms"].Value)
 	require.LessOrEqual(t, got["tool_q1_ms"].Value, got["tool_median_ms"].Value)
