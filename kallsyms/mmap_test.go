@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -248,6 +249,75 @@ func TestStreamCopiesAndUnmaps(t *testing.T) {
 				require.True(t, ix.anon == nil, "%s, workers %d", tt.name, workers)
 				require.False(t, mappedAt(t, lo), "%s, workers %d: the mapping is still there", tt.name, workers)
 			}
+		}
+	}
+}
+
+// Streamed inputs that leave the usual shape (blank lines, CRLF, vmlinux
+// out of address order, module lines between vmlinux lines, vmlinux after
+// the modules, a malformed line) give what the whole text gives, the
+// index or the error, whatever the read sizes and the workers: every
+// fallback of the streamed build (copied records, re-sorted vmlinux,
+// tables without sorted runs) against the whole-text build.
+func TestStreamMatchesWholeOnOddInputs(t *testing.T) {
+	base := bigText(70_000) // 3 MB: three chunks and the rest
+	lines := bytes.SplitAfter(base, []byte("\n"))
+	lines = lines[:len(lines)-1]
+	r := rand.New(rand.NewPCG(7, 7))
+	edits := []func(ls [][]byte) [][]byte{
+		func(ls [][]byte) [][]byte { // a blank line
+			i := r.IntN(len(ls))
+			return append(ls[:i:i], append([][]byte{[]byte("\n")}, ls[i:]...)...)
+		},
+		func(ls [][]byte) [][]byte { // CRLF on a line
+			i := r.IntN(len(ls))
+			ls[i] = append(bytes.TrimSuffix(ls[i], []byte("\n")), "\r\n"...)
+			return ls
+		},
+		func(ls [][]byte) [][]byte { // two vmlinux lines swapped
+			i, j := r.IntN(60_000), r.IntN(60_000)
+			ls[i], ls[j] = ls[j], ls[i]
+			return ls
+		},
+		func(ls [][]byte) [][]byte { // a module line among vmlinux's
+			i := r.IntN(60_000)
+			return append(ls[:i:i], append([][]byte{[]byte("ffffffffc0001000 t odd\t[m2]\n")}, ls[i:]...)...)
+		},
+		func(ls [][]byte) [][]byte { // vmlinux lines after the modules
+			return append(ls, []byte("ffffffff8f000000 T late_one\n"), []byte("ffffffff8f000010 T sym_3\n"))
+		},
+		func(ls [][]byte) [][]byte { // a malformed line
+			i := r.IntN(len(ls))
+			return append(ls[:i:i], append([][]byte{[]byte("ffffffff81000000 T\n")}, ls[i:]...)...)
+		},
+	}
+	for round := range 8 {
+		ls := append([][]byte(nil), lines...)
+		var what []int
+		for range 1 + r.IntN(3) {
+			e := r.IntN(len(edits))
+			what = append(what, e)
+			ls = edits[e](ls)
+		}
+		text := bytes.Join(ls, nil)
+		whole, werr := ParseBytes("k", text, nil)
+		opts := &Options{Workers: 1 + r.IntN(4)}
+		streamed, serr := Parse("k", &pieceReader{data: text, n: 1 + r.IntN(64<<10)}, opts)
+		if werr != nil || serr != nil {
+			require.Error(t, werr, "round %d edits %v", round, what)
+			require.Error(t, serr, "round %d edits %v", round, what)
+			require.Equal(t, werr.Error(), serr.Error(), "round %d edits %v", round, what)
+			continue
+		}
+		sameIndex(t, whole, streamed)
+		for _, o := range whole.Objects() {
+			k := 0
+			whole.Symbols(o.Name, func(s Symbol) bool {
+				if k++; k%7 == 0 {
+					require.Equal(t, whole.Candidates(o.Name, s.Name), streamed.Candidates(o.Name, s.Name), "round %d edits %v", round, what)
+				}
+				return true
+			})
 		}
 	}
 }
