@@ -431,15 +431,10 @@ func (ix *Index) buildTables(hashes []uint32, block []slot, vmRuns []sortedRun) 
 		o := &ix.objs[small[k]]
 		ix.fill(o, hashes, o.end, o.start)
 	})
-	// A streamed input's sorted runs are done with: their pages go back
-	// to the kernel (1 MB of a 5.4 MB kallsyms' index), though the
-	// mapping holding them stays with the Index. (fillSplit's scratch in
-	// a heap block is not released: the runtime would fault the pages
-	// back in when it reuses the block, and Open in a loop took 25%
-	// longer.)
-	for _, r := range vmRuns {
-		hugepage.Release(r.pairs)
-	}
+	// (A streamed input's sorted runs go back to the kernel once the
+	// index is built: parser.keepStream. fillSplit's scratch in a heap
+	// block is not released: the runtime would fault the pages back in
+	// when it reuses the block, and Open in a loop took 25% longer.)
 }
 
 // tableSize is the slot count of the table of an object of n symbols.

@@ -609,11 +609,17 @@ func (p *parser) newStream(n int) {
 // writes to it.
 func (p *parser) keepStream(ix *Index) {
 	inBlock := len(ix.slots) > 0 && len(p.streamBlock) > 0 && unsafe.SliceData(ix.slots) == unsafe.SliceData(p.streamBlock)
-	if p.streamMem != nil && (inBlock || len(ix.syms) > 0 && unsafe.SliceData(ix.syms) == unsafe.SliceData(p.streamSyms)) {
+	adopted := len(ix.syms) > 0 && unsafe.SliceData(ix.syms) == unsafe.SliceData(p.streamSyms)
+	if p.streamMem != nil && (inBlock || adopted) {
 		ix.anon = p.streamMem
 		runtime.AddCleanup(ix, unmapFile, p.streamMem)
 		p.streamMem = nil
-		hugepage.Release(p.streamHashes) // used by the build only
+		// What only the build read goes back to the kernel.
+		hugepage.Release(p.streamHashes)
+		hugepage.Release(p.streamOrder)
+		if !adopted {
+			hugepage.Release(p.streamSyms) // copied to the heap
+		}
 	}
 }
 
