@@ -321,3 +321,29 @@ func TestStreamMatchesWholeOnOddInputs(t *testing.T) {
 		}
 	}
 }
+
+// The arrays only the build reads (the hashes, the sorted runs) are given
+// back to the kernel once the index is built: they read as zeros after,
+// while the index, which keeps the mapping, still answers.
+func TestStreamReleasesBuildOnlyArrays(t *testing.T) {
+	text := bigText(120_000)
+	p := newParser("k", nil)
+	ix, err := p.stream(&pieceReader{data: text, n: 4096}, 0)
+	require.NoError(t, err)
+	require.True(t, ix.anon != nil)
+	nonzero := func(b []uint32) int {
+		n := 0
+		for _, v := range b {
+			if v != 0 {
+				n++
+			}
+		}
+		return n
+	}
+	require.Zero(t, nonzero(p.streamHashes[:ix.Len()]))
+	order := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(p.streamOrder))), 2*ix.Len())
+	require.Zero(t, nonzero(order))
+	s, err := ix.Lookup(Vmlinux, "sym_999", 120)
+	require.NoError(t, err)
+	require.Equal(t, uint64(0xffffffff81000000+119_999*16), s.Address)
+}
