@@ -55,21 +55,10 @@ func newBenchCmd(a *app) *cobra.Command {
 	)
 
 	var procRounds int
+	var withProc bool
 	procCmd := sub("proc [--kallsyms PATH] [--rounds N] [--format json]",
 		"One-shot 'klpresolve objects' on /proc/kallsyms beside 'cat /proc/kallsyms': whole processes, taking turns",
-		cobra.NoArgs, func([]string) (*bench.Report, error) {
-			self, err := os.Executable()
-			if err != nil {
-				return nil, err
-			}
-			path := a.kallsymsPath()
-			return bench.Proc(bench.ProcOptions{
-				Tool:      []string{self, "objects", "--kallsyms", path},
-				Reference: []string{"cat", path},
-				Rounds:    procRounds,
-				Input:     path,
-			})
-		})
+		cobra.NoArgs, func([]string) (*bench.Report, error) { return runProc(a.kallsymsPath(), procRounds) })
 	procCmd.Flags().IntVar(&procRounds, "rounds", 30, "runs of each command")
 	c.AddCommand(procCmd)
 
@@ -102,6 +91,13 @@ func newBenchCmd(a *app) *cobra.Command {
 			if err != nil {
 				return &exitError{exitUsage, fmt.Errorf("bench all: %w", err)}
 			}
+			if withProc {
+				if r, err := runProc(a.kallsymsPath(), procRounds); err != nil {
+					all.Skipped = append(all.Skipped, "proc: "+err.Error())
+				} else {
+					all.Reports = append(all.Reports, r)
+				}
+			}
 			if format == "json" {
 				return writeJSON(a, all)
 			}
@@ -114,8 +110,24 @@ func newBenchCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
+	allCmd.Flags().BoolVar(&withProc, "proc", false, "also run 'bench proc' (needs root, or kernel.kptr_restrict=0); a failure is listed under skipped")
+	allCmd.Flags().IntVar(&procRounds, "rounds", 30, "with --proc: runs of each command")
 	allCmd.Flags().StringVar(&repo, "repo", ".", "the klpresolve repository (for its fixtures)")
 	allCmd.Flags().StringVar(&corpus, "corpus", "../shared/corpus", "the shared corpus of real kernel data")
 	c.AddCommand(allCmd)
 	return c
+}
+
+// runProc runs bench proc on path with this executable as the tool.
+func runProc(path string, rounds int) (*bench.Report, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	return bench.Proc(bench.ProcOptions{
+		Tool:      []string{self, "objects", "--kallsyms", path},
+		Reference: []string{"cat", path},
+		Rounds:    rounds,
+		Input:     path,
+	})
 }
