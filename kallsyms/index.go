@@ -548,55 +548,21 @@ func (ix *Index) file(slots []slot, h, i, p, to uint32) uint32 {
 }
 
 // fillSplit fills a large object's table in w pieces on workers
-// goroutines, in three parallel passes: a counting sort of the symbols by
-// the top bits of their hash (last to first within a bucket), then each
-// piece inserts the buckets of its w-th of the hash space (fillRuns).
-// It returns the number of probes finished late.
+// goroutines: each piece of its symbols is sorted by bucket into its own
+// part of order (sortRun), and the table is filled from those runs
+// (fillRuns). It returns the number of probes finished late.
 func (ix *Index) fillSplit(o *object, hashes []uint32, w, workers int, order []slot) (late int) {
 	n := o.end - o.start
-	part := func(g int) (uint32, uint32) { // piece g's symbols
-		return o.start + uint32(uint64(n)*uint64(g)/uint64(w)), o.start + uint32(uint64(n)*uint64(g+1)/uint64(w))
-	}
-	parallel := func(f func(g int)) { par.For(workers, w, f) }
-	hist := make([][buckets]uint32, w)
-	parallel(func(g int) {
-		lo, hi := part(g)
-		c := &hist[g]
-		for _, h := range hashes[lo:hi] {
-			c[h>>(32-bucketBits)]++
-		}
-	})
-	// Where each piece's share of each bucket starts: buckets in order,
-	// and within a bucket the later symbols (higher pieces) first.
-	at := uint32(0)
-	var start [buckets + 1]uint32
-	for b := range buckets {
-		start[b] = at
-		for g := w - 1; g >= 0; g-- {
-			c := hist[g][b]
-			hist[g][b] = at
-			at += c
-		}
-	}
-	start[buckets] = at
-	// The sort moves each hash with its symbol's index, so that the
-	// fill reads them in order instead of looking hashes up at random.
 	if len(order) < int(n) {
 		order = make([]slot, n)
 	}
-	parallel(func(g int) {
-		lo, hi := part(g)
-		next := &hist[g]
-		for i := hi; i > lo; {
-			i--
-			h := hashes[i]
-			b := h >> (32 - bucketBits)
-			pr := &order[next[b]]
-			pr.hash, pr.idx = h, i
-			next[b]++
-		}
+	runs := make([]sortedRun, w)
+	par.For(workers, w, func(g int) {
+		lo, hi := uint32(uint64(n)*uint64(g)/uint64(w)), uint32(uint64(n)*uint64(g+1)/uint64(w))
+		out := order[lo:hi]
+		runs[g] = sortedRun{out, sortRun(hashes[o.start+lo:o.start+hi], o.start+lo, out)}
 	})
-	return ix.fillRuns(o, []sortedRun{{order[:n], &start}}, w, workers)
+	return ix.fillRuns(o, runs, w, workers)
 }
 
 // bucketBits: the symbols of a large object are sorted by the top
