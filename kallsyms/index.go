@@ -31,9 +31,9 @@ type Index struct {
 	// raw snapshot file, unmapped by a cleanup once the Index is
 	// unreachable, so a name handed to a caller is a copy (nameOut).
 	mapping []byte
-	// anon: syms and their hashes' array are in this anonymous mapping (a
-	// streamed input's, see parser.newStream), unmapped by a cleanup once
-	// the Index is unreachable. Nothing in it is ever handed out.
+	// anon: syms or the tables (or both) are in this anonymous mapping (a
+	// streamed input's, see newStream), unmapped by a cleanup once the
+	// Index is unreachable. Nothing in it is ever handed out.
 	anon []byte
 
 	// scratch: bytes held with the tables that no lookup uses (fillSplit's

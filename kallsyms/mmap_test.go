@@ -228,13 +228,16 @@ func TestStreamCopiesAndUnmaps(t *testing.T) {
 		for _, workers := range []int{1, 2, 8} {
 			p := newParser("k", &Options{Workers: workers})
 			if tt.room > 0 {
-				p.newStream(tt.room)
+				p.st = newStream(tt.room)
 			}
-			mem := p.streamMem
+			var mem []byte
+			if p.st != nil {
+				mem = p.st.mem
+			}
 			ix, err := p.stream(&pieceReader{data: tt.data, n: 4096}, 0)
 			require.NoError(t, err)
 			sameIndex(t, whole, ix)
-			require.True(t, p.streamMem == nil)
+			require.True(t, p.st.mem == nil)
 			if tt.room == 0 {
 				mem = ix.anon
 			}
@@ -340,8 +343,8 @@ func TestStreamReleasesBuildOnlyArrays(t *testing.T) {
 		}
 		return n
 	}
-	require.Zero(t, nonzero(p.streamHashes[:ix.Len()]))
-	order := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(p.streamOrder))), 2*ix.Len())
+	require.Zero(t, nonzero(p.st.hashes[:ix.Len()]))
+	order := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(p.st.order))), 2*ix.Len())
 	require.Zero(t, nonzero(order))
 	s, err := ix.Lookup(Vmlinux, "sym_999", 120)
 	require.NoError(t, err)

@@ -174,23 +174,27 @@ type parser struct {
 	// reading: the input is still arriving (readAndParse), so one core is
 	// left to the reader.
 	reading bool
-	// A streamed input's chunks fill windows of these arrays, claimed in
-	// input order (see chunk.claim); lastClaim is the channel on which the
-	// newest chunk hands on the end of its window.
-	streamSyms   []sym
-	streamHashes []uint32
-	lastClaim    chan int
-	// streamMem: the mapping that holds the stream's arrays (nil when
-	// they are on the heap), unmapped by freeStream unless the Index
-	// adopted them.
-	streamMem []byte
-	// streamBlock: room in the mapping for the tables, chains and scratch
-	// of buildTables (tableSlots), which the chunks fault in as they go
-	// (chunk.touch).
-	streamBlock []slot
-	// streamOrder: room in the mapping for vmlinux's symbols sorted by
-	// bucket, a window per chunk (chunk.sortVmlinux).
-	streamOrder []slot
+	// st: a streamed input's arrays, made at its first chunk; lastClaim
+	// is the channel on which the newest chunk hands on the end of its
+	// window (see chunk.claim).
+	st        *stream
+	lastClaim chan int
+}
+
+// stream holds the arrays a streamed input's chunks fill windows of, each
+// chunk its own, claimed in input order (chunk.claim).
+type stream struct {
+	syms   []sym
+	hashes []uint32
+	// order: vmlinux's symbols sorted by bucket (chunk.sortVmlinux).
+	order []slot
+	// block: room for the tables, chains and scratch of buildTables
+	// (tableSlots), which the chunks fault in as they go (chunk.touch).
+	block []slot
+	// mem: the mapping that holds them all (nil when syms and hashes are
+	// on the heap, and order and block absent), unmapped by
+	// parser.freeStream unless the Index uses it.
+	mem []byte
 }
 
 // chunk is a run of complete lines, parsed by one worker.
@@ -207,19 +211,14 @@ type chunk struct {
 	window      bool
 	whole       []sym
 	wholeHashes []uint32
-	// claimIn and claimOut: for a streamed input's chunk, where its window
-	// starts, from the previous chunk, and where the next one's starts
-	// (-1: no more windows). See claim.
+	// A streamed input's chunk: st is the stream, at where its window
+	// starts (see claim: claimIn brings at from the previous chunk,
+	// claimOut hands the next one its start, -1 for no more windows), and
+	// vmRun its vmlinux symbols sorted by bucket (sortVmlinux).
+	st                *stream
 	claimIn, claimOut chan int
-	// block: the stream's table block, whose pages for this chunk's lines
-	// (the slots from touchSlots(at) on) the chunk faults in (touch).
-	block []slot
-	at    int
-	// order: the stream's array for the symbols sorted by bucket, where
-	// the chunk sorts its vmlinux symbols (the slots of its window) into
-	// vmRun (sortVmlinux).
-	order []slot
-	vmRun sortedRun
+	at                int
+	vmRun             sortedRun
 	// vmlinux's lines in this chunk: whether their addresses never
 	// decrease, and the first and last address.
 	hasVm, vmSorted bool
@@ -346,10 +345,9 @@ func (p *parser) dispatch(data []byte, from, to int, whole *wholeInput) {
 			c.syms, c.hashes = syms[at:at:at+n], hashes[at:at:at+n]
 			c.window, c.whole, c.wholeHashes = true, syms, hashes
 			at += n
-		} else if p.streamSyms != nil {
-			c.whole, c.wholeHashes = p.streamSyms, p.streamHashes
+		} else if p.st != nil {
+			c.st, c.whole, c.wholeHashes = p.st, p.st.syms, p.st.hashes
 			c.claimIn, c.claimOut = p.lastClaim, make(chan int, 1)
-			c.block, c.order = p.streamBlock, p.streamOrder
 			if c.claimIn == nil {
 				c.claimIn = make(chan int, 1)
 				c.claimIn <- 0
@@ -555,8 +553,8 @@ func (p *parser) readAndParse(r io.Reader, hint int64) ([]byte, error) {
 		}
 		if len(buf)-done >= minChunk {
 			if i := bytes.LastIndexByte(buf[done:], '\n'); i >= 0 {
-				if p.streamSyms == nil {
-					p.newStream(cap(buf) / streamLine)
+				if p.st == nil {
+					p.st = newStream(cap(buf) / streamLine)
 				}
 				p.dispatch(buf, done, done+i+1, nil)
 				done += i + 1
@@ -567,12 +565,12 @@ func (p *parser) readAndParse(r io.Reader, hint int64) ([]byte, error) {
 
 // newStream makes the arrays a streamed input's chunks fill windows of,
 // with room for n records: one anonymous mapping where the system has
-// them (the heap otherwise). Only the pages written are faulted in, by
-// the workers that write them; the runtime would clear a reused heap
-// block of this size on the reader's path, and a fresh one would count
-// towards the heap and bring the next collection forward into the
-// table build.
-func (p *parser) newStream(n int) {
+// them (syms and hashes on the heap otherwise). Only the pages written are
+// faulted in, by the workers that write them; the runtime would clear a
+// reused heap block of this size on the reader's path, and a fresh one
+// would count towards the heap and bring the next collection forward into
+// the table build.
+func newStream(n int) *stream {
 	const slotSize = int(unsafe.Sizeof(slot{}))
 	// Each array starts on a huge page boundary: one that ends a little
 	// past one would hold a whole huge page for its last bytes.
@@ -581,26 +579,28 @@ func (p *parser) newStream(n int) {
 	orderAt := hashesAt + up(4*n)
 	blockAt := orderAt + up(n*slotSize)
 	blockSlots := tableSlots(n) + maxObjects*5
-	if m, err := mapAnon(hugepage.Size + blockAt + blockSlots*slotSize); err == nil {
-		p.streamMem = m
-		// The mapping's first huge page boundary (the bytes before it
-		// are never touched).
-		m = m[up(int(uintptr(unsafe.Pointer(unsafe.SliceData(m)))))-int(uintptr(unsafe.Pointer(unsafe.SliceData(m)))):]
-		p.streamSyms = unsafe.Slice((*sym)(unsafe.Pointer(unsafe.SliceData(m))), n)
-		p.streamHashes = unsafe.Slice((*uint32)(unsafe.Pointer(&m[hashesAt])), n)
-		p.streamOrder = unsafe.Slice((*slot)(unsafe.Pointer(&m[orderAt])), n)
-		p.streamBlock = unsafe.Slice((*slot)(unsafe.Pointer(&m[blockAt])), blockSlots)
-		// Huge pages for what lookups read (the records, the tables):
-		// the hashes and the sorted runs are only read while the index
-		// is built, and their pages are released then (keepStream,
-		// buildTables).
-		hugepage.Advise(p.streamSyms)
-		hugepage.Advise(p.streamBlock)
-	} else {
-		p.streamSyms, p.streamHashes = make([]sym, n), make([]uint32, n)
-		hugepage.Advise(p.streamSyms)
-		hugepage.Advise(p.streamHashes)
+	m, err := mapAnon(hugepage.Size + blockAt + blockSlots*slotSize)
+	if err != nil {
+		st := &stream{syms: make([]sym, n), hashes: make([]uint32, n)}
+		hugepage.Advise(st.syms)
+		hugepage.Advise(st.hashes)
+		return st
 	}
+	st := &stream{mem: m}
+	// The mapping's first huge page boundary (the bytes before it are
+	// never touched).
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
+	m = m[int(uintptr(up(int(base)))-base):]
+	st.syms = unsafe.Slice((*sym)(unsafe.Pointer(unsafe.SliceData(m))), n)
+	st.hashes = unsafe.Slice((*uint32)(unsafe.Pointer(&m[hashesAt])), n)
+	st.order = unsafe.Slice((*slot)(unsafe.Pointer(&m[orderAt])), n)
+	st.block = unsafe.Slice((*slot)(unsafe.Pointer(&m[blockAt])), blockSlots)
+	// Huge pages for what lookups read (the records, the tables): the
+	// hashes and the sorted runs are only read while the index is built,
+	// and their pages are released then (parser.keepStream).
+	hugepage.Advise(st.syms)
+	hugepage.Advise(st.block)
+	return st
 }
 
 // keepStream hands the stream's mapping to ix if ix uses it (it adopted
@@ -608,25 +608,30 @@ func (p *parser) newStream(n int) {
 // once ix is unreachable. freeStream unmaps it otherwise, once no worker
 // writes to it.
 func (p *parser) keepStream(ix *Index) {
-	inBlock := len(ix.slots) > 0 && len(p.streamBlock) > 0 && unsafe.SliceData(ix.slots) == unsafe.SliceData(p.streamBlock)
-	adopted := len(ix.syms) > 0 && unsafe.SliceData(ix.syms) == unsafe.SliceData(p.streamSyms)
-	if p.streamMem != nil && (inBlock || adopted) {
-		ix.anon = p.streamMem
-		runtime.AddCleanup(ix, unmapFile, p.streamMem)
-		p.streamMem = nil
-		// What only the build read goes back to the kernel.
-		hugepage.Release(p.streamHashes)
-		hugepage.Release(p.streamOrder)
-		if !adopted {
-			hugepage.Release(p.streamSyms) // copied to the heap
-		}
+	st := p.st
+	if st == nil || st.mem == nil {
+		return
+	}
+	inBlock := len(ix.slots) > 0 && unsafe.SliceData(ix.slots) == unsafe.SliceData(st.block)
+	adopted := len(ix.syms) > 0 && unsafe.SliceData(ix.syms) == unsafe.SliceData(st.syms)
+	if !inBlock && !adopted {
+		return
+	}
+	ix.anon = st.mem
+	runtime.AddCleanup(ix, unmapFile, st.mem)
+	st.mem = nil
+	// What only the build read goes back to the kernel.
+	hugepage.Release(st.hashes)
+	hugepage.Release(st.order)
+	if !adopted {
+		hugepage.Release(st.syms) // copied to the heap
 	}
 }
 
 func (p *parser) freeStream() {
-	if p.streamMem != nil {
-		unmapFile(p.streamMem)
-		p.streamMem = nil
+	if p.st != nil && p.st.mem != nil {
+		unmapFile(p.st.mem)
+		p.st.mem = nil
 	}
 }
 
@@ -774,11 +779,11 @@ func (c *chunk) parse(file string, lto bool) {
 // and an index whose vmlinux lines come later copies its records instead
 // of adopting them (build), which leaves the runs unused.
 func (c *chunk) sortVmlinux() {
-	if !c.window || c.order == nil || len(c.runs) == 0 || c.runs[0].obj != "" {
+	if !c.window || c.st == nil || c.st.order == nil || len(c.runs) == 0 || c.runs[0].obj != "" {
 		return
 	}
 	n := c.runs[0].count
-	out := c.order[c.at : c.at+n]
+	out := c.st.order[c.at : c.at+n]
 	c.vmRun = sortedRun{out, sortRun(c.hashes[:n], uint32(c.at), out)}
 }
 
@@ -814,13 +819,14 @@ func (c *chunk) claim(n int) bool {
 // each chunk takes the pages that start there, on its worker, while the
 // rest of the input is still being read.
 func (c *chunk) touch() {
-	if !c.window || c.block == nil {
+	if !c.window || c.st == nil || c.st.block == nil {
 		return
 	}
+	block := c.st.block
 	const perPage = 4096 / int(unsafe.Sizeof(slot{}))
-	from, to := touchSlots(c.at), min(touchSlots(c.at+len(c.syms)), len(c.block))
+	from, to := touchSlots(c.at), min(touchSlots(c.at+len(c.syms)), len(block))
 	for i := (from + perPage - 1) / perPage * perPage; i < to; i += perPage {
-		c.block[i] = slot{}
+		block[i] = slot{}
 	}
 }
 
@@ -1048,5 +1054,9 @@ func (p *parser) finish(buf []byte) (*Index, error) {
 	if !nonzero {
 		return nil, fmt.Errorf("%s: %w", p.name, ErrRestricted)
 	}
-	return build(p.name, buf, p.chunks, total, p.lto, p.streamBlock)
+	var block []slot
+	if p.st != nil {
+		block = p.st.block
+	}
+	return build(p.name, buf, p.chunks, total, p.lto, block)
 }
