@@ -1,11 +1,13 @@
 package modplt
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -283,6 +285,69 @@ func TestLinkErrors(t *testing.T) {
 	assert.ErrorIs(t, img.Errors[0], ErrOutOfRange)
 	assert.Contains(t, img.Errors[0].Error(), "the kernel does not check")
 	assert.ErrorIs(t, img.Errors[1], ErrNonZeroTarget)
+}
+
+// A module's .bss is laid out but never made: a file of a few hundred
+// bytes may claim 100 MB of it. A relocation against it is an error.
+func TestNobitsHasNoBytes(t *testing.T) {
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 8), Addralign: 16})
+	bss := b.AddSection(elfobj.BuildSection{Name: ".bss", Type: elf.SHT_NOBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Size: 100 << 20, Addralign: 64})
+	ext := b.AddSymbol(elfobj.BuildSymbol{Name: "ext", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+	b.AddSymbol(elfobj.BuildSymbol{Name: "counter", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_OBJECT), Shndx: uint16(bss), Value: 0x40, Size: 8})
+	b.AddRelocs(".rela.text", true, text, []elfobj.Reloc{{Offset: 0, Sym: ext, Type: uint32(elf.R_X86_64_64)}})
+	file := b.Bytes()
+	require.Less(t, len(file), 1024)
+	m, err := Parse("bss.ko", file)
+	require.NoError(t, err)
+	link := func() *Image {
+		img, err := m.Link(LinkOptions{Resolve: mapResolver(map[string]uint64{"ext": 0xffffffffc0001000})})
+		require.NoError(t, err)
+		return img
+	}
+	img := link()
+	require.True(t, img.OK(), "%v", img.Errors)
+	var bssP, textP *Placed
+	for _, p := range img.Sections {
+		switch p.Name {
+		case ".bss":
+			bssP = p
+		case ".text":
+			textP = p
+		}
+	}
+	require.NotNil(t, bssP)
+	assert.Equal(t, uint64(100<<20), bssP.Size)
+	assert.Nil(t, bssP.Data)
+	assert.Zero(t, bssP.Addr%64)
+	assert.Equal(t, uint64(0xffffffffc0001000), binary.LittleEndian.Uint64(textP.Data))
+	addr, ok := img.SymbolAddr(2)
+	require.True(t, ok)
+	assert.Equal(t, bssP.Addr+0x40, addr)
+	// The image holds it as SHT_NOBITS of the claimed size.
+	out, err := elf.NewFile(bytes.NewReader(img.ELF()))
+	require.NoError(t, err)
+	sec := out.Section(".bss")
+	require.NotNil(t, sec)
+	assert.Equal(t, elf.SHT_NOBITS, sec.Type)
+	assert.Equal(t, uint64(100<<20), sec.Size)
+	assert.Equal(t, bssP.Addr, sec.Addr)
+	// Linking it again allocates nothing near its size.
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	link()
+	runtime.ReadMemStats(&m1)
+	assert.Less(t, m1.TotalAlloc-m0.TotalAlloc, uint64(1<<20))
+
+	// A relocation against it: each is ErrBadTarget, the rest links.
+	b.AddRelocs(".rela.bss", true, bss, []elfobj.Reloc{{Offset: 0x40, Sym: ext, Type: uint32(elf.R_X86_64_64)}, {Offset: 0x48, Sym: ext, Type: uint32(elf.R_X86_64_64)}})
+	m, err = Parse("bss.ko", b.Bytes())
+	require.NoError(t, err)
+	img = link()
+	require.Len(t, img.Errors, 2)
+	assert.ErrorIs(t, img.Errors[1], ErrBadTarget)
+	assert.Equal(t, ".rela.bss+0x48: R_X86_64_64 against ext: relocation target outside its section (section .bss is SHT_NOBITS: it has no bytes to relocate)", img.Errors[1].Error())
+	assert.Equal(t, 1, img.Relocs)
 }
 
 func TestTwoLinksAtOnce(t *testing.T) {

@@ -45,14 +45,18 @@ type Placed struct {
 	Addr   uint64
 	Size   uint64
 	Align  uint64
-	Data   []byte // the section's bytes, relocated (zeros for SHT_NOBITS)
+	// Data is the section's bytes, relocated; nil for a SHT_NOBITS
+	// section such as .bss, whose Size bytes are zeros the kernel
+	// allocates and clears (nothing relocates it).
+	Data []byte
 
-	src []byte // the file's bytes, until Data is made from them
+	src  []byte // the file's bytes, until Data is made from them
+	zero bool   // SHT_NOBITS: no bytes are ever made
 }
 
 // fill makes p.Data from the file's bytes.
 func (p *Placed) fill() {
-	if p.Data == nil {
+	if p.Data == nil && !p.zero {
 		p.Data = make([]byte, p.Size)
 		copy(p.Data, p.src)
 		p.src = nil
@@ -115,10 +119,16 @@ func (m *Module) layout(core, init uint64, sizes map[int]uint64, aligns map[int]
 				if size > maxNobits {
 					return nil, fmt.Errorf("%s: section %s: claims %d bytes, more than a module area holds (%d)", f.Name, s.Name, size, maxNobits)
 				}
-				if _, sized := sizes[i]; !sized && s.Type != elf.SHT_NOBITS {
-					p.src = f.SectionData(s) // copied just before its relocations are applied
-				} else {
+				_, sized := sizes[i]
+				switch {
+				case sized: // a PLT or GOT the counting sized
 					p.Data = make([]byte, size)
+				case s.Type == elf.SHT_NOBITS:
+					// No bytes: a file of a few hundred bytes may claim
+					// sections of 100 MB, and nothing needs them.
+					p.zero = true
+				default:
+					p.src = f.SectionData(s) // copied just before its relocations are applied
 				}
 				placed[i] = p
 				out = append(out, p)

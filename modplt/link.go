@@ -116,7 +116,7 @@ func (img *Image) ELF() []byte {
 		if p.Index >= 0 {
 			s := &f.Sections[p.Index]
 			flags = s.Flags &^ elf.SHF_INFO_LINK
-			if s.Type == elf.SHT_NOBITS && p.src == nil && isZero(p.Data) {
+			if s.Type == elf.SHT_NOBITS && (p.zero || isZero(p.Data)) {
 				typ = elf.SHT_NOBITS
 			}
 		} else {
@@ -308,6 +308,19 @@ func (l *linker) applySection(s *elfobj.Section, dst *Placed) error {
 	t, err := f.RelocTable(s)
 	if err != nil {
 		return err
+	}
+	if dst.zero {
+		// apply_relocations() would write into the zeroed memory; no
+		// assembler emits relocations against a SHT_NOBITS section, and
+		// its bytes are not made (layout): each one is an error.
+		for j := range t.Len() {
+			r, err := t.Reloc(j)
+			if err != nil {
+				return err
+			}
+			l.fail(s, j, r, ErrBadTarget, r.Offset, fmt.Sprintf("section %s is SHT_NOBITS: it has no bytes to relocate", dst.Name))
+		}
+		return nil
 	}
 	applied := 0
 	l.sec = dst.Data
