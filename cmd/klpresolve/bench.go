@@ -42,7 +42,7 @@ func newBenchCmd(a *app) *cobra.Command {
 	c.AddCommand(
 		sub("kallsyms [--kallsyms PATH] [--format json]",
 			"Parse/index, lookup and snapshot figures, beside the naive parser and the kernel's lookups",
-			cobra.NoArgs, func([]string) (*bench.Report, error) { return bench.Kallsyms(a.kallsymsPath()) }),
+			cobra.NoArgs, func([]string) (*bench.Report, error) { return bench.Kallsyms(a.kallsymsPath(), onceCmd()) }),
 		sub("resolve PATCH.ko [--kallsyms PATH] [--format json]",
 			"Resolve-phase cost per relocation, beside the kernel's old linear walk",
 			cobra.ExactArgs(1), func(args []string) (*bench.Report, error) { return bench.Resolve(args[0], a.kallsymsPath()) }),
@@ -53,6 +53,23 @@ func newBenchCmd(a *app) *cobra.Command {
 			"Link a module (undefined symbols at made-up addresses near it): relocations applied per second",
 			cobra.ExactArgs(1), func(args []string) (*bench.Report, error) { return bench.Link(args[0]) }),
 	)
+
+	// once is the child side of the one-shot figures of bench kallsyms:
+	// it times one read or one index of a file in this fresh process.
+	c.AddCommand(&cobra.Command{
+		Use:    "once read|open PATH",
+		Short:  "Time one os.ReadFile or kallsyms.Open of PATH in this process (nanoseconds)",
+		Args:   cobra.ExactArgs(2),
+		Hidden: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := bench.Once(args[0], args[1])
+			if err != nil {
+				return &exitError{exitUsage, fmt.Errorf("bench once: %w", err)}
+			}
+			fmt.Fprintln(a.stdout, d.Nanoseconds())
+			return nil
+		},
+	})
 
 	var procRounds int
 	var withProc bool
@@ -87,7 +104,7 @@ func newBenchCmd(a *app) *cobra.Command {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			all, err := bench.RunAll(repo, corpus)
+			all, err := bench.RunAll(repo, corpus, onceCmd())
 			if err != nil {
 				return &exitError{exitUsage, fmt.Errorf("bench all: %w", err)}
 			}
@@ -116,6 +133,17 @@ func newBenchCmd(a *app) *cobra.Command {
 	allCmd.Flags().StringVar(&corpus, "corpus", "../shared/corpus", "the shared corpus of real kernel data")
 	c.AddCommand(allCmd)
 	return c
+}
+
+// onceCmd is the command that runs "bench once" in a fresh process: this
+// executable (nil when it cannot be found: the one-shot figures are then
+// left out).
+func onceCmd() []string {
+	self, err := os.Executable()
+	if err != nil {
+		return nil
+	}
+	return []string{self, "bench", "once"}
 }
 
 // runProc runs bench proc on path with this executable as the tool.

@@ -16,8 +16,9 @@ type All struct {
 
 // RunAll runs every benchmark on its standard input: the shared corpus
 // under corpus (skipped, and said so, where a file is absent) and the
-// repository's own fixtures under repo.
-func RunAll(repo, corpus string) (*All, error) {
+// repository's own fixtures under repo. self, when not nil, adds
+// kallsyms' one-shot figures (see Kallsyms).
+func RunAll(repo, corpus string, self []string) (*All, error) {
 	out := &All{Started: time.Now().UTC().Format(time.RFC3339)}
 	have := func(p string) bool {
 		_, err := os.Stat(p)
@@ -31,7 +32,7 @@ func RunAll(repo, corpus string) (*All, error) {
 		needs []string
 		run   func() (*Report, error)
 	}{
-		{"kallsyms", []string{host}, func() (*Report, error) { return Kallsyms(host) }},
+		{"kallsyms", []string{host}, func() (*Report, error) { return Kallsyms(host, self) }},
 		{"resolve", []string{amd64}, func() (*Report, error) {
 			return Resolve(filepath.Join(repo, "testdata", "klp", "big.ko.zst"), amd64)
 		}},

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"time"
 )
@@ -72,31 +71,18 @@ func Proc(o ProcOptions) (*Report, error) {
 		}
 		return d, nil
 	}
-	var times, base []time.Duration
-	for r := range rounds + 2 {
-		t, err := run(o.Tool, true)
-		if err != nil {
-			return nil, err
-		}
-		b, err := run(ref, false)
-		if err != nil {
-			return nil, err
-		}
-		if r >= 2 {
-			times, base = append(times, t), append(base, b)
-		}
+	d, err := turns(rounds, 2,
+		func() (time.Duration, error) { return run(o.Tool, true) },
+		func() (time.Duration, error) { return run(ref, false) })
+	if err != nil {
+		return nil, err
 	}
-	slices.Sort(times)
-	slices.Sort(base)
-	at := func(d []time.Duration, q float64) time.Duration { return d[int(q*float64(len(d)-1))] }
+	times, base := d[0], d[1]
 	tool := strings.Join(append([]string{filepath.Base(o.Tool[0])}, o.Tool[1:]...), " ")
 	rep := &Report{Benchmark: "proc", Input: tool, GOMAXPROCS: runtime.GOMAXPROCS(0)}
 	rep.add("rounds", float64(rounds), "runs", "of each, taking turns")
 	name := strings.Join(ref, " ")
-	for _, q := range []struct {
-		name string
-		q    float64
-	}{{"min", 0}, {"q1", 0.25}, {"median", 0.5}} {
+	for _, q := range quantiles {
 		rep.add("tool_"+q.name+"_ms", ms(at(times, q.q)), "ms", "")
 		rep.add("reference_"+q.name+"_ms", ms(at(base, q.q)), "ms", name)
 		comment := ""
