@@ -2,6 +2,7 @@ package kallsyms_test
 
 import (
 	"os"
+	"runtime"
 	"testing"
 
 	"github.com/klpresolve/klpresolve/internal/bench"
@@ -41,6 +42,19 @@ func BenchmarkNaiveParse(b *testing.B) {
 	for b.Loop() {
 		d, _ := os.ReadFile(p)
 		_ = reference.NaiveParse(d)
+	}
+}
+
+// BenchmarkScanHashFloor is the least any index keyed by the xxhash of the
+// names can cost after the read (BenchmarkReadFile): every line found and
+// its name hashed, on every core, nothing stored.
+func BenchmarkScanHashFloor(b *testing.B) {
+	d, err := os.ReadFile(testutil.Corpus(b, benchFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		_, _ = reference.ScanHash(d, runtime.GOMAXPROCS(0))
 	}
 }
 

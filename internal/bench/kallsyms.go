@@ -75,6 +75,9 @@ func Kallsyms(path string, self []string) (*Report, error) {
 	rep.add("naive_parse_ms", ms(naive), "ms", "reference: bufio.Scanner+strings.Fields+map")
 	rep.add("parse_vs_read", ratio(parse, read), "x", "target <= 2.5 (in one process: the read reuses warm memory)")
 	rep.add("naive_vs_parse", ratio(naive, parse), "x", "target >= 15")
+	floor := minTime(15, func() { _, _ = reference.ScanHash(data, runtime.GOMAXPROCS(0)) })
+	rep.add("scan_hash_floor_ms", ms(floor), "ms", "reference: find each line and xxhash its name on every core, store nothing")
+	rep.add("floor_vs_read", ratio(read+floor, read), "x", "the least parse_vs_read can be: the read, then the floor")
 	if self != nil {
 		one, err := OneShot(OneShotOptions{Self: self, Input: path})
 		if err != nil {
