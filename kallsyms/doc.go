@@ -41,5 +41,10 @@
 // keeps and a cleanup unmaps once the Index is unreachable; nothing in it
 // is ever handed to a caller.
 //
-// An Index is immutable once built and safe for concurrent use.
+// Index.Close releases those mappings at once, for a program that opens
+// index after index (a mapping is not Go heap, and the collector does not
+// run sooner for it).
+//
+// An Index is immutable once built and safe for concurrent use; Close,
+// which empties it, must not run while it is in use.
 package kallsyms

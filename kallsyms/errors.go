@@ -27,6 +27,8 @@ var (
 	ErrMalformed = errors.New("malformed input")
 	// ErrEmpty: the input holds no symbols.
 	ErrEmpty = errors.New("no symbols in input")
+	// ErrClosed: the Index was closed (Index.Close).
+	ErrClosed = errors.New("index closed")
 )
 
 // ParseError locates a malformed input line.
@@ -51,7 +53,7 @@ type LookupError struct {
 	Name   string
 	Pos    uint64 // sympos as asked
 	Count  int    // occurrences of Name in Object
-	Kind   error  // ErrNotFound, ErrAmbiguous, ErrNoSuchPosition or ErrNoObject
+	Kind   error  // ErrNotFound, ErrAmbiguous, ErrNoSuchPosition, ErrNoObject or ErrClosed
 	// Candidates lists every occurrence, in sympos order (ambiguity or bad
 	// position).
 	Candidates []Symbol

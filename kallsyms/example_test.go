@@ -1,7 +1,10 @@
 package kallsyms_test
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/klpresolve/klpresolve/kallsyms"
@@ -21,4 +24,31 @@ ffffffffc0001000 t helper	[xfs]
 	// Output:
 	// helper 0xffffffff81000300 position 2
 	// unresolvable ambiguity for symbol 'helper' in object '(null)' (2 symbols named "helper" in vmlinux; give a sympos: [1] 0xffffffff81000100 t; [2] 0xffffffff81000300 t)
+}
+
+// A program that checks a patch against many kernels closes each index
+// when it is done with it: a raw snapshot is mapped, not read, and the
+// mapping is released by Close (or, later, by the collector).
+func ExampleIndex_Close() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	text := "ffffffff81000200 T vfs_read\nffffffffc0001000 t helper\t[xfs]\n"
+	ix, _ := kallsyms.Parse("kernel-1", strings.NewReader(text), nil)
+	_ = ix.WriteSnapshotRawFile(filepath.Join(dir, "kernel-1.snap"))
+
+	for _, p := range []string{filepath.Join(dir, "kernel-1.snap")} {
+		ix, err := kallsyms.Open(p, nil)
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		s, _ := ix.Lookup("xfs", "helper", 0)
+		ix.Close()
+		fmt.Printf("%s: %s %#x\n", ix.Source(), s.Name, s.Address) // s stays valid
+		_, err = ix.Lookup("xfs", "helper", 0)
+		fmt.Println(errors.Is(err, kallsyms.ErrClosed))
+	}
+	// Output:
+	// kernel-1: helper 0xffffffffc0001000
+	// true
 }

@@ -35,6 +35,10 @@ type Index struct {
 	// streamed input's, see newStream), unmapped by a cleanup once the
 	// Index is unreachable. Nothing in it is ever handed out.
 	anon []byte
+	// unmap: the cleanup that unmaps mapping or anon (see Close); closed:
+	// Close emptied the index.
+	unmap  runtime.Cleanup
+	closed bool
 
 	// scratch: bytes held with the tables that no lookup uses (fillSplit's
 	// scratch array, allocated with them; see buildTables).
@@ -129,6 +133,37 @@ func (ix *Index) objectOf(i uint32) int {
 		return 0
 	})
 	return o
+}
+
+// Close releases at once the memory the Index maps (a raw snapshot file,
+// or the arrays of an input read as a stream) instead of when the Index
+// is collected, and empties the Index: afterwards it has no objects and
+// no symbols, a lookup fails with an error that wraps ErrClosed, and
+// writing a snapshot of it is ErrClosed. What the Index returned before
+// stays valid (names and objects handed out are never in a mapping).
+//
+// A mapping is not Go heap: the collector does not run sooner for it, so a
+// program that opens index after index (klpresolve check, on a folder of
+// raw snapshots) holds every mapping until the next collection: 6.4 GB
+// for a thousand 6.5 MB snapshots. Close must not be called while other
+// goroutines use the Index; calling it again does nothing. An Index read
+// into memory needs no Close (the collector frees it), but may be closed.
+func (ix *Index) Close() error {
+	if ix.closed {
+		return nil
+	}
+	ix.unmap.Stop()
+	if ix.mapping != nil {
+		unmapFile(ix.mapping)
+	}
+	if ix.anon != nil {
+		unmapFile(ix.anon)
+	}
+	ix.data, ix.syms, ix.next, ix.slots, ix.objs = "", nil, nil, nil, nil
+	ix.byName, ix.mapping, ix.anon, ix.byAddr = map[string]int{}, nil, nil, nil
+	ix.scratch, ix.closed = 0, true
+	ix.addrOnce.Do(func() {}) // Addr finds nothing
+	return nil
 }
 
 // Source names the input the index was built from.

@@ -43,6 +43,9 @@ func (ix *Index) matches(i uint32, name string) bool {
 }
 
 func (ix *Index) objectIndex(object string) (int, error) {
+	if ix.closed {
+		return 0, ix.closedErr(object)
+	}
 	if object == "" || object == Vmlinux {
 		return 0, nil // objs[0], never a pseudo-module: no map lookup
 	}
@@ -55,6 +58,14 @@ func (ix *Index) objectIndex(object string) (int, error) {
 			Note: "[" + object + "] is a pseudo-module, not a module: livepatch never resolves against it"}
 	}
 	return oi, nil
+}
+
+// closedErr is every lookup's error once the index is closed.
+func (ix *Index) closedErr(object string) *LookupError {
+	if object == "" {
+		object = Vmlinux
+	}
+	return &LookupError{Object: object, Kind: ErrClosed, Note: "the index of " + ix.source + " was closed"}
 }
 
 // Lookup resolves (object, name, sympos) with the rules of the kernel's
@@ -227,6 +238,11 @@ func (ix *Index) LookupName(spec string) (Symbol, error) {
 	obj, name, ok := strings.Cut(spec, ":")
 	if !ok {
 		name, obj = spec, ""
+	}
+	if ix.closed {
+		le := ix.closedErr(obj)
+		le.Name = name
+		return Symbol{}, le
 	}
 	if obj != "" {
 		oi, err := ix.objectIndex(obj)

@@ -76,7 +76,7 @@ func Open(path string, opts *Options) (*Index, error) {
 			return nil, err
 		}
 		ix.mapping = f.data
-		runtime.AddCleanup(ix, unmapFile, f.data)
+		ix.unmap = runtime.AddCleanup(ix, unmapFile, f.data)
 		return ix, nil
 	}
 	if f != nil {
@@ -618,7 +618,7 @@ func (p *parser) keepStream(ix *Index) {
 		return
 	}
 	ix.anon = st.mem
-	runtime.AddCleanup(ix, unmapFile, st.mem)
+	ix.unmap = runtime.AddCleanup(ix, unmapFile, st.mem)
 	st.mem = nil
 	// What only the build read goes back to the kernel.
 	hugepage.Release(st.hashes)

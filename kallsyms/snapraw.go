@@ -51,6 +51,9 @@ func align8(n uint64) uint64 { return (n + 7) &^ 7 }
 
 // WriteSnapshotRaw writes ix to w in the raw (version 3) snapshot format.
 func (ix *Index) WriteSnapshotRaw(w io.Writer) error {
+	if ix.closed {
+		return fmt.Errorf("%s: %w", ix.source, ErrClosed)
+	}
 	le := binary.LittleEndian
 	var names []byte
 	var p []byte

@@ -51,6 +51,9 @@ func isSnapshot(b []byte) bool { return bytes.HasPrefix(b, snapshotMagic) }
 
 // WriteSnapshot writes ix to w in the snapshot format.
 func (ix *Index) WriteSnapshot(w io.Writer) error {
+	if ix.closed {
+		return fmt.Errorf("%s: %w", ix.source, ErrClosed)
+	}
 	nameBytes := 0
 	for i := range ix.syms {
 		nameBytes += int(ix.syms[i].nlen)
