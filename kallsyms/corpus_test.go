@@ -306,3 +306,28 @@ func TestCorpusLookupAllocatesNothing(t *testing.T) {
 		assert.Zero(t, allocs, "%+v", q)
 	}
 }
+
+// Find and FindName answer as Lookup and LookupName do on a real kernel's
+// symbols: every name of every object (a sample of vmlinux's), and misses.
+func TestCorpusFindAgreesWithLookup(t *testing.T) {
+	ix, err := Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	require.NoError(t, err)
+	var objects []string
+	for _, o := range ix.Objects() {
+		objects = append(objects, o.Name)
+	}
+	for _, o := range ix.Objects() {
+		k := 0
+		ix.Symbols(o.Name, func(s Symbol) bool {
+			// A miss builds Lookup's nearest names (a scan of every
+			// symbol): a sample of each object, asked in it.
+			if k++; k%41 == 1 {
+				findAgrees(t, ix, []string{o.Name}, s.Name)
+			}
+			return true
+		})
+	}
+	for _, name := range []string{"no_such_function", "__func__.0", "ext4_read_inode_bitmap"} {
+		findAgrees(t, ix, objects[:8], name)
+	}
+}

@@ -472,3 +472,52 @@ func TestRawSnapshotOpenFile(t *testing.T) {
 		require.ErrorIs(t, err, ErrMalformed, "names length %d", forged)
 	}
 }
+
+// findAgrees checks Find and FindName against Lookup and LookupName for
+// name in every object and at positions 0-3: the same symbol where they
+// succeed, ok false exactly where they fail.
+func findAgrees(t testing.TB, ix *Index, objects []string, name string) {
+	for _, obj := range objects {
+		for pos := range uint64(4) {
+			want, err := ix.Lookup(obj, name, pos)
+			got, ok := ix.Find(obj, name, pos)
+			if ok != (err == nil) || got != want {
+				t.Fatalf("Find(%q, %q, %d) = %+v, %v; Lookup: %+v, %v", obj, name, pos, got, ok, want, err)
+			}
+		}
+		spec := obj + ":" + name
+		want, err := ix.LookupName(spec)
+		got, ok := ix.FindName(spec)
+		if ok != (err == nil) || got != want {
+			t.Fatalf("FindName(%q) = %+v, %v; LookupName: %+v, %v", spec, got, ok, want, err)
+		}
+	}
+	want, err := ix.LookupName(name)
+	got, ok := ix.FindName(name)
+	if ok != (err == nil) || got != want {
+		t.Fatalf("FindName(%q) = %+v, %v; LookupName: %+v, %v", name, got, ok, want, err)
+	}
+}
+
+func TestFindAgreesWithLookup(t *testing.T) {
+	for _, lto := range []bool{false, true} {
+		ix := mustParse(t, sample, &Options{LTO: lto})
+		objects := []string{"", "vmlinux", "xfs", "libcrc32c", "__builtin__ftrace", "bpf", "nope"}
+		for _, name := range []string{"helper", "vfs_read", "c_stop", "c_stop.llvm.1234", "zero_sym", "show_stat",
+			"show_stat.isra.0", "__func__.0", "crc32c", "xfs_iget", "ftrace_trampoline", "bpf_prog_x", "missing", ""} {
+			findAgrees(t, ix, objects, name)
+		}
+		// A miss allocates nothing (the diagnostics are Lookup's).
+		require.Zero(t, testing.AllocsPerRun(100, func() {
+			_, _ = ix.Find("vmlinux", "missing", 0)
+			_, _ = ix.Find("xfs", "helper", 0)
+			_, _ = ix.FindName("missing")
+			_, _ = ix.FindName("xfs:missing")
+		}), "lto %v", lto)
+		require.NoError(t, ix.Close())
+		_, ok := ix.Find("", "vfs_read", 0)
+		require.False(t, ok)
+		_, ok = ix.FindName("vfs_read")
+		require.False(t, ok)
+	}
+}

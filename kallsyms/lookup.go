@@ -88,24 +88,7 @@ func (ix *Index) Lookup(object, name string, sympos uint64) (Symbol, error) {
 		return Symbol{}, le
 	}
 	o := &ix.objs[oi]
-	// klp_find_callback(): count matches, remember the last address, stop
-	// at the wanted position or, for sympos 0, at the second match.
-	var count uint64
-	var addr uint64
-	last := uint32(0)
-	for i := ix.find(o, name); i != 0; i = ix.next[i-1] {
-		s := &ix.syms[i-1]
-		if ix.matches(i-1, name) {
-			count++
-			addr, last = s.addr, i-1
-			if (sympos != 0 && count == sympos) || (sympos == 0 && count > 1) {
-				break
-			}
-		}
-		if s.flags&symHasNext == 0 {
-			break // the chain ends here: next[] is not read (a cache miss)
-		}
-	}
+	last, count, addr := ix.search(o, name, sympos)
 	switch {
 	case addr == 0:
 		e := &LookupError{Object: o.name, Name: name, Pos: sympos, Kind: ErrNotFound}
@@ -123,14 +106,56 @@ func (ix *Index) Lookup(object, name string, sympos uint64) (Symbol, error) {
 		c := ix.candidates(o, name)
 		return Symbol{}, &LookupError{Object: o.name, Name: name, Pos: sympos, Kind: ErrNoSuchPosition, Count: len(c), Candidates: c}
 	}
-	s := &ix.syms[last]
+	return ix.found(o, name, last, count, addr), nil
+}
+
+// search is klp_find_callback()'s walk: it counts the symbols answering
+// name in o, remembering the last one and its address, and stops at the
+// wanted position or, for sympos 0, at the second match.
+func (ix *Index) search(o *object, name string, sympos uint64) (last uint32, count, addr uint64) {
+	for i := ix.find(o, name); i != 0; i = ix.next[i-1] {
+		s := &ix.syms[i-1]
+		if ix.matches(i-1, name) {
+			count++
+			addr, last = s.addr, i-1
+			if (sympos != 0 && count == sympos) || (sympos == 0 && count > 1) {
+				break
+			}
+		}
+		if s.flags&symHasNext == 0 {
+			break // the chain ends here: next[] is not read (a cache miss)
+		}
+	}
+	return last, count, addr
+}
+
+// found is the symbol search found, named with the caller's string when
+// it is the same (no copy of a mapped name).
+func (ix *Index) found(o *object, name string, last uint32, count, addr uint64) Symbol {
 	n := ix.name(last)
 	if n == name {
-		n = name // the caller's string: no copy of a mapped name
+		n = name
 	} else {
 		n = ix.nameOut(last) // LTO: the symbol has the suffix
 	}
-	return Symbol{Name: n, Object: o.name, Address: addr, Type: s.typ, Pos: int(count)}, nil
+	return Symbol{Name: n, Object: o.name, Address: addr, Type: ix.syms[last].typ, Pos: int(count)}
+}
+
+// Find is Lookup without the diagnostics: ok is false where Lookup would
+// fail, and no error (candidates, nearest names) is built. It never
+// allocates, and a miss costs no more than a hit: for loaders that
+// resolve many names and report what is missing their own way.
+func (ix *Index) Find(object, name string, sympos uint64) (Symbol, bool) {
+	oi, err := ix.objectIndex(object)
+	if err != nil {
+		return Symbol{}, false
+	}
+	o := &ix.objs[oi]
+	last, count, addr := ix.search(o, name, sympos)
+	if addr == 0 || (count > 1 && sympos == 0) || (sympos > 0 && sympos != count) {
+		return Symbol{}, false
+	}
+	return ix.found(o, name, last, count, addr), true
 }
 
 // count is how many symbols answer name in o.
@@ -251,27 +276,64 @@ func (ix *Index) LookupName(spec string) (Symbol, error) {
 			le.Name = name
 			return Symbol{}, le
 		}
-		return ix.first(oi, name)
+		if i, ok := ix.first(oi, name); ok {
+			return ix.symbol(i, 1), nil
+		}
+		return Symbol{}, &LookupError{Object: ix.objs[oi].name, Name: name, Kind: ErrNotFound, Near: ix.near(oi, name)}
 	}
-	for oi := range ix.objs {
-		if ix.objs[oi].pseudo {
-			continue
-		}
-		if s, err := ix.first(oi, name); err == nil {
-			return s, nil
-		}
+	if i, ok := ix.firstAny(name); ok {
+		return ix.symbol(i, 1), nil
 	}
 	return Symbol{}, &LookupError{Object: Vmlinux, Name: name, Kind: ErrNotFound, Near: ix.near(0, name)}
 }
 
-func (ix *Index) first(oi int, name string) (Symbol, error) {
-	o := &ix.objs[oi]
-	for i := ix.find(o, name); i != 0; i = ix.next[i-1] {
+// FindName is LookupName without the diagnostics, as Find is Lookup's.
+func (ix *Index) FindName(spec string) (Symbol, bool) {
+	obj, name, ok := strings.Cut(spec, ":")
+	if !ok {
+		name, obj = spec, ""
+	}
+	var i uint32
+	switch {
+	case ix.closed:
+		return Symbol{}, false
+	case obj != "":
+		oi, err := ix.objectIndex(obj)
+		if err != nil {
+			return Symbol{}, false
+		}
+		i, ok = ix.first(oi, name)
+	default:
+		i, ok = ix.firstAny(name)
+	}
+	if !ok {
+		return Symbol{}, false
+	}
+	return ix.symbol(i, 1), true
+}
+
+// first finds the first symbol answering name in object oi.
+func (ix *Index) first(oi int, name string) (uint32, bool) {
+	for i := ix.find(&ix.objs[oi], name); i != 0; i = ix.next[i-1] {
 		if ix.matches(i-1, name) {
-			return ix.symbol(i-1, 1), nil
+			return i - 1, true
 		}
 	}
-	return Symbol{}, &LookupError{Object: o.name, Name: name, Kind: ErrNotFound, Near: ix.near(oi, name)}
+	return 0, false
+}
+
+// firstAny is kallsyms_lookup_name()'s search: vmlinux, then each module
+// in order (pseudo-modules never).
+func (ix *Index) firstAny(name string) (uint32, bool) {
+	for oi := range ix.objs {
+		if ix.objs[oi].pseudo {
+			continue
+		}
+		if i, ok := ix.first(oi, name); ok {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // Spec is a parsed "[object:]name[,sympos]" symbol specification.

@@ -15,6 +15,10 @@ import (
 // Resolver resolves a module's symbols against a kernel's: .klp.sym
 // livepatch symbols with livepatch's rules (object, name, sympos), others
 // by name as the loader finds them (vmlinux first, then loaded modules).
+// It uses the index's Find and FindName, which build no diagnostics: the
+// linker reports a missing symbol its own way, and a miss with Lookup's
+// nearest names scanned every symbol of the kernel (62 scans for one
+// undefined name, 62 ms of a 67 ms run).
 func Resolver(ix *kallsyms.Index) modplt.Resolver {
 	return func(name string) (uint64, bool) {
 		if strings.HasPrefix(name, klp.SymPrefix) {
@@ -22,14 +26,14 @@ func Resolver(ix *kallsyms.Index) modplt.Resolver {
 			if n != 3 {
 				return 0, false
 			}
-			s, err := ix.Lookup(sn.Object, sn.Name, sn.Pos)
-			return s.Address, err == nil
+			s, ok := ix.Find(sn.Object, sn.Name, sn.Pos)
+			return s.Address, ok
 		}
 		if strings.Contains(name, ":") {
 			return 0, false
 		}
-		s, err := ix.LookupName(name)
-		return s.Address, err == nil
+		s, ok := ix.FindName(name)
+		return s.Address, ok
 	}
 }
 
