@@ -37,47 +37,63 @@ func TestDefaults(t *testing.T) {
 
 func TestAddLookupRemove(t *testing.T) {
 	for _, mode := range []Reclaim{Deferred, Synchronous} {
-		t.Run(mode.String(), func(t *testing.T) {
-			s := newSet(t, Options{Reclaim: mode})
-			const a = 0xffffffffc0000000
-			res, err := s.Add(Module{Name: "a", TextStart: a, TextEnd: a + 3*page, CheckFn: a + page})
-			require.NoError(t, err)
-			assert.Equal(t, AddResult{Shadowed: true, Pages: 3}, res)
-			res, err = s.Add(Module{Name: "b", TextStart: a + 3*page, TextEnd: a + 5*page + 10, CheckFn: a + 5*page})
-			require.NoError(t, err)
-			assert.Equal(t, 3, res.Pages) // [a+3p, a+5p+10): pages 3, 4, 5
-
-			for _, tc := range []struct {
-				addr uint64
-				fn   uint64
-				src  Source
-			}{
-				{a, a + page, InShadow},
-				{a + 3*page - 1, a + page, InShadow},
-				{a + 3*page, a + 5*page, InShadow}, // adjacent modules: the end is exclusive
-				{a + 5*page + 9, a + 5*page, InShadow},
-				{a + 5*page + 10, a + 5*page, InShadow}, // same page as b's last byte: still b's page
-				{a + 6*page, 0, Miss},
-				{a - 1, 0, Miss},
-			} {
-				fn, src := lookup(t, s, tc.addr)
-				assert.Equal(t, tc.src, src, "%#x", tc.addr)
-				assert.Equal(t, tc.fn, fn, "%#x", tc.addr)
+		for _, lazy := range []bool{false, true} {
+			name := mode.String()
+			if lazy {
+				name += "/lazy"
 			}
+			t.Run(name, func(t *testing.T) { addLookupRemove(t, Options{Reclaim: mode, Lazy: lazy}) })
+		}
+	}
+}
 
-			require.NoError(t, s.Remove("a"))
-			fn, src := lookup(t, s, a+page)
-			assert.Equal(t, Miss, src)
-			assert.Zero(t, fn)
-			fn, src = lookup(t, s, a+4*page)
-			assert.Equal(t, InShadow, src)
-			assert.Equal(t, uint64(a+5*page), fn)
-			assert.ErrorIs(t, s.Remove("a"), ErrNoModule)
-			s.Barrier()
-			st := s.Stats()
-			assert.Equal(t, int64(3), st.Updates)
-			assert.Zero(t, st.PendingBytes)
-		})
+func addLookupRemove(t *testing.T, o Options) {
+	s := newSet(t, o)
+	const a = 0xffffffffc0000000
+	res, err := s.Add(Module{Name: "a", TextStart: a, TextEnd: a + 3*page, CheckFn: a + page})
+	require.NoError(t, err)
+	assert.Equal(t, AddResult{Shadowed: true, Pages: 3}, res)
+	res, err = s.Add(Module{Name: "b", TextStart: a + 3*page, TextEnd: a + 5*page + 10, CheckFn: a + 5*page})
+	require.NoError(t, err)
+	assert.Equal(t, 3, res.Pages) // [a+3p, a+5p+10): pages 3, 4, 5
+
+	for _, tc := range []struct {
+		addr uint64
+		fn   uint64
+		src  Source
+	}{
+		{a, a + page, InShadow},
+		{a + 3*page - 1, a + page, InShadow},
+		{a + 3*page, a + 5*page, InShadow}, // adjacent modules: the end is exclusive
+		{a + 5*page + 9, a + 5*page, InShadow},
+		{a + 5*page + 10, a + 5*page, InShadow}, // same page as b's last byte: still b's page
+		{a + 6*page, 0, Miss},
+		{a - 1, 0, Miss},
+	} {
+		fn, src := lookup(t, s, tc.addr)
+		assert.Equal(t, tc.src, src, "%#x", tc.addr)
+		assert.Equal(t, tc.fn, fn, "%#x", tc.addr)
+	}
+
+	require.NoError(t, s.Remove("a"))
+	fn, src := lookup(t, s, a+page)
+	assert.Equal(t, Miss, src)
+	assert.Zero(t, fn)
+	fn, src = lookup(t, s, a+4*page)
+	assert.Equal(t, InShadow, src)
+	assert.Equal(t, uint64(a+5*page), fn)
+	assert.ErrorIs(t, s.Remove("a"), ErrNoModule)
+	s.Barrier()
+	st := s.Stats()
+	assert.Equal(t, int64(3), st.Updates)
+	assert.Zero(t, st.PendingBytes)
+	if o.Lazy {
+		// Nothing made ahead: every update mapped its own shadow,
+		// and readers do not rely on membarrier(2).
+		assert.Nil(t, s.spares)
+		assert.False(t, s.g.fenced)
+		assert.Equal(t, int64(3), st.SpareMisses)
+		assert.Len(t, s.m.(*memfdMapper).isFree, DefaultMaxPending+3) // no room for spares
 	}
 }
 
@@ -183,7 +199,7 @@ func (f *failMapper) alloc(n, k int) ([][]byte, error) {
 		return nil, errors.New("out of memory")
 	}
 	if f.m == nil {
-		m, err := newMemfdMapper(n, DefaultMaxPending+4)
+		m, err := newMemfdMapper(n, DefaultMaxPending+4, true)
 		if err != nil {
 			return nil, err
 		}

@@ -45,7 +45,7 @@ type memfdMapper struct {
 	used   map[uintptr]int
 }
 
-func newMemfdMapper(slot, slots int) (*memfdMapper, error) {
+func newMemfdMapper(slot, slots int, populate bool) (*memfdMapper, error) {
 	fd, err := unix.MemfdCreate("klpresolve-cfi-shadow", unix.MFD_CLOEXEC)
 	if err != nil {
 		return nil, err
@@ -55,10 +55,14 @@ func newMemfdMapper(slot, slots int) (*memfdMapper, error) {
 		unix.Close(fd)
 		return nil, err
 	}
-	// MAP_POPULATE: every page of the file is allocated and mapped in the
-	// writer's view now, once, rather than faulted in (16 faults per
-	// shadow) in the middle of updates.
-	rw, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
+	// With populate (MAP_POPULATE), every page of the file is allocated
+	// and mapped in the writer's view now, once, rather than faulted in
+	// (16 faults per shadow) in the middle of updates.
+	flags := unix.MAP_SHARED
+	if populate {
+		flags |= unix.MAP_POPULATE
+	}
+	rw, err := unix.Mmap(fd, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, flags)
 	if err != nil {
 		unix.Close(fd)
 		return nil, err

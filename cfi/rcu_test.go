@@ -149,8 +149,10 @@ func TestTorture(t *testing.T) {
 			if seqCst {
 				name = mode.String() + "/seqcst"
 			}
-			t.Run(name, func(t *testing.T) { torture(t, mode, seqCst) })
+			t.Run(name, func(t *testing.T) { torture(t, Options{Reclaim: mode, seqCstReaders: seqCst}) })
 		}
+		// Lazy: no spares, the memfd faulted in as it goes, seq-cst readers.
+		t.Run(mode.String()+"/lazy", func(t *testing.T) { torture(t, Options{Reclaim: mode, Lazy: true}) })
 	}
 }
 
@@ -180,7 +182,7 @@ func TestFencedReaders(t *testing.T) {
 	assert.True(t, s.g.passed(target, true))
 }
 
-func torture(t *testing.T, mode Reclaim, seqCst bool) {
+func torture(t *testing.T, o Options) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4 * runtime.NumCPU()))
 	type info struct {
 		target atomic.Uint64 // its grace period's target; 0 while current
@@ -208,7 +210,8 @@ func torture(t *testing.T, mode Reclaim, seqCst bool) {
 			mu.Unlock()
 		},
 	}
-	s := newSet(t, Options{Reclaim: mode, Slots: 256, hooks: h, seqCstReaders: seqCst})
+	o.Slots, o.hooks = 256, h
+	s := newSet(t, o)
 	const a = 0x800000000
 	const nreaders = 8
 	var hist [10]atomic.Int64
@@ -275,7 +278,7 @@ func torture(t *testing.T, mode Reclaim, seqCst bool) {
 	for i := range hist {
 		counts = append(counts, hist[i].Load())
 	}
-	t.Logf("%s: pipeline histogram %v, %d updates", mode, counts, s.Stats().Updates)
+	t.Logf("%s: pipeline histogram %v, %d updates", o.Reclaim, counts, s.Stats().Updates)
 	assert.Greater(t, seen(), int64(adds), "readers must have run")
 	for i := 2; i < len(counts); i++ {
 		assert.Zero(t, counts[i], "a reader held a shadow %d grace periods after it was retired", i)
@@ -288,7 +291,7 @@ func torture(t *testing.T, mode Reclaim, seqCst bool) {
 // TestFreeAllUnmaps: freeing several regions at once (one munmap per run
 // of adjacent mappings) unmaps every one of them and frees their slots.
 func TestFreeAllUnmaps(t *testing.T) {
-	m, err := newMemfdMapper(mapBytes(DefaultSlots), 8)
+	m, err := newMemfdMapper(mapBytes(DefaultSlots), 8, true)
 	require.NoError(t, err)
 	defer m.close()
 	mems, err := m.alloc(mapBytes(DefaultSlots), 4) // one mapping cut in four

@@ -53,8 +53,21 @@ type Options struct {
 	// a writer that would queue one more waits for the reclaimer. All the
 	// shadow memory of a Set is a memfd of (MaxPending + 27) x ShadowBytes:
 	// the backlog, the current shadow, one being built, 16 spare mappings
-	// kept ready, a batch of 8 being mapped, and one more.
+	// kept ready, a batch of 8 being mapped, and one more (MaxPending + 3
+	// with Lazy, which keeps no spares).
 	MaxPending int
+	// Lazy prepares nothing ahead, for a Set that records a module or two
+	// and is closed (klpresolve's pipeline, once per kernel): no spare
+	// mappings are kept ready; the memfd, of (MaxPending + 3) x
+	// ShadowBytes, is faulted in as shadows use it rather than all at New;
+	// and the process is not registered for membarrier(2), whose
+	// registration waits for an RCU grace period (11 ms on this project's
+	// VM, once per process), so readers publish their read-side sections
+	// with sequentially consistent stores, a few nanoseconds more each.
+	// New and Close then take microseconds instead of the 13 ms they took
+	// in a one-shot link; each update maps its own shadow
+	// (Stats.SpareMisses counts them).
+	Lazy bool
 	// KernelUpperBound covers the text range as kernel/cfi.c does, up to
 	// and including the page of start+size (one page too many when the
 	// size is a multiple of the page size). By default the range is
@@ -155,7 +168,11 @@ func New(opts Options) (*Set, error) {
 	}
 	s := &Set{opts: opts, shift: opts.PageShift, m: opts.mapper}
 	if s.m == nil {
-		mm, err := newMemfdMapper(mapBytes(opts.Slots), opts.MaxPending+spareMappings+spareBatch+3)
+		slots := opts.MaxPending + 3
+		if !opts.Lazy {
+			slots += spareMappings + spareBatch
+		}
+		mm, err := newMemfdMapper(mapBytes(opts.Slots), slots, !opts.Lazy)
 		if err != nil {
 			return nil, fmt.Errorf("cfi: shadow memory: %w", err)
 		}
@@ -163,7 +180,7 @@ func New(opts Options) (*Set, error) {
 	}
 
 	s.g.gp.Store(1) // a reader's slot holds gp, and 0 means "outside"
-	s.g.fenced = !opts.seqCstReaders && registerMembarrier()
+	s.g.fenced = !opts.seqCstReaders && !opts.Lazy && registerMembarrier()
 	s.g.wake = make(chan struct{}, 1)
 	if opts.hooks != nil {
 		s.g.passedHook = opts.hooks.passed
@@ -171,7 +188,7 @@ func New(opts Options) (*Set, error) {
 	if opts.Reclaim == Deferred {
 		s.rec = newReclaimer(&s.g, s.m, opts.MaxPending)
 	}
-	if opts.mapper == nil {
+	if opts.mapper == nil && !opts.Lazy {
 		s.spares = newSpares(s.m, s.ShadowBytes(), spareMappings)
 	}
 	return s, nil
