@@ -52,3 +52,24 @@ func ExampleIndex_Close() {
 	// kernel-1: helper 0xffffffffc0001000
 	// true
 }
+
+// A loader resolving many names wants found or not, without Lookup's
+// diagnostics (candidates, nearest names) for each miss.
+func ExampleIndex_Find() {
+	text := "ffffffff81000200 T vfs_read\nffffffffc0001000 t helper\t[xfs]\n"
+	ix, _ := kallsyms.Parse("kernel", strings.NewReader(text), nil)
+	for _, name := range []string{"vfs_read", "xfs:helper", "vfs_reed"} {
+		if s, ok := ix.FindName(name); ok {
+			fmt.Printf("%s %#x\n", name, s.Address)
+		} else {
+			fmt.Println(name, "unresolved")
+		}
+	}
+	_, ok := ix.Find("xfs", "helper", 2) // there is one helper in xfs
+	fmt.Println(ok)
+	// Output:
+	// vfs_read 0xffffffff81000200
+	// xfs:helper 0xffffffffc0001000
+	// vfs_reed unresolved
+	// false
+}
