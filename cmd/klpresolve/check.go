@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,15 +48,11 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 				kernels = append(kernels, a.kallsymsPaths...)
 			}
 			if dir != "" {
-				ents, err := os.ReadDir(dir)
+				found, err := kernelFiles(dir)
 				if err != nil {
 					return &exitError{exitUsage, err}
 				}
-				for _, e := range ents {
-					if e.Type().IsRegular() && !strings.HasPrefix(e.Name(), ".") {
-						kernels = append(kernels, filepath.Join(dir, e.Name()))
-					}
-				}
+				kernels = append(kernels, found...)
 			}
 			if len(kernels) == 0 {
 				return &exitError{exitUsage, errors.New("check needs --kallsyms (repeatable) or --kernels DIR")}
@@ -183,4 +180,34 @@ func drawProgress(w io.Writer, done, total int) {
 	const width = 40
 	n := done * width / total
 	fmt.Fprintf(w, "\r[%s%s] %d/%d kernels", strings.Repeat("=", n), strings.Repeat(" ", width-n), done, total)
+}
+
+// kernelFiles lists the kernel symbol files of dir, in name order: its
+// regular files and symbolic links to regular files (a folder of links to
+// /boot/System.map-*), names starting with "." left out. A folder with
+// none is an error that says so.
+func kernelFiles(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if e.Type()&fs.ModeSymlink != 0 {
+			if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
+				continue // dangling, or a link to a folder
+			}
+		} else if !e.Type().IsRegular() {
+			continue
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--kernels %s: no kernel symbol files in it (regular files or links to them)", dir)
+	}
+	return out, nil
 }

@@ -282,6 +282,32 @@ func TestCheckCommand(t *testing.T) {
 	assert.Contains(t, errs, "check needs --kallsyms")
 }
 
+// --kernels DIR takes regular files and links to them, in name order;
+// hidden files, links to folders and dangling links are left out, and a
+// folder with nothing to check says so.
+func TestCheckKernelsFolder(t *testing.T) {
+	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	dir := t.TempDir()
+	require.NoError(t, os.Symlink(example, filepath.Join(dir, "b-link.txt")))
+	b, err := os.ReadFile(example)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), b, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".hidden"), []byte("junk"), 0o644))
+	require.NoError(t, os.Symlink(filepath.Join(dir, "absent"), filepath.Join(dir, "c-dangling")))
+	require.NoError(t, os.Symlink(t.TempDir(), filepath.Join(dir, "d-folder")))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "e-sub"), 0o755))
+	code, out, errs := runCLI(t, "check", fixture("livepatch-sample.ko"), "--kernels", dir)
+	assert.Equal(t, 0, code, errs)
+	assert.Regexp(t, `(?s)a\.txt\s+6\s+1\s+0\s+-\n.*b-link\.txt\s+6\s+1\s+0\s+-\n`, out)
+	assert.Contains(t, out, "2 kernels: 2 OK, 0 failed")
+
+	empty := t.TempDir()
+	require.NoError(t, os.Symlink(filepath.Join(empty, "absent"), filepath.Join(empty, "dangling")))
+	code, _, errs = runCLI(t, "check", fixture("livepatch-sample.ko"), "--kernels", empty)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "--kernels "+empty+": no kernel symbol files in it (regular files or links to them)")
+}
+
 func TestMainJobLink(t *testing.T) {
 	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
 	out := filepath.Join(t.TempDir(), "p.linked")
