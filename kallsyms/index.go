@@ -49,6 +49,10 @@ type Index struct {
 
 	addrOnce sync.Once
 	byAddr   []uint32 // sym indexes sorted by address (built on first use)
+	// variants: the symbols whose names carry a compiler suffix, by base
+	// name (built on the first miss, see near).
+	varOnce  sync.Once
+	variants map[string][]uint32
 }
 
 // sym is one line of the input: 16 bytes, the name an offset into data.
@@ -163,6 +167,8 @@ func (ix *Index) Close() error {
 	ix.byName, ix.mapping, ix.anon, ix.byAddr = map[string]int{}, nil, nil, nil
 	ix.scratch, ix.closed = 0, true
 	ix.addrOnce.Do(func() {}) // Addr finds nothing
+	ix.varOnce.Do(func() {})
+	ix.variants = nil
 	return nil
 }
 

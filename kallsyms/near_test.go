@@ -1,0 +1,159 @@
+package kallsyms
+
+import (
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/testutil"
+)
+
+// nearScan is near as it was written first, a scan of every name per
+// miss: the definition the indexed near must keep to.
+func (ix *Index) nearScan(oi int, name string) []Symbol {
+	var out []Symbol
+	for j := range ix.objs {
+		o := &ix.objs[j]
+		if j == oi || o.pseudo {
+			continue
+		}
+		for _, c := range ix.candidates(o, name) {
+			if len(out) < maxNear {
+				out = append(out, c)
+			}
+		}
+	}
+	base := baseName(name)
+	for j := range ix.objs {
+		o := &ix.objs[j]
+		if o.pseudo {
+			continue
+		}
+		for i := o.start; i < o.end && len(out) < maxNear; i++ {
+			n := ix.name(i)
+			if n == name || len(n) < len(base) || n[:len(base)] != base {
+				continue
+			}
+			if baseName(n) == base {
+				out = append(out, ix.symbol(i, 0))
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Symbol) int {
+		ao, bo := a.Object != ix.objs[oi].name, b.Object != ix.objs[oi].name
+		switch {
+		case ao == bo:
+			return 0
+		case !ao:
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+// nearQueries are names a user might ask for around the names of ix: each
+// sampled name itself, its base, and made-up variants of both.
+func nearQueries(ix *Index, every int) []string {
+	var q []string
+	k := 0
+	for i := range ix.syms {
+		if k++; k%every != 0 {
+			continue
+		}
+		n := ix.name(uint32(i))
+		b := baseName(n)
+		q = append(q, n, b, b+".isra.0", b+".constprop.7", n+".cold", b+".llvm.42", "x"+b)
+	}
+	return q
+}
+
+func TestNearMatchesScan(t *testing.T) {
+	for _, lto := range []bool{false, true} {
+		ix := mustParse(t, sample+"ffffffff81000900 t helper.isra.0\nffffffff81000a00 t helper.part.0.cold\nffffffff81000b00 t helper\nffffffffc0002400 t helper.constprop.3\t[xfs]\n", &Options{LTO: lto})
+		for _, name := range append(nearQueries(ix, 1), "helper.isra.9", "c_stop.llvm.99", "show_stat", "nope") {
+			for oi := range ix.objs {
+				require.Equal(t, ix.nearScan(oi, name), ix.near(oi, name), "lto %v: %q in %s", lto, name, ix.objs[oi].name)
+			}
+		}
+	}
+}
+
+func TestCorpusNearMatchesScan(t *testing.T) {
+	ix, err := Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	require.NoError(t, err)
+	// A real kernel's variants: names with many clones, and modules'.
+	q := append(nearQueries(ix, 2003), "memcpy", "ext4_read_inode_bitmap.isra.0", "__func__.0", "type_show.part.0")
+	ext4 := slices.IndexFunc(ix.objs, func(o object) bool { return o.name == "ext4" })
+	require.Positive(t, ext4)
+	for _, name := range q {
+		for _, oi := range []int{0, ext4} {
+			want, got := ix.nearScan(oi, name), ix.near(oi, name)
+			require.Equal(t, want, got, "%q in %s", name, ix.objs[oi].name)
+		}
+	}
+	// The index found variants the scan finds (not only empty lists).
+	require.NotEmpty(t, ix.near(0, "ext4_read_inode_bitmap.isra.0"))
+	n := 0
+	for _, v := range ix.variants {
+		n += len(v)
+	}
+	t.Logf("%d base names with %d suffixed symbols", len(ix.variants), n)
+	require.Greater(t, n, 1000)
+}
+
+// Readers share an Index: lookups that hit and miss (the first miss builds
+// the variants' index), reverse lookups (the first builds the address
+// order) and listings, from many goroutines at once on a fresh index, give
+// what they give one at a time. go test -race checks the lazy parts.
+func TestConcurrentReaders(t *testing.T) {
+	text := sample + "ffffffff81000900 t helper.isra.0\nffffffff81000a00 t vfs_read.part.0\n"
+	ref := mustParse(t, text, nil)
+	type answer struct {
+		sym  Symbol
+		err  string
+		addr AddrInfo
+		near int
+	}
+	ask := func(ix *Index, k int) answer {
+		names := []string{"helper", "vfs_read", "vfs_read.isra.1", "missing", "helper.cold", "crc32c"}
+		name := names[k%len(names)]
+		var a answer
+		s, err := ix.Lookup([]string{"", "xfs", "libcrc32c"}[k%3], name, uint64(k%3))
+		a.sym = s
+		if err != nil {
+			a.err = err.Error()
+		}
+		a.addr, _ = ix.Addr(0xffffffff81000000 + uint64(k%12)*0x100 + 7)
+		a.near = len(ix.Candidates("", name))
+		if s, ok := ix.FindName(name); ok {
+			a.near += int(s.Address & 0xff)
+		}
+		return a
+	}
+	const n = 64
+	want := make([]answer, n)
+	for k := range want {
+		want[k] = ask(ref, k)
+	}
+	for range 5 {
+		ix := mustParse(t, text, nil)
+		got := make([]answer, n)
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := g; k < n; k += 8 {
+					got[k] = ask(ix, k)
+				}
+			}()
+		}
+		wg.Wait()
+		require.Equal(t, want, got)
+	}
+	// Misses with variants were among them: vfs_read.isra.1 in libcrc32c.
+	require.Equal(t, "symbol 'vfs_read.isra.1' not found in symbol table (nearest: vmlinux:vfs_read vmlinux:vfs_read.part.0)", want[2].err)
+}
