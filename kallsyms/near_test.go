@@ -157,3 +157,24 @@ func TestConcurrentReaders(t *testing.T) {
 	// Misses with variants were among them: vfs_read.isra.1 in libcrc32c.
 	require.Equal(t, "symbol 'vfs_read.isra.1' not found in symbol table (nearest: vmlinux:vfs_read vmlinux:vfs_read.part.0)", want[2].err)
 }
+
+// The nearest names of a miss, indexed (near) beside the scan it replaced
+// (nearScan), on a real kernel:
+//
+//	go test ./kallsyms -run '^$' -bench Near
+func benchNear(b *testing.B, f func(ix *Index, oi int, name string) []Symbol) {
+	ix, err := Open(testutil.Corpus(b, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := []string{"ext4_read_inode_bitmap.isra.0", "vfs_reed", "memcpy.constprop.1", "type_show.cold"}
+	ix.near(0, q[0]) // build the index outside the loop
+	i := 0
+	for b.Loop() {
+		f(ix, 0, q[i%len(q)])
+		i++
+	}
+}
+
+func BenchmarkNear(b *testing.B)     { benchNear(b, (*Index).near) }
+func BenchmarkNearScan(b *testing.B) { benchNear(b, (*Index).nearScan) }
