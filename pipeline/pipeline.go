@@ -126,7 +126,10 @@ type CFIReport struct {
 	// Pointers are the function pointers the module stores (absolute
 	// 64- or 32-bit relocations in its data to function symbols);
 	// Unknown lists those that land on no page the shadow, the slow path
-	// or the kernel's text knows.
+	// or the kernel's text knows. The slow path, find_module_check_fn(),
+	// finds any address __module_address() does: anywhere in the
+	// module's core or init layout (a module's struct points at its
+	// init_module, in .init.text).
 	Pointers int
 	Unknown  []string
 }
@@ -172,10 +175,21 @@ func recordCFI(img *modplt.Image) (*CFIReport, error) {
 	rep.Pages, rep.Shadowed, rep.Reason = res.Pages, res.Shadowed, res.Reason
 	r := set.NewReader()
 	defer r.Close()
+	// The module's layout, core and init: within_module_core() and
+	// within_module_init().
+	var lo, hi [2]uint64
+	lo[0], lo[1] = ^uint64(0), ^uint64(0)
+	for _, p := range img.Sections {
+		r := p.Region
+		lo[r], hi[r] = min(lo[r], p.Addr), max(hi[r], p.Addr+p.Size)
+	}
+	inModule := func(a uint64) bool {
+		return (a >= lo[modplt.Core] && a < hi[modplt.Core]) || (a >= lo[modplt.Init] && a < hi[modplt.Init])
+	}
 	for _, fp := range img.FunctionPointers() {
 		rep.Pointers++
-		if _, src := r.Lookup(fp.Target); src != cfi.Miss || fp.External {
-			continue // the module's own text, or a kernel function (checked by the kernel's text range)
+		if _, src := r.Lookup(fp.Target); src != cfi.Miss || fp.External || inModule(fp.Target) {
+			continue // the module's own code, or a kernel function (checked by the kernel's text range)
 		}
 		rep.Unknown = append(rep.Unknown, fmt.Sprintf("%s+%#x -> %s (%#x)", fp.Section, fp.Offset, fp.Symbol, fp.Target))
 	}

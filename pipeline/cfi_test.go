@@ -1,0 +1,60 @@
+package pipeline
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/internal/testutil"
+	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/modplt"
+)
+
+// A real module's function pointers all land on code the kernel's CFI
+// slow path knows: its own core text (the shadow), its init text (the
+// module struct's init, which __module_address() finds), or the kernel's.
+func TestCorpusFunctionPointersKnown(t *testing.T) {
+	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	require.NoError(t, err)
+	m, err := modplt.Open(testutil.Corpus(t, "amd64/modules/xfs.ko"))
+	require.NoError(t, err)
+	img, err := m.Link(modplt.LinkOptions{Resolve: Resolver(ix)})
+	require.NoError(t, err)
+	require.True(t, img.OK(), "%v", img.Errors)
+	rep, err := recordCFI(img)
+	require.NoError(t, err)
+	assert.Greater(t, rep.Pointers, 1000)
+	assert.Empty(t, rep.Unknown)
+	assert.True(t, rep.Shadowed)
+}
+
+// A pointer to a function outside the module and the kernel's text is
+// reported; pointers to the module's core and init functions are not.
+func TestFunctionPointerOutsideModule(t *testing.T) {
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 32), Addralign: 16})
+	initText := b.AddSection(elfobj.BuildSection{Name: ".init.text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 16), Addralign: 16})
+	data := b.AddSection(elfobj.BuildSection{Name: ".data", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 24), Addralign: 8})
+	fn := elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC)
+	core := b.AddSymbol(elfobj.BuildSymbol{Name: "core_fn", Info: fn, Shndx: uint16(text), Size: 32})
+	init := b.AddSymbol(elfobj.BuildSymbol{Name: "init_module", Info: fn, Shndx: uint16(initText), Size: 16})
+	abs := b.AddSymbol(elfobj.BuildSymbol{Name: "stray_fn", Info: fn, Shndx: uint16(elf.SHN_ABS), Value: 0x1000})
+	b.AddRelocs(".rela.data", true, data, []elfobj.Reloc{
+		{Offset: 0, Sym: core, Type: uint32(elf.R_X86_64_64)},
+		{Offset: 8, Sym: init, Type: uint32(elf.R_X86_64_64)},
+		{Offset: 16, Sym: abs, Type: uint32(elf.R_X86_64_64)},
+	})
+	m, err := modplt.Parse("fp.ko", b.Bytes())
+	require.NoError(t, err)
+	img, err := m.Link(modplt.LinkOptions{Resolve: func(string) (uint64, bool) { return 0, false }})
+	require.NoError(t, err)
+	require.True(t, img.OK(), "%v", img.Errors)
+	rep, err := recordCFI(img)
+	require.NoError(t, err)
+	assert.Equal(t, 3, rep.Pointers)
+	assert.Equal(t, []string{".data+0x10 -> stray_fn (0x1000)"}, rep.Unknown)
+}
