@@ -331,3 +331,31 @@ func TestCorpusFindAgreesWithLookup(t *testing.T) {
 		findAgrees(t, ix, objects[:8], name)
 	}
 }
+
+// Which real inputs list vmlinux's exports: a System.map and the kallsyms
+// of a CONFIG_KALLSYMS_ALL kernel do; arm64's (code symbols only) and the
+// 6.18 host's (no modules, an empty __ksymtab) do not.
+func TestCorpusExports(t *testing.T) {
+	for rel, lists := range map[string]bool{
+		"amd64/kallsyms-6.1.0-57-amd64.txt":     true,
+		"amd64/System.map-6.1.0-57-amd64":       true,
+		"arm64/kallsyms-6.1.0-57-arm64.txt":     false,
+		"armhf/System.map-6.1.0-50-armmp":       true,
+		"host/kallsyms-6.18.44-firecracker.txt": false,
+	} {
+		ix, err := Open(testutil.Corpus(t, rel), nil)
+		require.NoError(t, err)
+		require.Equal(t, lists, ix.ListsExports(), rel)
+	}
+	ix, err := Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	require.NoError(t, err)
+	_, ok := ix.FindExport("vfs_read") // not exported in 6.1
+	require.False(t, ok)
+	s, ok := ix.FindExport("_printk")
+	require.True(t, ok)
+	require.Equal(t, Vmlinux, s.Object)
+	s, ok = ix.FindExport("crc32c") // exported by a module
+	require.True(t, ok)
+	require.Equal(t, "libcrc32c", s.Object)
+	require.Equal(t, byte('T'), s.Type)
+}

@@ -521,3 +521,49 @@ func TestFindAgreesWithLookup(t *testing.T) {
 		require.False(t, ok)
 	}
 }
+
+// FindExport is find_symbol(): vmlinux's symbols count when they have a
+// __ksymtab_ entry (once the index lists any), modules' when their type
+// letter is upper case; pseudo-modules never.
+func TestFindExport(t *testing.T) {
+	const text = `ffffffff81000000 T _printk
+ffffffff81000100 T vfs_read
+ffffffff81000200 t helper
+ffffffff82000000 r __ksymtab__printk
+ffffffffc0001000 t helper	[xfs]
+ffffffffc0001100 T helper	[libcrc32c]
+ffffffffc0001200 t vfs_read	[xfs]
+ffffffffc0003000 T ftrace_only	[__builtin__ftrace]
+`
+	ix := mustParse(t, text, nil)
+	require.True(t, ix.ListsExports())
+	for _, tc := range []struct {
+		name   string
+		object string
+		addr   uint64
+	}{
+		{"_printk", Vmlinux, 0xffffffff81000000},
+		{"helper", "libcrc32c", 0xffffffffc0001100}, // vmlinux's and xfs's are not exported
+		{"vfs_read", "", 0},                         // neither vmlinux's nor xfs's
+		{"ftrace_only", "", 0},
+		{"missing", "", 0},
+	} {
+		s, ok := ix.FindExport(tc.name)
+		require.Equal(t, tc.addr != 0, ok, tc.name)
+		require.Equal(t, tc.addr, s.Address, tc.name)
+		require.Equal(t, tc.object, s.Object, tc.name)
+	}
+	// Without __ksymtab_ entries the index cannot tell: vmlinux's names
+	// count; modules' still by their type letter.
+	ix = mustParse(t, strings.Replace(text, "__ksymtab__printk", "some_rodata", 1), nil)
+	require.False(t, ix.ListsExports())
+	s, ok := ix.FindExport("vfs_read")
+	require.True(t, ok)
+	require.Equal(t, uint64(0xffffffff81000100), s.Address)
+	s, ok = ix.FindExport("helper")
+	require.True(t, ok)
+	require.Equal(t, Vmlinux, s.Object)
+	require.NoError(t, ix.Close())
+	_, ok = ix.FindExport("vfs_read")
+	require.False(t, ok)
+}

@@ -349,6 +349,65 @@ func (ix *Index) FindName(spec string) (Symbol, bool) {
 	return ix.symbol(i, 1), true
 }
 
+// ListsExports reports whether the index lists which symbols vmlinux
+// exports to modules: its __ksymtab_<name> entries, which a System.map
+// and the /proc/kallsyms of a CONFIG_KALLSYMS_ALL kernel have (they are
+// data symbols: a kernel built without it lists none).
+func (ix *Index) ListsExports() bool {
+	ix.exportsOnce.Do(func() {
+		if ix.closed || len(ix.objs) == 0 {
+			return
+		}
+		v := &ix.objs[0]
+		for i := v.start; i < v.end; i++ {
+			if strings.HasPrefix(ix.name(i), ksymtabPrefix) {
+				ix.exports = true
+				return
+			}
+		}
+	})
+	return ix.exports
+}
+
+// ksymtabPrefix names the kernel_symbol entry EXPORT_SYMBOL(name) makes.
+const ksymtabPrefix = "__ksymtab_"
+
+// FindExport is the module loader's find_symbol(): name as exported by
+// vmlinux, else by a module (in /proc/kallsyms order: newest loaded
+// first). vmlinux exports name when the index lists __ksymtab_<name>; a
+// module exports it when its line's type letter is upper case
+// (module_get_kallsym() upper-cases exactly the exported symbols). Where
+// the index does not list vmlinux's exports (ListsExports is false), any
+// vmlinux symbol of that name is taken: the index cannot tell.
+// Pseudo-modules never match. Like Find, it builds no diagnostics.
+func (ix *Index) FindExport(name string) (Symbol, bool) {
+	if ix.closed {
+		return Symbol{}, false
+	}
+	if i, ok := ix.first(0, name); ok {
+		if !ix.ListsExports() {
+			return ix.symbol(i, 1), true
+		}
+		if _, ok := ix.first(0, ksymtabPrefix+name); ok {
+			return ix.symbol(i, 1), true
+		}
+	}
+	for oi := 1; oi < len(ix.objs); oi++ {
+		o := &ix.objs[oi]
+		if o.pseudo {
+			continue
+		}
+		for i := ix.find(o, name); i != 0; i = ix.next[i-1] {
+			if ix.matches(i-1, name) && isUpper(ix.syms[i-1].typ) {
+				return ix.symbol(i-1, 1), true
+			}
+		}
+	}
+	return Symbol{}, false
+}
+
+func isUpper(c byte) bool { return c >= 'A' && c <= 'Z' }
+
 // first finds the first symbol answering name in object oi.
 func (ix *Index) first(oi int, name string) (uint32, bool) {
 	for i := ix.find(&ix.objs[oi], name); i != 0; i = ix.next[i-1] {

@@ -58,3 +58,40 @@ func TestFunctionPointerOutsideModule(t *testing.T) {
 	assert.Equal(t, 3, rep.Pointers)
 	assert.Equal(t, []string{".data+0x10 -> stray_fn (0x1000)"}, rep.Unknown)
 }
+
+// callsTo is an x86_64 module whose .text calls each of names.
+func callsTo(names ...string) []byte {
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 8*len(names)), Addralign: 16})
+	var rs []elfobj.Reloc
+	for i, n := range names {
+		s := b.AddSymbol(elfobj.BuildSymbol{Name: n, Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+		rs = append(rs, elfobj.Reloc{Offset: uint64(8*i + 1), Sym: s, Type: uint32(elf.R_X86_64_PLT32), Addend: -4})
+	}
+	b.AddRelocs(".rela.text", true, text, rs)
+	return b.Bytes()
+}
+
+// The loader resolves a module's ordinary symbols among the exported ones:
+// vfs_read is in the 6.1 kernel but not exported, so it does not resolve,
+// and NotExported says why. An index that does not list the exports
+// (arm64's kallsyms, code symbols only) cannot tell, and resolves it.
+func TestCorpusResolverExportsOnly(t *testing.T) {
+	m, err := modplt.Parse("calls.ko", callsTo("vfs_read", "_printk", "no_such_function"))
+	require.NoError(t, err)
+	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	require.NoError(t, err)
+	img, err := m.Link(modplt.LinkOptions{Resolve: Resolver(ix)})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"no_such_function", "vfs_read"}, img.Unresolved)
+	vfsRead, err := ix.Lookup("", "vfs_read", 0)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]kallsyms.Symbol{"vfs_read": vfsRead}, NotExported(ix, img.Unresolved))
+
+	arm64, err := kallsyms.Open(testutil.Corpus(t, "arm64/kallsyms-6.1.0-57-arm64.txt"), nil)
+	require.NoError(t, err)
+	img, err = m.Link(modplt.LinkOptions{Resolve: Resolver(arm64)})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"no_such_function"}, img.Unresolved)
+	assert.Empty(t, NotExported(arm64, img.Unresolved))
+}

@@ -14,7 +14,8 @@ import (
 
 // Resolver resolves a module's symbols against a kernel's: .klp.sym
 // livepatch symbols with livepatch's rules (object, name, sympos), others
-// by name as the loader finds them (vmlinux first, then loaded modules).
+// as the loader's find_symbol() does: among the exported symbols, vmlinux
+// first, then loaded modules (kallsyms.Index.FindExport).
 // It uses the index's Find and FindName, which build no diagnostics: the
 // linker reports a missing symbol its own way, and a miss with Lookup's
 // nearest names scanned every symbol of the kernel (62 scans for one
@@ -32,7 +33,7 @@ func Resolver(ix *kallsyms.Index) modplt.Resolver {
 		if strings.Contains(name, ":") {
 			return 0, false
 		}
-		s, ok := ix.FindName(name)
+		s, ok := ix.FindExport(name)
 		return s.Address, ok
 	}
 }
@@ -52,8 +53,32 @@ type Report struct {
 	Resolution *klp.Resolution
 	Image      *modplt.Image // when linked
 	CFI        *CFIReport    // when linked
+	// NotExported: the unresolved names (Image.Unresolved) that the
+	// kernel has but does not export (NotExported), when linked.
+	NotExported map[string]kallsyms.Symbol
 	// Times of the phases.
 	ResolveTime, LinkTime time.Duration
+}
+
+// NotExported returns, of the names the linker left unresolved, those
+// the kernel has all the same: a symbol the loader's find_symbol() does
+// not see because it is not exported, which insmod reports as "Unknown
+// symbol". Each maps to the first symbol of that name (vmlinux first).
+// livepatch's .klp.sym names are not among them.
+func NotExported(ix *kallsyms.Index, unresolved []string) map[string]kallsyms.Symbol {
+	var out map[string]kallsyms.Symbol
+	for _, u := range unresolved {
+		if strings.HasPrefix(u, klp.SymPrefix) {
+			continue
+		}
+		if s, ok := ix.FindName(u); ok {
+			if out == nil {
+				out = map[string]kallsyms.Symbol{}
+			}
+			out[u] = s
+		}
+	}
+	return out
 }
 
 // OK reports whether the module resolved (and, when linked, linked).
@@ -107,6 +132,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 	}
 	img.Unresolved = unresolved
 	rep.Image = img
+	rep.NotExported = NotExported(ix, unresolved)
 	rep.CFI, err = recordCFI(img)
 	if err != nil {
 		return nil, err

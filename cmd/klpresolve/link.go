@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/klpresolve/klpresolve/internal/atomicfile"
+	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/modplt"
 	"github.com/klpresolve/klpresolve/pipeline"
 )
@@ -30,8 +31,12 @@ func newLinkCmd(a *app) *cobra.Command {
 		Use:   "link MODULE.ko [--kallsyms PATH] [--base ADDR] [-o OUT] [--format text|json]",
 		Short: "Lay a module out and apply its relocations against a kernel's symbols, as the kernel would",
 		Long: `Lays MODULE.ko out as the kernel's loader does (core and init; text, read-only,
-ro-after-init, data), resolves its undefined symbols (and .klp.sym livepatch symbols)
-against the kernel's symbols, and applies every relocation with the architecture's
+ro-after-init, data), resolves its undefined symbols against the kernel's symbols
+(.klp.sym livepatch symbols with livepatch's rules; the others among the exported
+symbols, as the loader's find_symbol(): vmlinux's __ksymtab_ entries, listed by a
+System.map or a CONFIG_KALLSYMS_ALL kallsyms, and modules' upper-case type letters; a
+name the kernel has but does not export is reported so), and applies every relocation
+with the architecture's
 apply_relocate_add() rules and range checks, emitting PLT entries for branches out of
 range (arm64, arm) and a GOT for PIE-built x86_64 modules. With -o it writes the linked
 image: an ELF whose sections sit at their load addresses.
@@ -68,10 +73,11 @@ Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
 					return &exitError{exitUsage, err}
 				}
 			}
+			hidden := pipeline.NotExported(ix, img.Unresolved)
 			if format == "json" {
-				err = writeJSON(a, linkReport(img))
+				err = writeJSON(a, linkReport(img, hidden))
 			} else {
-				writeLinkText(a, img, out)
+				writeLinkText(a, img, hidden, out)
 			}
 			if err != nil {
 				return err
@@ -99,9 +105,38 @@ type linkJSON struct {
 	Relocs     int           `json:"relocations_applied"`
 	Errors     []errorJSON   `json:"errors"`
 	Unresolved []string      `json:"unresolved"`
-	PLTCore    [2]int        `json:"plt_core_used_max"`
-	PLTInit    [2]int        `json:"plt_init_used_max"`
-	GOT        [2]int        `json:"got_used_max"`
+	// NotExported: unresolved names the kernel has but does not export.
+	NotExported []notExportedJSON `json:"not_exported"`
+	PLTCore     [2]int            `json:"plt_core_used_max"`
+	PLTInit     [2]int            `json:"plt_init_used_max"`
+	GOT         [2]int            `json:"got_used_max"`
+}
+
+type notExportedJSON struct {
+	Name    string `json:"name"`
+	Object  string `json:"object"`
+	Address string `json:"address"`
+	Type    string `json:"type"`
+}
+
+// notExportedList is hidden, in the order of unresolved.
+func notExportedList(unresolved []string, hidden map[string]kallsyms.Symbol) []notExportedJSON {
+	out := []notExportedJSON{}
+	for _, u := range unresolved {
+		if s, ok := hidden[u]; ok {
+			out = append(out, notExportedJSON{u, s.Object, fmt.Sprintf("%#x", s.Address), string(s.Type)})
+		}
+	}
+	return out
+}
+
+// unresolvedLine says why an unresolved name did not resolve when the
+// kernel has it: it is not exported.
+func unresolvedLine(u string, hidden map[string]kallsyms.Symbol) string {
+	if s, ok := hidden[u]; ok {
+		return fmt.Sprintf("unresolved: %s (%s has it at %#x, %c, but does not export it: insmod says \"Unknown symbol\")", u, s.Object, s.Address, s.Type)
+	}
+	return "unresolved: " + u
 }
 
 type sectionJSON struct {
@@ -119,11 +154,11 @@ type errorJSON struct {
 	Error   string `json:"error"`
 }
 
-func linkReport(img *modplt.Image) linkJSON {
+func linkReport(img *modplt.Image, hidden map[string]kallsyms.Symbol) linkJSON {
 	j := linkJSON{Module: img.Module.Name, Arch: img.Module.Arch, OK: img.OK() && len(img.Unresolved) == 0,
 		Relocs: img.Relocs, Errors: []errorJSON{}, Unresolved: img.Unresolved,
 		PLTCore: [2]int{img.PLTCoreUsed, img.PLTCoreMax}, PLTInit: [2]int{img.PLTInitUsed, img.PLTInitMax},
-		GOT: [2]int{img.GOTUsed, img.GOTMax}}
+		GOT: [2]int{img.GOTUsed, img.GOTMax}, NotExported: notExportedList(img.Unresolved, hidden)}
 	if j.Unresolved == nil {
 		j.Unresolved = []string{}
 	}
@@ -136,7 +171,7 @@ func linkReport(img *modplt.Image) linkJSON {
 	return j
 }
 
-func writeLinkText(a *app, img *modplt.Image, out string) {
+func writeLinkText(a *app, img *modplt.Image, hidden map[string]kallsyms.Symbol, out string) {
 	m := img.Module
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "SECTION\tREGION\tADDRESS\tSIZE\n")
@@ -151,7 +186,7 @@ func writeLinkText(a *app, img *modplt.Image, out string) {
 		fmt.Fprintf(a.stdout, "GOT: %d of %d entries (the others relaxed to lea)\n", img.GOTUsed, img.GOTMax)
 	}
 	for _, s := range img.Unresolved {
-		fmt.Fprintf(a.stdout, "unresolved: %s\n", s)
+		fmt.Fprintln(a.stdout, unresolvedLine(s, hidden))
 	}
 	for i, e := range img.Errors {
 		if i == 20 {

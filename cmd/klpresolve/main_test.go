@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/testutil"
 )
 
@@ -198,6 +200,37 @@ func TestPLTCommandCorpus(t *testing.T) {
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "md4 (arm64), kernel mode, erratum 843419 workaround")
 	assert.Contains(t, out, ".plt:      6 entries, sh_size 84") // expected-plt.tsv: plt_core_erratum 6
+}
+
+// A module calling vfs_read, which 6.1 does not export: link says so, in
+// text and JSON, as insmod would ("Unknown symbol").
+func TestLinkNotExported(t *testing.T) {
+	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 16), Addralign: 16})
+	vr := b.AddSymbol(elfobj.BuildSymbol{Name: "vfs_read", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+	pk := b.AddSymbol(elfobj.BuildSymbol{Name: "_printk", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+	b.AddRelocs(".rela.text", true, text, []elfobj.Reloc{
+		{Offset: 1, Sym: vr, Type: uint32(elf.R_X86_64_PLT32), Addend: -4},
+		{Offset: 9, Sym: pk, Type: uint32(elf.R_X86_64_PLT32), Addend: -4},
+	})
+	mod := filepath.Join(t.TempDir(), "calls.ko")
+	require.NoError(t, os.WriteFile(mod, b.Bytes(), 0o644))
+	code, stdout, _ := runCLI(t, "link", mod, "--kallsyms", k)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stdout, `unresolved: vfs_read (vmlinux has it at 0xffffffff813669e0, T, but does not export it: insmod says "Unknown symbol")`)
+	assert.Contains(t, stdout, "FAILED: calls (x86_64): 1 relocations applied, 1 failed, 1 unresolved symbols")
+	code, stdout, _ = runCLI(t, "link", mod, "--kallsyms", k, "--format", "json")
+	assert.Equal(t, 1, code)
+	var j struct {
+		Unresolved  []string
+		NotExported []struct{ Name, Object, Address, Type string } `json:"not_exported"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &j))
+	assert.Equal(t, []string{"vfs_read"}, j.Unresolved)
+	require.Len(t, j.NotExported, 1)
+	assert.Equal(t, "vmlinux", j.NotExported[0].Object)
+	assert.Equal(t, "0xffffffff813669e0", j.NotExported[0].Address)
 }
 
 func TestLinkCommand(t *testing.T) {

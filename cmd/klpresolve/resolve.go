@@ -89,7 +89,7 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 	if o.format == "json" {
 		j := jsonResolution(res)
 		if rep.Image != nil {
-			lj := linkReport(rep.Image)
+			lj := linkReport(rep.Image, rep.NotExported)
 			j.Link = &lj
 			j.CFI = cfiJSON(rep.CFI)
 		}
@@ -124,7 +124,7 @@ func writeLinkSummary(w io.Writer, rep *pipeline.Report, out string) {
 	}
 	fmt.Fprintln(w)
 	for _, u := range img.Unresolved {
-		fmt.Fprintf(w, "  unresolved: %s\n", u)
+		fmt.Fprintf(w, "  %s\n", unresolvedLine(u, rep.NotExported))
 	}
 	for i, e := range img.Errors {
 		if i == 20 {
