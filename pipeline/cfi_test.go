@@ -11,6 +11,7 @@ import (
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
 )
 
@@ -94,4 +95,18 @@ func TestCorpusResolverExportsOnly(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"no_such_function"}, img.Unresolved)
 	assert.Empty(t, NotExported(arm64, img.Unresolved))
+}
+
+// check --link names a symbol the kernel has but does not export in the
+// kernel's row.
+func TestCorpusFleetNotExported(t *testing.T) {
+	obj := callsTo("vfs_read")
+	ko, err := klp.Convert("calls.ko", obj, nil)
+	require.NoError(t, err)
+	m, err := klp.Parse("calls.ko", ko)
+	require.NoError(t, err)
+	rows := Fleet(m, []string{testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")}, FleetOptions{Run: Options{Link: true}})
+	require.Len(t, rows, 1)
+	assert.False(t, rows[0].OK)
+	assert.Equal(t, "link: .rela.text+0x1: R_X86_64_PLT32 against vfs_read: unresolved symbol (vmlinux has it, but does not export it)", rows[0].FirstError)
 }

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
+	"github.com/klpresolve/klpresolve/modplt"
 )
 
 // KernelResult is one kernel's row of a fleet check.
@@ -102,11 +104,22 @@ func checkOne(m *klp.Module, kernel string, o FleetOptions) KernelResult {
 	}
 	if img := rep.Image; img != nil {
 		kr.Errors += len(img.Errors)
+		// A name the kernel has but does not export says so.
+		note := func(name string) string {
+			if s, ok := rep.NotExported[name]; ok {
+				return " (" + s.Object + " has it, but does not export it)"
+			}
+			return ""
+		}
 		if kr.FirstError == "" && len(img.Errors) > 0 {
-			kr.FirstError = "link: " + img.Errors[0].Error()
+			e := img.Errors[0]
+			kr.FirstError = "link: " + e.Error()
+			if errors.Is(e, modplt.ErrUnresolved) {
+				kr.FirstError += note(e.Symbol)
+			}
 		}
 		if kr.FirstError == "" && len(img.Unresolved) > 0 {
-			kr.FirstError = "link: unresolved symbol " + img.Unresolved[0]
+			kr.FirstError = "link: unresolved symbol " + img.Unresolved[0] + note(img.Unresolved[0])
 		}
 	}
 	kr.OK = rep.OK(o.Strict)
