@@ -233,18 +233,7 @@ const maxNear = 8
 // near lists symbols that a user who asked for name in object oi probably
 // meant: the same name in another object, then clone variants of it.
 func (ix *Index) near(oi int, name string) []Symbol {
-	var out []Symbol
-	for j := range ix.objs {
-		o := &ix.objs[j]
-		if j == oi || o.pseudo {
-			continue
-		}
-		for _, c := range ix.candidates(o, name) {
-			if len(out) < maxNear {
-				out = append(out, c)
-			}
-		}
-	}
+	out := ix.elsewhere(oi, name)
 	// Then the variants: every symbol whose base name (baseName) is
 	// name's, in symbol order, pseudo-modules left out. Those with a
 	// suffix come from an index built on the first miss (a scan of every
@@ -278,7 +267,31 @@ func (ix *Index) near(oi int, name string) []Symbol {
 		}
 		out = append(out, ix.symbol(i, 0))
 	}
-	// The requested object first.
+	ix.objectFirst(oi, out)
+	return out
+}
+
+// elsewhere lists name in the objects other than oi (pseudo-modules left
+// out), at most maxNear: the first of near's suggestions.
+func (ix *Index) elsewhere(oi int, name string) []Symbol {
+	var out []Symbol
+	for j := range ix.objs {
+		o := &ix.objs[j]
+		if j == oi || o.pseudo {
+			continue
+		}
+		for _, c := range ix.candidates(o, name) {
+			if len(out) < maxNear {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// objectFirst moves the symbols of object oi to the front of near's
+// suggestions, keeping their order otherwise.
+func (ix *Index) objectFirst(oi int, out []Symbol) {
 	slices.SortStableFunc(out, func(a, b Symbol) int {
 		ao, bo := a.Object != ix.objs[oi].name, b.Object != ix.objs[oi].name
 		switch {
@@ -289,7 +302,6 @@ func (ix *Index) near(oi int, name string) []Symbol {
 		}
 		return 1
 	})
-	return out
 }
 
 // LookupName resolves "name" or "module:name" like the kernel's

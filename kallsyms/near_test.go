@@ -10,21 +10,10 @@ import (
 	"github.com/klpresolve/klpresolve/internal/testutil"
 )
 
-// nearScan is near as it was written first, a scan of every name per
-// miss: the definition the indexed near must keep to.
+// nearScan is near as it was written first, its variants found by a scan
+// of every name per miss: the definition the indexed near must keep to.
 func (ix *Index) nearScan(oi int, name string) []Symbol {
-	var out []Symbol
-	for j := range ix.objs {
-		o := &ix.objs[j]
-		if j == oi || o.pseudo {
-			continue
-		}
-		for _, c := range ix.candidates(o, name) {
-			if len(out) < maxNear {
-				out = append(out, c)
-			}
-		}
-	}
+	out := ix.elsewhere(oi, name)
 	base := baseName(name)
 	for j := range ix.objs {
 		o := &ix.objs[j]
@@ -41,16 +30,7 @@ func (ix *Index) nearScan(oi int, name string) []Symbol {
 			}
 		}
 	}
-	slices.SortStableFunc(out, func(a, b Symbol) int {
-		ao, bo := a.Object != ix.objs[oi].name, b.Object != ix.objs[oi].name
-		switch {
-		case ao == bo:
-			return 0
-		case !ao:
-			return -1
-		}
-		return 1
-	})
+	ix.objectFirst(oi, out)
 	return out
 }
 
