@@ -703,10 +703,11 @@ func (ix *Index) key(i uint32) string {
 }
 
 // MemSize estimates the bytes the index holds: the input buffer, the
-// symbol records, the chains and the hash tables.
+// symbol records, the chains and the hash tables. What is built on first
+// use (the address order of Addr, 4 bytes a symbol; the variants a miss
+// looks up) is not counted: reading it here could race with its build.
 func (ix *Index) MemSize() int {
 	n := len(ix.data) + len(ix.syms)*int(unsafe.Sizeof(sym{})) + len(ix.next)*4
 	n += len(ix.slots)*int(unsafe.Sizeof(slot{})) + ix.scratch
-	n += len(ix.byAddr) * 4
 	return n
 }

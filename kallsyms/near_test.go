@@ -107,7 +107,7 @@ func TestConcurrentReaders(t *testing.T) {
 			a.err = err.Error()
 		}
 		a.addr, _ = ix.Addr(0xffffffff81000000 + uint64(k%12)*0x100 + 7)
-		a.near = len(ix.Candidates("", name))
+		a.near = len(ix.Candidates("", name)) + ix.MemSize()
 		if s, ok := ix.FindName(name); ok {
 			a.near += int(s.Address & 0xff)
 		}
