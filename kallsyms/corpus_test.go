@@ -349,12 +349,20 @@ func TestCorpusExports(t *testing.T) {
 	}
 	ix, err := Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
 	require.NoError(t, err)
-	_, ok := ix.FindExport("vfs_read") // not exported in 6.1
+	_, ok := ix.FindExport("vfs_read", true) // not exported in 6.1
 	require.False(t, ok)
-	s, ok := ix.FindExport("_printk")
+	s, ok := ix.FindExport("_printk", false)
 	require.True(t, ok)
 	require.Equal(t, Vmlinux, s.Object)
-	s, ok = ix.FindExport("crc32c") // exported by a module
+	// EXPORT_SYMBOL_GPL(call_rcu): for GPL-compatible modules only.
+	require.True(t, ix.GPLOnly("call_rcu"))
+	require.False(t, ix.GPLOnly("_printk"))
+	_, ok = ix.FindExport("call_rcu", false)
+	require.False(t, ok)
+	s, ok = ix.FindExport("call_rcu", true)
+	require.True(t, ok)
+	require.Equal(t, Vmlinux, s.Object)
+	s, ok = ix.FindExport("crc32c", false) // exported by a module
 	require.True(t, ok)
 	require.Equal(t, "libcrc32c", s.Object)
 	require.Equal(t, byte('T'), s.Type)

@@ -53,9 +53,11 @@ type Index struct {
 	// name (built on the first miss, see near).
 	varOnce  sync.Once
 	variants map[string][]uint32
-	// exports: vmlinux's __ksymtab_ entries are listed (ListsExports).
-	exportsOnce sync.Once
-	exports     bool
+	// exports: vmlinux's __ksymtab_ entries are listed (ListsExports);
+	// [gplLo, gplHi): the GPL-only exports' table (GPLOnly).
+	exportsOnce  sync.Once
+	exports      bool
+	gplLo, gplHi uint64
 }
 
 // sym is one line of the input: 16 bytes, the name an offset into data.

@@ -523,47 +523,63 @@ func TestFindAgreesWithLookup(t *testing.T) {
 }
 
 // FindExport is find_symbol(): vmlinux's symbols count when they have a
-// __ksymtab_ entry (once the index lists any), modules' when their type
-// letter is upper case; pseudo-modules never.
+// __ksymtab_ entry (once the index lists any), GPL-only ones (their entry
+// between __start___ksymtab_gpl and __stop___ksymtab_gpl) only for a
+// GPL-compatible module; modules' when their type letter is upper case;
+// pseudo-modules never.
 func TestFindExport(t *testing.T) {
 	const text = `ffffffff81000000 T _printk
 ffffffff81000100 T vfs_read
 ffffffff81000200 t helper
+ffffffff81000300 T call_rcu
+ffffffff82000000 R __start___ksymtab
 ffffffff82000000 r __ksymtab__printk
+ffffffff8200000c R __start___ksymtab_gpl
+ffffffff8200000c R __stop___ksymtab
+ffffffff8200000c r __ksymtab_call_rcu
+ffffffff82000018 R __stop___ksymtab_gpl
 ffffffffc0001000 t helper	[xfs]
 ffffffffc0001100 T helper	[libcrc32c]
 ffffffffc0001200 t vfs_read	[xfs]
+ffffffffc0001300 T call_rcu	[shim]
 ffffffffc0003000 T ftrace_only	[__builtin__ftrace]
 `
 	ix := mustParse(t, text, nil)
 	require.True(t, ix.ListsExports())
 	for _, tc := range []struct {
 		name   string
+		gplOK  bool
 		object string
 		addr   uint64
 	}{
-		{"_printk", Vmlinux, 0xffffffff81000000},
-		{"helper", "libcrc32c", 0xffffffffc0001100}, // vmlinux's and xfs's are not exported
-		{"vfs_read", "", 0},                         // neither vmlinux's nor xfs's
-		{"ftrace_only", "", 0},
-		{"missing", "", 0},
+		{"_printk", false, Vmlinux, 0xffffffff81000000},
+		{"helper", true, "libcrc32c", 0xffffffffc0001100}, // vmlinux's and xfs's are not exported
+		{"vfs_read", true, "", 0},                         // neither vmlinux's nor xfs's
+		{"call_rcu", true, Vmlinux, 0xffffffff81000300},
+		{"call_rcu", false, "shim", 0xffffffffc0001300}, // GPL-only in vmlinux: a module's export next
+		{"ftrace_only", true, "", 0},
+		{"missing", true, "", 0},
 	} {
-		s, ok := ix.FindExport(tc.name)
-		require.Equal(t, tc.addr != 0, ok, tc.name)
-		require.Equal(t, tc.addr, s.Address, tc.name)
-		require.Equal(t, tc.object, s.Object, tc.name)
+		s, ok := ix.FindExport(tc.name, tc.gplOK)
+		require.Equal(t, tc.addr != 0, ok, "%s gplOK %v", tc.name, tc.gplOK)
+		require.Equal(t, tc.addr, s.Address, "%s gplOK %v", tc.name, tc.gplOK)
+		require.Equal(t, tc.object, s.Object, "%s gplOK %v", tc.name, tc.gplOK)
 	}
+	require.True(t, ix.GPLOnly("call_rcu"))
+	require.False(t, ix.GPLOnly("_printk"))
+	require.False(t, ix.GPLOnly("vfs_read"))
 	// Without __ksymtab_ entries the index cannot tell: vmlinux's names
 	// count; modules' still by their type letter.
-	ix = mustParse(t, strings.Replace(text, "__ksymtab__printk", "some_rodata", 1), nil)
+	ix = mustParse(t, strings.NewReplacer("__ksymtab__printk", "some_rodata", "__ksymtab_call_rcu", "more_rodata").Replace(text), nil)
 	require.False(t, ix.ListsExports())
-	s, ok := ix.FindExport("vfs_read")
+	require.False(t, ix.GPLOnly("call_rcu"))
+	s, ok := ix.FindExport("vfs_read", false)
 	require.True(t, ok)
 	require.Equal(t, uint64(0xffffffff81000100), s.Address)
-	s, ok = ix.FindExport("helper")
+	s, ok = ix.FindExport("helper", false)
 	require.True(t, ok)
 	require.Equal(t, Vmlinux, s.Object)
 	require.NoError(t, ix.Close())
-	_, ok = ix.FindExport("vfs_read")
+	_, ok = ix.FindExport("vfs_read", true)
 	require.False(t, ok)
 }

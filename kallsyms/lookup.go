@@ -366,19 +366,28 @@ func (ix *Index) FindName(spec string) (Symbol, bool) {
 // and the /proc/kallsyms of a CONFIG_KALLSYMS_ALL kernel have (they are
 // data symbols: a kernel built without it lists none).
 func (ix *Index) ListsExports() bool {
-	ix.exportsOnce.Do(func() {
-		if ix.closed || len(ix.objs) == 0 {
-			return
-		}
-		v := &ix.objs[0]
-		for i := v.start; i < v.end; i++ {
-			if strings.HasPrefix(ix.name(i), ksymtabPrefix) {
-				ix.exports = true
-				return
-			}
-		}
-	})
+	ix.exportsOnce.Do(ix.findExports)
 	return ix.exports
+}
+
+// findExports looks for a __ksymtab_ entry in vmlinux, and for the bounds
+// of the GPL-only exports' table.
+func (ix *Index) findExports() {
+	if ix.closed || len(ix.objs) == 0 {
+		return
+	}
+	v := &ix.objs[0]
+	for i := v.start; i < v.end; i++ {
+		if strings.HasPrefix(ix.name(i), ksymtabPrefix) {
+			ix.exports = true
+			break
+		}
+	}
+	lo, okLo := ix.Find(Vmlinux, "__start___ksymtab_gpl", 0)
+	hi, okHi := ix.Find(Vmlinux, "__stop___ksymtab_gpl", 0)
+	if okLo && okHi && lo.Address < hi.Address {
+		ix.gplLo, ix.gplHi = lo.Address, hi.Address
+	}
 }
 
 // ksymtabPrefix names the kernel_symbol entry EXPORT_SYMBOL(name) makes.
@@ -392,7 +401,12 @@ const ksymtabPrefix = "__ksymtab_"
 // the index does not list vmlinux's exports (ListsExports is false), any
 // vmlinux symbol of that name is taken: the index cannot tell.
 // Pseudo-modules never match. Like Find, it builds no diagnostics.
-func (ix *Index) FindExport(name string) (Symbol, bool) {
+//
+// gplOK is find_symbol()'s gplok: without it (a module whose license is
+// not GPL-compatible), vmlinux's GPL-only exports (GPLOnly) are skipped.
+// A module's exports are taken whatever their kind, which kallsyms does
+// not show.
+func (ix *Index) FindExport(name string, gplOK bool) (Symbol, bool) {
 	if ix.closed {
 		return Symbol{}, false
 	}
@@ -400,7 +414,7 @@ func (ix *Index) FindExport(name string) (Symbol, bool) {
 		if !ix.ListsExports() {
 			return ix.symbol(i, 1), true
 		}
-		if _, ok := ix.first(0, ksymtabPrefix+name); ok {
+		if k, ok := ix.first(0, ksymtabPrefix+name); ok && (gplOK || !ix.inGPLTable(k)) {
 			return ix.symbol(i, 1), true
 		}
 	}
@@ -416,6 +430,24 @@ func (ix *Index) FindExport(name string) (Symbol, bool) {
 		}
 	}
 	return Symbol{}, false
+}
+
+// GPLOnly reports whether vmlinux exports name to GPL-compatible modules
+// only (EXPORT_SYMBOL_GPL): its __ksymtab_ entry lies between
+// __start___ksymtab_gpl and __stop___ksymtab_gpl. It is false when the
+// index does not list them.
+func (ix *Index) GPLOnly(name string) bool {
+	if ix.closed || !ix.ListsExports() {
+		return false
+	}
+	k, ok := ix.first(0, ksymtabPrefix+name)
+	return ok && ix.inGPLTable(k)
+}
+
+// inGPLTable: sym k (a __ksymtab_ entry) is in the GPL-only table.
+func (ix *Index) inGPLTable(k uint32) bool {
+	a := ix.syms[k].addr
+	return a >= ix.gplLo && a < ix.gplHi
 }
 
 func isUpper(c byte) bool { return c >= 'A' && c <= 'Z' }

@@ -270,3 +270,14 @@ func TestParseMode(t *testing.T) {
 	_, err = ParseMode("fast")
 	assert.ErrorContains(t, err, `unknown mode "fast"`)
 }
+
+// license_is_gpl_compatible(): exactly these six strings.
+func TestGPLCompatible(t *testing.T) {
+	for license, want := range map[string]bool{
+		"GPL": true, "GPL v2": true, "GPL and additional rights": true,
+		"Dual BSD/GPL": true, "Dual MIT/GPL": true, "Dual MPL/GPL": true,
+		"": false, "Proprietary": false, "gpl": false, "GPLv2": false, "Dual BSD/GPL ": false,
+	} {
+		assert.Equal(t, want, (&Module{License: license}).GPLCompatible(), "%q", license)
+	}
+}

@@ -22,6 +22,8 @@ type Module struct {
 	Path string // as given to Open or Parse
 	Name string // .modinfo name=, or the file name without .ko
 	Arch string // the kernel's name: "arm64", "arm", "x86_64"
+	// License is .modinfo's license= ("" when there is none).
+	License string
 
 	f     *elfobj.File
 	arch  *arch
@@ -88,7 +90,20 @@ func FromELF(f *elfobj.File) (*Module, error) {
 	for i := range f.Symbols {
 		shndx[i] = f.Symbols[i].Shndx
 	}
-	return &Module{Path: f.Name, Name: name, Arch: a.name, f: f, arch: a, shndx: shndx}, nil
+	return &Module{Path: f.Name, Name: name, Arch: a.name, License: f.ModInfo("license"), f: f, arch: a, shndx: shndx}, nil
+}
+
+// GPLCompatible reports whether the module's license lets it use the
+// kernel's GPL-only exports (EXPORT_SYMBOL_GPL): the licenses of
+// license_is_gpl_compatible() (include/linux/license.h). Any other, or
+// none, taints the kernel as proprietary, and find_symbol() then skips
+// GPL-only exports.
+func (m *Module) GPLCompatible() bool {
+	switch m.License {
+	case "GPL", "GPL v2", "GPL and additional rights", "Dual BSD/GPL", "Dual MIT/GPL", "Dual MPL/GPL":
+		return true
+	}
+	return false
 }
 
 // ELF returns the parsed object.

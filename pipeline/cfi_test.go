@@ -23,7 +23,7 @@ func TestCorpusFunctionPointersKnown(t *testing.T) {
 	require.NoError(t, err)
 	m, err := modplt.Open(testutil.Corpus(t, "amd64/modules/xfs.ko"))
 	require.NoError(t, err)
-	img, err := m.Link(modplt.LinkOptions{Resolve: Resolver(ix)})
+	img, err := m.Link(modplt.LinkOptions{Resolve: Resolver(ix, true)})
 	require.NoError(t, err)
 	require.True(t, img.OK(), "%v", img.Errors)
 	rep, err := recordCFI(img)
@@ -61,8 +61,14 @@ func TestFunctionPointerOutsideModule(t *testing.T) {
 }
 
 // callsTo is an x86_64 module whose .text calls each of names.
-func callsTo(names ...string) []byte {
+func callsTo(names ...string) []byte { return licensedCallsTo("", names...) }
+
+// licensedCallsTo is callsTo with a .modinfo license= (none when "").
+func licensedCallsTo(license string, names ...string) []byte {
 	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	if license != "" {
+		b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("license=" + license + "\x00name=calls\x00"), Addralign: 1})
+	}
 	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 8*len(names)), Addralign: 16})
 	var rs []elfobj.Reloc
 	for i, n := range names {
@@ -82,19 +88,19 @@ func TestCorpusResolverExportsOnly(t *testing.T) {
 	require.NoError(t, err)
 	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
 	require.NoError(t, err)
-	img, err := m.Link(modplt.LinkOptions{Resolve: Resolver(ix)})
+	img, err := m.Link(modplt.LinkOptions{Resolve: Resolver(ix, true)})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"no_such_function", "vfs_read"}, img.Unresolved)
 	vfsRead, err := ix.Lookup("", "vfs_read", 0)
 	require.NoError(t, err)
-	assert.Equal(t, map[string]kallsyms.Symbol{"vfs_read": vfsRead}, NotExported(ix, img.Unresolved))
+	assert.Equal(t, map[string]Hidden{"vfs_read": {Symbol: vfsRead}}, NotExported(ix, img.Unresolved, true))
 
 	arm64, err := kallsyms.Open(testutil.Corpus(t, "arm64/kallsyms-6.1.0-57-arm64.txt"), nil)
 	require.NoError(t, err)
-	img, err = m.Link(modplt.LinkOptions{Resolve: Resolver(arm64)})
+	img, err = m.Link(modplt.LinkOptions{Resolve: Resolver(arm64, true)})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"no_such_function"}, img.Unresolved)
-	assert.Empty(t, NotExported(arm64, img.Unresolved))
+	assert.Empty(t, NotExported(arm64, img.Unresolved, true))
 }
 
 // check --link names a symbol the kernel has but does not export in the
@@ -109,4 +115,36 @@ func TestCorpusFleetNotExported(t *testing.T) {
 	require.Len(t, rows, 1)
 	assert.False(t, rows[0].OK)
 	assert.Equal(t, "link: .rela.text+0x1: R_X86_64_PLT32 against vfs_read: unresolved symbol (vmlinux has it, but does not export it)", rows[0].FirstError)
+}
+
+// EXPORT_SYMBOL_GPL(call_rcu): a module whose license is not
+// GPL-compatible does not get it (find_symbol()'s gplok), and is told why;
+// a GPL one does. _printk is for everyone.
+func TestCorpusResolverGPLOnly(t *testing.T) {
+	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), nil)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		license    string
+		unresolved []string
+	}{
+		{"GPL", nil},
+		{"Dual MIT/GPL", nil},
+		{"Proprietary", []string{"call_rcu"}},
+		{"", []string{"call_rcu"}},
+	} {
+		m, err := modplt.Parse("calls.ko", licensedCallsTo(tc.license, "call_rcu", "_printk"))
+		require.NoError(t, err)
+		assert.Equal(t, tc.license, m.License)
+		img, err := m.Link(modplt.LinkOptions{Resolve: Resolver(ix, m.GPLCompatible())})
+		require.NoError(t, err)
+		assert.Equal(t, tc.unresolved, img.Unresolved, "license %q", tc.license)
+		hidden := NotExported(ix, img.Unresolved, m.GPLCompatible())
+		if tc.unresolved == nil {
+			assert.Empty(t, hidden)
+			continue
+		}
+		require.Contains(t, hidden, "call_rcu")
+		assert.True(t, hidden["call_rcu"].GPLOnly)
+		assert.Equal(t, "vmlinux", hidden["call_rcu"].Object)
+	}
 }

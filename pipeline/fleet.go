@@ -106,8 +106,11 @@ func checkOne(m *klp.Module, kernel string, o FleetOptions) KernelResult {
 		kr.Errors += len(img.Errors)
 		// A name the kernel has but does not export says so.
 		note := func(name string) string {
-			if s, ok := rep.NotExported[name]; ok {
-				return " (" + s.Object + " has it, but does not export it)"
+			if h, ok := rep.NotExported[name]; ok {
+				if h.GPLOnly {
+					return " (" + h.Object + " exports it to GPL-compatible modules only)"
+				}
+				return " (" + h.Object + " has it, but does not export it)"
 			}
 			return ""
 		}

@@ -15,12 +15,13 @@ import (
 // Resolver resolves a module's symbols against a kernel's: .klp.sym
 // livepatch symbols with livepatch's rules (object, name, sympos), others
 // as the loader's find_symbol() does: among the exported symbols, vmlinux
-// first, then loaded modules (kallsyms.Index.FindExport).
+// first, then loaded modules (kallsyms.Index.FindExport), vmlinux's
+// GPL-only ones only with gplOK (modplt.Module.GPLCompatible).
 // It uses the index's Find and FindName, which build no diagnostics: the
 // linker reports a missing symbol its own way, and a miss with Lookup's
 // nearest names scanned every symbol of the kernel (62 scans for one
 // undefined name, 62 ms of a 67 ms run).
-func Resolver(ix *kallsyms.Index) modplt.Resolver {
+func Resolver(ix *kallsyms.Index, gplOK bool) modplt.Resolver {
 	return func(name string) (uint64, bool) {
 		if strings.HasPrefix(name, klp.SymPrefix) {
 			sn, n := klp.ParseSymbolName(name)
@@ -33,7 +34,7 @@ func Resolver(ix *kallsyms.Index) modplt.Resolver {
 		if strings.Contains(name, ":") {
 			return 0, false
 		}
-		s, ok := ix.FindExport(name)
+		s, ok := ix.FindExport(name, gplOK)
 		return s.Address, ok
 	}
 }
@@ -54,28 +55,38 @@ type Report struct {
 	Image      *modplt.Image // when linked
 	CFI        *CFIReport    // when linked
 	// NotExported: the unresolved names (Image.Unresolved) that the
-	// kernel has but does not export (NotExported), when linked.
-	NotExported map[string]kallsyms.Symbol
+	// kernel has but does not export to this module, when linked.
+	NotExported map[string]Hidden
 	// Times of the phases.
 	ResolveTime, LinkTime time.Duration
 }
 
+// Hidden is a symbol the kernel has but the loader does not give the
+// module: find_symbol() sees exports only, and GPL-only exports only for
+// GPL-compatible modules. insmod reports either as "Unknown symbol".
+type Hidden struct {
+	kallsyms.Symbol
+	// GPLOnly: vmlinux exports it with EXPORT_SYMBOL_GPL, and the
+	// module's license is not GPL-compatible.
+	GPLOnly bool
+}
+
 // NotExported returns, of the names the linker left unresolved, those
-// the kernel has all the same: a symbol the loader's find_symbol() does
-// not see because it is not exported, which insmod reports as "Unknown
-// symbol". Each maps to the first symbol of that name (vmlinux first).
-// livepatch's .klp.sym names are not among them.
-func NotExported(ix *kallsyms.Index, unresolved []string) map[string]kallsyms.Symbol {
-	var out map[string]kallsyms.Symbol
+// the kernel has all the same (see Hidden), each with the first symbol
+// of that name (vmlinux first). gplOK is the module's
+// (modplt.Module.GPLCompatible). livepatch's .klp.sym names are not among
+// them.
+func NotExported(ix *kallsyms.Index, unresolved []string, gplOK bool) map[string]Hidden {
+	var out map[string]Hidden
 	for _, u := range unresolved {
 		if strings.HasPrefix(u, klp.SymPrefix) {
 			continue
 		}
 		if s, ok := ix.FindName(u); ok {
 			if out == nil {
-				out = map[string]kallsyms.Symbol{}
+				out = map[string]Hidden{}
 			}
-			out[u] = s
+			out[u] = Hidden{Symbol: s, GPLOnly: !gplOK && ix.GPLOnly(u)}
 		}
 	}
 	return out
@@ -116,7 +127,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 		}
 	}
 	lo := opts.LinkOptions
-	lo.Resolve = Resolver(ix)
+	lo.Resolve = Resolver(ix, mod.GPLCompatible())
 	lo.SkipSections = func(name string) bool { return skip[name] }
 	img, err := mod.Link(lo)
 	if err != nil {
@@ -132,7 +143,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 	}
 	img.Unresolved = unresolved
 	rep.Image = img
-	rep.NotExported = NotExported(ix, unresolved)
+	rep.NotExported = NotExported(ix, unresolved, mod.GPLCompatible())
 	rep.CFI, err = recordCFI(img)
 	if err != nil {
 		return nil, err

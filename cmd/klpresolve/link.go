@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/klpresolve/klpresolve/internal/atomicfile"
-	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/modplt"
 	"github.com/klpresolve/klpresolve/pipeline"
 )
@@ -34,8 +33,9 @@ func newLinkCmd(a *app) *cobra.Command {
 ro-after-init, data), resolves its undefined symbols against the kernel's symbols
 (.klp.sym livepatch symbols with livepatch's rules; the others among the exported
 symbols, as the loader's find_symbol(): vmlinux's __ksymtab_ entries, listed by a
-System.map or a CONFIG_KALLSYMS_ALL kallsyms, and modules' upper-case type letters; a
-name the kernel has but does not export is reported so), and applies every relocation
+System.map or a CONFIG_KALLSYMS_ALL kallsyms (the GPL-only ones for GPL-compatible
+licenses only), and modules' upper-case type letters; a name the kernel has but does
+not give the module is reported so), and applies every relocation
 with the architecture's
 apply_relocate_add() rules and range checks, emitting PLT entries for branches out of
 range (arm64, arm) and a GOT for PIE-built x86_64 modules. With -o it writes the linked
@@ -63,7 +63,7 @@ Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
 			if err != nil {
 				return err
 			}
-			opts.Resolve = pipeline.Resolver(ix)
+			opts.Resolve = pipeline.Resolver(ix, m.GPLCompatible())
 			img, err := m.Link(opts)
 			if err != nil {
 				return &exitError{exitUsage, err}
@@ -73,7 +73,7 @@ Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
 					return &exitError{exitUsage, err}
 				}
 			}
-			hidden := pipeline.NotExported(ix, img.Unresolved)
+			hidden := pipeline.NotExported(ix, img.Unresolved, m.GPLCompatible())
 			if format == "json" {
 				err = writeJSON(a, linkReport(img, hidden))
 			} else {
@@ -117,14 +117,17 @@ type notExportedJSON struct {
 	Object  string `json:"object"`
 	Address string `json:"address"`
 	Type    string `json:"type"`
+	// GPLOnly: exported to GPL-compatible modules only, and this
+	// module's license is not one.
+	GPLOnly bool `json:"gpl_only"`
 }
 
 // notExportedList is hidden, in the order of unresolved.
-func notExportedList(unresolved []string, hidden map[string]kallsyms.Symbol) []notExportedJSON {
+func notExportedList(unresolved []string, hidden map[string]pipeline.Hidden) []notExportedJSON {
 	out := []notExportedJSON{}
 	for _, u := range unresolved {
-		if s, ok := hidden[u]; ok {
-			out = append(out, notExportedJSON{u, s.Object, fmt.Sprintf("%#x", s.Address), string(s.Type)})
+		if h, ok := hidden[u]; ok {
+			out = append(out, notExportedJSON{u, h.Object, fmt.Sprintf("%#x", h.Address), string(h.Type), h.GPLOnly})
 		}
 	}
 	return out
@@ -132,11 +135,15 @@ func notExportedList(unresolved []string, hidden map[string]kallsyms.Symbol) []n
 
 // unresolvedLine says why an unresolved name did not resolve when the
 // kernel has it: it is not exported.
-func unresolvedLine(u string, hidden map[string]kallsyms.Symbol) string {
-	if s, ok := hidden[u]; ok {
-		return fmt.Sprintf("unresolved: %s (%s has it at %#x, %c, but does not export it: insmod says \"Unknown symbol\")", u, s.Object, s.Address, s.Type)
+func unresolvedLine(u string, hidden map[string]pipeline.Hidden) string {
+	h, ok := hidden[u]
+	switch {
+	case !ok:
+		return "unresolved: " + u
+	case h.GPLOnly:
+		return fmt.Sprintf("unresolved: %s (%s exports it with EXPORT_SYMBOL_GPL, and this module's license is not GPL-compatible: insmod says \"Unknown symbol\")", u, h.Object)
 	}
-	return "unresolved: " + u
+	return fmt.Sprintf("unresolved: %s (%s has it at %#x, %c, but does not export it: insmod says \"Unknown symbol\")", u, h.Object, h.Address, h.Type)
 }
 
 type sectionJSON struct {
@@ -154,7 +161,7 @@ type errorJSON struct {
 	Error   string `json:"error"`
 }
 
-func linkReport(img *modplt.Image, hidden map[string]kallsyms.Symbol) linkJSON {
+func linkReport(img *modplt.Image, hidden map[string]pipeline.Hidden) linkJSON {
 	j := linkJSON{Module: img.Module.Name, Arch: img.Module.Arch, OK: img.OK() && len(img.Unresolved) == 0,
 		Relocs: img.Relocs, Errors: []errorJSON{}, Unresolved: img.Unresolved,
 		PLTCore: [2]int{img.PLTCoreUsed, img.PLTCoreMax}, PLTInit: [2]int{img.PLTInitUsed, img.PLTInitMax},
@@ -171,7 +178,7 @@ func linkReport(img *modplt.Image, hidden map[string]kallsyms.Symbol) linkJSON {
 	return j
 }
 
-func writeLinkText(a *app, img *modplt.Image, hidden map[string]kallsyms.Symbol, out string) {
+func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden, out string) {
 	m := img.Module
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "SECTION\tREGION\tADDRESS\tSIZE\n")

@@ -231,6 +231,17 @@ func TestLinkNotExported(t *testing.T) {
 	require.Len(t, j.NotExported, 1)
 	assert.Equal(t, "vmlinux", j.NotExported[0].Object)
 	assert.Equal(t, "0xffffffff813669e0", j.NotExported[0].Address)
+
+	// A module without a GPL-compatible license and a GPL-only export.
+	b = &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("license=Proprietary\x00"), Addralign: 1})
+	text = b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 8), Addralign: 16})
+	cr := b.AddSymbol(elfobj.BuildSymbol{Name: "call_rcu", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+	b.AddRelocs(".rela.text", true, text, []elfobj.Reloc{{Offset: 1, Sym: cr, Type: uint32(elf.R_X86_64_PLT32), Addend: -4}})
+	require.NoError(t, os.WriteFile(mod, b.Bytes(), 0o644))
+	code, stdout, _ = runCLI(t, "link", mod, "--kallsyms", k)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stdout, `unresolved: call_rcu (vmlinux exports it with EXPORT_SYMBOL_GPL, and this module's license is not GPL-compatible: insmod says "Unknown symbol")`)
 }
 
 func TestLinkCommand(t *testing.T) {
