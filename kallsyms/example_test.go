@@ -73,3 +73,26 @@ func ExampleIndex_Find() {
 	// vfs_reed unresolved
 	// false
 }
+
+// The module loader gives a module exported symbols only, and GPL-only
+// ones only to GPL-compatible modules: FindExport answers as it does.
+func ExampleIndex_FindExport() {
+	text := `ffffffff81000000 T _printk
+ffffffff81000100 T vfs_read
+ffffffff81000200 T call_rcu
+ffffffff82000000 r __ksymtab__printk
+ffffffff8200000c R __start___ksymtab_gpl
+ffffffff8200000c r __ksymtab_call_rcu
+ffffffff82000018 R __stop___ksymtab_gpl
+`
+	ix, _ := kallsyms.Parse("System.map", strings.NewReader(text), nil)
+	for _, name := range []string{"_printk", "vfs_read", "call_rcu"} {
+		_, gpl := ix.FindExport(name, true)
+		_, other := ix.FindExport(name, false)
+		fmt.Printf("%-8s GPL module: %-5v proprietary module: %v\n", name, gpl, other)
+	}
+	// Output:
+	// _printk  GPL module: true  proprietary module: true
+	// vfs_read GPL module: false proprietary module: false
+	// call_rcu GPL module: true  proprietary module: false
+}
