@@ -31,9 +31,10 @@ func newCheckCmd(a *app) *cobra.Command {
 		Use:   "check PATCH.ko --kallsyms A --kallsyms B ... | --kernels DIR [--link] [--format text|json]",
 		Short: "Resolve a patch against many kernel builds at once and print a matrix",
 		Long: `Resolves PATCH.ko against every kernel given (--kallsyms, repeatable, or every file of
---kernels DIR: kallsyms files, System.maps or snapshots), in parallel on all cores,
-sharing the parsed module, and prints one row per kernel: relocations resolved, deferred
-and failed, and the first error. With --link each kernel also links the whole module.
+--kernels DIR: kallsyms files, System.maps or snapshots, or links to them), in parallel
+on all cores, sharing the parsed module, and prints one row per kernel: relocations
+resolved, deferred and failed, and the first error. With --link each kernel also links
+the whole module.
 
 Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 2 usage, 3 --max-time exceeded.`,
