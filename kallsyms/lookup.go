@@ -362,32 +362,33 @@ func (ix *Index) FindName(spec string) (Symbol, bool) {
 }
 
 // ListsExports reports whether the index lists which symbols vmlinux
-// exports to modules: its __ksymtab_<name> entries, which a System.map
-// and the /proc/kallsyms of a CONFIG_KALLSYMS_ALL kernel have (they are
-// data symbols: a kernel built without it lists none).
+// exports to modules: its __ksymtab_<name> entries (and the tables'
+// __start___ksymtab/__stop___ksymtab bounds), which a System.map and the
+// /proc/kallsyms of a CONFIG_KALLSYMS_ALL kernel have (they are data
+// symbols: a kernel built without it lists none).
 func (ix *Index) ListsExports() bool {
 	ix.exportsOnce.Do(ix.findExports)
 	return ix.exports
 }
 
-// findExports looks for a __ksymtab_ entry in vmlinux, and for the bounds
-// of the GPL-only exports' table.
+// findExports finds the bounds of vmlinux's export tables: the index
+// lists the exports when it lists a table that is not empty (the bounds
+// and the __ksymtab_ entries are data symbols, listed together).
 func (ix *Index) findExports() {
 	if ix.closed || len(ix.objs) == 0 {
 		return
 	}
-	v := &ix.objs[0]
-	for i := v.start; i < v.end; i++ {
-		if strings.HasPrefix(ix.name(i), ksymtabPrefix) {
-			ix.exports = true
-			break
+	bounds := func(table string) (lo, hi uint64) {
+		s, ok1 := ix.Find(Vmlinux, "__start_"+table, 0)
+		e, ok2 := ix.Find(Vmlinux, "__stop_"+table, 0)
+		if ok1 && ok2 && s.Address < e.Address {
+			return s.Address, e.Address
 		}
+		return 0, 0
 	}
-	lo, okLo := ix.Find(Vmlinux, "__start___ksymtab_gpl", 0)
-	hi, okHi := ix.Find(Vmlinux, "__stop___ksymtab_gpl", 0)
-	if okLo && okHi && lo.Address < hi.Address {
-		ix.gplLo, ix.gplHi = lo.Address, hi.Address
-	}
+	lo, hi := bounds("__ksymtab")
+	ix.gplLo, ix.gplHi = bounds("__ksymtab_gpl")
+	ix.exports = lo < hi || ix.gplLo < ix.gplHi
 }
 
 // ksymtabPrefix names the kernel_symbol entry EXPORT_SYMBOL(name) makes.

@@ -98,8 +98,12 @@ func FromELF(f *elfobj.File) (*Module, error) {
 // license_is_gpl_compatible() (include/linux/license.h). Any other, or
 // none, taints the kernel as proprietary, and find_symbol() then skips
 // GPL-only exports.
-func (m *Module) GPLCompatible() bool {
-	switch m.License {
+func (m *Module) GPLCompatible() bool { return GPLCompatible(m.License) }
+
+// GPLCompatible is license_is_gpl_compatible() (include/linux/license.h):
+// the license strings that let a module use GPL-only exports.
+func GPLCompatible(license string) bool {
+	switch license {
 	case "GPL", "GPL v2", "GPL and additional rights", "Dual BSD/GPL", "Dual MIT/GPL", "Dual MPL/GPL":
 		return true
 	}

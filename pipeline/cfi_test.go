@@ -148,3 +148,37 @@ func TestCorpusResolverGPLOnly(t *testing.T) {
 		assert.Equal(t, "vmlinux", hidden["call_rcu"].Object)
 	}
 }
+
+// Without --link, the main job still names the ordinary symbols the
+// module loader would not find (weak ones aside): insmod's "Unknown
+// symbol". Linking reports them as unresolved instead.
+func TestCorpusLoaderMissing(t *testing.T) {
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("license=GPL\x00livepatch=Y\x00"), Addralign: 1})
+	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 40), Addralign: 16})
+	var rs []elfobj.Reloc
+	for i, n := range []string{"vfs_read", "_printk", "no_such_function", "call_rcu", "maybe_there"} {
+		bind := elf.STB_GLOBAL
+		if n == "maybe_there" {
+			bind = elf.STB_WEAK
+		}
+		s := b.AddSymbol(elfobj.BuildSymbol{Name: n, Info: elf.ST_INFO(bind, elf.STT_NOTYPE)})
+		rs = append(rs, elfobj.Reloc{Offset: uint64(1 + 6*i), Sym: s, Type: uint32(elf.R_X86_64_PLT32), Addend: -4})
+	}
+	b.AddRelocs(".rela.text", true, text, rs)
+	m, err := klp.Parse("calls.ko", b.Bytes())
+	require.NoError(t, err)
+	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), nil)
+	require.NoError(t, err)
+	rep, err := Run(m, ix, Options{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"no_such_function", "vfs_read"}, rep.LoaderMissing) // call_rcu: GPL module
+	require.Contains(t, rep.NotExported, "vfs_read")
+	assert.False(t, rep.NotExported["vfs_read"].GPLOnly)
+	assert.True(t, rep.OK(false)) // informational: the livepatch relocations resolved
+
+	rep, err = Run(m, ix, Options{Link: true})
+	require.NoError(t, err)
+	assert.Nil(t, rep.LoaderMissing)
+	assert.Equal(t, []string{"no_such_function", "vfs_read"}, rep.Image.Unresolved)
+}

@@ -3,10 +3,12 @@ package pipeline
 import (
 	"debug/elf"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/klpresolve/klpresolve/cfi"
+	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
@@ -54,8 +56,16 @@ type Report struct {
 	Resolution *klp.Resolution
 	Image      *modplt.Image // when linked
 	CFI        *CFIReport    // when linked
-	// NotExported: the unresolved names (Image.Unresolved) that the
-	// kernel has but does not export to this module, when linked.
+	// LoaderMissing, when not linked: the module's ordinary undefined
+	// symbols (not .klp.sym, not weak) that the loader's find_symbol()
+	// would not find in this kernel, which insmod refuses with "Unknown
+	// symbol"; sorted. OK does not count them (the main job resolves
+	// livepatch relocations); linking checks them with the rest of the
+	// module (Image.Unresolved).
+	LoaderMissing []string
+	// NotExported: of the unresolved names (Image.Unresolved, or
+	// LoaderMissing), those the kernel has but does not export to this
+	// module.
 	NotExported map[string]Hidden
 	// Times of the phases.
 	ResolveTime, LinkTime time.Duration
@@ -92,6 +102,28 @@ func NotExported(ix *kallsyms.Index, unresolved []string, gplOK bool) map[string
 	return out
 }
 
+// loaderMissing lists f's ordinary undefined symbols that ix does not
+// export to the module (see Report.LoaderMissing). Weak ones are left out
+// (simplify_symbols() takes 0 for them), and so is _GLOBAL_OFFSET_TABLE_,
+// which the loader makes.
+func loaderMissing(f *elfobj.File, ix *kallsyms.Index, gplOK bool) []string {
+	seen := map[string]bool{}
+	var out []string
+	for i := range f.Symbols {
+		s := &f.Symbols[i]
+		if s.Shndx != uint16(elf.SHN_UNDEF) || s.Name == "" || s.Bind() == elf.STB_WEAK || seen[s.Name] ||
+			s.Name == "_GLOBAL_OFFSET_TABLE_" || strings.HasPrefix(s.Name, klp.SymPrefix) {
+			continue
+		}
+		seen[s.Name] = true
+		if _, ok := ix.FindExport(s.Name, gplOK); !ok {
+			out = append(out, s.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // OK reports whether the module resolved (and, when linked, linked).
 func (r *Report) OK(strict bool) bool {
 	if !r.Resolution.OK(strict) {
@@ -105,10 +137,14 @@ func (r *Report) OK(strict bool) bool {
 func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 	t0 := time.Now()
 	rep := &Report{Resolution: m.Resolve(ix)}
-	rep.ResolveTime = time.Since(t0)
 	if !opts.Link {
+		gplOK := modplt.GPLCompatible(m.ELF().ModInfo("license"))
+		rep.LoaderMissing = loaderMissing(m.ELF(), ix, gplOK)
+		rep.NotExported = NotExported(ix, rep.LoaderMissing, gplOK)
+		rep.ResolveTime = time.Since(t0)
 		return rep, nil
 	}
+	rep.ResolveTime = time.Since(t0)
 	t1 := time.Now()
 	mod, err := modplt.FromELF(m.ELF())
 	if err != nil {

@@ -107,7 +107,8 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 sections, .klp.sym.<obj>.<name>,<pos> symbols, or legacy kpatch dynrelas) against a
 kernel's symbols (/proc/kallsyms, a System.map or a snapshot), with the kernel's own
 rules and error messages, and says what would fix each failure. With --link it also
-links the whole module against those symbols and records it in a CFI shadow.
+links the whole module against those symbols and records it in a CFI shadow; without
+it, a note names the ordinary undefined symbols insmod would refuse ("Unknown symbol").
 
 Exit status: 0 all resolved (deferred allowed), 1 a relocation failed (or was deferred
 under --strict, or the module did not link), 2 unusable input or usage, 3 --max-time

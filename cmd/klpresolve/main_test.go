@@ -244,6 +244,22 @@ func TestLinkNotExported(t *testing.T) {
 	assert.Contains(t, stdout, `unresolved: call_rcu (vmlinux exports it with EXPORT_SYMBOL_GPL, and this module's license is not GPL-compatible: insmod says "Unknown symbol")`)
 }
 
+// Without --link the main job names the ordinary symbols insmod would
+// refuse, and still exits 0 when the livepatch relocations resolve.
+func TestMainJobLoaderNote(t *testing.T) {
+	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	code, stdout, _ := runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", example)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, stdout, "note: insmod would refuse 1 ordinary symbol(s) (\"Unknown symbol\"); --link checks the whole module:\n  unresolved: no_such_function\nOK: 7 relocations")
+	code, stdout, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", example, "--format", "json")
+	assert.Equal(t, 0, code)
+	var j struct {
+		LoaderUnresolved []string `json:"loader_unresolved"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &j))
+	assert.Equal(t, []string{"no_such_function"}, j.LoaderUnresolved)
+}
+
 func TestLinkCommand(t *testing.T) {
 	md4 := testutil.Corpus(t, "amd64/modules/md4.ko")
 	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")

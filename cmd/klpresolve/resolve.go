@@ -88,6 +88,10 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 	}
 	if o.format == "json" {
 		j := jsonResolution(res)
+		if rep.Image == nil {
+			j.LoaderUnresolved = append([]string{}, rep.LoaderMissing...)
+			j.LoaderNotExported = notExportedList(rep.LoaderMissing, rep.NotExported)
+		}
 		if rep.Image != nil {
 			lj := linkReport(rep.Image, rep.NotExported)
 			j.Link = &lj
@@ -95,7 +99,7 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 		}
 		err = writeJSON(a, j)
 	} else {
-		writeResolution(a.stdout, res, o.strict)
+		writeResolution(a.stdout, rep, o.strict)
 		if rep.Image != nil {
 			writeLinkSummary(a.stdout, rep, o.out)
 		}
@@ -209,9 +213,14 @@ type jsonOut struct {
 	Funcs       []jsonFunc  `json:"funcs,omitempty"`
 	Deferred    []string    `json:"deferred_objects"`
 	Warnings    []string    `json:"warnings,omitempty"`
-	Link        *linkJSON   `json:"link,omitempty"`
-	CFI         *cfiOut     `json:"cfi,omitempty"`
-	Summary     struct {
+	// LoaderUnresolved (without --link): the ordinary undefined symbols
+	// the module loader would not find; LoaderNotExported: those of them
+	// the kernel has but does not export to the module.
+	LoaderUnresolved  []string          `json:"loader_unresolved,omitempty"`
+	LoaderNotExported []notExportedJSON `json:"loader_not_exported,omitempty"`
+	Link              *linkJSON         `json:"link,omitempty"`
+	CFI               *cfiOut           `json:"cfi,omitempty"`
+	Summary           struct {
 		Resolved int `json:"resolved"`
 		Deferred int `json:"deferred"`
 		Errors   int `json:"errors"`
@@ -259,7 +268,8 @@ func jsonResolution(res *klp.Resolution) *jsonOut {
 // writeResolution prints the text report: the module, per section what
 // resolved, deferred objects, every failure with the kernel's message and
 // the help, then totals.
-func writeResolution(w io.Writer, res *klp.Resolution, strict bool) {
+func writeResolution(w io.Writer, rep *pipeline.Report, strict bool) {
+	res := rep.Resolution
 	m := res.Module
 	name := m.Name
 	if name == "" {
@@ -325,6 +335,12 @@ func writeResolution(w io.Writer, res *klp.Resolution, strict bool) {
 		fmt.Fprintf(w, "  livepatch: %s\n", r.Err.Kernel)
 		if r.Err.Hint != "" {
 			fmt.Fprintf(w, "  help: %s\n", r.Err.Hint)
+		}
+	}
+	if n := len(rep.LoaderMissing); n > 0 {
+		fmt.Fprintf(w, "note: insmod would refuse %d ordinary symbol(s) (\"Unknown symbol\"); --link checks the whole module:\n", n)
+		for _, u := range rep.LoaderMissing {
+			fmt.Fprintf(w, "  %s\n", unresolvedLine(u, rep.NotExported))
 		}
 	}
 	verdict := "OK"
