@@ -20,6 +20,10 @@ type KernelResult struct {
 	Errors     int // livepatch relocations that failed (plus link failures, when linking)
 	FirstError string
 	OK         bool
+	// LoaderMissing (without Run.Link): the module's ordinary symbols
+	// insmod would refuse on this kernel (Report.LoaderMissing); they do
+	// not make the row fail.
+	LoaderMissing []string
 	// Err is set when the kernel's symbols could not be read: the row has
 	// no counts.
 	Err  error
@@ -93,6 +97,7 @@ func checkOne(m *klp.Module, kernel string, o FleetOptions) KernelResult {
 	}
 	res := rep.Resolution
 	kr.Resolved, kr.Deferred, kr.Errors = res.Resolved, res.Deferred, res.Errors
+	kr.LoaderMissing = rep.LoaderMissing
 	for _, r := range res.Results {
 		if r.Err != nil {
 			kr.FirstError = r.Err.Kernel

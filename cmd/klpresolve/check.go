@@ -82,6 +82,7 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 			} else {
 				writeMatrix(a.stdout, rows)
 				fmt.Fprintf(a.stdout, "%d kernels: %d OK, %d failed (%v)\n", len(rows), len(rows)-failed, failed, elapsed.Round(time.Millisecond))
+				writeLoaderNote(a.stdout, rows)
 			}
 			if err != nil {
 				return err
@@ -128,8 +129,11 @@ type checkRow struct {
 	Deferred   int     `json:"deferred"`
 	Errors     int     `json:"errors"`
 	FirstError *string `json:"first_error"`
-	ReadError  *string `json:"read_error,omitempty"`
-	Millis     float64 `json:"ms"`
+	// LoaderUnresolved (without --link): ordinary symbols insmod would
+	// refuse on this kernel.
+	LoaderUnresolved []string `json:"loader_unresolved,omitempty"`
+	ReadError        *string  `json:"read_error,omitempty"`
+	Millis           float64  `json:"ms"`
 }
 
 type checkOut struct {
@@ -152,6 +156,7 @@ func checkJSON(m *klp.Module, rows []pipeline.KernelResult) *checkOut {
 			s := r.FirstError
 			row.FirstError = &s
 		}
+		row.LoaderUnresolved = r.LoaderMissing
 		if r.Err != nil {
 			s := r.Err.Error()
 			row.ReadError = &s
@@ -165,6 +170,24 @@ func checkJSON(m *klp.Module, rows []pipeline.KernelResult) *checkOut {
 	}
 	out.Summary.Kernels = len(rows)
 	return out
+}
+
+// writeLoaderNote says on how many kernels insmod would refuse some of the
+// module's ordinary symbols (checked without --link; they do not fail a
+// row), naming the first.
+func writeLoaderNote(w io.Writer, rows []pipeline.KernelResult) {
+	n, first := 0, ""
+	for _, r := range rows {
+		if len(r.LoaderMissing) > 0 {
+			if n == 0 {
+				first = r.LoaderMissing[0]
+			}
+			n++
+		}
+	}
+	if n > 0 {
+		fmt.Fprintf(w, "note: insmod would refuse ordinary symbols on %d kernel(s) (first: %s, \"Unknown symbol\"); --link checks the whole module\n", n, first)
+	}
 }
 
 // isTerminal reports whether w is a terminal.

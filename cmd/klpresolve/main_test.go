@@ -311,6 +311,9 @@ func TestCheckCommand(t *testing.T) {
 	assert.Regexp(t, `kallsyms-6.1.0-57-amd64.txt\s+6\s+1\s+0\s+-`, out)
 	assert.Regexp(t, `/nonexistent\s+-\s+-\s+-\s+open /nonexistent: no such file or directory`, out)
 	assert.Contains(t, out, "3 kernels: 2 OK, 1 failed")
+	// patch.c calls no_such_function: insmod would refuse it on the two
+	// kernels that were read, which does not fail them.
+	assert.Contains(t, out, `note: insmod would refuse ordinary symbols on 2 kernel(s) (first: no_such_function, "Unknown symbol"); --link checks the whole module`)
 
 	// --kernels DIR, JSON, --strict.
 	dir := t.TempDir()
@@ -323,11 +326,12 @@ func TestCheckCommand(t *testing.T) {
 	assert.Equal(t, 1, code)
 	var j struct {
 		Kernels []struct {
-			Kernel     string
-			OK         bool
-			Resolved   int
-			Deferred   int
-			FirstError *string `json:"first_error"`
+			Kernel           string
+			OK               bool
+			Resolved         int
+			Deferred         int
+			FirstError       *string  `json:"first_error"`
+			LoaderUnresolved []string `json:"loader_unresolved"`
 		}
 		Summary struct{ Kernels, OK, Failed int }
 	}
@@ -336,6 +340,7 @@ func TestCheckCommand(t *testing.T) {
 	assert.Equal(t, 2, j.Summary.Failed)
 	assert.Equal(t, "deferred: module xfs is not loaded (--strict)", *j.Kernels[0].FirstError)
 	assert.Equal(t, 6, j.Kernels[1].Resolved)
+	assert.Equal(t, []string{"no_such_function"}, j.Kernels[1].LoaderUnresolved)
 
 	code, _, errs := runCLI(t, "check", fixture("livepatch-sample.ko"))
 	assert.Equal(t, 2, code)
