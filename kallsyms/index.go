@@ -43,9 +43,6 @@ type Index struct {
 	// scratch: bytes held with the tables that no lookup uses (fillSplit's
 	// scratch array, allocated with them; see buildTables).
 	scratch int
-	// fromRuns: vmlinux's table was filled from a streamed input's sorted
-	// runs (see buildTables).
-	fromRuns bool
 
 	addrOnce sync.Once
 	byAddr   []uint32 // sym indexes sorted by address (built on first use)
@@ -449,7 +446,6 @@ func (ix *Index) buildTables(hashes []uint32, block []slot, vmRuns []sortedRun) 
 	ix.next = unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(block[total:]))), len(ix.syms))
 	order := block[total+nextSlots:]
 	ix.scratch = len(order) * int(unsafe.Sizeof(slot{}))
-	ix.fromRuns = presorted
 	// Write the fresh tables before any probe reads them. A first read
 	// maps the shared zero page, and the write after it is then a
 	// copy-on-write fault that must flush the other cores' TLBs (an IPI
