@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -46,16 +45,13 @@ func OneShot(o OneShotOptions) (*Report, error) {
 	run := func(op string) func() (time.Duration, error) {
 		return func() (time.Duration, error) {
 			argv := append(append([]string(nil), o.Self...), op, o.Input)
-			cmd := exec.Command(argv[0], argv[1:]...)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			if err != nil {
-				return 0, fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, strings.TrimSpace(stderr.String()))
+			var out strings.Builder
+			if _, err := runCommand(argv, &out); err != nil {
+				return 0, err
 			}
-			ns, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+			ns, err := strconv.ParseInt(strings.TrimSpace(out.String()), 10, 64)
 			if err != nil || ns <= 0 {
-				return 0, fmt.Errorf("%s: printed %q, not a time in nanoseconds", strings.Join(argv, " "), clip(string(out)))
+				return 0, fmt.Errorf("%s: printed %q, not a time in nanoseconds", strings.Join(argv, " "), clip(out.String()))
 			}
 			return time.Duration(ns), nil
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -56,18 +55,14 @@ func Proc(o ProcOptions) (*Report, error) {
 	defer null.Close()
 	var rss int64 // the tool's largest peak resident set, in bytes
 	run := func(argv []string, tool bool) (time.Duration, error) {
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Stdout = null
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
 		start := time.Now()
-		err := cmd.Run()
+		ps, err := runCommand(argv, null)
 		d := time.Since(start)
 		if err != nil {
-			return 0, fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, strings.TrimSpace(stderr.String()))
+			return 0, err
 		}
 		if tool {
-			rss = max(rss, maxRSS(cmd.ProcessState))
+			rss = max(rss, maxRSS(ps))
 		}
 		return d, nil
 	}

@@ -1,7 +1,12 @@
 package bench
 
 import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -39,3 +44,17 @@ var quantiles = []struct {
 
 // at is the q-quantile of sorted timings (the nearest rank below).
 func at(d []time.Duration, q float64) time.Duration { return d[int(q*float64(len(d)-1))] }
+
+// runCommand runs argv with its standard output to stdout. A failure is
+// an error that names the command and carries what it wrote to standard
+// error: a measured command that fails must not pass for a fast one.
+func runCommand(argv []string, stdout io.Writer) (*os.ProcessState, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout = stdout
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return cmd.ProcessState, nil
+}
