@@ -114,7 +114,7 @@ func TestCorpusFleetNotExported(t *testing.T) {
 	rows := Fleet(m, []string{testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")}, FleetOptions{Run: Options{Link: true}})
 	require.Len(t, rows, 1)
 	assert.False(t, rows[0].OK)
-	assert.Equal(t, "link: .rela.text+0x1: R_X86_64_PLT32 against vfs_read: unresolved symbol (vmlinux has it, but does not export it)", rows[0].FirstError)
+	assert.Equal(t, "link: .rela.text+0x1: R_X86_64_PLT32 against vfs_read: unresolved symbol (vmlinux has it at 0xffffffff813669e0, T, but does not export it)", rows[0].FirstError)
 }
 
 // EXPORT_SYMBOL_GPL(call_rcu): a module whose license is not

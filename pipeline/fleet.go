@@ -112,10 +112,7 @@ func checkOne(m *klp.Module, kernel string, o FleetOptions) KernelResult {
 		// A name the kernel has but does not export says so.
 		note := func(name string) string {
 			if h, ok := rep.NotExported[name]; ok {
-				if h.GPLOnly {
-					return " (" + h.Object + " exports it to GPL-compatible modules only)"
-				}
-				return " (" + h.Object + " has it, but does not export it)"
+				return " (" + h.Why() + ")"
 			}
 			return ""
 		}

@@ -19,10 +19,10 @@ import (
 // as the loader's find_symbol() does: among the exported symbols, vmlinux
 // first, then loaded modules (kallsyms.Index.FindExport), vmlinux's
 // GPL-only ones only with gplOK (modplt.Module.GPLCompatible).
-// It uses the index's Find and FindName, which build no diagnostics: the
-// linker reports a missing symbol its own way, and a miss with Lookup's
-// nearest names scanned every symbol of the kernel (62 scans for one
-// undefined name, 62 ms of a 67 ms run).
+// Neither Find nor FindExport builds diagnostics: the linker reports a
+// missing symbol its own way, and a miss with Lookup's nearest names
+// scanned every symbol of the kernel (62 scans for one undefined name,
+// 62 ms of a 67 ms run).
 func Resolver(ix *kallsyms.Index, gplOK bool) modplt.Resolver {
 	return func(name string) (uint64, bool) {
 		if strings.HasPrefix(name, klp.SymPrefix) {
@@ -81,6 +81,14 @@ type Hidden struct {
 	GPLOnly bool
 }
 
+// Why says why the loader does not give the module the symbol.
+func (h Hidden) Why() string {
+	if h.GPLOnly {
+		return h.Object + " exports it with EXPORT_SYMBOL_GPL, and this module's license is not GPL-compatible"
+	}
+	return fmt.Sprintf("%s has it at %#x, %c, but does not export it", h.Object, h.Address, h.Type)
+}
+
 // NotExported returns, of the names the linker left unresolved, those
 // the kernel has all the same (see Hidden), each with the first symbol
 // of that name (vmlinux first). gplOK is the module's
@@ -137,8 +145,8 @@ func (r *Report) OK(strict bool) bool {
 func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 	t0 := time.Now()
 	rep := &Report{Resolution: m.Resolve(ix)}
+	gplOK := modplt.GPLCompatible(m.ELF().ModInfo("license"))
 	if !opts.Link {
-		gplOK := modplt.GPLCompatible(m.ELF().ModInfo("license"))
 		rep.LoaderMissing = loaderMissing(m.ELF(), ix, gplOK)
 		rep.NotExported = NotExported(ix, rep.LoaderMissing, gplOK)
 		rep.ResolveTime = time.Since(t0)
@@ -163,7 +171,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 		}
 	}
 	lo := opts.LinkOptions
-	lo.Resolve = Resolver(ix, mod.GPLCompatible())
+	lo.Resolve = Resolver(ix, gplOK)
 	lo.SkipSections = func(name string) bool { return skip[name] }
 	img, err := mod.Link(lo)
 	if err != nil {
@@ -179,7 +187,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 	}
 	img.Unresolved = unresolved
 	rep.Image = img
-	rep.NotExported = NotExported(ix, unresolved, mod.GPLCompatible())
+	rep.NotExported = NotExported(ix, unresolved, gplOK)
 	rep.CFI, err = recordCFI(img)
 	if err != nil {
 		return nil, err
@@ -246,10 +254,10 @@ func recordCFI(img *modplt.Image) (*CFIReport, error) {
 		return nil, err
 	}
 	rep.Pages, rep.Shadowed, rep.Reason = res.Pages, res.Shadowed, res.Reason
-	r := set.NewReader()
-	defer r.Close()
-	// The module's layout, core and init: within_module_core() and
-	// within_module_init().
+	// A pointer is known to find_check_fn() when it is a kernel function
+	// (is_kernel_text()) or lies in the module: its text in the shadow
+	// just made, the rest of its core and init layout through
+	// __module_address() (within_module_core(), within_module_init()).
 	var lo, hi [2]uint64
 	lo[0], lo[1] = ^uint64(0), ^uint64(0)
 	for _, p := range img.Sections {
@@ -261,8 +269,8 @@ func recordCFI(img *modplt.Image) (*CFIReport, error) {
 	}
 	for _, fp := range img.FunctionPointers() {
 		rep.Pointers++
-		if _, src := r.Lookup(fp.Target); src != cfi.Miss || fp.External || inModule(fp.Target) {
-			continue // the module's own code, or a kernel function (checked by the kernel's text range)
+		if fp.External || inModule(fp.Target) {
+			continue
 		}
 		rep.Unknown = append(rep.Unknown, fmt.Sprintf("%s+%#x -> %s (%#x)", fp.Section, fp.Offset, fp.Symbol, fp.Target))
 	}

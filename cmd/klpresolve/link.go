@@ -134,16 +134,12 @@ func notExportedList(unresolved []string, hidden map[string]pipeline.Hidden) []n
 }
 
 // unresolvedLine says why an unresolved name did not resolve when the
-// kernel has it: it is not exported.
+// kernel has it (Hidden.Why).
 func unresolvedLine(u string, hidden map[string]pipeline.Hidden) string {
-	h, ok := hidden[u]
-	switch {
-	case !ok:
-		return "unresolved: " + u
-	case h.GPLOnly:
-		return fmt.Sprintf("unresolved: %s (%s exports it with EXPORT_SYMBOL_GPL, and this module's license is not GPL-compatible: insmod says \"Unknown symbol\")", u, h.Object)
+	if h, ok := hidden[u]; ok {
+		return fmt.Sprintf("unresolved: %s (%s: insmod says \"Unknown symbol\")", u, h.Why())
 	}
-	return fmt.Sprintf("unresolved: %s (%s has it at %#x, %c, but does not export it: insmod says \"Unknown symbol\")", u, h.Object, h.Address, h.Type)
+	return "unresolved: " + u
 }
 
 type sectionJSON struct {
