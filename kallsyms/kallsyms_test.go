@@ -590,3 +590,85 @@ ffffffffc0003000 T ftrace_only	[__builtin__ftrace]
 	_, ok = ix.FindExport("vfs_read", true)
 	require.False(t, ok)
 }
+
+// The raw loader sums and checks its payload in 256 KiB pieces: the
+// pieces' records must cover every symbol and slot exactly once,
+// records straddling a piece's end included, and the error reported must
+// be the first in the file whichever piece finds it first.
+func TestRawSnapshotPieces(t *testing.T) {
+	for _, l := range []rawSections{
+		{symAt: 48, nsym: 40000, slotAt: 48 + 40000*20, nslot: 60001},
+		{symAt: 56, nsym: 17, slotAt: 400, nslot: 28},
+		{symAt: 8, nsym: 1, slotAt: 32, nslot: 4},
+	} {
+		end := l.slotAt + 8*l.nslot + 1000
+		for _, step := range []uint64{rawChunk, 4096, 24, 7} {
+			var syms, slots uint32
+			for from := uint64(0); from < end; from += step {
+				r := l.records(from, min(from+step, end))
+				require.Equal(t, syms, r.lo, "step %d at %d", step, from)
+				require.Equal(t, slots, r.slo, "step %d at %d", step, from)
+				syms, slots = r.hi, r.shi
+			}
+			require.Equal(t, uint32(l.nsym), syms, "step %d", step)
+			require.Equal(t, uint32(l.nslot), slots, "step %d", step)
+		}
+	}
+
+	// A snapshot of several pieces.
+	var text strings.Builder
+	for i := range 40000 {
+		fmt.Fprintf(&text, "%016x t sym_%d\n", 0xffffffff81000000+uint64(i)*16, i%30000)
+	}
+	ix, err := ParseBytes("big", []byte(text.String()), nil)
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, ix.WriteSnapshotRaw(&buf))
+	good := buf.Bytes()
+	require.Greater(t, rawChunks(len(good)-rawHeaderSize), 3)
+	ix2, err := ParseBytes("big.raw", good, nil)
+	require.NoError(t, err)
+	sameIndex(t, ix, ix2)
+
+	le := binary.LittleEndian
+	p := good[rawHeaderSize:]
+	lay := rawSections{nsym: uint64(le.Uint32(good[36:])), nslot: uint64(le.Uint32(good[40:]))}
+	lay.symAt = align8(4+uint64(le.Uint32(p))) + uint64(le.Uint32(good[32:]))*rawObjRecord
+	lay.slotAt = align8(lay.symAt + lay.nsym*(symRecord+4))
+	// The symbol whose record crosses the second piece's start, if one
+	// does (records are 16 bytes from an 8-byte boundary), else the first
+	// one in that piece; and the last symbol.
+	cross := (rawChunk - lay.symAt) / symRecord
+	forge := func(at uint64, v uint32) []byte {
+		b := append([]byte(nil), good...)
+		le.PutUint32(b[rawHeaderSize+at:], v)
+		return rawWithChecksum(b)
+	}
+	for _, i := range []uint64{cross, lay.nsym - 1} {
+		_, err := ParseBytes("name", forge(lay.symAt+i*symRecord+8, 1<<30), nil)
+		require.ErrorIs(t, err, ErrMalformed)
+		assert.Contains(t, err.Error(), fmt.Sprintf("symbol %d: name out of range", i))
+	}
+	// The last slot points past the last symbol.
+	_, err = ParseBytes("slot", forge(lay.slotAt+(lay.nslot-1)*8+4, uint32(lay.nsym+1)), nil)
+	require.ErrorIs(t, err, ErrMalformed)
+	assert.Contains(t, err.Error(), fmt.Sprintf("table entry %d outside it", lay.nsym+1))
+	// Two faults: the one earlier in the file is reported, though the
+	// pieces are shared out at random.
+	b := forge(lay.symAt+(lay.nsym-1)*symRecord+8, 1<<30)
+	le.PutUint32(b[rawHeaderSize+lay.symAt+5*symRecord+8:], 1<<30)
+	b = rawWithChecksum(b)
+	for range 20 {
+		_, err = ParseBytes("two", b, nil)
+		require.ErrorIs(t, err, ErrMalformed)
+		require.Contains(t, err.Error(), "symbol 5: name out of range")
+	}
+	// A damaged byte in any piece is a checksum mismatch.
+	for _, at := range []int{0, rawChunk + 3, len(p) - 1} {
+		b := append([]byte(nil), good...)
+		b[rawHeaderSize+at] ^= 1
+		_, err := ParseBytes("flip", b, nil)
+		require.ErrorIs(t, err, ErrMalformed)
+		assert.Contains(t, err.Error(), "checksum mismatch", "byte %d", at)
+	}
+}

@@ -442,8 +442,8 @@ func readRegular(path string, workers int, mapRaw bool) (*wholeInput, error) {
 		if le.Uint32(head[8:]) == rawVersion && size > rawHeaderSize {
 			// One piece per payload chunk, the header with the first.
 			payload := w.data[rawHeaderSize:]
-			n = (len(payload) + rawChunk - 1) / rawChunk
-			w.sums = make([]byte, 8*n)
+			n = rawChunks(len(payload))
+			w.sums = make([]byte, rawSumSize*n)
 			start = func(i int) int { return min(size, max(0, rawHeaderSize+i*rawChunk)*min(i, 1)) }
 			work = func(i int, _ []byte) { rawChunkSum(w.sums, payload, i) }
 		}
