@@ -16,18 +16,25 @@ func (ix *Index) find(o *object, name string) uint32 {
 	}
 	h := hashKeyString(key, false)
 	slots := ix.slots[o.off : o.off+o.size]
-	for p := home(h, o.size); ; {
+	// The probe trusts no slot: it gives up after o.size of them (a table
+	// with no empty slot cannot make it loop), and takes an entry only if
+	// it points into o (one cannot make it read another object's symbols,
+	// or past them). Tables built here are right by construction; a raw
+	// snapshot's are used as the file has them, checked here instead of
+	// slot by slot when it is loaded.
+	for p, left := home(h, o.size), o.size; left > 0; left-- {
 		sl := slots[p]
 		if sl.idx == 0 {
 			return 0
 		}
-		if sl.hash == h && ix.key(sl.idx-1) == key {
+		if sl.hash == h && sl.idx-1-o.start < o.end-o.start && ix.key(sl.idx-1) == key {
 			return sl.idx
 		}
 		if p++; p == o.size {
 			p = 0
 		}
 	}
+	return 0
 }
 
 // matches reports whether sym i (filed under name's key) answers name: in

@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
@@ -154,10 +153,11 @@ func rawChecksumOf(hdr, sums []byte) uint64 {
 var hostLE = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
 // loadRawSnapshot validates and loads a raw snapshot, using its arrays in
-// place. Every count, offset, index, chain and table is checked: a forged
-// file can make lookups miss, never loop, read out of bounds or panic. A
-// file whose checksum does not match is reported as such, whatever else
-// is wrong with it.
+// place. Every count, offset, name and chain is checked here, and every
+// table entry where a lookup reads it (Index.find): a forged file can make
+// lookups miss, never loop, read out of bounds or panic. A file whose
+// checksum does not match is reported as such, whatever else is wrong
+// with it.
 //
 // sums, when the reader computed them (readRegular), are the payload
 // chunks' hashes; nil means compute them here, in the same pass as the
@@ -202,35 +202,32 @@ func loadRawSnapshot(name string, b, sums []byte) (*Index, error) {
 			rawChunkSum(sums, p, i)
 		}
 		from, to := uint64(i*rawChunk), uint64(min((i+1)*rawChunk, len(p)))
-		c.check(ix, i, lay.records(from, to))
+		lo, hi := lay.symbols(from, to)
+		c.check(ix, i, lo, hi)
 	})
 	if rawChecksumOf(b[:rawHeaderSize], sums) != le.Uint64(b[24:]) {
 		return nil, snapErr(name, "checksum mismatch (file corrupted)")
 	}
-	if err := c.result(ix); err != nil {
+	if err := c.result(); err != nil {
 		return nil, err
 	}
 	return ix, nil
 }
 
-// rawSections is where a raw snapshot's arrays start in its payload.
-type rawSections struct {
-	symAt, nsym, slotAt, nslot uint64
-}
+// rawSections is where a raw snapshot's symbol records are in its
+// payload.
+type rawSections struct{ symAt, nsym uint64 }
 
-// records is the symbols and the table slots whose records start in
-// payload[from:to]; consecutive ranges partition both arrays.
-func (l rawSections) records(from, to uint64) rawRange {
-	first := func(x, at, size, n uint64) uint32 {
-		if x <= at {
+// symbols is the symbols [lo, hi) whose records start in payload[from:to];
+// consecutive ranges partition the symbols.
+func (l rawSections) symbols(from, to uint64) (lo, hi uint32) {
+	first := func(x uint64) uint32 {
+		if x <= l.symAt {
 			return 0
 		}
-		return uint32(min((x-at+size-1)/size, n))
+		return uint32(min((x-l.symAt+symRecord-1)/symRecord, l.nsym))
 	}
-	return rawRange{
-		lo: first(from, l.symAt, symRecord, l.nsym), hi: first(to, l.symAt, symRecord, l.nsym),
-		slo: first(from, l.slotAt, 8, l.nslot), shi: first(to, l.slotAt, 8, l.nslot),
-	}
+	return first(from), first(to)
 }
 
 // rawLayout reads a raw snapshot's counts, sections and objects and
@@ -269,7 +266,7 @@ func rawLayout(name string, b []byte) (*Index, rawSections, error) {
 	if at+nname != plen || nsrc > plen {
 		return nil, lay, snapErr(name, "section sizes add up to %d bytes, payload has %d", at+nname, plen)
 	}
-	lay = rawSections{symAt: symAt, nsym: nsym, slotAt: slotAt, nslot: nslot}
+	lay = rawSections{symAt: symAt, nsym: nsym}
 	ix := &Index{source: string(p[srcAt : srcAt+nsrc]), byName: make(map[string]int, nobj), lto: flags&1 != 0}
 	names := p[namesAt:]
 	ix.data = unsafe.String(unsafe.SliceData(names), len(names))
@@ -335,55 +332,33 @@ func rawLayout(name string, b []byte) (*Index, rawSections, error) {
 	return ix, lay, nil
 }
 
-// rawRange is a piece of a raw snapshot's arrays: symbols [lo, hi) and
-// table slots [slo, shi).
-type rawRange struct{ lo, hi, slo, shi uint32 }
-
-// rawCheck validates a raw snapshot's symbols and tables in pieces, on
-// any number of goroutines at once: chains go forward inside their object
-// (no cycle), names lie inside the names, the symbols' flags agree with
-// their chains, table entries point into their object, and every table
-// has an empty slot (a probe always ends). Results are kept per piece, so
-// the error reported is the first in file order however the pieces were
-// shared out.
+// rawCheck validates a raw snapshot's symbols in pieces, on any number
+// of goroutines at once: names lie inside the names, chains go forward
+// inside their object (no cycle), and the flags agree with the chains.
+// Results are kept per piece, so that the error reported is the first in
+// file order however the pieces were shared out.
 type rawCheck struct {
 	name  string
 	nname uint64
-	errs  []error       // per piece: its first problem
-	addrs []uint64      // per piece: its addresses ORed (all zero: kptr_restrict)
-	empty []atomic.Bool // per object: an empty slot was seen in its table
+	errs  []error  // per piece: its first problem
+	addrs []uint64 // per piece: its addresses ORed (all zero: kptr_restrict)
 }
 
 func newRawCheck(name string, ix *Index, pieces int) *rawCheck {
-	return &rawCheck{name: name, nname: uint64(len(ix.data)), errs: make([]error, pieces),
-		addrs: make([]uint64, pieces), empty: make([]atomic.Bool, len(ix.objs))}
+	return &rawCheck{name: name, nname: uint64(len(ix.data)), errs: make([]error, pieces), addrs: make([]uint64, pieces)}
 }
 
-// check validates piece k, the records r.
-func (c *rawCheck) check(ix *Index, k int, r rawRange) {
+// check validates piece k, the symbols [lo, hi).
+func (c *rawCheck) check(ix *Index, k int, lo, hi uint32) {
 	var addrs uint64
 	for oi := range ix.objs {
 		o := &ix.objs[oi]
-		if a, b := max(r.lo, o.start), min(r.hi, o.end); a < b {
-			bits, ors := symsFaults(ix.syms[a:b], ix.next[a:b], a, o.end, c.nname)
+		if a, b := max(lo, o.start), min(hi, o.end); a < b {
+			bad, ors := symsFaults(ix.syms[a:b], ix.next[a:b], a, o.end, c.nname)
 			addrs |= ors
-			if bits != 0 {
+			if bad != 0 {
 				c.errs[k] = c.symErr(ix, o, a, b)
 				return
-			}
-		}
-		if a, b := max(r.slo, o.off), min(r.shi, o.off+o.size); a < b {
-			bad, empties := slotsFaults(ix.slots[a:b], o.start, o.end-o.start)
-			if bad != 0 {
-				for _, sl := range ix.slots[a:b] {
-					if sl.idx != 0 && sl.idx-1-o.start >= o.end-o.start {
-						c.errs[k] = snapErr(c.name, "object %q: table entry %d outside it", o.name, sl.idx)
-						return
-					}
-				}
-			}
-			if empties > 0 {
-				c.empty[oi].Store(true)
 			}
 		}
 	}
@@ -417,24 +392,6 @@ func symsFaults(syms []sym, next []uint32, first, end uint32, nname uint64) (bad
 	return bad, addrs
 }
 
-// slotsFaults counts the table entries that point outside the object's
-// symbols [start, start+n), and the empty slots. Written without a branch
-// that depends on the data: a third of the slots are empty, at random.
-func slotsFaults(slots []slot, start, n uint32) (bad, empties uint32) {
-	for _, sl := range slots {
-		empty := sl.idx == 0
-		var e uint32
-		if empty {
-			e = 1
-		}
-		empties += e
-		if (sl.idx-1-start >= n) != empty { // idx-1 wraps for 0
-			bad++
-		}
-	}
-	return bad, empties
-}
-
 // symErr describes the first faulty symbol in syms[a:b] of o.
 func (c *rawCheck) symErr(ix *Index, o *object, a, b uint32) error {
 	for i := a; i < b; i++ {
@@ -459,7 +416,7 @@ func (c *rawCheck) symErr(ix *Index, o *object, a, b uint32) error {
 }
 
 // result is the first problem found, in file order.
-func (c *rawCheck) result(ix *Index) error {
+func (c *rawCheck) result() error {
 	for _, err := range c.errs {
 		if err != nil {
 			return err
@@ -467,11 +424,6 @@ func (c *rawCheck) result(ix *Index) error {
 	}
 	if !slices.ContainsFunc(c.addrs, func(a uint64) bool { return a != 0 }) {
 		return fmt.Errorf("%s: %w", c.name, ErrRestricted)
-	}
-	for oi := range ix.objs {
-		if !c.empty[oi].Load() {
-			return snapErr(c.name, "object %q: hash table has no empty slot", ix.objs[oi].name)
-		}
 	}
 	return nil
 }
