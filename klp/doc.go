@@ -28,7 +28,7 @@
 // # Input
 //
 // A module is untrusted input: the ELF reader (internal/elfobj) checks
-// every offset, size, count and index against the file, gzip/zstd/xz
+// every offset, size, count and index against the file, gzip/zstd/xz(/bzip2)
 // compressed modules are detected by magic bytes, and errors name the
 // file, the section and what is wrong.
 package klp

@@ -122,7 +122,7 @@ exceeded.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().StringArrayVar(&a.kallsymsPaths, "kallsyms", []string{kallsyms.DefaultPath},
-		"kernel symbols: /proc/kallsyms format, System.map, or a snapshot; gzip/zstd ok; - for stdin (check: repeatable)")
+		"kernel symbols: /proc/kallsyms format, System.map, or a snapshot; gzip/zstd/xz/bzip2 ok; - for stdin (check: repeatable)")
 	root.PersistentFlags().BoolVar(&a.lto, "lto", false,
 		"also match names with a .llvm.<digits> suffix stripped (kernels before 6.11 built with LTO)")
 	addResolveFlags(root, a)

@@ -1,11 +1,12 @@
 // Package input opens the files klpresolve reads: a path, "-" for standard
-// input, or an io.Reader, transparently decompressing gzip, zstd and xz
-// (detected by their magic bytes, never by the file name).
+// input, or an io.Reader, transparently decompressing gzip, zstd, xz and
+// bzip2 (detected by their magic bytes, never by the file name).
 package input
 
 import (
 	"bufio"
 	"bytes"
+	"compress/bzip2"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -21,10 +22,11 @@ type Compression string
 
 // The compression formats that are recognised.
 const (
-	None Compression = ""
-	Gzip Compression = "gzip"
-	Zstd Compression = "zstd"
-	Xz   Compression = "xz"
+	None  Compression = ""
+	Gzip  Compression = "gzip"
+	Zstd  Compression = "zstd"
+	Xz    Compression = "xz"
+	Bzip2 Compression = "bzip2"
 )
 
 // DefaultMaxSize caps how many bytes a decompressed input may grow to. A
@@ -39,7 +41,15 @@ var (
 	magicGzip = []byte{0x1f, 0x8b}
 	magicZstd = []byte{0x28, 0xb5, 0x2f, 0xfd}
 	magicXz   = []byte{0xfd, '7', 'z', 'X', 'Z', 0x00}
+	// bzip2: "BZh", the block size digit, then the magic of the first
+	// block or of the stream's end (an empty stream).
+	magicBzip2      = []byte("BZh")
+	magicBzip2Block = []byte{0x31, 0x41, 0x59, 0x26, 0x53, 0x59}
+	magicBzip2End   = []byte{0x17, 0x72, 0x45, 0x38, 0x50, 0x90}
 )
+
+// detectLen is how many bytes Detect needs to tell every format apart.
+const detectLen = 10
 
 // Detect reports the compression of data from its first bytes.
 func Detect(head []byte) Compression {
@@ -50,6 +60,10 @@ func Detect(head []byte) Compression {
 		return Xz
 	case bytes.HasPrefix(head, magicGzip):
 		return Gzip
+	case len(head) >= detectLen && bytes.HasPrefix(head, magicBzip2) && head[3] >= '1' && head[3] <= '9' &&
+		(bytes.Equal(head[4:10], magicBzip2Block) || bytes.Equal(head[4:10], magicBzip2End)):
+		// "BZh" could begin a text line: the block magic tells.
+		return Bzip2
 	}
 	return None
 }
@@ -102,7 +116,7 @@ func Open(path string) (*Source, error) {
 // sizeHint is the raw size if known (0 if not).
 func Wrap(name string, r io.ReadCloser, sizeHint int64) (*Source, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	head, _ := br.Peek(6)
+	head, _ := br.Peek(detectLen)
 	s := &Source{Name: name, Compression: Detect(head), closer: r}
 	switch s.Compression {
 	case None:
@@ -125,6 +139,8 @@ func Wrap(name string, r io.ReadCloser, sizeHint int64) (*Source, error) {
 			return nil, fmt.Errorf("%s: xz: %w", name, err)
 		}
 		s.Reader = xr
+	case Bzip2:
+		s.Reader = bzip2.NewReader(br)
 	}
 	return s, nil
 }
@@ -172,8 +188,8 @@ func ReadAll(r io.Reader, hint, max int64) ([]byte, error) {
 }
 
 // Decompress returns data itself when it is not compressed, or its
-// decompressed bytes (at most max of them) when its magic says gzip, zstd
-// or xz. name is used in errors.
+// decompressed bytes (at most max of them) when its magic says gzip, zstd,
+// xz or bzip2. name is used in errors.
 func Decompress(name string, data []byte, max int64) ([]byte, Compression, error) {
 	c := Detect(data)
 	if c == None {
