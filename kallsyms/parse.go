@@ -635,6 +635,10 @@ func (p *parser) freeStream() {
 	}
 }
 
+// elfMagic starts an ELF file: a module or vmlinux given for a symbol
+// list, which the parser names as such.
+const elfMagic = "\x7fELF"
+
 // maxInput bounds one input: names are stored as 32-bit offsets.
 const maxInput = 1<<32 - 1
 
@@ -942,6 +946,8 @@ func parseLine(l []byte) (addr uint64, typ byte, ns, ne int, mod []byte, msg str
 		k++
 	}
 	switch {
+	case k == 0 && bytes.HasPrefix(l, []byte(elfMagic)):
+		return 0, 0, 0, 0, nil, "an ELF file (a module, or vmlinux?), not a symbol list: give /proc/kallsyms, a System.map or a snapshot"
 	case k == 0:
 		return 0, 0, 0, 0, nil, fmt.Sprintf("line does not start with a hex address: %q", clip(l))
 	case k > 16:

@@ -11,6 +11,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"regexp"
 )
 
 // ErrMalformed is wrapped by every *FormatError.
@@ -91,6 +92,26 @@ func (f *File) errf(sec string, format string, args ...any) error {
 	return &FormatError{File: f.Name, Section: sec, Msg: fmt.Sprintf(format, args...)}
 }
 
+// notELF names what a file that is not ELF looks like, when it is one of
+// the other inputs klpresolve takes: a symbol list or a snapshot given
+// where a module was expected.
+func notELF(data []byte) string {
+	line := data[:min(len(data), 200)]
+	if i := bytes.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
+	}
+	switch {
+	case bytes.HasPrefix(data, []byte("KLPSNAP\x00")):
+		return ": a klpresolve symbol snapshot, not a module"
+	case symbolLine.Match(line):
+		return ": it reads like a kernel symbol list (kallsyms, System.map), not a module"
+	}
+	return ""
+}
+
+// symbolLine matches a /proc/kallsyms or System.map line: "ADDRESS TYPE NAME".
+var symbolLine = regexp.MustCompile(`^[0-9a-fA-F]{8,16} [A-Za-z?] \S+(\t\[\S+\])?\r?$`)
+
 // Is64 reports a 64-bit file.
 func (f *File) Is64() bool { return f.Class == elf.ELFCLASS64 }
 
@@ -98,7 +119,7 @@ func (f *File) Is64() bool { return f.Class == elf.ELFCLASS64 }
 func Parse(name string, data []byte) (*File, error) {
 	f := &File{Name: name, Data: data}
 	if len(data) < 16 || !bytes.HasPrefix(data, []byte(elf.ELFMAG)) {
-		return nil, f.errf("", "not an ELF file (no \\x7fELF magic)")
+		return nil, f.errf("", "not an ELF file (no \\x7fELF magic)%s", notELF(data))
 	}
 	f.Class = elf.Class(data[elf.EI_CLASS])
 	switch elf.Data(data[elf.EI_DATA]) {

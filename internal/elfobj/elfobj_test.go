@@ -51,7 +51,11 @@ func TestHostileInputs(t *testing.T) {
 	}{
 		"truncated header": {good[:40], "truncated ELF header"},
 		"not elf":          {[]byte("hello world, not an elf file at all....."), "not an ELF file"},
-		"truncated table":  {good[:shoff+10], "runs past the end"},
+		"a symbol list": {[]byte("ffffffff81000000 T _stext\nffffffff81000010 t x\n"),
+			"not an ELF file (no \\x7fELF magic): it reads like a kernel symbol list (kallsyms, System.map), not a module"},
+		"a module's symbol": {[]byte("ffffffffc0a01000 t ovl_show_options\t[overlay]\r\n"), "reads like a kernel symbol list"},
+		"a snapshot":        {[]byte("KLPSNAP\x00\x04\x00\x00\x00\x00\x00\x00\x00"), "not an ELF file (no \\x7fELF magic): a klpresolve symbol snapshot, not a module"},
+		"truncated table":   {good[:shoff+10], "runs past the end"},
 		"4 GiB section": {mutate(func(b []byte) {
 			binary.LittleEndian.PutUint64(secHdr(b, 1)[32:], 4<<30)
 		}), "past the end of the file"},
