@@ -6,7 +6,7 @@ FUZZTIME ?= 10s
 FUZZMIN  ?= 2s
 BIN      ?= bin/klpresolve
 
-.PHONY: all build test fuzz bench fixtures clean
+.PHONY: all build test ports fuzz bench fixtures clean
 
 all: build
 
@@ -23,7 +23,17 @@ test:
 	$(GO) vet ./...
 	$(GO) test -race ./...
 	$(GO) test -count=1 -run 'Torture|Synchronous|Fenced|Holds|Protection' ./cfi
+	$(MAKE) ports
 	$(MAKE) fuzz
+
+# The other systems and word sizes users build on: vet for each (they
+# compile), and the tests on 32-bit x86, which this amd64 machine runs.
+PORTS ?= darwin/arm64 windows/amd64 freebsd/amd64 linux/arm linux/arm64
+ports:
+	@set -e; for p in $(PORTS); do \
+	  echo "vet $$p"; GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet ./...; \
+	done
+	GOARCH=386 $(GO) test ./...
 
 # Each fuzz target alone (go test -fuzz takes one target per run), through
 # scripts/fuzz-one, which tells Go 1.26's fuzztime deadline race from a

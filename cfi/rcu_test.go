@@ -1,3 +1,5 @@
+//go:build linux
+
 package cfi
 
 import (
@@ -71,7 +73,7 @@ func TestReaderHoldsAcrossUpdates(t *testing.T) {
 	done := make(chan error)
 	go func() {
 		for i := 1; i <= 100; i++ {
-			base := uint64(a + 2*i*page)
+			base := a + uint64(2*i*page)
 			if _, err := s.Add(Module{Name: fmt.Sprint("m", i), TextStart: base, TextEnd: base + page, CheckFn: base}); err != nil {
 				done <- err
 				return
@@ -263,7 +265,7 @@ func torture(t *testing.T, o Options) {
 	for ; rounds < adds || (seen() <= adds && rounds < 1000*adds); rounds++ {
 		i := rounds
 		name := fmt.Sprint("m", i%16)
-		base := uint64(a + (i%16)*page)
+		base := a + uint64((i%16)*page)
 		_ = s.Remove(name)
 		_, err := s.Add(Module{Name: name, TextStart: base, TextEnd: base + page, CheckFn: base})
 		require.NoError(t, err)

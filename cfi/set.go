@@ -172,7 +172,7 @@ func New(opts Options) (*Set, error) {
 		if !opts.Lazy {
 			slots += spareMappings + spareBatch
 		}
-		mm, err := newMemfdMapper(mapBytes(opts.Slots), slots, !opts.Lazy)
+		mm, err := newSystemMapper(mapBytes(opts.Slots), slots, !opts.Lazy)
 		if err != nil {
 			return nil, fmt.Errorf("cfi: shadow memory: %w", err)
 		}

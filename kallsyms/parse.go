@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/bits"
 	"os"
 	"runtime"
@@ -639,8 +640,9 @@ func (p *parser) freeStream() {
 // list, which the parser names as such.
 const elfMagic = "\x7fELF"
 
-// maxInput bounds one input: names are stored as 32-bit offsets.
-const maxInput = 1<<32 - 1
+// maxInput bounds one input: names are stored as 32-bit offsets, and on
+// a 32-bit host a buffer must also fit an int with a byte to spare.
+const maxInput = min(1<<32-1, math.MaxInt-1)
 
 var hexval = func() (t [256]int8) {
 	for i := range t {

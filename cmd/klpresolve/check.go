@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/pipeline"
@@ -188,16 +187,6 @@ func writeLoaderNote(w io.Writer, rows []pipeline.KernelResult) {
 	if n > 0 {
 		fmt.Fprintf(w, "note: insmod would refuse ordinary symbols on %d kernel(s) (first: %s, \"Unknown symbol\"); --link checks the whole module\n", n, first)
 	}
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }
 
 func drawProgress(w io.Writer, done, total int) {

@@ -1,0 +1,20 @@
+//go:build !linux
+
+package main
+
+import (
+	"io"
+	"os"
+)
+
+// isTerminal reports whether w is a character device, which is how a
+// terminal looks without Linux's TCGETS (the progress bar is then drawn
+// to /dev/null too, harmlessly).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
