@@ -27,13 +27,19 @@ test:
 	$(MAKE) fuzz
 
 # The other systems and word sizes users build on: vet for each (they
-# compile), and the tests on 32-bit x86, which this amd64 machine runs.
+# compile), the tests on 32-bit x86, which this amd64 machine runs, and on
+# big-endian s390x under qemu-user when it is installed (.ci/run does).
 PORTS ?= darwin/arm64 windows/amd64 freebsd/amd64 linux/arm linux/arm64
 ports:
 	@set -e; for p in $(PORTS); do \
 	  echo "vet $$p"; GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet ./...; \
 	done
 	GOARCH=386 $(GO) test ./...
+	@if command -v qemu-s390x >/dev/null 2>&1; then \
+	  echo "GOARCH=s390x $(GO) test -exec qemu-s390x ./..."; GOARCH=s390x $(GO) test -exec qemu-s390x ./...; \
+	else \
+	  echo "ports: no qemu-s390x (apt-get install qemu-user): big-endian tests not run"; \
+	fi
 
 # Each fuzz target alone (go test -fuzz takes one target per run), through
 # scripts/fuzz-one, which tells Go 1.26's fuzztime deadline race from a
