@@ -37,4 +37,7 @@
 // the grace periods are the guarantee). The bookkeeping
 // of reclamation lives outside the mapping (the design tension of the
 // Android patch, whose rcu_head lived inside the write-protected shadow).
+// That is Linux's (a memfd, mem_linux.go); on other systems shadows are
+// ordinary Go memory (mem_other.go): the same answers, without the
+// tripwires.
 package cfi
