@@ -27,20 +27,24 @@ func newCheckCmd(a *app) *cobra.Command {
 	var maxTime time.Duration
 	var workers int
 	c := &cobra.Command{
-		Use:   "check PATCH.ko --kallsyms A --kallsyms B ... | --kernels DIR [--link] [--format text|json]",
+		Use:   "check PATCH.ko --kallsyms A --kallsyms B ... | --kernels DIR [--link] [--format text|json|junit]",
 		Short: "Resolve a patch against many kernel builds at once and print a matrix",
 		Long: `Resolves PATCH.ko against every kernel given (--kallsyms, repeatable, or every file of
 --kernels DIR: kallsyms files, System.maps or snapshots, or links to them), in parallel
 on all cores, sharing the parsed module, and prints one row per kernel: relocations
 resolved, deferred and failed, and the first error. With --link each kernel also links
-the whole module.
+the whole module. --format junit writes a JUnit XML report for CI systems (Jenkins,
+GitLab, GitHub): one test case per kernel, failed or unreadable kernels as failures
+and errors.
 
 Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 2 usage, 3 --max-time exceeded.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(format); err != nil {
-				return err
+			if format != "junit" {
+				if err := checkFormat(format); err != nil {
+					return &exitError{exitUsage, fmt.Errorf("--format must be text, json or junit, not %q", format)}
+				}
 			}
 			t0 := time.Now()
 			var kernels []string
@@ -76,9 +80,12 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 					failed++
 				}
 			}
-			if format == "json" {
+			switch format {
+			case "json":
 				err = writeJSON(a, checkJSON(m, rows))
-			} else {
+			case "junit":
+				err = writeJUnit(a.stdout, checkJUnit(m, rows, elapsed))
+			default:
 				writeMatrix(a.stdout, rows)
 				fmt.Fprintf(a.stdout, "%d kernels: %d OK, %d failed (%v)\n", len(rows), len(rows)-failed, failed, elapsed.Round(time.Millisecond))
 				writeLoaderNote(a.stdout, rows)
@@ -95,7 +102,7 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 			return nil
 		},
 	}
-	c.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	c.Flags().StringVar(&format, "format", "text", "output format: text, json or junit (JUnit XML for CI)")
 	c.Flags().StringVar(&dir, "kernels", "", "folder of kernel symbol files (kallsyms, System.map, snapshots), one per kernel build")
 	c.Flags().BoolVar(&strict, "strict", false, "treat deferred relocations (module not loaded) as failures")
 	c.Flags().BoolVar(&link, "link", false, "also link the whole module against each kernel")

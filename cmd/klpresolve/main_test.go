@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -345,6 +346,65 @@ func TestCheckCommand(t *testing.T) {
 	code, _, errs := runCLI(t, "check", fixture("livepatch-sample.ko"))
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, "check needs --kallsyms")
+}
+
+// --format junit: one test case per kernel, in the order given; a kernel
+// whose relocations fail is a <failure> with the kernel's message, one that
+// cannot be read an <error>, and the loader's note is the case's output.
+func TestCheckJUnit(t *testing.T) {
+	host := testutil.Corpus(t, "host/kallsyms-6.18.44-firecracker.txt")
+	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	code, out, _ := runCLI(t, "check", fixture("livepatch-sample.ko"), "--kallsyms", example,
+		"--kallsyms", "/nonexistent", "--kallsyms", host, "--format", "junit")
+	assert.Equal(t, 1, code)
+	require.True(t, strings.HasPrefix(out, `<?xml version="1.0" encoding="UTF-8"?>`), out)
+	type problem struct {
+		Message string `xml:"message,attr"`
+		Type    string `xml:"type,attr"`
+		Text    string `xml:",chardata"`
+	}
+	var r struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Errors   int `xml:"errors,attr"`
+		Suites   []struct {
+			Name  string `xml:"name,attr"`
+			Tests int    `xml:"tests,attr"`
+			Cases []struct {
+				Name      string   `xml:"name,attr"`
+				ClassName string   `xml:"classname,attr"`
+				Failure   *problem `xml:"failure"`
+				Error     *problem `xml:"error"`
+				SystemOut string   `xml:"system-out"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	require.NoError(t, xml.Unmarshal([]byte(out), &r))
+	assert.Equal(t, []int{3, 1, 1}, []int{r.Tests, r.Failures, r.Errors})
+	require.Len(t, r.Suites, 1)
+	assert.Contains(t, r.Suites[0].Name, "livepatch_sample")
+	cs := r.Suites[0].Cases
+	require.Len(t, cs, 3)
+	assert.Equal(t, []string{example, "/nonexistent", host}, []string{cs[0].Name, cs[1].Name, cs[2].Name})
+	assert.Equal(t, "klpresolve.check.livepatch_sample", cs[0].ClassName)
+
+	assert.Nil(t, cs[0].Failure)
+	assert.Nil(t, cs[0].Error)
+	assert.Equal(t, "6 resolved, 1 deferred, 0 errors\nnote: insmod would refuse 1 ordinary symbol(s) (\"Unknown symbol\"): no_such_function; --link checks the whole module", cs[0].SystemOut)
+
+	require.NotNil(t, cs[1].Error)
+	assert.Nil(t, cs[1].Failure)
+	assert.Equal(t, "unreadable", cs[1].Error.Type)
+	assert.Equal(t, "open /nonexistent: no such file or directory", cs[1].Error.Message)
+
+	// The 6.18 host has no jiffies symbol (and no xfs or ext4).
+	require.NotNil(t, cs[2].Failure)
+	assert.Equal(t, "symbol 'jiffies' not found in symbol table", cs[2].Failure.Message)
+	assert.Equal(t, "2 resolved, 2 deferred, 3 errors\nfirst error: symbol 'jiffies' not found in symbol table", cs[2].Failure.Text)
+
+	code, _, errs := runCLI(t, "check", fixture("livepatch-sample.ko"), "--kallsyms", example, "--format", "yaml")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, `--format must be text, json or junit, not "yaml"`)
 }
 
 // --kernels DIR takes regular files and links to them, in name order;

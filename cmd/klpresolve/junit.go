@@ -1,0 +1,104 @@
+package main
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/klpresolve/klpresolve/klp"
+	"github.com/klpresolve/klpresolve/pipeline"
+)
+
+// JUnit XML, as CI systems read test reports (Jenkins, GitLab's
+// artifacts:reports:junit, GitHub actions that publish them): check's
+// --format junit makes each kernel a test case of one suite, the patch, so
+// that a pipeline shows which kernels a patch fails on beside its other
+// tests. A kernel whose relocations fail is a <failure>; one whose symbols
+// could not be read is an <error>; the loader note goes to <system-out>.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
+	Time     string      `xml:"time,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	ClassName string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitProblem `xml:"failure,omitempty"`
+	Error     *junitProblem `xml:"error,omitempty"`
+	SystemOut *junitText    `xml:"system-out,omitempty"`
+}
+
+// junitText is a CDATA section: line ends stay line ends.
+type junitText struct {
+	Text string `xml:",cdata"`
+}
+
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",cdata"`
+}
+
+func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
+
+// checkJUnit is check's report as JUnit XML: one suite named after the
+// module, one case per kernel in the order checked.
+func checkJUnit(m *klp.Module, rows []pipeline.KernelResult, elapsed time.Duration) *junitSuites {
+	suite := junitSuite{Name: fmt.Sprintf("klpresolve check %s (%s)", m.Name, m.Path), Tests: len(rows), Time: seconds(elapsed)}
+	for _, r := range rows {
+		c := junitCase{Name: r.Kernel, ClassName: "klpresolve.check." + m.Name, Time: seconds(r.Time)}
+		counts := fmt.Sprintf("%d resolved, %d deferred, %d errors", r.Resolved, r.Deferred, r.Errors)
+		switch {
+		case r.Err != nil:
+			suite.Errors++
+			c.Error = &junitProblem{Message: r.FirstError, Type: "unreadable", Text: r.Err.Error()}
+		case !r.OK:
+			suite.Failures++
+			c.Failure = &junitProblem{Message: r.FirstError, Type: "unresolved", Text: counts + "\nfirst error: " + r.FirstError}
+		}
+		var out []string
+		if c.Failure == nil && c.Error == nil {
+			out = append(out, counts)
+		}
+		if len(r.LoaderMissing) > 0 {
+			out = append(out, fmt.Sprintf("note: insmod would refuse %d ordinary symbol(s) (\"Unknown symbol\"): %s; --link checks the whole module",
+				len(r.LoaderMissing), strings.Join(r.LoaderMissing, ", ")))
+		}
+		if len(out) > 0 {
+			c.SystemOut = &junitText{strings.Join(out, "\n")}
+		}
+		suite.Cases = append(suite.Cases, c)
+	}
+	return &junitSuites{Name: "klpresolve", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors,
+		Time: suite.Time, Suites: []junitSuite{suite}}
+}
+
+func writeJUnit(w io.Writer, v *junitSuites) error {
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
