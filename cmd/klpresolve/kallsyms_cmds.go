@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -83,28 +84,81 @@ Exit status 0 when every spec resolves, 1 when any does not.`,
 }
 
 func newAddrCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "addr ADDR... [--kallsyms PATH]",
+	var format string
+	c := &cobra.Command{
+		Use:   "addr ADDR...|- [--kallsyms PATH] [--format text|json]",
 		Short: "Reverse lookup: the symbol+offset/size [object] of each address",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Finds the symbol that contains each ADDR (hex, with or without 0x), as the kernel's
+kallsyms_lookup() does: the highest symbol at or below it, the offset into it and the
+size up to the next symbol of its object. "-" reads the addresses from standard input,
+separated by blanks or line ends (grep -o the addresses out of a log first).
+Exit status 0 when every address has a symbol, 1 when any has none.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			var addrs []string
+			for _, arg := range args {
+				if arg != "-" {
+					addrs = append(addrs, arg)
+					continue
+				}
+				if a.kallsymsPath() == "-" {
+					return &exitError{exitUsage, errors.New("standard input cannot hold both the symbols (--kallsyms -) and the addresses (addr -)")}
+				}
+				b, err := io.ReadAll(a.stdin)
+				if err != nil {
+					return &exitError{exitUsage, fmt.Errorf("standard input: %w", err)}
+				}
+				addrs = append(addrs, strings.Fields(string(b))...)
+			}
+			values := make([]uint64, len(addrs))
+			for i, s := range addrs {
+				v, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(s), "0x"), 16, 64)
+				if err != nil {
+					return &exitError{exitUsage, fmt.Errorf("address %q is not hex", s)}
+				}
+				values[i] = v
+			}
 			ix, err := a.openIndex()
 			if err != nil {
 				return err
 			}
+			type result struct {
+				Address string  `json:"address"`
+				Symbol  *string `json:"symbol"`
+				Object  *string `json:"object"`
+				Type    *string `json:"type"`
+				Offset  *string `json:"offset"`
+				Size    *string `json:"size"`
+				Error   *string `json:"error"`
+			}
+			out := []result{}
 			failed := false
-			for _, arg := range args {
-				v, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(arg), "0x"), 16, 64)
-				if err != nil {
-					return &exitError{exitUsage, fmt.Errorf("address %q is not hex", arg)}
-				}
+			for _, v := range values {
+				r := result{Address: fmt.Sprintf("%#x", v)}
 				info, ok := ix.Addr(v)
 				if !ok {
 					failed = true
-					fmt.Fprintf(a.stdout, "%#x: no symbol at or below this address\n", v)
-					continue
+					msg := "no symbol at or below this address"
+					r.Error = &msg
+					if format == "text" {
+						fmt.Fprintf(a.stdout, "%#x: %s\n", v, msg)
+					}
+				} else {
+					typ, off, size := string(info.Type), fmt.Sprintf("%#x", info.Offset), fmt.Sprintf("%#x", info.Size)
+					r.Symbol, r.Object, r.Type, r.Offset, r.Size = &info.Name, &info.Object, &typ, &off, &size
+					if format == "text" {
+						fmt.Fprintf(a.stdout, "%#x: %s\n", v, info)
+					}
 				}
-				fmt.Fprintf(a.stdout, "%#x: %s\n", v, info)
+				out = append(out, r)
+			}
+			if format == "json" {
+				if err := writeJSON(a, out); err != nil {
+					return err
+				}
 			}
 			if failed {
 				return &exitError{exitFailed, errReported}
@@ -112,6 +166,8 @@ func newAddrCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
+	c.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	return c
 }
 
 func newObjectsCmd(a *app) *cobra.Command {

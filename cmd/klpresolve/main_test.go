@@ -102,6 +102,42 @@ func TestLookupCommand(t *testing.T) {
 	assert.Contains(t, *j[0].Error, "unresolvable ambiguity")
 }
 
+// addr: text and JSON, addresses from standard input, an address below
+// every symbol (exit 1), and bad input (exit 2).
+func TestAddrCommand(t *testing.T) {
+	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	code, out, _ := runCLI(t, "addr", "0xffffffff81010285", "ffffffffc0350690", "--kallsyms", example)
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "0xffffffff81010285: vfs_read+0x105/0x200\n0xffffffffc0350690: ext4_read_inode_bitmap+0x10/0x280 [ext4]\n", out)
+
+	var stdout, stderr bytes.Buffer
+	code = run([]string{"addr", "-", "10", "--kallsyms", example, "--format", "json"},
+		strings.NewReader("ffffffff81010285\n  0xffffffffc0350690 \n"), &stdout, &stderr)
+	assert.Equal(t, 1, code, stderr.String())
+	var j []struct {
+		Address                            string
+		Symbol, Object, Type, Offset, Size *string
+		Error                              *string
+	}
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &j))
+	require.Len(t, j, 3)
+	assert.Equal(t, "0xffffffff81010285", j[0].Address)
+	assert.Equal(t, []string{"vfs_read", "vmlinux", "T", "0x105", "0x200"}, []string{*j[0].Symbol, *j[0].Object, *j[0].Type, *j[0].Offset, *j[0].Size})
+	assert.Equal(t, []string{"ext4_read_inode_bitmap", "ext4", "0x10", "0x280"}, []string{*j[1].Symbol, *j[1].Object, *j[1].Offset, *j[1].Size})
+	assert.Nil(t, j[1].Error)
+	assert.Equal(t, "0x10", j[2].Address)
+	assert.Nil(t, j[2].Symbol)
+	require.NotNil(t, j[2].Error)
+	assert.Equal(t, "no symbol at or below this address", *j[2].Error)
+
+	code, _, errs := runCLI(t, "addr", "vfs_read", "--kallsyms", example)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, `address "vfs_read" is not hex`)
+	code, _, errs = runCLI(t, "addr", "-", "--kallsyms", "-")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "standard input cannot hold both")
+}
+
 func TestObjectsAddrSnapshot(t *testing.T) {
 	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
 	code, out, _ := runCLI(t, "objects", "--kallsyms", k)
