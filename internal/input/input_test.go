@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -94,4 +95,47 @@ func mustRead(t *testing.T, path string) []byte {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return b
+}
+
+// FuzzDecompress: any input either comes back as it is (no compression
+// detected), or decompresses to at most the limit, or is an error that
+// names the input; nothing panics. Seeds: the example in every format,
+// cut short and whole.
+func FuzzDecompress(f *testing.F) {
+	plain, err := os.ReadFile(example)
+	require.NoError(f, err)
+	bz, err := os.ReadFile("testdata/example.txt.bz2")
+	require.NoError(f, err)
+	seeds := [][]byte{plain, bz}
+	for _, enc := range []func(io.Writer) io.WriteCloser{
+		func(w io.Writer) io.WriteCloser { return gzip.NewWriter(w) },
+		func(w io.Writer) io.WriteCloser { z, _ := zstd.NewWriter(w); return z },
+		func(w io.Writer) io.WriteCloser { x, _ := xz.NewWriter(w); return x },
+	} {
+		var b bytes.Buffer
+		w := enc(&b)
+		_, _ = w.Write(plain)
+		_ = w.Close()
+		seeds = append(seeds, b.Bytes())
+	}
+	for _, s := range seeds {
+		f.Add(s)
+		f.Add(s[:len(s)/2])
+	}
+	const limit = 1 << 20
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out, c, err := Decompress("fuzz.in", data, limit)
+		switch {
+		case err != nil:
+			if !strings.Contains(err.Error(), "fuzz.in") {
+				t.Fatalf("error does not name the input: %v", err)
+			}
+		case c == None:
+			if !bytes.Equal(out, data) {
+				t.Fatal("uncompressed input changed")
+			}
+		case len(out) > limit:
+			t.Fatalf("%s output of %d bytes past the limit", c, len(out))
+		}
+	})
 }
