@@ -11,7 +11,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"regexp"
 )
 
 // ErrMalformed is wrapped by every *FormatError.
@@ -103,14 +102,31 @@ func notELF(data []byte) string {
 	switch {
 	case bytes.HasPrefix(data, []byte("KLPSNAP\x00")):
 		return ": a klpresolve symbol snapshot, not a module"
-	case symbolLine.Match(line):
+	case isSymbolLine(line):
 		return ": it reads like a kernel symbol list (kallsyms, System.map), not a module"
 	}
 	return ""
 }
 
-// symbolLine matches a /proc/kallsyms or System.map line: "ADDRESS TYPE NAME".
-var symbolLine = regexp.MustCompile(`^[0-9a-fA-F]{8,16} [A-Za-z?] \S+(\t\[\S+\])?\r?$`)
+// isSymbolLine reports whether line reads like a /proc/kallsyms or
+// System.map line, "ADDRESS TYPE NAME" (8 to 16 hex digits, a type
+// letter), perhaps with a "\t[module]" after it. (By hand: a regexp
+// compiled at package initialization cost every run 0.13 ms.)
+func isSymbolLine(line []byte) bool {
+	f := bytes.Fields(line)
+	if len(f) < 3 || len(f) > 4 || len(f[0]) < 8 || len(f[0]) > 16 || len(f[1]) != 1 {
+		return false
+	}
+	for _, c := range f[0] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	if t := f[1][0]; !('a' <= t|0x20 && t|0x20 <= 'z' || t == '?') {
+		return false
+	}
+	return len(f) == 3 || f[3][0] == '[' && f[3][len(f[3])-1] == ']'
+}
 
 // Is64 reports a 64-bit file.
 func (f *File) Is64() bool { return f.Class == elf.ELFCLASS64 }
