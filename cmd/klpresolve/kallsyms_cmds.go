@@ -226,7 +226,7 @@ func newSnapshotCmd(a *app) *cobra.Command {
 		Use:   "snapshot --kallsyms PATH -o FILE [--raw]",
 		Short: "Write a compact binary snapshot of a symbol index (any --kallsyms flag reads it)",
 		Long: `Writes the index as a snapshot that any --kallsyms flag reads: by default compact
-(zstd, about a quarter of the text; it loads at about the text's speed), with --raw
+(zstd, about a quarter of the text; it loads in about twice the text's parse time), with --raw
 the index as it sits in memory, hash tables included (about 1.3x the text), which loads
 about ten times faster than the text parses: the form for a folder of kernels checked
 at once.`,
