@@ -17,15 +17,20 @@ import (
 func newLookupCmd(a *app) *cobra.Command {
 	var format string
 	c := &cobra.Command{
-		Use:   "lookup SPEC... [--kallsyms PATH] [--format text|json]",
+		Use:   "lookup SPEC...|- [--kallsyms PATH] [--format text|json]",
 		Short: "Resolve [object:]name[,sympos] specs with livepatch's rules",
 		Long: `Resolves each SPEC = [object:]name[,sympos] as klp_find_object_symbol() would:
 no object (or vmlinux) means vmlinux; sympos 0 (the default) means the name must be
-unique in its object; N means the N-th occurrence in kallsyms order.
+unique in its object; N means the N-th occurrence in kallsyms order. "-" reads the
+specs from standard input, separated by blanks or line ends.
 Exit status 0 when every spec resolves, 1 when any does not.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
+				return err
+			}
+			args, err := a.argsOrStdin(args, "specs")
+			if err != nil {
 				return err
 			}
 			ix, err := a.openIndex()
@@ -83,6 +88,33 @@ Exit status 0 when every spec resolves, 1 when any does not.`,
 	return c
 }
 
+// argsOrStdin returns args with each "-" replaced by the blank- or
+// line-separated words of standard input (what names the words, in the
+// error when the symbols come from standard input too).
+func (a *app) argsOrStdin(args []string, what string) ([]string, error) {
+	var out []string
+	read := false
+	for _, arg := range args {
+		if arg != "-" {
+			out = append(out, arg)
+			continue
+		}
+		if a.kallsymsPath() == "-" {
+			return nil, &exitError{exitUsage, fmt.Errorf("standard input cannot hold both the symbols (--kallsyms -) and the %s (-)", what)}
+		}
+		if read {
+			continue // one stream: a second "-" finds it read
+		}
+		read = true
+		b, err := io.ReadAll(a.stdin)
+		if err != nil {
+			return nil, &exitError{exitUsage, fmt.Errorf("standard input: %w", err)}
+		}
+		out = append(out, strings.Fields(string(b))...)
+	}
+	return out, nil
+}
+
 func newAddrCmd(a *app) *cobra.Command {
 	var format string
 	c := &cobra.Command{
@@ -98,20 +130,9 @@ Exit status 0 when every address has a symbol, 1 when any has none.`,
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			var addrs []string
-			for _, arg := range args {
-				if arg != "-" {
-					addrs = append(addrs, arg)
-					continue
-				}
-				if a.kallsymsPath() == "-" {
-					return &exitError{exitUsage, errors.New("standard input cannot hold both the symbols (--kallsyms -) and the addresses (addr -)")}
-				}
-				b, err := io.ReadAll(a.stdin)
-				if err != nil {
-					return &exitError{exitUsage, fmt.Errorf("standard input: %w", err)}
-				}
-				addrs = append(addrs, strings.Fields(string(b))...)
+			addrs, err := a.argsOrStdin(args, "addresses")
+			if err != nil {
+				return err
 			}
 			values := make([]uint64, len(addrs))
 			for i, s := range addrs {

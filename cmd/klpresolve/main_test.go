@@ -135,7 +135,16 @@ func TestAddrCommand(t *testing.T) {
 	assert.Contains(t, errs, `address "vfs_read" is not hex`)
 	code, _, errs = runCLI(t, "addr", "-", "--kallsyms", "-")
 	assert.Equal(t, 2, code)
-	assert.Contains(t, errs, "standard input cannot hold both")
+	assert.Contains(t, errs, "standard input cannot hold both the symbols (--kallsyms -) and the addresses (-)")
+
+	// lookup - reads specs the same way.
+	stdout.Reset()
+	code = run([]string{"lookup", "-", "--kallsyms", example},
+		strings.NewReader("vfs_read\next4:ext4_read_inode_bitmap type_show,3\n"), &stdout, &stderr)
+	assert.Equal(t, 0, code, stderr.String())
+	assert.Equal(t, "vfs_read: 0xffffffff81010180 T vmlinux position 1\n"+
+		"ext4:ext4_read_inode_bitmap: 0xffffffffc0350680 t ext4 position 1\n"+
+		"type_show,3: 0xffffffff81010080 t vmlinux position 3\n", stdout.String())
 }
 
 func TestObjectsAddrSnapshot(t *testing.T) {
