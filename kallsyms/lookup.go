@@ -316,56 +316,57 @@ func (ix *Index) objectFirst(oi int, out []Symbol) {
 // the first symbol of that name in the module; without, the first in
 // vmlinux, else the first in any module (newest loaded first).
 func (ix *Index) LookupName(spec string) (Symbol, error) {
-	obj, name, ok := strings.Cut(spec, ":")
-	if !ok {
-		name, obj = spec, ""
-	}
+	obj, name := splitName(spec)
 	if ix.closed {
 		le := ix.closedErr(obj)
 		le.Name = name
 		return Symbol{}, le
 	}
-	if obj != "" {
-		oi, err := ix.objectIndex(obj)
-		if err != nil {
-			le := err.(*LookupError)
-			le.Name = name
-			return Symbol{}, le
-		}
-		if i, ok := ix.first(oi, name); ok {
-			return ix.symbol(i, 1), nil
-		}
-		return Symbol{}, &LookupError{Object: ix.objs[oi].name, Name: name, Kind: ErrNotFound, Near: ix.near(oi, name)}
-	}
-	if i, ok := ix.firstAny(name); ok {
+	i, oi, ok, err := ix.searchName(obj, name)
+	switch {
+	case err != nil:
+		le := err.(*LookupError)
+		le.Name = name
+		return Symbol{}, le
+	case ok:
 		return ix.symbol(i, 1), nil
 	}
-	return Symbol{}, &LookupError{Object: Vmlinux, Name: name, Kind: ErrNotFound, Near: ix.near(0, name)}
+	return Symbol{}, &LookupError{Object: ix.objs[oi].name, Name: name, Kind: ErrNotFound, Near: ix.near(oi, name)}
 }
 
 // FindName is LookupName without the diagnostics, as Find is Lookup's.
 func (ix *Index) FindName(spec string) (Symbol, bool) {
-	obj, name, ok := strings.Cut(spec, ":")
-	if !ok {
-		name, obj = spec, ""
-	}
-	var i uint32
-	switch {
-	case ix.closed:
+	if ix.closed {
 		return Symbol{}, false
-	case obj != "":
-		oi, err := ix.objectIndex(obj)
-		if err != nil {
-			return Symbol{}, false
-		}
-		i, ok = ix.first(oi, name)
-	default:
-		i, ok = ix.firstAny(name)
 	}
-	if !ok {
+	i, _, ok, err := ix.searchName(splitName(spec))
+	if err != nil || !ok {
 		return Symbol{}, false
 	}
 	return ix.symbol(i, 1), true
+}
+
+// splitName splits "module:name" ("" for no module).
+func splitName(spec string) (obj, name string) {
+	if obj, name, ok := strings.Cut(spec, ":"); ok {
+		return obj, name
+	}
+	return "", spec
+}
+
+// searchName is LookupName's search: the first symbol named name in obj,
+// or without one in vmlinux, then each module (firstAny). oi is the
+// object a miss is reported against; err is objectIndex's.
+func (ix *Index) searchName(obj, name string) (i uint32, oi int, ok bool, err error) {
+	if obj == "" {
+		i, ok = ix.firstAny(name)
+		return i, 0, ok, nil
+	}
+	if oi, err = ix.objectIndex(obj); err != nil {
+		return 0, 0, false, err
+	}
+	i, ok = ix.first(oi, name)
+	return i, oi, ok, nil
 }
 
 // ListsExports reports whether the index lists which symbols vmlinux
