@@ -41,10 +41,8 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 2 usage, 3 --max-time exceeded.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "junit" {
-				if err := checkFormat(format); err != nil {
-					return &exitError{exitUsage, fmt.Errorf("--format must be text, json or junit, not %q", format)}
-				}
+			if err := checkFormat(format, "junit"); err != nil {
+				return err
 			}
 			t0 := time.Now()
 			var kernels []string

@@ -78,8 +78,7 @@ func checkJUnit(m *klp.Module, rows []pipeline.KernelResult, elapsed time.Durati
 			out = append(out, counts)
 		}
 		if len(r.LoaderMissing) > 0 {
-			out = append(out, fmt.Sprintf("note: insmod would refuse %d ordinary symbol(s) (\"Unknown symbol\"): %s; --link checks the whole module",
-				len(r.LoaderMissing), strings.Join(r.LoaderMissing, ", ")))
+			out = append(out, loaderNote(r.LoaderMissing, nil))
 		}
 		if len(out) > 0 {
 			c.SystemOut = &junitText{strings.Join(out, "\n")}

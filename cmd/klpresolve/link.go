@@ -35,8 +35,7 @@ ro-after-init, data), resolves its undefined symbols against the kernel's symbol
 symbols, as the loader's find_symbol(): vmlinux's __ksymtab_ entries, listed by a
 System.map or a CONFIG_KALLSYMS_ALL kallsyms (the GPL-only ones for GPL-compatible
 licenses only), and modules' upper-case type letters; a name the kernel has but does
-not give the module is reported so), and applies every relocation
-with the architecture's
+not give the module is reported so), and applies every relocation with the architecture's
 apply_relocate_add() rules and range checks, emitting PLT entries for branches out of
 range (arm64, arm) and a GOT for PIE-built x86_64 modules. With -o it writes the linked
 image: an ELF whose sections sit at their load addresses.

@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -163,10 +165,13 @@ func version() string {
 	return v + " " + bi.GoVersion
 }
 
-// checkFormat validates a --format value.
-func checkFormat(f string) error {
-	if f != "text" && f != "json" {
-		return &exitError{exitUsage, fmt.Errorf("--format must be text or json, not %q", f)}
+// checkFormat validates a --format value: text, json, or one of the
+// command's own formats (more).
+func checkFormat(f string, more ...string) error {
+	formats := append([]string{"text", "json"}, more...)
+	if slices.Contains(formats, f) {
+		return nil
 	}
-	return nil
+	list := strings.Join(formats[:len(formats)-1], ", ") + " or " + formats[len(formats)-1]
+	return &exitError{exitUsage, fmt.Errorf("--format must be %s, not %q", list, f)}
 }

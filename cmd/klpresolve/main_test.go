@@ -435,7 +435,7 @@ func TestCheckJUnit(t *testing.T) {
 
 	assert.Nil(t, cs[0].Failure)
 	assert.Nil(t, cs[0].Error)
-	assert.Equal(t, "6 resolved, 1 deferred, 0 errors\nnote: insmod would refuse 1 ordinary symbol(s) (\"Unknown symbol\"): no_such_function; --link checks the whole module", cs[0].SystemOut)
+	assert.Equal(t, "6 resolved, 1 deferred, 0 errors\nnote: insmod would refuse 1 ordinary symbol(s) (\"Unknown symbol\"); --link checks the whole module:\n  unresolved: no_such_function", cs[0].SystemOut)
 
 	require.NotNil(t, cs[1].Error)
 	assert.Nil(t, cs[1].Failure)

@@ -91,8 +91,7 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 		if rep.Image == nil {
 			j.LoaderUnresolved = append([]string{}, rep.LoaderMissing...)
 			j.LoaderNotExported = notExportedList(rep.LoaderMissing, rep.NotExported)
-		}
-		if rep.Image != nil {
+		} else {
 			lj := linkReport(rep.Image, rep.NotExported)
 			j.Link = &lj
 			j.CFI = cfiJSON(rep.CFI)
@@ -265,6 +264,18 @@ func jsonResolution(res *klp.Resolution) *jsonOut {
 	return out
 }
 
+// loaderNote lists the ordinary symbols insmod would refuse (the main
+// job without --link; check's JUnit report), each with why when the
+// kernel has it (hidden).
+func loaderNote(missing []string, hidden map[string]pipeline.Hidden) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "note: insmod would refuse %d ordinary symbol(s) (\"Unknown symbol\"); --link checks the whole module:", len(missing))
+	for _, u := range missing {
+		b.WriteString("\n  " + unresolvedLine(u, hidden))
+	}
+	return b.String()
+}
+
 // writeResolution prints the text report: the module, per section what
 // resolved, deferred objects, every failure with the kernel's message and
 // the help, then totals.
@@ -337,11 +348,8 @@ func writeResolution(w io.Writer, rep *pipeline.Report, strict bool) {
 			fmt.Fprintf(w, "  help: %s\n", r.Err.Hint)
 		}
 	}
-	if n := len(rep.LoaderMissing); n > 0 {
-		fmt.Fprintf(w, "note: insmod would refuse %d ordinary symbol(s) (\"Unknown symbol\"); --link checks the whole module:\n", n)
-		for _, u := range rep.LoaderMissing {
-			fmt.Fprintf(w, "  %s\n", unresolvedLine(u, rep.NotExported))
-		}
+	if len(rep.LoaderMissing) > 0 {
+		fmt.Fprintln(w, loaderNote(rep.LoaderMissing, rep.NotExported))
 	}
 	verdict := "OK"
 	if !res.OK(strict) {
