@@ -35,66 +35,57 @@ func TestDetect(t *testing.T) {
 	}
 }
 
+// encodings is the example in every format the package reads, with its
+// plain bytes.
+func encodings(tb testing.TB) (plain []byte, enc map[Compression][]byte) {
+	tb.Helper()
+	plain, err := os.ReadFile(example)
+	require.NoError(tb, err)
+	bz, err := os.ReadFile("testdata/example.txt.bz2") // see testdata/Makefile
+	require.NoError(tb, err)
+	enc = map[Compression][]byte{None: plain, Bzip2: bz}
+	for c, w := range map[Compression]func(io.Writer) (io.WriteCloser, error){
+		Gzip: func(w io.Writer) (io.WriteCloser, error) { return gzip.NewWriter(w), nil },
+		Zstd: func(w io.Writer) (io.WriteCloser, error) { return zstd.NewWriter(w) },
+		Xz:   func(w io.Writer) (io.WriteCloser, error) { return xz.NewWriter(w) },
+	} {
+		var b bytes.Buffer
+		zw, err := w(&b)
+		require.NoError(tb, err)
+		_, err = zw.Write(plain)
+		require.NoError(tb, err)
+		require.NoError(tb, zw.Close())
+		enc[c] = b.Bytes()
+	}
+	return plain, enc
+}
+
 // Every format decompresses to the same bytes through Open, and the
 // Source says which it was.
 func TestOpenFormats(t *testing.T) {
-	plain, err := os.ReadFile(example)
-	require.NoError(t, err)
-	dir := t.TempDir()
-	write := func(name string, enc func(io.Writer) io.WriteCloser) string {
-		var b bytes.Buffer
-		w := enc(&b)
-		_, err := w.Write(plain)
-		require.NoError(t, err)
-		require.NoError(t, w.Close())
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, b.Bytes(), 0o644))
-		return p
-	}
-	files := map[Compression]string{
-		None: example,
-		Gzip: write("x.gz", func(w io.Writer) io.WriteCloser { return gzip.NewWriter(w) }),
-		Zstd: write("x.zst", func(w io.Writer) io.WriteCloser {
-			z, err := zstd.NewWriter(w)
-			require.NoError(t, err)
-			return z
-		}),
-		Xz: write("x.xz", func(w io.Writer) io.WriteCloser {
-			x, err := xz.NewWriter(w)
-			require.NoError(t, err)
-			return x
-		}),
-		Bzip2: "testdata/example.txt.bz2", // see testdata/Makefile
-	}
-	for c, path := range files {
+	plain, enc := encodings(t)
+	for c, data := range enc {
+		path := filepath.Join(t.TempDir(), "in")
+		require.NoError(t, os.WriteFile(path, data, 0o644))
 		src, err := Open(path)
-		require.NoError(t, err, path)
-		assert.Equal(t, c, src.Compression, path)
+		require.NoError(t, err, c)
+		assert.Equal(t, c, src.Compression)
 		got, err := ReadAll(src, src.SizeHint, 0)
-		require.NoError(t, err, path)
-		assert.Equal(t, plain, got, path)
+		require.NoError(t, err, c)
+		assert.Equal(t, plain, got, c)
 		require.NoError(t, src.Close())
 	}
 
 	// A damaged bzip2 stream is an error, not a short read.
-	bz, err := os.ReadFile(files[Bzip2])
-	require.NoError(t, err)
-	bz = bz[:len(bz)/2]
-	_, _, err = Decompress("half.bz2", bz, 0)
+	_, _, err := Decompress("half.bz2", enc[Bzip2][:len(enc[Bzip2])/2], 0)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "half.bz2")
 
 	// A bzip2 bomb stops at the limit.
-	out, c, err := Decompress("x.bz2", mustRead(t, files[Bzip2]), 100)
+	out, c, err := Decompress("x.bz2", enc[Bzip2], 100)
 	assert.Nil(t, out)
 	assert.Equal(t, Bzip2, c)
 	require.ErrorIs(t, err, ErrTooLarge)
-}
-
-func mustRead(t *testing.T, path string) []byte {
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	return b
 }
 
 // FuzzDecompress: any input either comes back as it is (no compression
@@ -102,23 +93,8 @@ func mustRead(t *testing.T, path string) []byte {
 // names the input; nothing panics. Seeds: the example in every format,
 // cut short and whole.
 func FuzzDecompress(f *testing.F) {
-	plain, err := os.ReadFile(example)
-	require.NoError(f, err)
-	bz, err := os.ReadFile("testdata/example.txt.bz2")
-	require.NoError(f, err)
-	seeds := [][]byte{plain, bz}
-	for _, enc := range []func(io.Writer) io.WriteCloser{
-		func(w io.Writer) io.WriteCloser { return gzip.NewWriter(w) },
-		func(w io.Writer) io.WriteCloser { z, _ := zstd.NewWriter(w); return z },
-		func(w io.Writer) io.WriteCloser { x, _ := xz.NewWriter(w); return x },
-	} {
-		var b bytes.Buffer
-		w := enc(&b)
-		_, _ = w.Write(plain)
-		_ = w.Close()
-		seeds = append(seeds, b.Bytes())
-	}
-	for _, s := range seeds {
+	_, enc := encodings(f)
+	for _, s := range enc {
 		f.Add(s)
 		f.Add(s[:len(s)/2])
 	}
