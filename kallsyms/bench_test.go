@@ -129,3 +129,17 @@ func BenchmarkKernelOldLookup(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkOpenMapText is Open as klpresolve's commands call it: the text
+// mapped, the arrays in a mapping of their own, closed after use.
+func BenchmarkOpenMapText(b *testing.B) {
+	p := testutil.Corpus(b, benchFile)
+	b.ReportAllocs()
+	for b.Loop() {
+		ix, err := kallsyms.Open(p, &kallsyms.Options{MapText: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = ix.Close()
+	}
+}

@@ -126,8 +126,8 @@ func (r *pieceReader) Read(p []byte) (int, error) {
 }
 
 // A streamed input (parsed while it arrives, chunks merged at the end)
-// gives the same index as the whole file read at once, and so does the
-// same file gzip-compressed.
+// gives the same index as the whole file read at once, and so do the same
+// file gzip-compressed and the file mapped (Options.MapText).
 func TestCorpusStreamedMatchesWhole(t *testing.T) {
 	for _, rel := range corpusSymbolFiles {
 		t.Run(filepath.Base(rel), func(t *testing.T) {
@@ -139,6 +139,10 @@ func TestCorpusStreamedMatchesWhole(t *testing.T) {
 			streamed, err := Parse(rel, &pieceReader{data: data, n: 4096}, nil)
 			require.NoError(t, err)
 			sameIndex(t, whole, streamed)
+			mapped, err := Open(path, &Options{MapText: true})
+			require.NoError(t, err)
+			sameIndex(t, whole, mapped)
+			require.NoError(t, mapped.Close())
 
 			var gz bytes.Buffer
 			zw := gzip.NewWriter(&gz)

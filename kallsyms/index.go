@@ -27,13 +27,14 @@ type Index struct {
 	objs   []object // objs[0] is vmlinux
 	byName map[string]int
 	lto    bool
-	// mapping: data and the arrays are in this read-only mapping of a
-	// raw snapshot file, unmapped by a cleanup once the Index is
-	// unreachable, so a name handed to a caller is a copy (nameOut).
+	// mapping: data (and a raw snapshot's arrays) are in this read-only
+	// mapping of a raw snapshot or text file (Options.MapText), unmapped
+	// by a cleanup once the Index is unreachable, so a name handed to a
+	// caller is a copy (nameOut).
 	mapping []byte
 	// anon: syms or the tables (or both) are in this anonymous mapping (a
-	// streamed input's, see newStream), unmapped by a cleanup once the
-	// Index is unreachable. Nothing in it is ever handed out.
+	// streamed or mapped text's, see newStream), unmapped by a cleanup
+	// once the Index is unreachable. Nothing in it is ever handed out.
 	anon []byte
 	// unmap: the cleanup that unmaps mapping or anon (see Close); closed:
 	// Close emptied the index.
@@ -125,6 +126,24 @@ func (ix *Index) nameOut(i uint32) string {
 func (ix *Index) symbol(i uint32, pos int) Symbol {
 	s := &ix.syms[i]
 	return Symbol{Name: ix.nameOut(i), Object: ix.objs[ix.objectOf(i)].name, Address: s.addr, Type: s.typ, Pos: pos}
+}
+
+// keep makes mapping (a file's, see Index.mapping) and anon (see
+// Index.anon), either of which may be nil, ix's: one cleanup unmaps both
+// once ix is unreachable, unless Close did first.
+func (ix *Index) keep(mapping, anon []byte) {
+	ix.mapping, ix.anon = mapping, anon
+	if mapping != nil || anon != nil {
+		ix.unmap = runtime.AddCleanup(ix, unmapBoth, [2][]byte{mapping, anon})
+	}
+}
+
+func unmapBoth(m [2][]byte) {
+	for _, b := range m {
+		if b != nil {
+			unmapFile(b)
+		}
+	}
 }
 
 // objectOf returns the object holding sym i.

@@ -4,12 +4,14 @@ package kallsyms
 
 import (
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -462,4 +464,102 @@ func TestCloseStreamAndHeap(t *testing.T) {
 	require.Nil(t, ix.anon)
 	require.NoError(t, ix.Close())
 	closedIndex(t, ix, "sample")
+}
+
+// With MapText, a text file is mapped and parsed the way a stream is (its
+// chunks claim windows of one anonymous mapping): the index is the one
+// ParseBytes builds from the same bytes, or the same error, on the usual
+// shape and on every odd one, for any number of workers; names handed
+// out are copies, and Close unmaps both the file and the arrays.
+func TestMapTextMatchesRead(t *testing.T) {
+	dir := t.TempDir()
+	text := bigText(50_000) // 2 MB: two chunks and the rest
+	lines := bytes.SplitAfter(text, []byte("\n"))
+	short := make([]byte, 0, 100_000*14) // lines shorter than streamLine: no room to adopt
+	for i := range 100_000 {
+		short = fmt.Appendf(short, "%x T s%d\n", 0x1000+i, i%500)
+	}
+	for _, tt := range []struct {
+		name string
+		data []byte
+		// adopted: the records are used in place, in the mapping.
+		adopted bool
+	}{
+		{"kallsyms", text, true},
+		{"no final line end", bytes.TrimSuffix(text, []byte("\n")), true},
+		{"blank line", bytes.Replace(text, []byte("sym_999\n"), []byte("sym_999\n\n"), 1), false},
+		{"crlf", bytes.ReplaceAll(text, []byte("\n"), []byte("\r\n")), true},
+		{"vmlinux unsorted", bytes.Join(append([][]byte{lines[5000]}, lines...), nil), true},
+		{"vmlinux after the modules", append(bytes.Clone(text), "ffffffff8f000000 T late_one\n"...), false},
+		{"short lines", short, false},
+		{"malformed line", bytes.Replace(text, []byte("sym_999\n"), []byte("sym_999\nffffffff81000000 T\n"), 1), false},
+		{"restricted", regexp.MustCompile(`(?m)^[0-9a-f]{16}`).ReplaceAll(bigText(1000), []byte("0000000000000000")), false},
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-"))
+		require.NoError(t, os.WriteFile(path, tt.data, 0o644))
+		want, werr := ParseBytes(path, tt.data, nil)
+		for _, workers := range []int{1, 2, 5} {
+			ix, err := Open(path, &Options{MapText: true, Workers: workers})
+			if werr != nil {
+				require.EqualError(t, err, werr.Error(), "%s, workers %d", tt.name, workers)
+				continue
+			}
+			require.NoError(t, err, "%s, workers %d", tt.name, workers)
+			sameIndex(t, want, ix)
+			require.NotNil(t, ix.mapping, "%s, workers %d: the file was read, not mapped", tt.name, workers)
+			require.True(t, within(ix.mapping, unsafe.Pointer(unsafe.StringData(ix.data))))
+			require.Equal(t, tt.adopted, ix.anon != nil && within(ix.anon, unsafe.Pointer(unsafe.SliceData(ix.syms))), "%s, workers %d: records adopted", tt.name, workers)
+			s, err := ix.Lookup(Vmlinux, want.name(0), 1)
+			require.NoError(t, err)
+			lo := uintptr(unsafe.Pointer(unsafe.SliceData(ix.mapping)))
+			require.False(t, within(ix.mapping, unsafe.Pointer(unsafe.StringData(s.Name))), "a name handed out points into the file's mapping")
+			var anon uintptr
+			if ix.anon != nil {
+				anon = uintptr(unsafe.Pointer(unsafe.SliceData(ix.anon)))
+			}
+			require.NoError(t, ix.Close())
+			require.False(t, mappedAt(t, lo), "%s: the file is still mapped after Close", tt.name)
+			require.True(t, anon == 0 || !mappedAt(t, anon), "%s: the arrays are still mapped after Close", tt.name)
+			require.Equal(t, want.name(0), s.Name)
+		}
+	}
+	// Options.NoMap wins; a compressed file is streamed, not mapped.
+	path := filepath.Join(dir, "kallsyms")
+	ix, err := Open(path, &Options{MapText: true, NoMap: true})
+	require.NoError(t, err)
+	require.Nil(t, ix.mapping)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write(text)
+	require.NoError(t, zw.Close())
+	require.NoError(t, os.WriteFile(path+".gz", gz.Bytes(), 0o644))
+	ix2, err := Open(path+".gz", &Options{MapText: true})
+	require.NoError(t, err)
+	require.Nil(t, ix2.mapping)
+	sameIndex(t, ix, ix2)
+}
+
+// A mapped text's mappings go once the Index does.
+func TestMapTextUnmappedWithIndex(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "k")
+	require.NoError(t, os.WriteFile(path, bigText(120_000), 0o644))
+	ix, err := Open(path, &Options{MapText: true})
+	require.NoError(t, err)
+	require.NotNil(t, ix.anon)
+	file := uintptr(unsafe.Pointer(unsafe.SliceData(ix.mapping)))
+	anon := uintptr(unsafe.Pointer(unsafe.SliceData(ix.anon)))
+	collected := make(chan struct{})
+	runtime.AddCleanup(ix, func(ch chan struct{}) { close(ch) }, collected)
+	ix = nil
+	gone := false
+	for deadline := time.Now().Add(10 * time.Second); !gone && time.Now().Before(deadline); {
+		runtime.GC()
+		select {
+		case <-collected:
+			gone = !mappedAt(t, file) && !mappedAt(t, anon)
+		default:
+		}
+		time.Sleep(time.Millisecond)
+	}
+	require.True(t, gone, "the mappings were not released after the Index was collected")
 }

@@ -77,7 +77,9 @@ func Fleet(m *klp.Module, kernels []string, o FleetOptions) []KernelResult {
 func checkOne(m *klp.Module, kernel string, o FleetOptions) KernelResult {
 	t := time.Now()
 	kr := KernelResult{Kernel: kernel}
-	ix, err := kallsyms.Open(kernel, &kallsyms.Options{LTO: o.LTO})
+	// An index per kernel, for one patch's lookups and then closed: the
+	// profile MapText is for (a text file is mapped, not read).
+	ix, err := kallsyms.Open(kernel, &kallsyms.Options{LTO: o.LTO, MapText: true})
 	if err != nil {
 		kr.Err = err
 		kr.FirstError = err.Error()

@@ -62,7 +62,7 @@ func newBenchCmd(a *app) *cobra.Command {
 		Args:   cobra.ExactArgs(2),
 		Hidden: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := bench.Once(args[0], args[1])
+			d, err := bench.Once(args[0], args[1], a.indexOptions())
 			if err != nil {
 				return &exitError{exitUsage, fmt.Errorf("bench once: %w", err)}
 			}

@@ -85,10 +85,17 @@ func (a *app) kallsymsPath() string {
 	return a.kallsymsPaths[len(a.kallsymsPaths)-1]
 }
 
+// indexOptions are the options of the command's index: a klpresolve
+// process opens one (check: one per kernel, closed after use) and makes a
+// few thousand lookups at most, so its text input is mapped, not read.
+func (a *app) indexOptions() *kallsyms.Options {
+	return &kallsyms.Options{LTO: a.lto, MapText: true}
+}
+
 func (a *app) openIndex() (*kallsyms.Index, error) {
 	var ix *kallsyms.Index
 	var err error
-	opts := &kallsyms.Options{LTO: a.lto}
+	opts := a.indexOptions()
 	if a.kallsymsPath() == "-" {
 		ix, err = kallsyms.Parse("<stdin>", a.stdin, opts)
 	} else {

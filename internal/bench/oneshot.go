@@ -17,7 +17,8 @@ type OneShotOptions struct {
 	// Self is the command that measures one operation in a fresh process
 	// (see Once) and prints its time in nanoseconds; it is run as
 	// Self + [op, Input], op being "read" or "open". klpresolve passes its
-	// own executable with "bench once".
+	// own executable with "bench once", which opens the index with the
+	// options of its commands (Options.MapText).
 	Self []string
 	// Input is the kallsyms or System.map file measured.
 	Input string
@@ -65,7 +66,7 @@ func OneShot(o OneShotOptions) (*Report, error) {
 	rep.add("rounds", float64(rounds), "runs", "of each, in fresh processes, taking turns")
 	for _, q := range quantiles {
 		rep.add("read_file_"+q.name+"_ms", ms(at(read, q.q)), "ms", "os.ReadFile, fresh process")
-		rep.add("parse_index_"+q.name+"_ms", ms(at(parse, q.q)), "ms", "kallsyms.Open, fresh process")
+		rep.add("parse_index_"+q.name+"_ms", ms(at(parse, q.q)), "ms", "kallsyms.Open (MapText, as the CLI), fresh process")
 		comment := ""
 		if q.name == "median" {
 			comment = "target <= 2.5"
@@ -75,9 +76,9 @@ func OneShot(o OneShotOptions) (*Report, error) {
 	return rep, nil
 }
 
-// Once performs op ("read": os.ReadFile; "open": kallsyms.Open) on path
-// and returns its time: the child side of OneShot.
-func Once(op, path string) (time.Duration, error) {
+// Once performs op ("read": os.ReadFile; "open": kallsyms.Open with opts)
+// on path and returns its time: the child side of OneShot.
+func Once(op, path string, opts *kallsyms.Options) (time.Duration, error) {
 	var t time.Time
 	switch op {
 	case "read":
@@ -91,7 +92,7 @@ func Once(op, path string) (time.Duration, error) {
 		return d, nil
 	case "open":
 		t = time.Now()
-		ix, err := kallsyms.Open(path, nil)
+		ix, err := kallsyms.Open(path, opts)
 		if err != nil {
 			return 0, err
 		}

@@ -87,17 +87,19 @@ func TestOneShotChildErrors(t *testing.T) {
 func TestOnce(t *testing.T) {
 	p := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
 	for _, op := range []string{"read", "open"} {
-		d, err := Once(op, p)
-		require.NoError(t, err, op)
-		require.Positive(t, d, op)
-		require.Less(t, d, time.Minute, op)
+		for _, opts := range []*kallsyms.Options{nil, {MapText: true}} {
+			d, err := Once(op, p, opts)
+			require.NoError(t, err, op)
+			require.Positive(t, d, op)
+			require.Less(t, d, time.Minute, op)
+		}
 	}
-	_, err := Once("open", filepath.Join(t.TempDir(), "absent"))
+	_, err := Once("open", filepath.Join(t.TempDir(), "absent"), nil)
 	require.ErrorIs(t, err, os.ErrNotExist)
 	empty := filepath.Join(t.TempDir(), "empty")
 	require.NoError(t, os.WriteFile(empty, []byte("\n"), 0o644))
-	_, err = Once("open", empty)
+	_, err = Once("open", empty, &kallsyms.Options{MapText: true})
 	require.ErrorIs(t, err, kallsyms.ErrEmpty)
-	_, err = Once("parse", p)
+	_, err = Once("parse", p, nil)
 	require.ErrorContains(t, err, `unknown operation "parse"`)
 }
