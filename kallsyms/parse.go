@@ -253,13 +253,15 @@ type chunk struct {
 	window      bool
 	whole       []sym
 	wholeHashes []uint32
-	// A streamed input's chunk: st is the stream, at where its window
-	// starts (see claim: claimIn brings at from the previous chunk,
-	// claimOut hands the next one its start, -1 for no more windows), and
-	// vmRun its vmlinux symbols sorted by bucket (sortVmlinux).
+	// at: where its window starts in whole. A streamed input's chunk: st
+	// is the stream (see claim: claimIn brings at from the previous
+	// chunk, claimOut hands the next one its start, -1 for no more
+	// windows). vmRun: its vmlinux symbols sorted by bucket, in its window
+	// of order (sortVmlinux).
 	st                *stream
 	claimIn, claimOut chan int
 	at                int
+	order             []slot
 	vmRun             sortedRun
 	// vmlinux's lines in this chunk: whether their addresses never
 	// decrease, and the first and last address.
@@ -367,6 +369,7 @@ func (p *parser) dispatch(data []byte, from, to int, whole *wholeInput) {
 	bounds = append(bounds, to)
 	var syms []sym
 	var hashes []uint32
+	var order []slot
 	var counts []int
 	if whole != nil {
 		counts = make([]int, len(bounds)-1)
@@ -378,6 +381,7 @@ func (p *parser) dispatch(data []byte, from, to int, whole *wholeInput) {
 		syms, hashes = make([]sym, total), make([]uint32, total)
 		hugepage.Advise(syms)
 		hugepage.Advise(hashes)
+		order = make([]slot, total) // see chunk.sortVmlinux
 	}
 	at := 0
 	for i := 0; i+1 < len(bounds); i++ {
@@ -386,9 +390,10 @@ func (p *parser) dispatch(data []byte, from, to int, whole *wholeInput) {
 			n := counts[i]
 			c.syms, c.hashes = syms[at:at:at+n], hashes[at:at:at+n]
 			c.window, c.whole, c.wholeHashes = true, syms, hashes
+			c.order, c.at = order, at
 			at += n
 		} else if p.st != nil {
-			c.st, c.whole, c.wholeHashes = p.st, p.st.syms, p.st.hashes
+			c.st, c.whole, c.wholeHashes, c.order = p.st, p.st.syms, p.st.hashes, p.st.order
 			c.claimIn, c.claimOut = p.lastClaim, make(chan int, 1)
 			if c.claimIn == nil {
 				c.claimIn = make(chan int, 1)
@@ -826,17 +831,18 @@ func (c *chunk) parse(file string, lto bool) {
 	c.sortVmlinux()
 }
 
-// sortVmlinux sorts a streamed chunk's vmlinux symbols by bucket for the
-// table build (fillRuns), while the rest of the input is still being
-// read. They are its first run of lines: vmlinux comes first in kallsyms,
-// and an index whose vmlinux lines come later copies its records instead
-// of adopting them (build), which leaves the runs unused.
+// sortVmlinux sorts a chunk's vmlinux symbols by bucket for the table
+// build (fillRuns) right after their parse, while their hashes are in
+// this core's cache (and a stream's rest is still being read). They are
+// its first run of lines: vmlinux comes first in kallsyms, and an index
+// whose vmlinux lines come later copies its records instead of adopting
+// them (build), which leaves the runs unused.
 func (c *chunk) sortVmlinux() {
-	if !c.window || c.st == nil || c.st.order == nil || len(c.runs) == 0 || c.runs[0].obj != "" {
+	if !c.window || c.order == nil || len(c.runs) == 0 || c.runs[0].obj != "" {
 		return
 	}
 	n := c.runs[0].count
-	out := c.st.order[c.at : c.at+n]
+	out := c.order[c.at : c.at+n]
 	c.vmRun = sortedRun{out, sortRun(c.hashes[:n], uint32(c.at), out)}
 }
 
