@@ -9,3 +9,8 @@ func advise(addr, n uintptr) {
 func release(addr, n uintptr) {
 	_, _, _ = unix.Syscall(unix.SYS_MADVISE, addr, n, unix.MADV_DONTNEED)
 }
+
+func populate(addr, n uintptr) bool {
+	_, _, e := unix.Syscall(unix.SYS_MADVISE, addr, n, unix.MADV_POPULATE_WRITE)
+	return e == 0
+}

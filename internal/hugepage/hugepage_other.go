@@ -5,3 +5,5 @@ package hugepage
 func advise(addr, n uintptr) {}
 
 func release(addr, n uintptr) {}
+
+func populate(addr, n uintptr) bool { return false }
