@@ -94,25 +94,14 @@ func TestMappedSnapshotNamesOutliveIndex(t *testing.T) {
 		}
 		sameIndex(t, text, ix)
 
-		// Drop the Index; its cleanup unmaps the file.
-		collected := make(chan struct{})
-		runtime.AddCleanup(ix, func(ch chan struct{}) { close(ch) }, collected)
-		ix = nil
-		deadline := time.Now().Add(10 * time.Second)
-		unmapped := false
-		for !unmapped && time.Now().Before(deadline) {
-			runtime.GC()
-			select {
-			case <-collected:
-				// (Not msync's ENOMEM: the runtime may map something else
-				// at the same address at once.)
-				maps, err := os.ReadFile("/proc/self/maps")
-				require.NoError(t, err)
-				unmapped = !strings.Contains(string(maps), path)
-			default:
-			}
-			time.Sleep(time.Millisecond)
-		}
+		// Drop the Index; its cleanup unmaps the file. (Not msync's
+		// ENOMEM: the runtime may map something else at the same address
+		// at once.)
+		unmapped := dropIndex(&ix, func() bool {
+			maps, err := os.ReadFile("/proc/self/maps")
+			require.NoError(t, err)
+			return !strings.Contains(string(maps), path)
+		})
 		require.True(t, unmapped, "lto %v: the mapping was not released after the Index was collected", lto)
 		require.Equal(t, want, got, "lto %v", lto) // read after the unmap: no fault
 	}
@@ -154,6 +143,26 @@ func bigText(n int) []byte {
 		fmt.Fprintf(&b, "%016x t mod_%d\t[m]\n", 0xffffffffc0000000+uint64(i)*16, i%7)
 	}
 	return b.Bytes()
+}
+
+// dropIndex drops *ix, the last reference to an Index, and collects
+// until the Index is gone and released() holds (its cleanup has run),
+// for at most 10 seconds; it reports whether that happened.
+func dropIndex(ix **Index, released func() bool) bool {
+	collected := make(chan struct{})
+	runtime.AddCleanup(*ix, func(ch chan struct{}) { close(ch) }, collected)
+	*ix = nil
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		runtime.GC()
+		select {
+		case <-collected:
+			if released() {
+				return true
+			}
+		default:
+		}
+	}
+	return false
 }
 
 // mappedAt reports whether a mapping of /proc/self/maps holds addr. (A
@@ -202,19 +211,7 @@ func TestStreamAdoptsItsMapping(t *testing.T) {
 		lo := uintptr(unsafe.Pointer(unsafe.SliceData(ix.anon)))
 		hi := lo + uintptr(len(ix.anon))
 		require.True(t, mappedAt(t, lo) && mappedAt(t, hi-1))
-		collected := make(chan struct{})
-		runtime.AddCleanup(ix, func(ch chan struct{}) { close(ch) }, collected)
-		ix = nil
-		unmapped := false
-		for deadline := time.Now().Add(10 * time.Second); !unmapped && time.Now().Before(deadline); {
-			runtime.GC()
-			select {
-			case <-collected:
-				unmapped = !mappedAt(t, lo) && !mappedAt(t, hi-1)
-			default:
-			}
-			time.Sleep(time.Millisecond)
-		}
+		unmapped := dropIndex(&ix, func() bool { return !mappedAt(t, lo) && !mappedAt(t, hi-1) })
 		require.True(t, unmapped, "workers %d: the mapping was not released after the Index was collected", workers)
 	}
 }
@@ -548,18 +545,6 @@ func TestMapTextUnmappedWithIndex(t *testing.T) {
 	require.NotNil(t, ix.anon)
 	file := uintptr(unsafe.Pointer(unsafe.SliceData(ix.mapping)))
 	anon := uintptr(unsafe.Pointer(unsafe.SliceData(ix.anon)))
-	collected := make(chan struct{})
-	runtime.AddCleanup(ix, func(ch chan struct{}) { close(ch) }, collected)
-	ix = nil
-	gone := false
-	for deadline := time.Now().Add(10 * time.Second); !gone && time.Now().Before(deadline); {
-		runtime.GC()
-		select {
-		case <-collected:
-			gone = !mappedAt(t, file) && !mappedAt(t, anon)
-		default:
-		}
-		time.Sleep(time.Millisecond)
-	}
+	gone := dropIndex(&ix, func() bool { return !mappedAt(t, file) && !mappedAt(t, anon) })
 	require.True(t, gone, "the mappings were not released after the Index was collected")
 }
