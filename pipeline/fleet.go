@@ -32,9 +32,14 @@ type KernelResult struct {
 
 // FleetOptions shape a fleet check.
 type FleetOptions struct {
-	Workers  int  // goroutines; 0 means GOMAXPROCS
-	Strict   bool // deferred relocations fail
-	LTO      bool // kallsyms.Options.LTO
+	Workers int  // goroutines; 0 means GOMAXPROCS
+	Strict  bool // deferred relocations fail
+	LTO     bool // kallsyms.Options.LTO
+	// NoMap reads each kernel's file instead of mapping it
+	// (kallsyms.Options.NoMap): for files that may be rewritten in place
+	// while the check runs. Fleet maps text files (kallsyms.Options.MapText)
+	// and raw snapshots otherwise.
+	NoMap    bool
 	Run      Options
 	Progress func(done, total int) // called after each kernel, from one goroutine at a time
 }
@@ -79,7 +84,7 @@ func checkOne(m *klp.Module, kernel string, o FleetOptions) KernelResult {
 	kr := KernelResult{Kernel: kernel}
 	// An index per kernel, for one patch's lookups and then closed: the
 	// profile MapText is for (a text file is mapped, not read).
-	ix, err := kallsyms.Open(kernel, &kallsyms.Options{LTO: o.LTO, MapText: true})
+	ix, err := kallsyms.Open(kernel, &kallsyms.Options{LTO: o.LTO, MapText: true, NoMap: o.NoMap})
 	if err != nil {
 		kr.Err = err
 		kr.FirstError = err.Error()

@@ -63,7 +63,7 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 			if err != nil {
 				return &exitError{exitUsage, err}
 			}
-			o := pipeline.FleetOptions{Workers: workers, Strict: strict, LTO: a.lto, Run: pipeline.Options{Link: link}}
+			o := pipeline.FleetOptions{Workers: workers, Strict: strict, LTO: a.lto, NoMap: a.noMap, Run: pipeline.Options{Link: link}}
 			if len(kernels) >= progressMin && isTerminal(a.stderr) {
 				o.Progress = func(done, total int) { drawProgress(a.stderr, done, total) }
 			}

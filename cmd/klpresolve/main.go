@@ -74,6 +74,7 @@ type app struct {
 	stdout, stderr io.Writer
 	kallsymsPaths  []string // every --kallsyms given (check uses them all)
 	lto            bool
+	noMap          bool
 }
 
 // kallsymsPath is the kernel symbols of a one-kernel command: the last
@@ -87,9 +88,10 @@ func (a *app) kallsymsPath() string {
 
 // indexOptions are the options of the command's index: a klpresolve
 // process opens one (check: one per kernel, closed after use) and makes a
-// few thousand lookups at most, so its text input is mapped, not read.
+// few thousand lookups at most, so its text input is mapped, not read,
+// unless --no-map says the file may change while klpresolve runs.
 func (a *app) indexOptions() *kallsyms.Options {
-	return &kallsyms.Options{LTO: a.lto, MapText: true}
+	return &kallsyms.Options{LTO: a.lto, MapText: true, NoMap: a.noMap}
 }
 
 func (a *app) openIndex() (*kallsyms.Index, error) {
@@ -134,6 +136,8 @@ exceeded.`,
 		"kernel symbols: /proc/kallsyms format, System.map, or a snapshot; gzip/zstd/xz/bzip2 ok; - for stdin (check: repeatable)")
 	root.PersistentFlags().BoolVar(&a.lto, "lto", false,
 		"also match names with a .llvm.<digits> suffix stripped (kernels before 6.11 built with LTO)")
+	root.PersistentFlags().BoolVar(&a.noMap, "no-map", false,
+		"read --kallsyms files into memory instead of mapping them (for files that may be rewritten in place meanwhile)")
 	addResolveFlags(root, a)
 	root.AddCommand(
 		newLookupCmd(a),

@@ -89,6 +89,9 @@ func TestLookupCommand(t *testing.T) {
 	code, out, _ := runCLI(t, "lookup", "vfs_read", "type_show,3", "--kallsyms", k)
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "vfs_read: 0xffffffff813669e0 T vmlinux position 1")
+	code, read, _ := runCLI(t, "lookup", "vfs_read", "type_show,3", "--kallsyms", k, "--no-map")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, out, read)
 	code, out, _ = runCLI(t, "lookup", "type_show", "--kallsyms", k, "--format", "json")
 	assert.Equal(t, 1, code)
 	var j []struct {
