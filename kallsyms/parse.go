@@ -562,7 +562,7 @@ func (p *parser) readAndParse(r io.Reader, hint int64) ([]byte, error) {
 			close(ahead)
 		}
 	}()
-	kickAt := prefaultStep
+	kickAt := prefaultFirst
 	done := 0 // bytes dispatched
 	first := true
 	for {
@@ -644,9 +644,12 @@ func (p *parser) readAndParse(r io.Reader, hint int64) ([]byte, error) {
 // already there instead of taking a fault per 4 KiB (or zeroing a huge
 // page) each. /proc/kallsyms, the stream that matters, is formatted by the
 // kernel on the reader's thread, and the faults were a tenth of that
-// thread's time. The reader kicks the goroutine every prefaultStep bytes
-// it reads; it stays prefaultAhead bytes ahead.
+// thread's time. The reader kicks the goroutine once prefaultFirst bytes
+// have arrived (a small input, such as a few lines on standard input, is
+// never faulted in ahead), then every prefaultStep bytes; it stays
+// prefaultAhead bytes ahead.
 const (
+	prefaultFirst = 64 << 10
 	prefaultStep  = 1 << 20
 	prefaultAhead = 2 << 20
 )
@@ -657,7 +660,6 @@ const (
 // (hugepage.Populate), so it may race with the reader's writes.
 func prefault(b []byte) chan<- int {
 	kick := make(chan int, 1)
-	kick <- 0
 	go func() {
 		done, ok := 0, true
 		for at := range kick {
