@@ -469,27 +469,28 @@ func (ix *Index) buildTables(hashes []uint32, block []slot, vmRuns []sortedRun) 
 	// maps the shared zero page, and the write after it is then a
 	// copy-on-write fault that must flush the other cores' TLBs (an IPI
 	// per page: 16% of a one-shot run's time went there). A first write
-	// is a plain fault, and the workers take theirs in parallel.
+	// is a plain fault, and the workers take theirs in parallel: each
+	// clears the part of a table it is about to fill (writeFirst), which
+	// is then in its cache, instead of a pass of its own before the fill.
 	// (Pieces, here and in fillSplit, are several per worker: a worker
 	// that starts late then finds fewer left, see par.For.)
+	writeFirst := fresh
 	pieces := 4 * workers
-	if fresh {
-		par.For(workers, pieces, func(g int) {
-			clear(ix.slots[len(ix.slots)*g/pieces : len(ix.slots)*(g+1)/pieces])
-		})
-	}
 	var small []int
 	for i := range ix.objs {
 		if o := &ix.objs[i]; i == 0 && presorted {
-			ix.fillRuns(o, vmRuns, pieces, workers)
+			ix.fillRuns(o, vmRuns, pieces, workers, writeFirst)
 		} else if split(i) {
-			ix.fillSplit(o, hashes, pieces, workers, order)
+			ix.fillSplit(o, hashes, pieces, workers, order, writeFirst)
 		} else {
 			small = append(small, i)
 		}
 	}
 	par.For(workers, len(small), func(k int) {
 		o := &ix.objs[small[k]]
+		if writeFirst {
+			clear(ix.slots[o.off : o.off+o.size])
+		}
 		ix.fill(o, hashes, o.end, o.start)
 	})
 	// (A streamed input's sorted runs go back to the kernel once the
@@ -611,8 +612,9 @@ func (ix *Index) file(slots []slot, h, i, p, to uint32) uint32 {
 // fillSplit fills a large object's table in w pieces on workers
 // goroutines: each piece of its symbols is sorted by bucket into its own
 // part of order (sortRun), and the table is filled from those runs
-// (fillRuns). It returns the number of probes finished late.
-func (ix *Index) fillSplit(o *object, hashes []uint32, w, workers int, order []slot) (late int) {
+// (fillRuns, given writeFirst). It returns the number of probes finished
+// late.
+func (ix *Index) fillSplit(o *object, hashes []uint32, w, workers int, order []slot, writeFirst bool) (late int) {
 	n := o.end - o.start
 	if len(order) < int(n) {
 		order = make([]slot, n)
@@ -623,7 +625,7 @@ func (ix *Index) fillSplit(o *object, hashes []uint32, w, workers int, order []s
 		out := order[lo:hi]
 		runs[g] = sortedRun{out, sortRun(hashes[o.start+lo:o.start+hi], o.start+lo, out)}
 	})
-	return ix.fillRuns(o, runs, w, workers)
+	return ix.fillRuns(o, runs, w, workers, writeFirst)
 }
 
 // bucketBits: the symbols of a large object are sorted by the top
@@ -672,8 +674,10 @@ func sortRun(hashes []uint32, base uint32, out []slot) *[buckets + 1]uint32 {
 // the hash), sweeping that part in order and so keeping it in cache; the
 // runs are taken last to first, so that each name's symbols are inserted
 // last to first (see fill). Probes that would leave a part are finished
-// afterwards by one goroutine; fillRuns returns their number.
-func (ix *Index) fillRuns(o *object, runs []sortedRun, w, workers int) (late int) {
+// afterwards by one goroutine; fillRuns returns their number. With
+// writeFirst, each piece clears its part of the table before it probes it
+// (see buildTables).
+func (ix *Index) fillRuns(o *object, runs []sortedRun, w, workers int, writeFirst bool) (late int) {
 	deferred := make([][]slot, w)
 	par.For(workers, w, func(g int) {
 		b0, b1 := g*buckets/w, (g+1)*buckets/w
@@ -681,6 +685,9 @@ func (ix *Index) fillRuns(o *object, runs []sortedRun, w, workers int) (late int
 		to := o.size
 		if b1 < buckets {
 			to = home(uint32(b1)<<(32-bucketBits), o.size)
+		}
+		if writeFirst {
+			clear(ix.slots[o.off+from : o.off+to])
 		}
 		for k := len(runs) - 1; k >= 0; k-- {
 			r := &runs[k]

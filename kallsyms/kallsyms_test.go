@@ -396,7 +396,7 @@ func TestFillSplit(t *testing.T) {
 		if w == 1 {
 			ix.fill(o, hashes, o.end, o.start)
 		} else {
-			late += ix.fillSplit(o, hashes, w, 2, nil)
+			late += ix.fillSplit(o, hashes, w, 2, nil, false)
 		}
 		for _, x := range all {
 			s, err := ix.Lookup(Vmlinux, x.name, x.pos)
