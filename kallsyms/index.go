@@ -470,25 +470,24 @@ func (ix *Index) buildTables(hashes []uint32, block []slot, vmRuns []sortedRun) 
 	// copy-on-write fault that must flush the other cores' TLBs (an IPI
 	// per page: 16% of a one-shot run's time went there). A first write
 	// is a plain fault, and the workers take theirs in parallel: each
-	// clears the part of a table it is about to fill (writeFirst), which
-	// is then in its cache, instead of a pass of its own before the fill.
+	// clears the part of a fresh table it is about to fill, which is then
+	// in its cache, instead of a pass of its own before the fill.
 	// (Pieces, here and in fillSplit, are several per worker: a worker
 	// that starts late then finds fewer left, see par.For.)
-	writeFirst := fresh
 	pieces := 4 * workers
 	var small []int
 	for i := range ix.objs {
 		if o := &ix.objs[i]; i == 0 && presorted {
-			ix.fillRuns(o, vmRuns, pieces, workers, writeFirst)
+			ix.fillRuns(o, vmRuns, pieces, workers, fresh)
 		} else if split(i) {
-			ix.fillSplit(o, hashes, pieces, workers, order, writeFirst)
+			ix.fillSplit(o, hashes, pieces, workers, order, fresh)
 		} else {
 			small = append(small, i)
 		}
 	}
 	par.For(workers, len(small), func(k int) {
 		o := &ix.objs[small[k]]
-		if writeFirst {
+		if fresh {
 			clear(ix.slots[o.off : o.off+o.size])
 		}
 		ix.fill(o, hashes, o.end, o.start)

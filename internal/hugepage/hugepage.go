@@ -46,17 +46,26 @@ func Advise[T any](b []T) {
 // set, while the allocation that holds it lives on. b then reads as
 // zeros. Other systems do nothing.
 func Release[T any](b []T) {
+	if lo, n := wholePages(b); n > 0 {
+		release(lo, n)
+	}
+}
+
+// wholePages is the start and length of the 4 KiB pages that lie wholly
+// inside b (n is 0 if there is none).
+func wholePages[T any](b []T) (lo, n uintptr) {
 	if len(b) == 0 {
-		return
+		return 0, 0
 	}
 	var t T
 	const page = 4096
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	lo := (start + page - 1) &^ (page - 1)
+	lo = (start + page - 1) &^ (page - 1)
 	hi := (start + uintptr(len(b))*unsafe.Sizeof(t)) &^ (page - 1)
-	if hi > lo {
-		release(lo, hi-lo)
+	if hi <= lo {
+		return 0, 0
 	}
+	return lo, hi - lo
 }
 
 // Populate faults in the whole pages of b for writing, as a write to each
@@ -66,16 +75,6 @@ func Release[T any](b []T) {
 // take on its own path. It reports false when the kernel cannot do it
 // (an older kernel, another system), and the caller should stop trying.
 func Populate[T any](b []T) bool {
-	if len(b) == 0 {
-		return true
-	}
-	var t T
-	const page = 4096
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	lo := (start + page - 1) &^ (page - 1)
-	hi := (start + uintptr(len(b))*unsafe.Sizeof(t)) &^ (page - 1)
-	if hi <= lo {
-		return true
-	}
-	return populate(lo, hi-lo)
+	lo, n := wholePages(b)
+	return n == 0 || populate(lo, n)
 }
