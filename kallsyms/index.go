@@ -128,13 +128,13 @@ func (ix *Index) symbol(i uint32, pos int) Symbol {
 	return Symbol{Name: ix.nameOut(i), Object: ix.objs[ix.objectOf(i)].name, Address: s.addr, Type: s.typ, Pos: pos}
 }
 
-// keep makes mapping (a file's, see Index.mapping) and anon (see
-// Index.anon), either of which may be nil, ix's: one cleanup unmaps both
-// once ix is unreachable, unless Close did first.
-func (ix *Index) keep(mapping, anon []byte) {
-	ix.mapping, ix.anon = mapping, anon
-	if mapping != nil || anon != nil {
-		ix.unmap = runtime.AddCleanup(ix, unmapBoth, [2][]byte{mapping, anon})
+// own makes mapping (a file's, see Index.mapping; nil for none) ix's,
+// beside the anonymous mapping keepStream may have handed it (Index.anon):
+// one cleanup unmaps both once ix is unreachable, unless Close did first.
+func (ix *Index) own(mapping []byte) {
+	ix.mapping = mapping
+	if ix.mapping != nil || ix.anon != nil {
+		ix.unmap = runtime.AddCleanup(ix, unmapBoth, [2][]byte{ix.mapping, ix.anon})
 	}
 }
 

@@ -99,7 +99,7 @@ func Open(path string, opts *Options) (*Index, error) {
 			unmapFile(f.data)
 			return nil, err
 		}
-		ix.keep(f.data, ix.anon)
+		ix.own(f.data)
 		return ix, nil
 	}
 	if f != nil {
@@ -162,7 +162,7 @@ func (p *parser) stream(r io.Reader, hint int64) (*Index, error) {
 		return nil, err
 	}
 	p.keepStream(ix)
-	ix.keep(nil, ix.anon)
+	ix.own(nil)
 	return ix, nil
 }
 
@@ -170,8 +170,8 @@ func (p *parser) stream(r io.Reader, hint int64) (*Index, error) {
 // the way a stream's is built (see stream): the chunks count their own
 // lines and claim their windows of one anonymous mapping, sized for lines
 // of streamLine bytes, so that nothing goes over the file before the
-// parse. The Index keeps that mapping (keepStream); the caller hands it
-// the file's.
+// parse. The Index keeps that mapping (keepStream); the caller has it own
+// the file's mapping too (Index.own).
 func (p *parser) parseMapped(data []byte) (*Index, error) {
 	defer p.freeStream()
 	p.st = newStream(len(data)/streamLine + 1)
@@ -716,7 +716,7 @@ func newStream(n int) *stream {
 
 // keepStream hands the stream's mapping to ix (Index.anon) if ix uses it
 // (it adopted the records, or laid its tables out in the block); the
-// caller then has ix keep it (Index.keep). freeStream unmaps it otherwise,
+// caller then has ix own it (Index.own). freeStream unmaps it otherwise,
 // once no worker writes to it.
 func (p *parser) keepStream(ix *Index) {
 	st := p.st
