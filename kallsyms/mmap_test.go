@@ -234,7 +234,9 @@ func TestStreamCopiesAndUnmaps(t *testing.T) {
 		tables bool
 	}{
 		{"blank line", blank, 0, true},
-		{"no room for the records or the tables", text, 1000, false},
+		// (On one core vmlinux's table needs no fill scratch, and the
+		// tables then fit in the room the block keeps for 65,536 objects.)
+		{"no room for the records, nor for the tables with their scratch", text, 1000, runtime.GOMAXPROCS(0) == 1},
 		{"room for the first chunks only", text, 60_000, true},
 		{"no room for the records, room for the tables", text, 20_000, true},
 	} {
