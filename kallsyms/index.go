@@ -446,7 +446,7 @@ func (ix *Index) buildTables(hashes []uint32, block []slot, vmRuns []sortedRun) 
 	// under 2 MB each hold none, and a one-shot run took a page fault
 	// per 4 KiB of them (about 900 of its 2,500).
 	scratch := 0
-	split := func(i int) bool { return workers > 1 && ix.objs[i].end-ix.objs[i].start >= splitFill }
+	split := func(i int) bool { return splitTable(ix.objs[i].end - ix.objs[i].start) }
 	presorted := vmRuns != nil && split(0)
 	for i := range ix.objs {
 		if o := &ix.objs[i]; split(i) && (i > 0 || !presorted) {
@@ -518,6 +518,12 @@ const maxObjects = 1 << 16
 // splitFill is the symbol count from which an object's table is filled by
 // all workers together.
 const splitFill = 1 << 14
+
+// splitTable reports whether the table of an object of n symbols is filled
+// by all workers together (buildTables), from runs sorted by bucket: only
+// then are the runs worth sorting while the input is parsed
+// (chunk.sortVmlinux).
+func splitTable(n uint32) bool { return runtime.GOMAXPROCS(0) > 1 && n >= splitFill }
 
 // home is the first slot of a table of n slots to probe for hash h.
 func home(h, n uint32) uint32 { return uint32(uint64(h) * uint64(n) >> 32) }

@@ -407,6 +407,25 @@ func TestFillSplit(t *testing.T) {
 		require.ErrorIs(t, err, ErrNoSuchPosition)
 	}
 	require.Positive(t, late, "no probe crossed a part's end: the test does not cover the late pass")
+
+	// Built by ParseBytes, vmlinux's table came from the runs its chunks
+	// sorted while they were parsed (no fill scratch kept) when it is
+	// filled on several cores; on one, nothing was sorted.
+	if splitTable(o.end - o.start) {
+		require.Zero(t, ix.scratch)
+	}
+	for _, c := range parseChunks(t, []byte(b.String())) {
+		require.Equal(t, splitTable(o.end-o.start), c.vmRun.start != nil)
+	}
+}
+
+// parseChunks parses text as ParseBytes does and returns its chunks.
+func parseChunks(t *testing.T, text []byte) []*chunk {
+	p := newParser("chunks", nil)
+	p.dispatch(text, 0, len(text), &wholeInput{data: text})
+	_, err := p.finish(text)
+	require.NoError(t, err)
+	return p.chunks
 }
 
 // The symbols' chain flags are derived data, stored so that a mapped

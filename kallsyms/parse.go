@@ -381,7 +381,9 @@ func (p *parser) dispatch(data []byte, from, to int, whole *wholeInput) {
 		syms, hashes = make([]sym, total), make([]uint32, total)
 		hugepage.Advise(syms)
 		hugepage.Advise(hashes)
-		order = make([]slot, total) // see chunk.sortVmlinux
+		if splitTable(uint32(total)) {
+			order = make([]slot, total) // see chunk.sortVmlinux
+		}
 	}
 	at := 0
 	for i := 0; i+1 < len(bounds); i++ {
@@ -393,7 +395,10 @@ func (p *parser) dispatch(data []byte, from, to int, whole *wholeInput) {
 			c.order, c.at = order, at
 			at += n
 		} else if p.st != nil {
-			c.st, c.whole, c.wholeHashes, c.order = p.st, p.st.syms, p.st.hashes, p.st.order
+			c.st, c.whole, c.wholeHashes = p.st, p.st.syms, p.st.hashes
+			if splitTable(splitFill) { // (the stream's size is not known yet)
+				c.order = p.st.order
+			}
 			c.claimIn, c.claimOut = p.lastClaim, make(chan int, 1)
 			if c.claimIn == nil {
 				c.claimIn = make(chan int, 1)
