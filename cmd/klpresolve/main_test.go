@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -525,4 +526,29 @@ func TestVersion(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.True(t, strings.HasPrefix(out, "klpresolve "), out)
 	require.Contains(t, out, runtime.Version())
+}
+
+// The benchmarks measure under the runtime's default collector (as go test
+// -bench does), not the one-shot setting main gives the commands; GOGC in
+// the environment wins; bench once, which times a command's own work in a
+// fresh process, keeps the commands' setting.
+func TestBenchCollectorSetting(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(oneShotGC))
+	t.Setenv("GOGC", "")
+	require.NoError(t, os.Unsetenv("GOGC"))
+	missing := filepath.Join(t.TempDir(), "missing.ko")
+
+	code, _, errs := runCLI(t, "bench", "plt", missing)
+	require.Equal(t, 2, code, errs)
+	require.Equal(t, goDefaultGC, debug.SetGCPercent(oneShotGC))
+
+	code, out, errs := runCLI(t, "bench", "once", "read", fixture("livepatch-sample.ko"))
+	require.Equal(t, 0, code, errs)
+	require.NotEmpty(t, strings.TrimSpace(out))
+	require.Equal(t, oneShotGC, debug.SetGCPercent(oneShotGC))
+
+	t.Setenv("GOGC", "300")
+	code, _, _ = runCLI(t, "bench", "plt", missing)
+	require.Equal(t, 2, code)
+	require.Equal(t, oneShotGC, debug.SetGCPercent(oneShotGC))
 }

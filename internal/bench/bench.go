@@ -6,8 +6,10 @@ package bench
 import (
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"runtime"
+	"runtime/metrics"
 	"testing"
 	"time"
 )
@@ -22,10 +24,41 @@ type Figure struct {
 
 // Report is the result of one benchmark group.
 type Report struct {
-	Benchmark  string   `json:"benchmark"`
-	Input      string   `json:"input"`
-	GOMAXPROCS int      `json:"gomaxprocs"`
-	Figures    []Figure `json:"figures"`
+	Benchmark  string `json:"benchmark"`
+	Input      string `json:"input"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	// GOGC is the collector's percent the group ran under in this
+	// process (runtime/debug.SetGCPercent; -1: off), nil for a group
+	// that times other processes (OneShot, Proc), which run under their
+	// own.
+	GOGC    *int     `json:"gogc,omitempty"`
+	Figures []Figure `json:"figures"`
+}
+
+// newReport starts the report of a benchmark group run in this process.
+func newReport(benchmark, input string) *Report {
+	gc := gcPercent()
+	return &Report{Benchmark: benchmark, Input: input, GOMAXPROCS: runtime.GOMAXPROCS(0), GOGC: &gc}
+}
+
+// newProcessReport starts the report of a group that times fresh
+// processes.
+func newProcessReport(benchmark, input string) *Report {
+	return &Report{Benchmark: benchmark, Input: input, GOMAXPROCS: runtime.GOMAXPROCS(0)}
+}
+
+// gcPercent is the collector's current percent (-1: off).
+func gcPercent() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0 // not reported by this runtime
+	}
+	v := s[0].Value.Uint64()
+	if v > math.MaxInt32 {
+		return -1
+	}
+	return int(v)
 }
 
 func (r *Report) add(name string, v float64, unit, comment string) {
@@ -34,10 +67,21 @@ func (r *Report) add(name string, v float64, unit, comment string) {
 
 // WriteText prints r as aligned text.
 func (r *Report) WriteText(w io.Writer) {
-	fmt.Fprintf(w, "%s on %s (GOMAXPROCS=%d)\n", r.Benchmark, r.Input, r.GOMAXPROCS)
+	gc := ""
+	if r.GOGC != nil {
+		gc = ", GOGC=" + gogcText(*r.GOGC)
+	}
+	fmt.Fprintf(w, "%s on %s (GOMAXPROCS=%d%s)\n", r.Benchmark, r.Input, r.GOMAXPROCS, gc)
 	for _, f := range r.Figures {
 		fmt.Fprintf(w, "  %-34s %14.4g %-10s %s\n", f.Name, f.Value, f.Unit, f.Comment)
 	}
+}
+
+func gogcText(p int) string {
+	if p < 0 {
+		return "off"
+	}
+	return fmt.Sprint(p)
 }
 
 // nsPerOp runs fn as a benchmark and returns its time per call and its

@@ -43,7 +43,7 @@ func CFI(o CFIOptions) (*Report, error) {
 	if o.Modules < 1 || o.Readers < 1 {
 		return nil, fmt.Errorf("need at least one module and one reader")
 	}
-	rep := &Report{Benchmark: "cfi", Input: fmt.Sprintf("%d module adds, %d readers", o.Modules, o.Readers), GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	rep := newReport("cfi", fmt.Sprintf("%d module adds, %d readers", o.Modules, o.Readers))
 	for _, hold := range o.Holds {
 		var p99 [2]float64
 		for _, mode := range []cfi.Reclaim{cfi.Synchronous, cfi.Deferred} {

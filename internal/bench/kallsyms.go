@@ -62,7 +62,7 @@ func Kallsyms(path string, self []string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Benchmark: "kallsyms", Input: path, GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	rep := newReport("kallsyms", path)
 	lines := bytes.Count(data, []byte{'\n'})
 	rep.add("input_bytes", float64(len(data)), "bytes", "")
 	rep.add("input_lines", float64(lines), "lines", "")

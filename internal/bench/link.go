@@ -2,7 +2,6 @@ package bench
 
 import (
 	"hash/fnv"
-	"runtime"
 	"testing"
 
 	"github.com/klpresolve/klpresolve/modplt"
@@ -22,7 +21,7 @@ func Link(module string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Benchmark: "link", Input: module, GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	rep := newReport("link", module)
 	rep.add("relocations applied", float64(img.Relocs), "relocs", m.Arch)
 	rep.add("relocations failed", float64(len(img.Errors)), "relocs", "")
 	ns, allocs := nsPerOp(func(b *testing.B) {

@@ -62,7 +62,7 @@ func OneShot(o OneShotOptions) (*Report, error) {
 		return nil, err
 	}
 	read, parse := d[0], d[1]
-	rep := &Report{Benchmark: "kallsyms one-shot", Input: o.Input, GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	rep := newProcessReport("kallsyms one-shot", o.Input)
 	rep.add("rounds", float64(rounds), "runs", "of each, in fresh processes, taking turns")
 	for _, q := range quantiles {
 		rep.add("read_file_"+q.name+"_ms", ms(at(read, q.q)), "ms", "os.ReadFile, fresh process")

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"runtime"
 	"testing"
 
 	"github.com/klpresolve/klpresolve/internal/reference"
@@ -21,7 +20,7 @@ func PLT(module string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Benchmark: "plt", Input: module, GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	rep := newReport("plt", module)
 	rep.add("relocations", float64(k.Totals.Relocs), "relocs", m.Arch)
 	rep.add("branch relocations", float64(k.Totals.Branches), "relocs", "")
 	// The reference (arm64 only) and both modes, best of 3 taking turns.

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 )
@@ -74,7 +73,7 @@ func Proc(o ProcOptions) (*Report, error) {
 	}
 	times, base := d[0], d[1]
 	tool := strings.Join(append([]string{filepath.Base(o.Tool[0])}, o.Tool[1:]...), " ")
-	rep := &Report{Benchmark: "proc", Input: tool, GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	rep := newProcessReport("proc", tool)
 	rep.add("rounds", float64(rounds), "runs", "of each, taking turns")
 	name := strings.Join(ref, " ")
 	for _, q := range quantiles {

@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"os"
-	"runtime"
 	"testing"
 	"time"
 
@@ -30,7 +29,7 @@ func Resolve(module, kallsymsPath string) (*Report, error) {
 	if n == 0 {
 		return nil, fmt.Errorf("%s: no livepatch relocations", module)
 	}
-	rep := &Report{Benchmark: "resolve", Input: module + " against " + kallsymsPath, GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	rep := newReport("resolve", module+" against "+kallsymsPath)
 	rep.add("relocations", float64(n), "relocs", "")
 	res, _ := nsPerOp(func(b *testing.B) {
 		for b.Loop() {
