@@ -37,8 +37,11 @@ type Report struct {
 
 // newReport starts the report of a benchmark group run in this process.
 func newReport(benchmark, input string) *Report {
-	gc := gcPercent()
-	return &Report{Benchmark: benchmark, Input: input, GOMAXPROCS: runtime.GOMAXPROCS(0), GOGC: &gc}
+	r := newProcessReport(benchmark, input)
+	if gc, ok := gcPercent(); ok {
+		r.GOGC = &gc
+	}
+	return r
 }
 
 // newProcessReport starts the report of a group that times fresh
@@ -47,18 +50,18 @@ func newProcessReport(benchmark, input string) *Report {
 	return &Report{Benchmark: benchmark, Input: input, GOMAXPROCS: runtime.GOMAXPROCS(0)}
 }
 
-// gcPercent is the collector's current percent (-1: off).
-func gcPercent() int {
+// gcPercent is the collector's current percent (-1: off); ok is false
+// where the runtime does not report it.
+func gcPercent() (percent int, ok bool) {
 	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
 	metrics.Read(s)
 	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0 // not reported by this runtime
+		return 0, false
 	}
-	v := s[0].Value.Uint64()
-	if v > math.MaxInt32 {
-		return -1
+	if v := s[0].Value.Uint64(); v <= math.MaxInt32 {
+		return int(v), true
 	}
-	return int(v)
+	return -1, true // off: the runtime's -1 as an unsigned value
 }
 
 func (r *Report) add(name string, v float64, unit, comment string) {
