@@ -6,8 +6,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"encoding/xml"
+	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -20,6 +22,21 @@ import (
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/testutil"
 )
+
+// TestMain lets the test binary stand in for klpresolve where a command
+// runs klpresolve itself as a child (bench's one-shot figures and bench
+// proc run os.Executable()): with asCLI set in its environment, which the
+// children inherit from a test that sets it, it runs its command line
+// instead of the tests.
+func TestMain(m *testing.M) {
+	if os.Getenv(asCLI) == "1" {
+		setGC(oneShotGC)
+		os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+const asCLI = "KLPRESOLVE_TEST_AS_CLI"
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
@@ -551,4 +568,62 @@ func TestBenchCollectorSetting(t *testing.T) {
 	code, _, _ = runCLI(t, "bench", "plt", missing)
 	require.Equal(t, 2, code)
 	require.Equal(t, oneShotGC, debug.SetGCPercent(oneShotGC))
+}
+
+// bench kallsyms and bench proc as a user runs them, children included:
+// JSON reports with the one-shot figures measured in fresh processes of
+// this binary, and proc's turns of klpresolve objects and cat.
+func TestBenchCommands(t *testing.T) {
+	if _, err := os.Executable(); err != nil {
+		t.Skip("no executable path:", err)
+	}
+	t.Setenv(asCLI, "1")
+	bt := flag.Lookup("test.benchtime")
+	old := bt.Value.String()
+	require.NoError(t, bt.Value.Set("20x")) // testing.Benchmark: 20 calls, not a second
+	defer func() { _ = bt.Value.Set(old) }()
+	k := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+
+	code, out, errs := runCLI(t, "bench", "kallsyms", "--kallsyms", k, "--format", "json")
+	require.Equal(t, 0, code, errs)
+	var rep struct {
+		Benchmark string `json:"benchmark"`
+		GOGC      *int   `json:"gogc"`
+		Figures   []struct {
+			Name  string  `json:"name"`
+			Value float64 `json:"value"`
+		} `json:"figures"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Equal(t, "kallsyms", rep.Benchmark)
+	require.NotNil(t, rep.GOGC)
+	f := map[string]float64{}
+	for _, x := range rep.Figures {
+		f[x.Name] = x.Value
+	}
+	require.Equal(t, 20.0, f["oneshot_rounds"])
+	for _, q := range []string{"min", "q1", "median"} {
+		require.Positive(t, f["oneshot_read_file_"+q+"_ms"], q)
+		require.Positive(t, f["oneshot_parse_index_"+q+"_ms"], q)
+		require.InEpsilon(t, f["oneshot_parse_index_"+q+"_ms"]/f["oneshot_read_file_"+q+"_ms"], f["oneshot_parse_vs_read_"+q], 1e-9, q)
+	}
+	require.Equal(t, 27.0, f["input_lines"])
+
+	if _, err := exec.LookPath("cat"); err != nil {
+		return
+	}
+	code, out, errs = runCLI(t, "bench", "proc", "--kallsyms", k, "--rounds", "3", "--format", "json")
+	require.Equal(t, 0, code, errs)
+	rep.GOGC, rep.Figures = nil, nil
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Equal(t, "proc", rep.Benchmark)
+	require.Nil(t, rep.GOGC) // it times other processes
+	f = map[string]float64{}
+	for _, x := range rep.Figures {
+		f[x.Name] = x.Value
+	}
+	require.Equal(t, 3.0, f["rounds"])
+	require.Positive(t, f["tool_median_ms"])
+	require.Positive(t, f["reference_median_ms"])
+	require.InEpsilon(t, f["tool_median_ms"]/f["reference_median_ms"], f["tool_vs_reference_median"], 1e-9)
 }
