@@ -578,6 +578,9 @@ func TestBenchCommands(t *testing.T) {
 		t.Skip("no executable path:", err)
 	}
 	t.Setenv(asCLI, "1")
+	// A child built with -race would sleep a second at exit (GORACE's
+	// atexit_sleep_ms): 55 children took 50 s.
+	t.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	bt := flag.Lookup("test.benchtime")
 	old := bt.Value.String()
 	require.NoError(t, bt.Value.Set("20x")) // testing.Benchmark: 20 calls, not a second
