@@ -21,6 +21,7 @@ import (
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/testutil"
+	"github.com/klpresolve/klpresolve/kallsyms"
 )
 
 // TestMain lets the test binary stand in for klpresolve where a command
@@ -629,4 +630,62 @@ func TestBenchCommands(t *testing.T) {
 	require.Positive(t, f["tool_median_ms"])
 	require.Positive(t, f["reference_median_ms"])
 	require.InEpsilon(t, f["tool_median_ms"]/f["reference_median_ms"], f["tool_vs_reference_median"], 1e-9)
+}
+
+// The main job's JSON for a failing relocation (the kernel's message, the
+// help, no address) and for a kpatch module's patched functions.
+func TestMainJobJSONErrorsAndFuncs(t *testing.T) {
+	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	type reloc struct {
+		Name, Status   string
+		Sympos         uint64
+		Address, Error *string
+		Help           *string
+	}
+	var j struct {
+		Format      string
+		Relocations []reloc
+		Funcs       []struct {
+			Name, Object   string
+			Sympos         uint64
+			Address, Error *string
+		}
+		Summary struct{ Resolved, Deferred, Errors int }
+	}
+	code, out, _ := runCLI(t, fixture("err-position.ko"), "--kallsyms", k, "--format", "json")
+	require.Equal(t, 1, code)
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	var bad []reloc
+	for _, r := range j.Relocations {
+		if r.Error != nil {
+			bad = append(bad, r)
+		}
+	}
+	require.Len(t, bad, 1)
+	assert.Equal(t, "type_show", bad[0].Name)
+	assert.Equal(t, uint64(18), bad[0].Sympos)
+	assert.Equal(t, "error", bad[0].Status)
+	assert.Nil(t, bad[0].Address)
+	assert.Equal(t, "symbol position 18 for symbol 'type_show' in object 'vmlinux' not found", *bad[0].Error)
+	require.NotNil(t, bad[0].Help)
+	assert.Contains(t, *bad[0].Help, "vmlinux has only 17 symbol(s)")
+	assert.Equal(t, struct{ Resolved, Deferred, Errors int }{5, 1, 1}, j.Summary)
+	assert.Empty(t, j.Funcs)
+
+	j.Relocations, j.Funcs = nil, nil
+	code, out, _ = runCLI(t, fixture("kpatch-sample.ko"), "--kallsyms", k, "--format", "json")
+	require.Equal(t, 0, code)
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	assert.Equal(t, "kpatch", j.Format)
+	require.Len(t, j.Funcs, 2)
+	assert.Equal(t, "type_show", j.Funcs[1].Name)
+	assert.Equal(t, uint64(2), j.Funcs[1].Sympos)
+	require.NotNil(t, j.Funcs[1].Address)
+	ix, err := kallsyms.Open(k, nil)
+	require.NoError(t, err)
+	want, err := ix.Lookup(kallsyms.Vmlinux, "type_show", 2)
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprintf("%#x", want.Address), *j.Funcs[1].Address)
+	assert.Nil(t, j.Funcs[1].Error)
+	assert.Equal(t, struct{ Resolved, Deferred, Errors int }{4, 1, 0}, j.Summary)
 }
