@@ -263,3 +263,25 @@ func TestClosed(t *testing.T) {
 	assert.ErrorIs(t, err, ErrClosed)
 	assert.ErrorIs(t, s.Remove("a"), ErrClosed)
 }
+
+// Inside a read-side section, LookupShadow answers from the shadow only,
+// and Lookup (nested) gives what it gives outside one.
+func TestLookupInsideSection(t *testing.T) {
+	s := newSet(t, Options{})
+	const a = 0xffffffffc0000000
+	_, err := s.Add(Module{Name: "a", TextStart: a, TextEnd: a + 2*page, CheckFn: a + page})
+	require.NoError(t, err)
+	r := s.NewReader()
+	defer r.Close()
+	r.Enter()
+	fn, ok := r.LookupShadow(a + page + 5)
+	assert.True(t, ok)
+	assert.Equal(t, uint64(a+page), fn)
+	fn, ok = r.LookupShadow(a + 2*page)
+	assert.False(t, ok)
+	assert.Zero(t, fn)
+	fn, src := r.Lookup(a)
+	assert.Equal(t, InShadow, src)
+	assert.Equal(t, uint64(a+page), fn)
+	r.Exit()
+}

@@ -208,13 +208,20 @@ func Decompress(name string, data []byte, max int64) ([]byte, Compression, error
 }
 
 // ReadAt reads size bytes from r, refusing a size past max before
-// allocating anything. name is used in errors.
+// allocating anything. name is used in errors. A reader that ends before
+// size bytes is an error (io.ErrUnexpectedEOF), not a buffer padded with
+// zeros.
 func ReadAt(name string, r io.ReaderAt, size, max int64) ([]byte, error) {
 	if size < 0 || size > max {
 		return nil, fmt.Errorf("%s: size %d out of range (0 to %d)", name, size, max)
 	}
 	data := make([]byte, size)
-	if _, err := r.ReadAt(data, 0); err != nil && err != io.EOF {
+	n, err := r.ReadAt(data, 0)
+	switch {
+	case int64(n) == size: // io.ReaderAt may say io.EOF with the last byte
+	case err == nil || err == io.EOF:
+		return nil, fmt.Errorf("%s: %w: %d of %d bytes", name, io.ErrUnexpectedEOF, n, size)
+	default:
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return data, nil

@@ -3,6 +3,7 @@ package input
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -115,3 +116,29 @@ func FuzzDecompress(f *testing.F) {
 		}
 	})
 }
+
+// ReadAt gives exactly size bytes, or an error naming the input: a reader
+// shorter than size is not padded with zeros.
+func TestReadAt(t *testing.T) {
+	data := []byte("0123456789")
+	got, err := ReadAt("in", bytes.NewReader(data), 10, 100)
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+	got, err = ReadAt("in", bytes.NewReader(data), 4, 100)
+	require.NoError(t, err)
+	require.Equal(t, data[:4], got)
+
+	_, err = ReadAt("in", bytes.NewReader(data), 16, 100)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	require.EqualError(t, err, "in: unexpected EOF: 10 of 16 bytes")
+	_, err = ReadAt("in", bytes.NewReader(data), 101, 100)
+	require.EqualError(t, err, "in: size 101 out of range (0 to 100)")
+	_, err = ReadAt("in", bytes.NewReader(data), -1, 100)
+	require.Error(t, err)
+	_, err = ReadAt("in", failingReaderAt{}, 4, 100)
+	require.EqualError(t, err, "in: device on fire")
+}
+
+type failingReaderAt struct{}
+
+func (failingReaderAt) ReadAt([]byte, int64) (int, error) { return 0, errors.New("device on fire") }

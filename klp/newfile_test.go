@@ -1,0 +1,60 @@
+package klp
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/kallsyms"
+)
+
+// NewFile (an io.ReaderAt) describes what Open (a path) does; a size past
+// the reader's end is an error that names the module.
+func TestNewFile(t *testing.T) {
+	p := fixture("livepatch-sample.ko")
+	want, err := Open(p)
+	require.NoError(t, err)
+	data, err := os.ReadFile(p)
+	require.NoError(t, err)
+	got, err := NewFile("sample", bytes.NewReader(data), int64(len(data)))
+	require.NoError(t, err)
+	require.Equal(t, "sample", got.Path)
+	require.Equal(t, want.Name, got.Name)
+	require.Equal(t, want.Format, got.Format)
+	require.Equal(t, want.NumRelocs(), got.NumRelocs())
+	require.Equal(t, len(want.Sections), len(got.Sections))
+	for i := range want.Sections {
+		require.Equal(t, want.Sections[i].Name, got.Sections[i].Name)
+		require.Equal(t, len(want.Sections[i].Relocs), len(got.Sections[i].Relocs))
+	}
+
+	_, err = NewFile("short.ko", bytes.NewReader(data), int64(len(data))+100)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	require.ErrorContains(t, err, "short.ko")
+	_, err = NewFile("huge.ko", bytes.NewReader(data), 1<<40)
+	require.ErrorContains(t, err, "huge.ko: size 1099511627776 out of range")
+}
+
+// A failing relocation's error reads as the kernel's line, placed in the
+// module, with the explanation after it.
+func TestRelocErrorText(t *testing.T) {
+	m, err := Open(fixture("err-position.ko"))
+	require.NoError(t, err)
+	ix, err := kallsyms.Open("../testdata/kallsyms/example.txt", nil)
+	require.NoError(t, err)
+	res := m.Resolve(ix)
+	require.Equal(t, 1, res.Errors)
+	var re *RelocError
+	for _, r := range res.Results {
+		if r.Err != nil {
+			re = r.Err
+		}
+	}
+	require.NotNil(t, re)
+	require.Equal(t, fixture("err-position.ko")+": .klp.rela.vmlinux..rodata.klp_show_table+0x0: "+re.Kernel+" ("+re.Hint+")", re.Error())
+	require.Contains(t, re.Kernel, "symbol position 18 for symbol 'type_show'")
+	require.NotEmpty(t, re.Hint)
+}
