@@ -16,6 +16,12 @@ func newBenchCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure klpresolve beside the kernel's algorithms, in one run",
+		Long: `Measures klpresolve beside the reference algorithms (the kernel's, a naive parser) in
+one run and prints the ratios. What runs in this process runs under the Go runtime's
+default collector (GOGC=100), as go test -bench does, not the setting klpresolve's other
+commands use for themselves; GOGC in the environment wins, and each report's first line
+says what it ran under. The one-shot figures and bench proc time fresh klpresolve
+processes, which run as the commands do.`,
 	}
 	c.PersistentFlags().StringVar(&format, "format", "text", "output format: text or json")
 	// The benchmarks measure under the runtime's default collector, as go
