@@ -58,3 +58,32 @@ func TestRelocErrorText(t *testing.T) {
 	require.Contains(t, re.Kernel, "symbol position 18 for symbol 'type_show'")
 	require.NotEmpty(t, re.Hint)
 }
+
+// A module's symbol in a .klp.rela.vmlinux section is looked up when the
+// patch loads: with that module not loaded, the kernel finds nothing, and
+// the help says where the relocation belongs.
+func TestModuleSymbolInVmlinuxSection(t *testing.T) {
+	obj, err := readFixture("patch.o")
+	require.NoError(t, err)
+	out, err := convert("patch.o", obj, sampleSymbols, &convertHooks{sectionObj: map[string]string{"xfs_iget": "vmlinux"}})
+	require.NoError(t, err)
+	m, err := Parse("vmlinux-section.ko", out)
+	require.NoError(t, err)
+	ix, err := kallsyms.Open("../testdata/kallsyms/example.txt", nil)
+	require.NoError(t, err)
+	require.False(t, ix.HasObject("xfs"))
+	res := m.Resolve(ix)
+	var bad []Result
+	for _, r := range res.Results {
+		if r.Err != nil {
+			bad = append(bad, r)
+		}
+	}
+	require.Len(t, bad, 1)
+	require.Equal(t, "xfs_iget", bad[0].Name)
+	require.Equal(t, Failed, bad[0].Status)
+	require.ErrorIs(t, bad[0].Err, kallsyms.ErrNoObject)
+	require.Equal(t, "symbol 'xfs_iget' not found in symbol table", bad[0].Err.Kernel)
+	require.Equal(t, "module xfs is not loaded in this kernel; a .klp.rela.vmlinux section is applied when the patch loads, so a module symbol must be in a .klp.rela.xfs.* section", bad[0].Err.Hint)
+	require.NotContains(t, res.DeferredObjects, "xfs")
+}
