@@ -550,3 +550,41 @@ func TestMapTextUnmappedWithIndex(t *testing.T) {
 	gone := dropIndex(&ix, func() bool { return !mappedAt(t, file) && !mappedAt(t, anon) })
 	require.True(t, gone, "the mappings were not released after the Index was collected")
 }
+
+// failAfter reads data, then fails with err instead of io.EOF.
+type failAfter struct {
+	r   pieceReader
+	err error
+}
+
+func (f *failAfter) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if err == io.EOF {
+		return 0, f.err
+	}
+	return n, err
+}
+
+// A stream that fails after chunks have gone to the workers is an error
+// naming the input and wrapping the reader's; the workers stop, and the
+// stream's mapping is unmapped.
+func TestStreamReadError(t *testing.T) {
+	text := bigText(120_000) // several chunks before the failure
+	boom := errors.New("device on fire")
+	for _, workers := range []int{1, 2, 8} {
+		before := runtime.NumGoroutine()
+		p := newParser("k", &Options{Workers: workers})
+		ix, err := p.stream(&failAfter{r: pieceReader{data: text, n: 4096}, err: boom}, 0)
+		require.Nil(t, ix)
+		require.ErrorIs(t, err, boom)
+		require.EqualError(t, err, "k: device on fire")
+		require.Positive(t, len(p.chunks), "workers %d: nothing was dispatched before the failure", workers)
+		require.True(t, p.st != nil && p.st.mem == nil, "workers %d: the stream's mapping is kept", workers)
+		require.Nil(t, p.jobs)
+		deadline := time.Now().Add(5 * time.Second)
+		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		require.LessOrEqual(t, runtime.NumGoroutine(), before, "workers %d: goroutines left running", workers)
+	}
+}
