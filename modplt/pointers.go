@@ -12,7 +12,8 @@ import (
 // symbol the module defines, an undefined one (a kernel function, or
 // data: the ELF does not say), or a code section's symbol plus the offset
 // of one of its functions (how compilers point at a static function:
-// xfs.ko's ops tables hold 3,000 such "&.text + 0x19160").
+// xfs.ko holds 1,346 such "&.text + 0x19160", in its ops tables and
+// its BPF raw-tracepoint map).
 type FuncPointer struct {
 	Section  string // the data section holding it
 	Offset   uint64
