@@ -47,13 +47,9 @@ func TestRelocErrorText(t *testing.T) {
 	require.NoError(t, err)
 	res := m.Resolve(ix)
 	require.Equal(t, 1, res.Errors)
-	var re *RelocError
-	for _, r := range res.Results {
-		if r.Err != nil {
-			re = r.Err
-		}
-	}
-	require.NotNil(t, re)
+	bad := failures(res)
+	require.Len(t, bad, 1)
+	re := bad[0].Err
 	require.Equal(t, fixture("err-position.ko")+": .klp.rela.vmlinux..rodata.klp_show_table+0x0: "+re.Kernel+" ("+re.Hint+")", re.Error())
 	require.Contains(t, re.Kernel, "symbol position 18 for symbol 'type_show'")
 	require.NotEmpty(t, re.Hint)
@@ -73,12 +69,7 @@ func TestModuleSymbolInVmlinuxSection(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ix.HasObject("xfs"))
 	res := m.Resolve(ix)
-	var bad []Result
-	for _, r := range res.Results {
-		if r.Err != nil {
-			bad = append(bad, r)
-		}
-	}
+	bad := failures(res)
 	require.Len(t, bad, 1)
 	require.Equal(t, "xfs_iget", bad[0].Name)
 	require.Equal(t, Failed, bad[0].Status)
@@ -86,4 +77,15 @@ func TestModuleSymbolInVmlinuxSection(t *testing.T) {
 	require.Equal(t, "symbol 'xfs_iget' not found in symbol table", bad[0].Err.Kernel)
 	require.Equal(t, "module xfs is not loaded in this kernel; a .klp.rela.vmlinux section is applied when the patch loads, so a module symbol must be in a .klp.rela.xfs.* section", bad[0].Err.Hint)
 	require.NotContains(t, res.DeferredObjects, "xfs")
+}
+
+// failures are the results of res that failed, in order.
+func failures(res *Resolution) []Result {
+	var bad []Result
+	for _, r := range res.Results {
+		if r.Err != nil {
+			bad = append(bad, r)
+		}
+	}
+	return bad
 }
