@@ -292,6 +292,50 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 }
 
+// Options.LTO on a snapshot written without it: the zstd form, whose
+// tables are rebuilt, matches with LTO; a raw one, whose tables are
+// stored, is refused rather than silently matching exactly. Every path
+// that reads a snapshot (a file mapped or read, a stream, bytes) agrees.
+// A snapshot written with LTO matches that way without the option.
+func TestSnapshotLTOOption(t *testing.T) {
+	exact := mustParse(t, sample, nil)
+	for format, write := range writers {
+		var buf bytes.Buffer
+		require.NoError(t, write(exact, &buf))
+		path := filepath.Join(t.TempDir(), "k.snap")
+		require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
+		opts := &Options{LTO: true}
+		for how, load := range map[string]func() (*Index, error){
+			"mapped": func() (*Index, error) { return Open(path, opts) },
+			"read":   func() (*Index, error) { return Open(path, &Options{LTO: true, NoMap: true}) },
+			"stream": func() (*Index, error) { return Parse("k.snap", bytes.NewReader(buf.Bytes()), opts) },
+			"bytes":  func() (*Index, error) { return ParseBytes("k.snap", bytes.Clone(buf.Bytes()), opts) },
+		} {
+			ix, err := load()
+			if format == "raw" {
+				require.ErrorIs(t, err, ErrSnapshotExact, how)
+				require.ErrorContains(t, err, "k.snap: raw snapshot written for exact matching", how)
+				continue
+			}
+			require.NoError(t, err, how)
+			require.True(t, ix.LTO(), how)
+			_, err = ix.Lookup("vmlinux", "c_stop", 0)
+			require.ErrorIs(t, err, ErrAmbiguous, "%s: c_stop and c_stop.llvm.1234", how)
+		}
+		ix, err := Open(path, nil)
+		require.NoError(t, err)
+		require.False(t, ix.LTO())
+	}
+	lto := mustParse(t, sample, &Options{LTO: true})
+	for format, write := range writers {
+		var buf bytes.Buffer
+		require.NoError(t, write(lto, &buf))
+		ix, err := ParseBytes("k.snap", buf.Bytes(), nil)
+		require.NoError(t, err, format)
+		require.True(t, ix.LTO(), format)
+	}
+}
+
 func TestSnapshotCorruption(t *testing.T) {
 	for format, write := range writers {
 		t.Run(format, func(t *testing.T) { snapshotCorruption(t, write) })

@@ -93,7 +93,7 @@ func Open(path string, opts *Options) (*Index, error) {
 		if f.text {
 			ix, err = newParser(path, opts).parseMapped(f.data)
 		} else {
-			ix, err = loadSnapshotSums(path, f.data, nil)
+			ix, err = loadSnapshotSums(path, f.data, nil, opts.lto())
 		}
 		if err != nil {
 			unmapFile(f.data)
@@ -104,7 +104,7 @@ func Open(path string, opts *Options) (*Index, error) {
 	}
 	if f != nil {
 		if isSnapshot(f.data) {
-			return loadSnapshotSums(path, f.data, f.sums)
+			return loadSnapshotSums(path, f.data, f.sums, opts.lto())
 		}
 		p := newParser(path, opts)
 		p.dispatch(f.data, 0, len(f.data), f)
@@ -133,7 +133,7 @@ func Parse(name string, r io.Reader, opts *Options) (*Index, error) {
 // (its names point into it): the caller must not modify it afterwards.
 func ParseBytes(name string, data []byte, opts *Options) (*Index, error) {
 	if isSnapshot(data) {
-		return loadSnapshot(name, data)
+		return loadSnapshot(name, data, opts.lto())
 	}
 	p := newParser(name, opts)
 	p.dispatch(data, 0, len(data), &wholeInput{data: data})
@@ -155,7 +155,7 @@ func (p *parser) stream(r io.Reader, hint int64) (*Index, error) {
 	}
 	if isSnapshot(buf) {
 		p.abort()
-		return loadSnapshot(p.name, buf)
+		return loadSnapshot(p.name, buf, p.lto)
 	}
 	ix, err := p.finish(buf)
 	if err != nil {

@@ -164,7 +164,7 @@ var hostLE = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 // validation: each worker hashes a chunk and checks the records in it
 // while they are in its cache, and one wake-up of the second core serves
 // both (a separate pass for each cost a third more on this project's VM).
-func loadRawSnapshot(name string, b, sums []byte) (*Index, error) {
+func loadRawSnapshot(name string, b, sums []byte, lto bool) (*Index, error) {
 	le := binary.LittleEndian
 	if len(b) < rawHeaderSize {
 		return nil, snapErr(name, "truncated header (%d bytes)", len(b))
@@ -210,6 +210,9 @@ func loadRawSnapshot(name string, b, sums []byte) (*Index, error) {
 	}
 	if err := c.result(); err != nil {
 		return nil, err
+	}
+	if lto && !ix.lto {
+		return nil, fmt.Errorf("%s: %w", name, ErrSnapshotExact)
 	}
 	return ix, nil
 }

@@ -113,11 +113,18 @@ func snapErr(name, format string, args ...any) error {
 // loadSnapshot validates and loads a snapshot. Every count, offset and
 // length is checked before use; nothing is allocated that the file's size
 // does not justify.
-func loadSnapshot(name string, b []byte) (*Index, error) { return loadSnapshotSums(name, b, nil) }
+//
+// A snapshot written with LTO matching matches that way, whatever lto
+// says. One written without it does too when lto is set (Options.LTO):
+// this format rebuilds its tables, with LTO keys; a raw one's are stored
+// (ErrSnapshotExact).
+func loadSnapshot(name string, b []byte, lto bool) (*Index, error) {
+	return loadSnapshotSums(name, b, nil, lto)
+}
 
 // loadSnapshotSums is loadSnapshot with the chunk sums of a raw snapshot
 // computed while it was read (see loadRawSnapshot).
-func loadSnapshotSums(name string, b, sums []byte) (*Index, error) {
+func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 	if len(b) < headerSize {
 		return nil, snapErr(name, "truncated header (%d bytes)", len(b))
 	}
@@ -125,7 +132,7 @@ func loadSnapshotSums(name string, b, sums []byte) (*Index, error) {
 	switch v := le.Uint32(b[8:]); v {
 	case snapshotVersion:
 	case rawVersion:
-		return loadRawSnapshot(name, b, sums)
+		return loadRawSnapshot(name, b, sums, lto)
 	default:
 		return nil, snapErr(name, "unsupported version %d (this build reads %d and %d; write the snapshot again with this build)", v, snapshotVersion, rawVersion)
 	}
@@ -175,7 +182,7 @@ func loadSnapshotSums(name string, b, sums []byte) (*Index, error) {
 	at += nsym * symRecord
 	namesOff := uint32(at)
 
-	ix := &Index{source: src, byName: make(map[string]int, nobj), lto: flags&1 != 0}
+	ix := &Index{source: src, byName: make(map[string]int, nobj), lto: flags&1 != 0 || lto}
 	ix.data = unsafe.String(unsafe.SliceData(p), len(p)) // names point into it
 	ix.objs = make([]object, nobj)
 	prev := uint32(0)
