@@ -32,7 +32,10 @@ type Options struct {
 	// LTO also matches a name against symbols whose ".llvm.<digits>"
 	// suffix is stripped, as kernels before 6.11 built with
 	// CONFIG_LTO_CLANG did (cleanup_symbol_name()). Exact matching, as
-	// modern kernels do, is the default.
+	// modern kernels do, is the default. A snapshot written in LTO mode
+	// loads in it anyway; one written without it loads in LTO mode when
+	// LTO is set, except a raw one, whose tables are stored with exact
+	// keys (ErrSnapshotExact).
 	LTO bool
 	// Workers is how many goroutines parse; 0 means GOMAXPROCS.
 	Workers int
