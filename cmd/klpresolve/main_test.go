@@ -534,9 +534,12 @@ func TestMainJobLink(t *testing.T) {
 	assert.Equal(t, 1, j.CFI.Pages)
 	assert.True(t, j.CFI.Shadowed)
 
-	code, _, errs := runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k, "-o", out)
-	assert.Equal(t, 2, code)
-	assert.Contains(t, errs, "-o and --base need --link")
+	for _, flag := range [][]string{{"-o", out}, {"--base", "0xffffffffc0000000"}, {"--erratum-843419"}} {
+		// Refused before any symbol is read: --kallsyms names no file.
+		code, _, errs := runCLI(t, append([]string{fixture("livepatch-sample.ko"), "--kallsyms", "/nonexistent"}, flag...)...)
+		assert.Equal(t, 2, code, flag)
+		assert.Contains(t, errs, "-o, --base and --erratum-843419 need --link", flag)
+	}
 }
 
 func TestVersion(t *testing.T) {

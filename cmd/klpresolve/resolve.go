@@ -49,6 +49,10 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 	if err := checkFormat(o.format); err != nil {
 		return err
 	}
+	// Usage first: before the kernel's symbols are read.
+	if !o.link && (o.out != "" || o.base != "" || o.erratum) {
+		return &exitError{exitUsage, errors.New("-o, --base and --erratum-843419 need --link")}
+	}
 	t0 := time.Now()
 	ix, err := a.openIndex()
 	if err != nil {
@@ -67,8 +71,6 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 			return err
 		}
 		po.LinkOptions.Erratum843419 = o.erratum
-	} else if o.out != "" || o.base != "" {
-		return &exitError{exitUsage, errors.New("-o and --base need --link")}
 	}
 	rep, err := pipeline.Run(m, ix, po)
 	if err != nil {
