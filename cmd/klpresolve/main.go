@@ -10,9 +10,12 @@ import (
 	"os"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/klpresolve/klpresolve/kallsyms"
 )
@@ -150,6 +153,7 @@ exceeded.`,
 		"also match names with a .llvm.<digits> suffix stripped (kernels before 6.11 built with LTO)")
 	root.PersistentFlags().BoolVar(&a.noMap, "no-map", false,
 		"read --kallsyms files into memory instead of mapping them (for files that may be rewritten in place meanwhile)")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return checkCounts(cmd) }
 	addResolveFlags(root, a)
 	root.AddCommand(
 		newLookupCmd(a),
@@ -163,6 +167,31 @@ exceeded.`,
 		newCheckCmd(a),
 	)
 	return root
+}
+
+// checkCounts refuses a negative value given to any count or duration
+// flag (--jobs, --rounds, --max-time, ...): where 0 means the default or
+// no limit, a negative one was taken for it without a word.
+func checkCounts(cmd *cobra.Command) error {
+	var err error
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if err != nil {
+			return
+		}
+		neg := false
+		switch f.Value.Type() {
+		case "int":
+			n, _ := strconv.Atoi(f.Value.String())
+			neg = n < 0
+		case "duration":
+			d, _ := time.ParseDuration(f.Value.String())
+			neg = d < 0
+		}
+		if neg {
+			err = &exitError{exitUsage, fmt.Errorf("--%s %s: must not be negative", f.Name, f.Value)}
+		}
+	})
+	return err
 }
 
 // version is the module version the binary was built from (go install

@@ -698,3 +698,21 @@ func TestMainJobJSONErrorsAndFuncs(t *testing.T) {
 	assert.Nil(t, j.Funcs[1].Error)
 	assert.Equal(t, struct{ Resolved, Deferred, Errors int }{4, 1, 0}, j.Summary)
 }
+
+// A negative count or duration is refused, not taken for the default.
+func TestNegativeCounts(t *testing.T) {
+	ex := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	for _, args := range [][]string{
+		{"check", fixture("livepatch-sample.ko"), "--kallsyms", ex, "--jobs", "-3"},
+		{fixture("livepatch-sample.ko"), "--kallsyms", ex, "--max-time", "-5ms"},
+		{"bench", "proc", "--rounds", "-1"},
+		{"bench", "cfi", "--hold", "-1ms"},
+	} {
+		code, out, errs := runCLI(t, args...)
+		require.Equal(t, 2, code, args)
+		require.Empty(t, out, args)
+		require.Contains(t, errs, "must not be negative", args)
+	}
+	code, _, errs := runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", ex, "--max-time", "0")
+	require.Equal(t, 0, code, errs)
+}
