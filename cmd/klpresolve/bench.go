@@ -60,13 +60,13 @@ processes, which run as the commands do.`,
 			cobra.NoArgs, func([]string) (*bench.Report, error) { return bench.Kallsyms(a.kallsymsPath(), onceCmd()) }),
 		sub("resolve PATCH.ko [--kallsyms PATH] [--format json]",
 			"Resolve-phase cost per relocation, beside the kernel's old linear walk",
-			cobra.ExactArgs(1), func(args []string) (*bench.Report, error) { return bench.Resolve(args[0], a.kallsymsPath()) }),
+			needArgs(1, 1, "one livepatch module, PATCH.ko"), func(args []string) (*bench.Report, error) { return bench.Resolve(args[0], a.kallsymsPath()) }),
 		sub("plt MODULE.ko [--format json]",
 			"PLT counting in kernel and optimal mode, beside a port of Linux 6.1's algorithm",
-			cobra.ExactArgs(1), func(args []string) (*bench.Report, error) { return bench.PLT(args[0]) }),
+			needArgs(1, 1, "one module, MODULE.ko"), func(args []string) (*bench.Report, error) { return bench.PLT(args[0]) }),
 		sub("link MODULE.ko [--format json]",
 			"Link a module (undefined symbols at made-up addresses near it): relocations applied per second",
-			cobra.ExactArgs(1), func(args []string) (*bench.Report, error) { return bench.Link(args[0]) }),
+			needArgs(1, 1, "one module, MODULE.ko"), func(args []string) (*bench.Report, error) { return bench.Link(args[0]) }),
 	)
 
 	// once is the child side of the one-shot figures of bench kallsyms:

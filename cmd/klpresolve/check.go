@@ -39,7 +39,7 @@ and errors.
 
 Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 2 usage, 3 --max-time exceeded.`,
-		Args: cobra.ExactArgs(1),
+		Args: needArgs(1, 1, "one livepatch module, PATCH.ko"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format, "junit"); err != nil {
 				return err

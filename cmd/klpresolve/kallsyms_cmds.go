@@ -24,7 +24,7 @@ no object (or vmlinux) means vmlinux; sympos 0 (the default) means the name must
 unique in its object; N means the N-th occurrence in kallsyms order. "-" reads the
 specs from standard input, separated by blanks or line ends.
 Exit status 0 when every spec resolves, 1 when any does not.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: needArgs(1, -1, "one or more SPECs, [object:]name[,sympos] (- reads them from standard input)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
 				return err
@@ -125,7 +125,7 @@ kallsyms_lookup() does: the highest symbol at or below it, the offset into it an
 size up to the next symbol of its object. "-" reads the addresses from standard input,
 separated by blanks or line ends (grep -o the addresses out of a log first).
 Exit status 0 when every address has a symbol, 1 when any has none.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: needArgs(1, -1, "one or more addresses (- reads them from standard input)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
 				return err

@@ -42,7 +42,7 @@ image: an ELF whose sections sit at their load addresses.
 
 Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
 2 unusable input.`,
-		Args: cobra.ExactArgs(1),
+		Args: needArgs(1, 1, "one module, MODULE.ko"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
 				return err

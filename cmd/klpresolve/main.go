@@ -141,7 +141,7 @@ under --strict, or the module did not link), 2 unusable input or usage, 3 --max-
 exceeded.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          cobra.ExactArgs(1),
+		Args:          needArgs(1, 1, "one livepatch module, PATCH.ko"),
 		Version:       version(),
 	}
 	root.SetVersionTemplate("klpresolve {{.Version}}\n")
@@ -167,6 +167,22 @@ exceeded.`,
 		newCheckCmd(a),
 	)
 	return root
+}
+
+// needArgs accepts min to max arguments (max < 0: no maximum) and
+// otherwise says what the command takes, where cobra's own message says
+// only how many ("accepts 1 arg(s), received 0").
+func needArgs(min, max int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) >= min && (max < 0 || len(args) <= max) {
+			return nil
+		}
+		sub := ""
+		if cmd.HasParent() { // (main prints "klpresolve: " before it)
+			sub = strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ") + ": "
+		}
+		return fmt.Errorf("%sexpected %s, got %d argument(s); see '%s --help'", sub, what, len(args), cmd.CommandPath())
+	}
 }
 
 // checkCounts refuses a negative value given to any count or duration

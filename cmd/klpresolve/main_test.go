@@ -716,3 +716,25 @@ func TestNegativeCounts(t *testing.T) {
 	code, _, errs := runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", ex, "--max-time", "0")
 	require.Equal(t, 0, code, errs)
 }
+
+// A wrong number of arguments says what the command takes.
+func TestArgumentMessages(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "klpresolve: expected one livepatch module, PATCH.ko, got 0 argument(s); see 'klpresolve --help'"},
+		{[]string{"lookup"}, "klpresolve: lookup: expected one or more SPECs, [object:]name[,sympos] (- reads them from standard input), got 0 argument(s); see 'klpresolve lookup --help'"},
+		{[]string{"addr"}, "klpresolve: addr: expected one or more addresses"},
+		{[]string{"plt", "a.ko", "b.ko"}, "klpresolve: plt: expected one module, MODULE.ko, got 2 argument(s)"},
+		{[]string{"link"}, "klpresolve: link: expected one module, MODULE.ko"},
+		{[]string{"check"}, "klpresolve: check: expected one livepatch module, PATCH.ko"},
+		{[]string{"convert"}, "klpresolve: convert: expected one relocatable object, OBJ.o"},
+		{[]string{"bench", "resolve"}, "klpresolve: bench resolve: expected one livepatch module, PATCH.ko, got 0"},
+	} {
+		code, out, errs := runCLI(t, c.args...)
+		require.Equal(t, 2, code, c.args)
+		require.Empty(t, out, c.args)
+		require.Contains(t, errs, c.want, c.args)
+	}
+}

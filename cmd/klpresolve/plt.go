@@ -24,7 +24,7 @@ For an x86_64 module it counts the GOT entries that GOTPCREL relocations need.
 
 Exit status: 0 counted, 1 the kernel would refuse the module (no .plt section),
 2 unusable input.`,
-		Args: cobra.ExactArgs(1),
+		Args: needArgs(1, 1, "one module, MODULE.ko"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
 				return err

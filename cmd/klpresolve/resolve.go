@@ -378,7 +378,7 @@ renames the symbols .klp.sym.<obj>.<name>,<pos> with st_shndx SHN_LIVEPATCH.
 A symbol given without ,pos gets its position from --kallsyms: 0 when the name is
 unique in its object; an ambiguous name must be given a position (the error lists
 them), or written name@ADDRESS to pick the occurrence at that address.`,
-		Args: cobra.ExactArgs(1),
+		Args: needArgs(1, 1, "one relocatable object, OBJ.o"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return &exitError{exitUsage, errors.New("convert needs -o OUT.ko")}
