@@ -190,6 +190,12 @@ func TestAddr(t *testing.T) {
 	assert.Equal(t, "xfs_iget+0x4/0x100 [xfs]", a.String())
 	_, ok = ix.Addr(0x1000)
 	assert.False(t, ok)
+	// Past an object's last symbol: where the object ends is unknown.
+	a, ok = ix.Addr(0xffffffffc0002310)
+	require.True(t, ok)
+	assert.Equal(t, "helper", a.Name)
+	assert.Zero(t, a.Size)
+	assert.Equal(t, "helper+0x10/? [xfs]", a.String())
 }
 
 func TestParseErrors(t *testing.T) {

@@ -528,11 +528,20 @@ func ParseSpec(spec string) (Spec, error) {
 type AddrInfo struct {
 	Symbol
 	Offset uint64 // address - Symbol.Address
-	Size   uint64 // distance to the next higher symbol of the object; 0 if unknown
+	// Size is the distance to the next higher symbol of the object; 0 if
+	// unknown: past the object's last symbol (kallsyms does not give
+	// where an object ends), or no next one nearby in address order.
+	Size uint64
 }
 
+// String is the kernel's %pS form, name+0xoffset/0xsize [module], with
+// "?" for a size that is not known.
 func (a AddrInfo) String() string {
-	s := fmt.Sprintf("%s+%#x/%#x", a.Name, a.Offset, a.Size)
+	size := "?"
+	if a.Size != 0 {
+		size = fmt.Sprintf("%#x", a.Size)
+	}
+	s := fmt.Sprintf("%s+%#x/%s", a.Name, a.Offset, size)
 	if a.Object != Vmlinux {
 		s += " [" + a.Object + "]"
 	}

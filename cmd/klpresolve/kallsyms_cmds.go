@@ -137,6 +137,9 @@ Exit status 0 when every address has a symbol, 1 when any has none.`,
 			values := make([]uint64, len(addrs))
 			for i, s := range addrs {
 				v, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(s), "0x"), 16, 64)
+				if errors.Is(err, strconv.ErrRange) {
+					return &exitError{exitUsage, fmt.Errorf("address %q does not fit in 64 bits", s)}
+				}
 				if err != nil {
 					return &exitError{exitUsage, fmt.Errorf("address %q is not hex", s)}
 				}
@@ -168,8 +171,12 @@ Exit status 0 when every address has a symbol, 1 when any has none.`,
 						fmt.Fprintf(a.stdout, "%#x: %s\n", v, msg)
 					}
 				} else {
-					typ, off, size := string(info.Type), fmt.Sprintf("%#x", info.Offset), fmt.Sprintf("%#x", info.Size)
-					r.Symbol, r.Object, r.Type, r.Offset, r.Size = &info.Name, &info.Object, &typ, &off, &size
+					typ, off := string(info.Type), fmt.Sprintf("%#x", info.Offset)
+					r.Symbol, r.Object, r.Type, r.Offset = &info.Name, &info.Object, &typ, &off
+					if info.Size != 0 { // null: not known
+						size := fmt.Sprintf("%#x", info.Size)
+						r.Size = &size
+					}
 					if format == "text" {
 						fmt.Fprintf(a.stdout, "%#x: %s\n", v, info)
 					}

@@ -155,6 +155,17 @@ func TestAddrCommand(t *testing.T) {
 	code, _, errs := runCLI(t, "addr", "vfs_read", "--kallsyms", example)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, `address "vfs_read" is not hex`)
+	code, _, errs = runCLI(t, "addr", "0x1ffffffffffffffff", "--kallsyms", example)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, `address "0x1ffffffffffffffff" does not fit in 64 bits`)
+
+	// Past the last symbol of an object its size is not known: "?", null.
+	code, out, _ = runCLI(t, "addr", "0xffffffffc0350a00", "--kallsyms", example)
+	assert.Equal(t, 0, code)
+	assert.Regexp(t, `^0xffffffffc0350a00: \S+\+0x[0-9a-f]+/\? \[ext4\]\n$`, out)
+	code, out, _ = runCLI(t, "addr", "0xffffffffc0350a00", "--kallsyms", example, "--format", "json")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, `"size": null`)
 	code, _, errs = runCLI(t, "addr", "-", "--kallsyms", "-")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, "standard input cannot hold both the symbols (--kallsyms -) and the addresses (-)")
