@@ -70,34 +70,32 @@ func (img *Image) FunctionPointers() []FuncPointer {
 			}
 			sym := &f.Symbols[r.Sym]
 			undef := sym.Shndx == uint16(elf.SHN_UNDEF)
-			name := sym.Name
+			section := sym.Type() == elf.STT_SECTION
+			if !undef && !section && sym.Type() != elf.STT_FUNC {
+				continue
+			}
 			v, ok := img.SymbolAddr(r.Sym)
 			if !ok {
 				continue
 			}
-			addend := uint64(r.Addend)
+			target := v + uint64(r.Addend)
 			if a.relType == elf.SHT_REL {
-				// The addend was the word's own content: what the link
-				// stored there, less the symbol's address.
-				w, ok := storedWord(dst, r.Offset, a.is64, f.Order)
-				if !ok {
+				// The addend was the word's own content: the link
+				// stored S + A there.
+				if target, ok = storedWord(dst, r.Offset, a.is64, f.Order); !ok {
 					continue
 				}
-				addend = w - v
 			}
-			switch {
-			case undef || sym.Type() == elf.STT_FUNC:
-			case sym.Type() == elf.STT_SECTION:
+			name := sym.Name
+			if section { // &static_fn: the section plus the function's offset
 				if funcs == nil {
 					funcs = localFuncs(f)
 				}
-				if name, ok = funcs[funcKey{sym.Shndx, addend}]; !ok {
-					continue // a code address that starts no function (__mcount_loc's call sites)
+				if name, ok = funcs[funcKey{sym.Shndx, target - v}]; !ok {
+					continue // a code address that starts no function
 				}
-			default:
-				continue
 			}
-			out = append(out, FuncPointer{Section: dst.Name, Offset: r.Offset, Symbol: name, Target: v + addend, External: undef})
+			out = append(out, FuncPointer{Section: dst.Name, Offset: r.Offset, Symbol: name, Target: target, External: undef})
 		}
 	}
 	return out
