@@ -24,14 +24,10 @@ says what it ran under. The one-shot figures and bench proc time fresh klpresolv
 processes, which run as the commands do.`,
 	}
 	c.PersistentFlags().StringVar(&format, "format", "text", "output format: text or json")
-	// The benchmarks measure under the runtime's default collector, as go
-	// test -bench does, not main's one-shot setting: the references
-	// allocate where klpresolve does not (the naive parser 48 MB a run),
-	// and collecting a quarter as often sped them up alone (the naive
-	// parser took 58-66 ms instead of 74-79). GOGC in the environment
-	// still wins; each report gives the setting it ran under. "bench
-	// once" and "bench proc" time klpresolve's own fresh processes, which
-	// run as the commands do.
+	// The in-process groups run under goDefaultGC (see Long): main's
+	// one-shot setting sped the references up alone, as they allocate
+	// where klpresolve does not (the naive parser 58-66 ms instead of
+	// 74-79). "bench once" keeps main's setting: it times a command's work.
 	// sub makes one benchmark command: run returns its report.
 	sub := func(use, short string, args cobra.PositionalArgs, run func(args []string) (*bench.Report, error)) *cobra.Command {
 		name := strings.Fields(use)[0]
