@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"runtime/metrics"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -84,7 +85,7 @@ func gogcText(p int) string {
 	if p < 0 {
 		return "off"
 	}
-	return fmt.Sprint(p)
+	return strconv.Itoa(p)
 }
 
 // nsPerOp runs fn as a benchmark and returns its time per call and its

@@ -176,5 +176,5 @@ func TestCFIReport(t *testing.T) {
 	require.Positive(t, f["lookup"])
 
 	_, err = CFI(CFIOptions{Modules: -1})
-	require.Error(t, err)
+	require.EqualError(t, err, "need at least one module and one reader")
 }
