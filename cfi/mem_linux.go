@@ -147,24 +147,29 @@ func (m *memfdMapper) writable(mem []byte) ([]byte, error) {
 }
 
 func (m *memfdMapper) free(mem []byte) error {
-	p := uintptr(unsafe.Pointer(&mem[0]))
-	err := unix.MunmapPtr(unsafe.Pointer(&mem[0]), uintptr(len(mem)))
-	m.mu.Lock()
-	if s, ok := m.used[p]; ok {
-		delete(m.used, p)
-		m.isFree[s] = true
-	}
-	m.mu.Unlock()
-	return err
+	return m.freeAll([][]byte{mem})
 }
 
 // freeAll unmaps several regions, with one munmap per run of adjacent
 // mappings: each munmap flushes the other processors' TLBs, and spares
 // made one after the other usually sit side by side.
+//
+// The regions' addresses are forgotten before they are unmapped: once
+// unmapped, the spare-mapping goroutine's next mmap may return the same
+// address for a new region, whose entry must not be the one deleted.
 func (m *memfdMapper) freeAll(mems [][]byte) error {
 	addr := func(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
 	sorted := slices.Clone(mems)
 	slices.SortFunc(sorted, func(a, b []byte) int { return cmp.Compare(addr(a), addr(b)) })
+	slots := make([]int, 0, len(sorted))
+	m.mu.Lock()
+	for _, b := range sorted {
+		if s, ok := m.used[addr(b)]; ok {
+			delete(m.used, addr(b))
+			slots = append(slots, s)
+		}
+	}
+	m.mu.Unlock()
 	var err error
 	for i := 0; i < len(sorted); {
 		j, size := i+1, len(sorted[i])
@@ -178,12 +183,10 @@ func (m *memfdMapper) freeAll(mems [][]byte) error {
 		}
 		i = j
 	}
+	// The slots are offered again only once nothing maps them.
 	m.mu.Lock()
-	for _, b := range sorted {
-		if s, ok := m.used[addr(b)]; ok {
-			delete(m.used, addr(b))
-			m.isFree[s] = true
-		}
+	for _, s := range slots {
+		m.isFree[s] = true
 	}
 	m.mu.Unlock()
 	return err

@@ -323,3 +323,52 @@ func TestFreeAllUnmaps(t *testing.T) {
 	_, err = m.writable(mems[0])
 	assert.Error(t, err)
 }
+
+// TestFreeReusedAddress: a region freed while another goroutine maps a new
+// one may give its address to the new region (mmap reuses the hole just
+// unmapped); the new region must stay known to writable. Two goroutines
+// map, look up and free regions in turn; the old free, which unmapped
+// before it forgot the address, lost the other's entry within a few
+// thousand rounds (CI saw it on 386 in TestCorpusLayouts).
+func TestFreeReusedAddress(t *testing.T) {
+	size := mapBytes(DefaultSlots)
+	m, err := newMemfdMapper(size, 4, false)
+	require.NoError(t, err)
+	defer m.close()
+	const rounds = 3000
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for g := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				mems, err := m.alloc(size, 1)
+				if errors.Is(err, errNoSlot) {
+					continue
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				if _, err := m.writable(mems[0]); err != nil {
+					errs <- fmt.Errorf("goroutine %d, round %d: %w", g, i, err)
+					return
+				}
+				if err := m.free(mems[0]); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		assert.NoError(t, err)
+	}
+	assert.Empty(t, m.used)
+	for i, f := range m.isFree {
+		assert.True(t, f, "slot %d", i)
+	}
+}
