@@ -17,6 +17,11 @@ import (
 // section by (type, symbol, addend) and count each distinct entry once.
 const amd64GOTEntry = 8 // a GOT entry is the target's absolute address
 
+// amd64ModulesVaddr: MODULES_VADDR (arch/x86/include/asm/pgtable_64_types.h),
+// __START_KERNEL_map + KERNEL_IMAGE_SIZE; module_alloc() adds a KASLR
+// offset (module_load_offset()), which LinkOptions.Base stands for.
+const amd64ModulesVaddr = 0xffffffffc0000000
+
 var amd64Arch = newArch(arch{
 	name:         "x86_64",
 	machine:      elf.EM_X86_64,
@@ -24,6 +29,7 @@ var amd64Arch = newArch(arch{
 	relType:      elf.SHT_RELA,
 	pltEntry:     0,
 	pltSize:      func(int) uint64 { return 0 },
+	moduleArea:   func(uint64) uint64 { return amd64ModulesVaddr },
 	initPrefixes: []string{".init"},
 	exitPrefixes: []string{".exit"},
 	kind: func(t uint32) (relKind, uint8, uint8) {

@@ -30,6 +30,12 @@ type arch struct {
 	fixedPLTs int                // slots each PLT starts with (arm: FTRACE_ADDR, MCOUNT_ADDR)
 	pltSize   func(n int) uint64 // the sh_size the kernel gives a PLT of n entries
 
+	// moduleArea is where module_alloc() starts looking for room, which
+	// Link uses for the core when LinkOptions.Base is 0. etext is the
+	// kernel's _etext (0 when not known), which arm64 places its modules
+	// below.
+	moduleArea func(etext uint64) uint64
+
 	initPrefixes []string // module_init_section()
 	exitPrefixes []string // module_exit_section()
 

@@ -26,6 +26,11 @@ const (
 	// EF_ARM_BE8: a big-endian object whose instructions are little-endian
 	// (the kernel links BE8 modules with --be8).
 	armEFBE8 = 0x00800000
+
+	// MODULES_VADDR (arch/arm/include/asm/memory.h): PAGE_OFFSET
+	// (0xc0000000, the 3G/1G split) - 16 MiB, where module_alloc() looks
+	// first, within a BL's reach of the kernel's text.
+	armModulesVaddr = 0xbf000000
 )
 
 var armArch = newArch(arch{
@@ -39,6 +44,7 @@ var armArch = newArch(arch{
 	pltSize: func(n int) uint64 {
 		return (uint64(n)*armPLTEntry + armPLTBlock - 1) / armPLTBlock * armPLTBlock
 	},
+	moduleArea: func(uint64) uint64 { return armModulesVaddr },
 	// arch/arm/kernel/module.c overrides module_init_section() and
 	// module_exit_section() to add the unwind tables' names.
 	initPrefixes: []string{".init", ".ARM.extab.init", ".ARM.exidx.init"},

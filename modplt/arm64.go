@@ -26,7 +26,25 @@ const (
 
 	// NR_FTRACE_PLTS with DYNAMIC_FTRACE_WITH_REGS (Debian's config).
 	arm64FtracePLTs = 2
+
+	// arch/arm64/include/asm/memory.h with VA_BITS_MIN 48: the module
+	// region [MODULES_VADDR, MODULES_END) is the 128 MiB below the
+	// kernel image, which starts at MODULES_END (KIMAGE_VADDR).
+	arm64ModulesVaddr = 0xffff800000000000
+	arm64ModulesVsize = 128 << 20
 )
+
+// arm64ModuleArea: kaslr_init() starts module_alloc_base at
+// _etext - MODULES_VSIZE, so that a module anywhere in its 128 MiB
+// reaches all of the kernel's text with a BL (no PLT); module
+// randomization (CONFIG_RANDOMIZE_MODULE_REGION_FULL) then moves it by a
+// seed, which LinkOptions.Base stands for. Without _etext: MODULES_VADDR.
+func arm64ModuleArea(etext uint64) uint64 {
+	if etext < arm64ModulesVaddr+arm64ModulesVsize {
+		return arm64ModulesVaddr
+	}
+	return (etext - arm64ModulesVsize) &^ (arm64Page - 1)
+}
 
 var arm64Arch = newArch(arch{
 	name:      "arm64",
@@ -39,6 +57,7 @@ var arm64Arch = newArch(arch{
 	// plt_entry); the spare slot makes module_emit_plt_entry()'s
 	// speculative write at index n safe.
 	pltSize:      func(n int) uint64 { return uint64(n+1) * arm64PLTEntry },
+	moduleArea:   arm64ModuleArea,
 	initPrefixes: []string{".init"},
 	exitPrefixes: []string{".exit"},
 	kind: func(t uint32) (relKind, uint8, uint8) {

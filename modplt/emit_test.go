@@ -394,3 +394,38 @@ func TestPLTFull(t *testing.T) {
 		assert.ErrorIs(t, err, ErrNoPLT)
 	}
 }
+
+// TestDefaultBase: with no Base, the core goes where the kernel's
+// module_alloc() starts: MODULES_VADDR on x86_64 and arm, and on arm64
+// the page below _etext - 128 MiB (kaslr_init()'s module_alloc_base),
+// from which a BL reaches all of the kernel's text.
+func TestDefaultBase(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct {
+		machine elf.Machine
+		etext   uint64
+		want    uint64
+	}{
+		{elf.EM_X86_64, 0, 0xffffffffc0000000},
+		{elf.EM_X86_64, 0xffffffff82000000, 0xffffffffc0000000}, // _etext does not matter
+		{elf.EM_ARM, 0, 0xbf000000},
+		{elf.EM_ARM, 0xc0800000, 0xbf000000},
+		{elf.EM_AARCH64, 0, 0xffff800000000000},                            // MODULES_VADDR
+		{elf.EM_AARCH64, 0xffff800008d00000, 0xffff800008d00000 - 128*mib}, // Debian 6.1 arm64's _etext
+		{elf.EM_AARCH64, 0xffff800008d00abc, 0xffff800008d00000 - 128*mib}, // page aligned down
+		{elf.EM_AARCH64, 0xffff800000001000, 0xffff800000000000},           // below MODULES_END: not a kernel's
+		{elf.EM_AARCH64, 0xffffffffffff0000, 0xffffffffffff0000 - 128*mib}, // no wrap at the top
+	} {
+		s := newSmall(tc.machine, make([]byte, 64), ".text")
+		m, err := Parse("small.ko", s.b.Bytes())
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, m.DefaultBase(tc.etext), "%v %#x", tc.machine, tc.etext)
+		img, err := m.Link(LinkOptions{KernelEtext: tc.etext, Resolve: mapResolver(nil)})
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, img.Sections[0].Addr, "%v %#x: %s", tc.machine, tc.etext, img.Sections[0].Name)
+		// An explicit Base wins.
+		img, err = m.Link(LinkOptions{Base: 0x10000, KernelEtext: tc.etext, Resolve: mapResolver(nil)})
+		require.NoError(t, err)
+		assert.Equal(t, uint64(0x10000), img.Sections[0].Addr)
+	}
+}

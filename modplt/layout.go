@@ -19,15 +19,6 @@ const maxNobits = 128 << 20
 // layoutPage is the alignment strict_align() gives each group.
 const layoutPage = 4096
 
-// Default load addresses: where each architecture's module area starts
-// (x86_64 MODULES_VADDR; arm64 the start of the module region without
-// KASLR; arm MODULES_VADDR = PAGE_OFFSET - 16 MiB). Init follows core.
-var defaultBase = map[string]uint64{
-	"x86_64": 0xffffffffc0000000,
-	"arm64":  0xffff800008000000,
-	"arm":    0xbf000000,
-}
-
 // layoutMasks are layout_sections()'s groups, in order: code, read-only
 // data, ro-after-init data, writable data (ARCH_SHF_SMALL is 0 here).
 var layoutMasks = [][2]elf.SectionFlag{

@@ -52,9 +52,15 @@ type Resolver func(name string) (uint64, bool)
 // LinkOptions say where a module goes and how to resolve what it needs.
 type LinkOptions struct {
 	// Base and InitBase are the load addresses of the core and init
-	// regions (0: the architecture's default module area; init follows
-	// core on the next page).
+	// regions. A Base of 0 is where the kernel's module_alloc() starts
+	// looking: MODULES_VADDR on x86_64 (0xffffffffc0000000) and arm
+	// (0xbf000000); on arm64 _etext - 128 MiB (KernelEtext), or
+	// MODULES_VADDR (0xffff800000000000) when that is not known. Init
+	// follows core on the next page.
 	Base, InitBase uint64
+	// KernelEtext is the kernel's _etext, which arm64's default Base
+	// depends on (0: not known).
+	KernelEtext uint64
 	// At places named sections at given addresses (tests use it to match
 	// GNU ld's placement).
 	At map[string]uint64
@@ -179,6 +185,11 @@ type linker struct {
 	sec []byte
 }
 
+// DefaultBase is where Link places m's core when LinkOptions.Base is 0,
+// for a kernel whose _etext is etext (0: not known; only arm64's module
+// area depends on it).
+func (m *Module) DefaultBase(etext uint64) uint64 { return m.arch.moduleArea(etext) }
+
 // Link lays m out and applies every relocation that applies to a loaded
 // section, as the kernel's apply_relocate_add()/apply_relocate() for the
 // architecture would, emitting PLT and GOT entries as needed. The error is
@@ -188,7 +199,7 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 	a := m.arch
 	f := m.f
 	if opts.Base == 0 {
-		opts.Base = defaultBase[a.name]
+		opts.Base = m.DefaultBase(opts.KernelEtext)
 	}
 	counts, err := m.Count(Options{Erratum843419: opts.Erratum843419, NoModuleUnload: opts.NoModuleUnload})
 	if err != nil {

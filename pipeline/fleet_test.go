@@ -230,3 +230,45 @@ func TestRunLink(t *testing.T) {
 	assert.Equal(t, rep.CFI.TextStart, rep.CFI.CheckFn) // no __cfi_check: start of text
 	assert.Equal(t, 1, rep.CFI.Pages)
 }
+
+// TestRunLinkARM64ModuleArea: linking a real arm64 module against the
+// Debian 6.1 arm64 kallsyms places it where that kernel's module_alloc()
+// starts without randomization: _etext (as the kallsyms and the
+// System.map both give it) - 128 MiB, below the kernel's image, from
+// where every one of the kernel's functions is in a BL's reach, so no
+// call to vmlinux takes a PLT entry.
+func TestRunLinkARM64ModuleArea(t *testing.T) {
+	ix, err := kallsyms.Open(testutil.Corpus(t, "arm64/kallsyms-6.1.0-57-arm64.txt"), nil)
+	require.NoError(t, err)
+	sm, err := kallsyms.Open(testutil.Corpus(t, "arm64/System.map-6.1.0-57-arm64"), nil)
+	require.NoError(t, err)
+	etext := KernelEtext(ix)
+	assert.Equal(t, KernelEtext(sm), etext)
+	require.NotZero(t, etext)
+
+	m, err := klp.Open(testutil.Corpus(t, "arm64/modules/md4.ko"))
+	require.NoError(t, err)
+	rep, err := Run(m, ix, Options{Link: true})
+	require.NoError(t, err)
+	require.NotNil(t, rep.Image)
+	assert.Empty(t, rep.Image.Errors)
+	require.NotNil(t, rep.CFI)
+	assert.Equal(t, (etext-128<<20)&^0xfff, rep.CFI.TextStart)
+
+	// The kernel's text up to _etext (init text, above it, is freed once
+	// the kernel has booted).
+	const reach = 128 << 20 // a BL's range, +-128 MiB
+	lowest, farthest, n := ^uint64(0), uint64(0), 0
+	ix.Symbols("vmlinux", func(s kallsyms.Symbol) bool {
+		if s.Type|0x20 == 't' && s.Address < etext {
+			lowest = min(lowest, s.Address)
+			farthest = max(farthest, s.Address)
+			n++
+		}
+		return true
+	})
+	require.Greater(t, n, 40000)
+	assert.Less(t, rep.CFI.TextEnd, lowest, "the module overlaps the kernel's text")
+	assert.Less(t, farthest+4-rep.CFI.TextStart, uint64(reach), "the kernel's last function is out of a BL's reach")
+	assert.Zero(t, rep.Image.PLTCoreUsed)
+}

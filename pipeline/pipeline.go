@@ -41,6 +41,18 @@ func Resolver(ix *kallsyms.Index, gplOK bool) modplt.Resolver {
 	}
 }
 
+// KernelEtext is the kernel's _etext from ix (0 when ix does not list it:
+// a kallsyms without CONFIG_KALLSYMS_ALL may not), for
+// modplt.LinkOptions.KernelEtext: arm64 loads modules in the 128 MiB below
+// it.
+func KernelEtext(ix *kallsyms.Index) uint64 {
+	s, ok := ix.Find("vmlinux", "_etext", 0)
+	if !ok {
+		return 0
+	}
+	return s.Address
+}
+
 // Options shape a Run.
 type Options struct {
 	// Link links the whole module after resolving it, and records it in a
@@ -172,6 +184,9 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 	}
 	lo := opts.LinkOptions
 	lo.Resolve = Resolver(ix, gplOK)
+	if lo.KernelEtext == 0 {
+		lo.KernelEtext = KernelEtext(ix)
+	}
 	lo.SkipSections = func(name string) bool { return skip[name] }
 	img, err := mod.Link(lo)
 	if err != nil {

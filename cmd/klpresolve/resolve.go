@@ -37,7 +37,7 @@ func addResolveFlags(root *cobra.Command, a *app) {
 	root.Flags().BoolVar(&o.stats, "stats", false, "print the time of each phase to stderr")
 	root.Flags().DurationVar(&o.maxTime, "max-time", 0, "exit 3 when resolution takes longer than this (e.g. 100ms)")
 	root.Flags().BoolVar(&o.link, "link", false, "also link the whole module (modplt) and record it in a CFI shadow")
-	root.Flags().StringVar(&o.base, "base", "", "with --link: core load address (default: the architecture's module area)")
+	root.Flags().StringVar(&o.base, "base", "", "with --link: core load address (default: where module_alloc() starts: x86_64 0xffffffffc0000000, arm 0xbf000000, arm64 _etext - 128 MiB)")
 	root.Flags().StringVarP(&o.out, "output", "o", "", "with --link: write the linked image (ELF, sections at their load addresses)")
 	root.Flags().BoolVar(&o.erratum, "erratum-843419", false, "with --link: arm64 Cortex-A53 erratum 843419 workaround")
 	root.RunE = func(cmd *cobra.Command, args []string) error {

@@ -16,7 +16,7 @@ func Link(module string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := modplt.LinkOptions{Resolve: NearResolver(m.Arch)}
+	opts := modplt.LinkOptions{Resolve: NearResolver(m.DefaultBase(0))}
 	img, err := m.Link(opts)
 	if err != nil {
 		return nil, err
@@ -44,10 +44,9 @@ func Link(module string) (*Report, error) {
 	return rep, nil
 }
 
-// NearResolver gives every symbol an address 16-48 MiB below the
-// architecture's module area, from a hash of its name.
-func NearResolver(arch string) modplt.Resolver {
-	base := map[string]uint64{"x86_64": 0xffffffffc0000000, "arm64": 0xffff800008000000, "arm": 0xbf000000}[arch]
+// NearResolver gives every symbol an address 16-48 MiB below base (a
+// module's load address), from a hash of its name.
+func NearResolver(base uint64) modplt.Resolver {
 	return func(name string) (uint64, bool) {
 		h := fnv.New64a()
 		h.Write([]byte(name))
