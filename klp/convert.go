@@ -54,6 +54,10 @@ func convert(name string, obj []byte, syms []ConvertSymbol, hooks *convertHooks)
 	w := newWriter(f)
 	want := map[string]ConvertSymbol{}
 	for _, s := range syms {
+		if prev, ok := want[s.Name]; ok && prev != s {
+			// One undefined symbol becomes one livepatch symbol.
+			return nil, fmt.Errorf("%s: symbol %q given twice: %s and %s", name, s.Name, FormatSymbolName(prev.Object, prev.Name, prev.Pos), FormatSymbolName(s.Object, s.Name, s.Pos))
+		}
 		if s.Object == "" || len(s.Object) > ModuleNameMax || containsAny(s.Object, ".") {
 			return nil, fmt.Errorf("%s: object name %q: must be 1-%d bytes without dots", name, s.Object, ModuleNameMax)
 		}
@@ -82,12 +86,22 @@ func convert(name string, obj []byte, syms []ConvertSymbol, hooks *convertHooks)
 	nsec := len(f.Sections)
 	for i := 0; i < nsec; i++ {
 		s := &f.Sections[i]
-		if s.Type != elf.SHT_RELA || s.Flags&SHFRelaLivepatch != 0 {
+		if (s.Type != elf.SHT_RELA && s.Type != elf.SHT_REL) || s.Flags&SHFRelaLivepatch != 0 {
 			continue
 		}
 		relocs, err := f.Relocs(s)
 		if err != nil {
 			return nil, err
+		}
+		if s.Type == elf.SHT_REL {
+			// klp_write_section_relocs() hands every livepatch section to
+			// apply_relocate_add(): RELA only.
+			for _, r := range relocs {
+				if c, ok := conv[r.Sym]; ok {
+					return nil, fmt.Errorf("%s: %w: %s relocates %s (%v): the kernel applies livepatch sections with apply_relocate_add(), which has no REL form (\"REL relocation unsupported\"; Linux has no livepatch for 32-bit arm)", name, ErrRELRelocations, s.Name, c.Name, f.Machine)
+				}
+			}
+			continue
 		}
 		es := f.RelocEntSize(true)
 		raw := f.SectionData(s)
@@ -122,6 +136,11 @@ func convert(name string, obj []byte, syms []ConvertSymbol, hooks *convertHooks)
 				Flags: elf.SHF_ALLOC | elf.SHF_INFO_LINK | SHFRelaLivepatch,
 				Link:  uint32(f.Symtab), Info: s.Info, Addralign: uint64(w.word), Entsize: uint64(es),
 			}, moved[o])
+		}
+	}
+	for idx := range uint32(len(f.Symbols)) { // the first in symbol order
+		if c, ok := conv[idx]; ok && !used[idx] {
+			return nil, fmt.Errorf("%s: symbol %q: %w (it stays an ordinary undefined symbol)", name, c.Name, ErrNothingToConvert)
 		}
 	}
 	// Rename the symbols and mark them SHN_LIVEPATCH.

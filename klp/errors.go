@@ -20,6 +20,16 @@ var (
 	ErrVmlinuxFromModule = errors.New("vmlinux symbol from module-specific section")
 	// ErrNotRelocatable: the file is not an ELF relocatable object.
 	ErrNotRelocatable = errors.New("not a relocatable ELF object")
+	// ErrRELRelocations: Convert was asked to move SHT_REL relocations
+	// (32-bit arm's). Livepatch sections are applied by
+	// apply_relocate_add(), which reads SHT_RELA entries only; on an
+	// architecture without CONFIG_MODULES_USE_ELF_RELA it is the stub
+	// that says "REL relocation unsupported", and Linux 6.1 has no
+	// livepatch for one (HAVE_LIVEPATCH: x86, powerpc, s390).
+	ErrRELRelocations = errors.New("livepatch relocations must be RELA; this object's are REL")
+	// ErrNothingToConvert: Convert was given a symbol that no relocation
+	// of the object refers to, so it would not become a livepatch symbol.
+	ErrNothingToConvert = errors.New("no relocation refers to the symbol")
 )
 
 // CheckError is a failure found from the module alone, before any lookup:

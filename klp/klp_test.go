@@ -2,12 +2,14 @@ package klp
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/kallsyms"
 )
@@ -256,4 +258,40 @@ func TestRelocTypeNames(t *testing.T) {
 	}
 	assert.Equal(t, "arm64", ArchName(elf.EM_AARCH64))
 	assert.Equal(t, "R_EM_MIPS_5", RelocTypeName(elf.EM_MIPS, 5))
+}
+
+// TestConvertRefusals: what Convert will not do, each with its error.
+func TestConvertRefusals(t *testing.T) {
+	// 32-bit arm: REL relocations, which no livepatch section can hold.
+	b := &elfobj.Builder{Class: elf.ELFCLASS32, Order: binary.LittleEndian, Machine: elf.EM_ARM}
+	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 8), Addralign: 4})
+	vr := b.AddSymbol(elfobj.BuildSymbol{Name: "vfs_read", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+	b.AddRelocs(".rel.text", false, text, []elfobj.Reloc{{Offset: 4, Sym: vr, Type: uint32(elf.R_ARM_CALL)}})
+	_, err := Convert("arm.o", b.Bytes(), []ConvertSymbol{{Object: "vmlinux", Name: "vfs_read"}})
+	require.ErrorIs(t, err, ErrRELRelocations)
+	assert.ErrorContains(t, err, "arm.o: ")
+	assert.ErrorContains(t, err, ".rel.text relocates vfs_read (EM_ARM)")
+
+	// x86_64: a symbol no relocation uses; a name given for two objects.
+	b = &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	text = b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 8), Addralign: 16})
+	used := b.AddSymbol(elfobj.BuildSymbol{Name: "used", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+	b.AddSymbol(elfobj.BuildSymbol{Name: "idle", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+	b.AddRelocs(".rela.text", true, text, []elfobj.Reloc{{Offset: 1, Sym: used, Type: uint32(elf.R_X86_64_PLT32), Addend: -4}})
+	obj := b.Bytes()
+	_, err = Convert("x.o", obj, []ConvertSymbol{{Object: "vmlinux", Name: "used"}, {Object: "vmlinux", Name: "idle"}})
+	require.ErrorIs(t, err, ErrNothingToConvert)
+	assert.ErrorContains(t, err, `x.o: symbol "idle"`)
+	_, err = Convert("x.o", obj, []ConvertSymbol{{Object: "vmlinux", Name: "used"}, {Object: "ext4", Name: "used"}})
+	assert.EqualError(t, err, `x.o: symbol "used" given twice: .klp.sym.vmlinux.used,0 and .klp.sym.ext4.used,0`)
+
+	// The same symbol twice is converted once.
+	out, err := Convert("x.o", obj, []ConvertSymbol{{Object: "vmlinux", Name: "used", Pos: 2}, {Object: "vmlinux", Name: "used", Pos: 2}})
+	require.NoError(t, err)
+	m, err := Parse("x.ko", out)
+	require.NoError(t, err)
+	require.Len(t, m.Sections, 1)
+	assert.Equal(t, ".klp.rela.vmlinux..text", m.Sections[0].Name)
+	require.Len(t, m.Sections[0].Relocs, 1)
+	assert.Equal(t, SymbolName{Object: "vmlinux", Name: "used", Pos: 2}, m.Sections[0].Relocs[0].Sym)
 }

@@ -432,7 +432,11 @@ them), or written name@ADDRESS to pick the occurrence at that address.`,
 			if err := atomicfile.WriteBytes(out, b); err != nil {
 				return &exitError{exitUsage, err}
 			}
-			fmt.Fprintf(a.stdout, "wrote %s: %d livepatch symbols\n", out, len(syms))
+			distinct := map[string]bool{} // a symbol given twice is converted once
+			for _, s := range syms {
+				distinct[s.Name] = true
+			}
+			fmt.Fprintf(a.stdout, "wrote %s: %d livepatch symbols\n", out, len(distinct))
 			return nil
 		},
 	}
