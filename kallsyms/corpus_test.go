@@ -371,3 +371,43 @@ func TestCorpusExports(t *testing.T) {
 	require.Equal(t, "libcrc32c", s.Object)
 	require.Equal(t, byte('T'), s.Type)
 }
+
+// TestCorpusArch: each corpus kernel is recognised as the architecture its
+// Debian package is for, and lists no other architecture's entry symbols
+// (so the answer does not depend on the order they are tried in).
+func TestCorpusArch(t *testing.T) {
+	want := map[string]string{"amd64": "x86_64", "arm64": "arm64", "armhf": "arm", "host": "x86_64"}
+	for _, p := range corpusSymbolFiles {
+		t.Run(p, func(t *testing.T) {
+			ix, err := Open(testutil.Corpus(t, p), nil)
+			require.NoError(t, err)
+			arch, evidence := ix.Arch()
+			assert.Equal(t, want[strings.Split(p, "/")[0]], arch)
+			assert.NotEmpty(t, evidence)
+			for _, a := range archSymbols {
+				if a.arch == arch {
+					continue
+				}
+				for _, n := range a.names {
+					_, ok := ix.Find("vmlinux", n, 1)
+					assert.False(t, ok, "%s's %s", a.arch, n)
+				}
+			}
+		})
+	}
+}
+
+// TestArchUnknown: no entry symbol in vmlinux, no architecture; a module's
+// symbol of that name does not count.
+func TestArchUnknown(t *testing.T) {
+	ix, err := ParseBytes("t", []byte("ffffffff81000000 T vfs_read\nffffffffc0000000 t primary_entry\t[mymod]\n"), nil)
+	require.NoError(t, err)
+	arch, evidence := ix.Arch()
+	assert.Empty(t, arch)
+	assert.Empty(t, evidence)
+	ix, err = ParseBytes("t", []byte("ffffffff81000000 T vfs_read\nffffffff81000100 T startup_64\n"), nil)
+	require.NoError(t, err)
+	arch, evidence = ix.Arch()
+	assert.Equal(t, "x86_64", arch)
+	assert.Equal(t, "startup_64", evidence)
+}

@@ -210,6 +210,35 @@ func (ix *Index) HasObject(object string) bool {
 	return ok && !ix.objs[i].pseudo
 }
 
+// archSymbols are vmlinux symbols that one architecture's entry code
+// defines and no other's: x86_64's head_64.S and head64.c, arm64's
+// head.S and entry.S, arm's entry-common.S. Names use the kernel's (and
+// elf's machine table's) architecture names.
+var archSymbols = []struct {
+	arch  string
+	names []string
+}{
+	{"x86_64", []string{"x86_64_start_kernel", "startup_64"}},
+	{"arm64", []string{"primary_entry", "el0t_64_sync", "__primary_switch"}},
+	{"arm", []string{"vector_swi"}},
+}
+
+// Arch names the architecture the kernel was built for ("x86_64",
+// "arm64", "arm"), from symbols only that architecture's entry code
+// defines (the first found is evidence), or "" when vmlinux lists none of
+// them (another architecture, or a list without vmlinux). Code symbols
+// only: a kallsyms without CONFIG_KALLSYMS_ALL has them too.
+func (ix *Index) Arch() (arch, evidence string) {
+	for _, a := range archSymbols {
+		for _, n := range a.names {
+			if _, ok := ix.Find("vmlinux", n, 1); ok {
+				return a.arch, n
+			}
+		}
+	}
+	return "", ""
+}
+
 // Objects lists the objects: vmlinux first, then the modules in input
 // order (newest loaded first in /proc/kallsyms), then the pseudo-modules.
 func (ix *Index) Objects() []ObjectInfo {

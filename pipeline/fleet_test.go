@@ -272,3 +272,40 @@ func TestRunLinkARM64ModuleArea(t *testing.T) {
 	assert.Less(t, farthest+4-rep.CFI.TextStart, uint64(reach), "the kernel's last function is out of a BL's reach")
 	assert.Zero(t, rep.Image.PLTCoreUsed)
 }
+
+// TestArchMismatch: an x86_64 patch checked against the arm64 and arm
+// kernels is refused with ErrArchMismatch (names alone would resolve:
+// vfs_read is in both), alone and as one row of a fleet whose x86_64 row
+// still resolves; an arm64 module is refused by the x86_64 kernel.
+func TestArchMismatch(t *testing.T) {
+	m, err := klp.Open(filepath.Join(testutil.RepoRoot(), "testdata", "klp", "livepatch-sample.ko"))
+	require.NoError(t, err)
+	arm64 := testutil.Corpus(t, "arm64/kallsyms-6.1.0-57-arm64.txt")
+	armhf := testutil.Corpus(t, "armhf/System.map-6.1.0-50-armmp")
+	amd64 := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	for _, k := range []string{arm64, armhf} {
+		ix, err := kallsyms.Open(k, nil)
+		require.NoError(t, err)
+		_, ok := ix.Find("vmlinux", "vfs_read", 0)
+		require.True(t, ok, "a name the patch uses is there")
+		rep, err := Run(m, ix, Options{})
+		assert.Nil(t, rep)
+		require.ErrorIs(t, err, ErrArchMismatch)
+		assert.ErrorContains(t, err, k+": ")
+		assert.ErrorContains(t, err, "the module is x86_64, the kernel is ")
+	}
+	rows := Fleet(m, []string{arm64, amd64}, FleetOptions{})
+	require.Len(t, rows, 2)
+	assert.ErrorIs(t, rows[0].Err, ErrArchMismatch)
+	assert.NoError(t, rows[1].Err)
+	assert.Equal(t, 6, rows[1].Resolved)
+
+	ix, err := kallsyms.Open(amd64, nil)
+	require.NoError(t, err)
+	err = CheckArch("arm64", ix)
+	assert.EqualError(t, err, amd64+": the module and the kernel are for different architectures: the module is arm64, the kernel is x86_64 (its vmlinux has x86_64_start_kernel)")
+	assert.NoError(t, CheckArch("x86_64", ix))
+	unknown, err := kallsyms.ParseBytes("k", []byte("ffffffff81000000 T vfs_read\n"), nil)
+	require.NoError(t, err)
+	assert.NoError(t, CheckArch("arm64", unknown))
+}

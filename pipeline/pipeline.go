@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"debug/elf"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -39,6 +40,24 @@ func Resolver(ix *kallsyms.Index, gplOK bool) modplt.Resolver {
 		s, ok := ix.FindExport(name, gplOK)
 		return s.Address, ok
 	}
+}
+
+// ErrArchMismatch: the module was built for another architecture than
+// the kernel whose symbols it is checked against. Names alone would
+// resolve (vfs_read is in every kernel), and the answer would be about
+// the wrong kernel.
+var ErrArchMismatch = errors.New("the module and the kernel are for different architectures")
+
+// CheckArch returns an error wrapping ErrArchMismatch when the kernel of
+// ix is known to be built for another architecture than arch (a module's:
+// klp.Module.Arch, modplt.Module.Arch). A kernel whose architecture ix
+// cannot tell (kallsyms.Index.Arch) passes.
+func CheckArch(arch string, ix *kallsyms.Index) error {
+	ka, evidence := ix.Arch()
+	if ka == "" || ka == arch {
+		return nil
+	}
+	return fmt.Errorf("%s: %w: the module is %s, the kernel is %s (its vmlinux has %s)", ix.Source(), ErrArchMismatch, arch, ka, evidence)
 }
 
 // KernelEtext is the kernel's _etext from ix (0 when ix does not list it:
@@ -155,6 +174,9 @@ func (r *Report) OK(strict bool) bool {
 // Run resolves m against ix and, with opts.Link, links it and records it
 // in a CFI shadow. m may be shared by concurrent Runs.
 func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
+	if err := CheckArch(m.Arch, ix); err != nil {
+		return nil, err
+	}
 	t0 := time.Now()
 	rep := &Report{Resolution: m.Resolve(ix)}
 	gplOK := modplt.GPLCompatible(m.ELF().ModInfo("license"))

@@ -62,6 +62,9 @@ Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
 			if err != nil {
 				return err
 			}
+			if err := pipeline.CheckArch(m.Arch, ix); err != nil {
+				return &exitError{exitUsage, err}
+			}
 			opts.Resolve = pipeline.Resolver(ix, m.GPLCompatible())
 			opts.KernelEtext = pipeline.KernelEtext(ix)
 			img, err := m.Link(opts)

@@ -749,3 +749,23 @@ func TestArgumentMessages(t *testing.T) {
 		require.Contains(t, errs, c.want, c.args)
 	}
 }
+
+// TestArchMismatchCLI: the main job and link refuse a kernel of another
+// architecture as unusable input (exit 2), naming the file.
+func TestArchMismatchCLI(t *testing.T) {
+	arm64 := testutil.Corpus(t, "arm64/kallsyms-6.1.0-57-arm64.txt")
+	code, out, errOut := runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", arm64)
+	assert.Equal(t, 2, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, arm64+": the module and the kernel are for different architectures: the module is x86_64, the kernel is arm64 (its vmlinux has primary_entry)")
+	amd64 := testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64")
+	code, _, errOut = runCLI(t, "link", testutil.Corpus(t, "arm64/modules/md4.ko"), "--kallsyms", amd64)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "the module is arm64, the kernel is x86_64")
+	// convert, which counts positions in the kernel it is given.
+	outKo := filepath.Join(t.TempDir(), "p.ko")
+	code, _, errOut = runCLI(t, "convert", fixture("patch.o"), "-o", outKo, "--kallsyms", arm64, "--symbol", "vfs_read")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "the module is x86_64, the kernel is arm64")
+	assert.NoFileExists(t, outKo)
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/klpresolve/klpresolve/internal/atomicfile"
+	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/pipeline"
@@ -424,6 +425,14 @@ them), or written name@ADDRESS to pick the occurrence at that address.`,
 			in, err := os.ReadFile(args[0])
 			if err != nil {
 				return &exitError{exitUsage, err}
+			}
+			if ix != nil {
+				// Positions counted in another architecture's kernel.
+				if f, err := elfobj.Parse(args[0], in); err == nil {
+					if err := pipeline.CheckArch(elfobj.ArchName(f.Machine), ix); err != nil {
+						return &exitError{exitUsage, err}
+					}
+				}
 			}
 			b, err := klp.Convert(args[0], in, syms)
 			if err != nil {
