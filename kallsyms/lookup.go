@@ -49,22 +49,65 @@ func (ix *Index) matches(i uint32, name string) bool {
 	return n == name || stripLLVM(n) == name
 }
 
-func (ix *Index) objectIndex(object string) (int, error) {
+func (ix *Index) objectIndex(object string) (int, objectMiss) {
 	if ix.closed {
-		return 0, ix.closedErr(object)
+		return 0, missClosed
 	}
 	if object == "" || object == Vmlinux {
-		return 0, nil // objs[0], never a pseudo-module: no map lookup
+		return 0, objectOK // objs[0], never a pseudo-module: no map lookup
 	}
 	oi, ok := ix.byName[object]
 	if !ok {
-		return 0, &LookupError{Object: object, Kind: ErrNoObject, Note: "no such module in " + ix.source}
+		return 0, missAbsent
 	}
 	if ix.objs[oi].pseudo {
-		return 0, &LookupError{Object: object, Kind: ErrNoObject,
+		return 0, missPseudo
+	}
+	return oi, objectOK
+}
+
+// objectMiss is why objectIndex found no object; objectErr makes the
+// error, which only the diagnosing lookups build (Find allocates nothing).
+type objectMiss uint8
+
+const (
+	objectOK objectMiss = iota
+	missAbsent
+	missPseudo
+	missClosed
+)
+
+func (ix *Index) objectErr(object string, why objectMiss) *LookupError {
+	switch why {
+	case missClosed:
+		return ix.closedErr(object)
+	case missPseudo:
+		return &LookupError{Object: object, Kind: ErrNoObject,
 			Note: "[" + object + "] is a pseudo-module, not a module: livepatch never resolves against it"}
 	}
-	return oi, nil
+	note := "no such module in " + ix.source
+	if m := ix.nearObject(object); m != "" {
+		note += "; did you mean '" + m + "'?"
+	}
+	return &LookupError{Object: object, Kind: ErrNoObject, Note: note}
+}
+
+// nearObject is the object whose name object is, as people write module
+// names: with dashes (the kernel's are KBUILD_MODNAME, where kbuild turns
+// them into underscores), in kallsyms's brackets, with .ko, in another
+// case. "" when none.
+func (ix *Index) nearObject(object string) string {
+	norm := func(s string) string {
+		s = strings.TrimSuffix(strings.Trim(s, "[] "), ".ko")
+		return strings.ToLower(strings.ReplaceAll(s, "-", "_"))
+	}
+	want := norm(object)
+	for _, o := range ix.objs {
+		if !o.pseudo && o.name != object && norm(o.name) == want {
+			return o.name
+		}
+	}
+	return ""
 }
 
 // closedErr is every lookup's error once the index is closed.
@@ -88,9 +131,9 @@ func (ix *Index) closedErr(object string) *LookupError {
 // The error is a *LookupError wrapping ErrNotFound, ErrAmbiguous,
 // ErrNoSuchPosition or ErrNoObject. Lookup does not allocate on success.
 func (ix *Index) Lookup(object, name string, sympos uint64) (Symbol, error) {
-	oi, err := ix.objectIndex(object)
-	if err != nil {
-		le := err.(*LookupError)
+	oi, miss := ix.objectIndex(object)
+	if miss != objectOK {
+		le := ix.objectErr(object, miss)
 		le.Name, le.Pos = name, sympos
 		return Symbol{}, le
 	}
@@ -153,8 +196,8 @@ func (ix *Index) found(o *object, name string, last uint32, count, addr uint64) 
 // allocates, and a miss costs no more than a hit: for loaders that
 // resolve many names and report what is missing their own way.
 func (ix *Index) Find(object, name string, sympos uint64) (Symbol, bool) {
-	oi, err := ix.objectIndex(object)
-	if err != nil {
+	oi, miss := ix.objectIndex(object)
+	if miss != objectOK {
 		return Symbol{}, false
 	}
 	o := &ix.objs[oi]
@@ -191,8 +234,8 @@ func (ix *Index) candidates(o *object, name string) []Symbol {
 // Candidates lists every occurrence of name in object, in sympos order
 // (position 1 first). It is empty when there is none.
 func (ix *Index) Candidates(object, name string) []Symbol {
-	oi, err := ix.objectIndex(object)
-	if err != nil {
+	oi, miss := ix.objectIndex(object)
+	if miss != objectOK {
 		return nil
 	}
 	return ix.candidates(&ix.objs[oi], name)
@@ -322,10 +365,10 @@ func (ix *Index) LookupName(spec string) (Symbol, error) {
 		le.Name = name
 		return Symbol{}, le
 	}
-	i, oi, ok, err := ix.searchName(obj, name)
+	i, oi, ok, miss := ix.searchName(obj, name)
 	switch {
-	case err != nil:
-		le := err.(*LookupError)
+	case miss != objectOK:
+		le := ix.objectErr(obj, miss)
 		le.Name = name
 		return Symbol{}, le
 	case ok:
@@ -339,8 +382,8 @@ func (ix *Index) FindName(spec string) (Symbol, bool) {
 	if ix.closed {
 		return Symbol{}, false
 	}
-	i, _, ok, err := ix.searchName(splitName(spec))
-	if err != nil || !ok {
+	i, _, ok, miss := ix.searchName(splitName(spec))
+	if miss != objectOK || !ok {
 		return Symbol{}, false
 	}
 	return ix.symbol(i, 1), true
@@ -356,17 +399,17 @@ func splitName(spec string) (obj, name string) {
 
 // searchName is LookupName's search: the first symbol named name in obj,
 // or without one in vmlinux, then each module (firstAny). oi is the
-// object a miss is reported against; err is objectIndex's.
-func (ix *Index) searchName(obj, name string) (i uint32, oi int, ok bool, err error) {
+// object a miss is reported against; miss is objectIndex's.
+func (ix *Index) searchName(obj, name string) (i uint32, oi int, ok bool, miss objectMiss) {
 	if obj == "" {
 		i, ok = ix.firstAny(name)
-		return i, 0, ok, nil
+		return i, 0, ok, objectOK
 	}
-	if oi, err = ix.objectIndex(obj); err != nil {
-		return 0, 0, false, err
+	if oi, miss = ix.objectIndex(obj); miss != objectOK {
+		return 0, 0, false, miss
 	}
 	i, ok = ix.first(oi, name)
-	return i, oi, ok, nil
+	return i, oi, ok, objectOK
 }
 
 // ListsExports reports whether the index lists which symbols vmlinux

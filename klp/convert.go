@@ -3,6 +3,7 @@ package klp
 import (
 	"debug/elf"
 	"fmt"
+	"strings"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 )
@@ -60,6 +61,9 @@ func convert(name string, obj []byte, syms []ConvertSymbol, hooks *convertHooks)
 		}
 		if s.Object == "" || len(s.Object) > ModuleNameMax || containsAny(s.Object, ".") {
 			return nil, fmt.Errorf("%s: object name %q: must be 1-%d bytes without dots", name, s.Object, ModuleNameMax)
+		}
+		if containsAny(s.Object, "-") {
+			return nil, fmt.Errorf("%s: object name %q: %w: module names have underscores where their files have dashes (KBUILD_MODNAME): %q", name, s.Object, ErrNeverLoads, strings.ReplaceAll(s.Object, "-", "_"))
 		}
 		if s.Name == "" || len(s.Name) > SymbolNameMax || containsAny(s.Name, ",") {
 			return nil, fmt.Errorf("%s: symbol name %q: must be 1-%d bytes without commas", name, s.Name, SymbolNameMax)

@@ -18,6 +18,12 @@ var (
 	ErrBadSectionName = errors.New("incorrectly formatted livepatch section name")
 	// ErrVmlinuxFromModule: a module-specific section references vmlinux.
 	ErrVmlinuxFromModule = errors.New("vmlinux symbol from module-specific section")
+	// ErrNeverLoads: a section's object is a name no module has: module
+	// names are KBUILD_MODNAME, in which kbuild turns dashes into
+	// underscores. The kernel defers the section until a module of that
+	// name loads (klp_module_coming() compares names exactly), which never
+	// happens, and says nothing.
+	ErrNeverLoads = errors.New("no module can have the section's object name")
 	// ErrNotRelocatable: the file is not an ELF relocatable object.
 	ErrNotRelocatable = errors.New("not a relocatable ELF object")
 	// ErrRELRelocations: Convert was asked to move SHT_REL relocations

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"slices"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/klpresolve/klpresolve/kallsyms"
@@ -88,4 +90,35 @@ func failures(res *Resolution) []Result {
 		}
 	}
 	return bad
+}
+
+// An object named with a dash is a module that never loads: kbuild names
+// modules with underscores. The kernel would defer the section forever
+// and say nothing; Resolve fails it with ErrNeverLoads, naming the
+// module meant, and Convert will not write such a name.
+func TestDashedObjectNeverLoads(t *testing.T) {
+	obj, err := readFixture("patch.o")
+	require.NoError(t, err)
+	out, err := convert("patch.o", obj, sampleSymbols, &convertHooks{sectionObj: map[string]string{"xfs_iget": "xfs-tools"}})
+	require.NoError(t, err)
+	m, err := Parse("dashed.ko", out)
+	require.NoError(t, err)
+	ix, err := kallsyms.Open("../testdata/kallsyms/example.txt", nil)
+	require.NoError(t, err)
+	res := m.Resolve(ix)
+	bad := failures(res)
+	require.Len(t, bad, 1)
+	assert.Equal(t, ".klp.rela.xfs-tools..text.livepatch_xfs", bad[0].Section)
+	require.ErrorIs(t, bad[0].Err, ErrNeverLoads)
+	assert.Equal(t, "(no message: the kernel fails silently)", bad[0].Err.Kernel)
+	assert.Contains(t, bad[0].Err.Hint, `no module is named "xfs-tools"`)
+	assert.Contains(t, bad[0].Err.Hint, `so the object is "xfs_tools"`)
+	assert.Empty(t, res.DeferredObjects, "not deferred: it would never load")
+	assert.Equal(t, 1, res.Errors)
+
+	syms := append(slices.Clone(sampleSymbols[:4]), ConvertSymbol{Object: "xfs-tools", Name: "xfs_iget"})
+	_, err = Convert("patch.o", obj, syms)
+	require.ErrorIs(t, err, ErrNeverLoads)
+	assert.ErrorContains(t, err, `object name "xfs-tools"`)
+	assert.ErrorContains(t, err, `"xfs_tools"`)
 }
