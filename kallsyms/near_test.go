@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/klpresolve/klpresolve/internal/testutil"
@@ -158,3 +159,34 @@ func benchNear(b *testing.B, f func(ix *Index, oi int, name string) []Symbol) {
 
 func BenchmarkNear(b *testing.B)     { benchNear(b, (*Index).near) }
 func BenchmarkNearScan(b *testing.B) { benchNear(b, (*Index).nearScan) }
+
+// TestNearObject: a missing object's error names the loaded module it
+// matches as module names get written (brackets, .ko, dashes, case);
+// Find's miss builds nothing.
+func TestNearObject(t *testing.T) {
+	ix, err := ParseBytes("k.txt", []byte("ffffffff81000000 T vfs_read\nffffffffc0000000 t nf_conntrack_in\t[nf_conntrack]\nffffffffc0100000 t ext4_iget\t[ext4]\n"), nil)
+	require.NoError(t, err)
+	for obj, want := range map[string]string{
+		"[ext4]":       "ext4",
+		"ext4.ko":      "ext4",
+		"EXT4":         "ext4",
+		"nf-conntrack": "nf_conntrack",
+		"[vmlinux]":    "vmlinux",
+		"xfs":          "",
+	} {
+		_, err := ix.Lookup(obj, "x", 0)
+		require.ErrorIs(t, err, ErrNoObject, obj)
+		var le *LookupError
+		require.ErrorAs(t, err, &le)
+		if want == "" {
+			assert.Equal(t, "no such module in k.txt", le.Note, obj)
+		} else {
+			assert.Equal(t, "no such module in k.txt; did you mean '"+want+"'?", le.Note, obj)
+		}
+	}
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		if _, ok := ix.Find("nf-conntrack", "nf_conntrack_in", 0); ok {
+			t.Fatal("found")
+		}
+	}))
+}
