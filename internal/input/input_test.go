@@ -3,10 +3,12 @@ package input
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -142,3 +144,49 @@ func TestReadAt(t *testing.T) {
 type failingReaderAt struct{}
 
 func (failingReaderAt) ReadAt([]byte, int64) (int, error) { return 0, errors.New("device on fire") }
+
+// TestDecompressPresized: a zstd frame that records its size (EncodeAll,
+// zstd(1)) and a gzip stream (ISIZE) decompress into a buffer of that
+// size, not one doubled from 64 KiB; a zstd frame without it still
+// decodes; a lying size reserves at most maxRatioHint times the input; a
+// zstd bomb stops at the limit.
+func TestDecompressPresized(t *testing.T) {
+	plain, enc := encodings(t)
+	enc0, err := zstd.NewWriter(nil)
+	require.NoError(t, err)
+	sized := enc0.EncodeAll(plain, nil)
+	require.NoError(t, enc0.Close())
+	var h zstd.Header
+	require.NoError(t, h.Decode(sized))
+	require.True(t, h.HasFCS)
+
+	for name, data := range map[string][]byte{"sized.zst": sized, "stream.zst": enc[Zstd], "x.gz": enc[Gzip]} {
+		out, _, err := Decompress(name, data, 0)
+		require.NoError(t, err, name)
+		assert.Equal(t, plain, out, name)
+		assert.LessOrEqual(t, cap(out), len(plain)+1, "%s: presized", name)
+	}
+	assert.Equal(t, int64(len(plain)), decompressedSize(Zstd, sized, DefaultMaxSize))
+	assert.Equal(t, int64(len(plain)), decompressedSize(Gzip, enc[Gzip], DefaultMaxSize))
+	// Two frames: the header sizes the first; the buffer grows for the
+	// second.
+	two := append(slices.Clone(sized), sized...)
+	assert.Equal(t, int64(len(plain)), decompressedSize(Zstd, two, DefaultMaxSize))
+	out, _, err := Decompress("two.zst", two, 0)
+	require.NoError(t, err)
+	assert.Equal(t, append(slices.Clone(plain), plain...), out)
+
+	// A gzip trailer claiming 4 GiB - 1, and the limit.
+	liar := slices.Clone(enc[Gzip])
+	binary.LittleEndian.PutUint32(liar[len(liar)-4:], 0xffffffff)
+	assert.Equal(t, int64(len(liar))*maxRatioHint, decompressedSize(Gzip, liar, DefaultMaxSize))
+	assert.Equal(t, int64(100), decompressedSize(Zstd, sized, 100))
+
+	out, c, err := Decompress("bomb.zst", sized, 100)
+	assert.Nil(t, out)
+	assert.Equal(t, Zstd, c)
+	require.ErrorIs(t, err, ErrTooLarge)
+	assert.ErrorContains(t, err, "bomb.zst")
+	_, _, err = Decompress("half.zst", sized[:len(sized)/2], 0)
+	assert.ErrorContains(t, err, "half.zst: zstd:")
+}
