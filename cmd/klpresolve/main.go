@@ -143,6 +143,9 @@ exceeded.`,
 		SilenceErrors: true,
 		Args:          needArgs(1, 1, "one livepatch module, PATCH.ko"),
 		Version:       version(),
+		// For needArgs's suggestions (cobra's own default when it
+		// reports an unknown command itself).
+		SuggestionsMinimumDistance: 2,
 	}
 	root.SetVersionTemplate("klpresolve {{.Version}}\n")
 	root.SetOut(stdout)
@@ -174,6 +177,15 @@ exceeded.`,
 // only how many ("accepts 1 arg(s), received 0").
 func needArgs(min, max int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
+		if !cmd.HasParent() && len(args) > 0 {
+			// The main job takes a path where the commands take their
+			// name: a misspelt command is not a module that is missing.
+			if _, err := os.Stat(args[0]); err != nil {
+				if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+					return fmt.Errorf("unknown command %q (did you mean '%s %s'?), and no module of that name; see '%s --help'", args[0], cmd.Name(), s[0], cmd.CommandPath())
+				}
+			}
+		}
 		if len(args) >= min && (max < 0 || len(args) <= max) {
 			return nil
 		}

@@ -742,6 +742,9 @@ func TestArgumentMessages(t *testing.T) {
 		{[]string{"check"}, "klpresolve: check: expected one livepatch module, PATCH.ko"},
 		{[]string{"convert"}, "klpresolve: convert: expected one relocatable object, OBJ.o"},
 		{[]string{"bench", "resolve"}, "klpresolve: bench resolve: expected one livepatch module, PATCH.ko, got 0"},
+		// A misspelt command, which the main job would take for a path.
+		{[]string{"lookpu", "vfs_read"}, "klpresolve: unknown command \"lookpu\" (did you mean 'klpresolve lookup'?), and no module of that name; see 'klpresolve --help'"},
+		{[]string{"objets"}, "klpresolve: unknown command \"objets\" (did you mean 'klpresolve objects'?)"},
 	} {
 		code, out, errs := runCLI(t, c.args...)
 		require.Equal(t, 2, code, c.args)
