@@ -411,3 +411,55 @@ func TestArchUnknown(t *testing.T) {
 	assert.Equal(t, "x86_64", arch)
 	assert.Equal(t, "startup_64", evidence)
 }
+
+// TestCorpusAddrExtent: an object ends, as far as kallsyms tells, on the
+// page of its highest symbol. On the Debian 6.1 amd64 kallsyms: every
+// object's highest symbol and the last byte of its page are found in it;
+// the next byte, when no other object starts there, is in none (Past,
+// with that highest symbol for context), as the kernel's
+// kallsyms_lookup() finds nothing past the image's end or a module's
+// memory; so is the top of the address space.
+func TestCorpusAddrExtent(t *testing.T) {
+	path := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	raw := readRaw(t, path)
+	ix, err := Open(path, nil)
+	require.NoError(t, err)
+	// Each object's highest non-absolute address, from the raw lines.
+	high := map[string]uint64{}
+	for _, l := range raw {
+		if l.typ != "A" && l.typ != "a" && !strings.HasPrefix(l.obj, "__builtin") && l.obj != "bpf" {
+			high[l.obj] = max(high[l.obj], l.addr)
+		}
+	}
+	require.Greater(t, len(high), 50)
+	starts := func(lo, hi uint64) bool { // a symbol of any object in [lo, hi]
+		for _, l := range raw {
+			if l.addr >= lo && l.addr <= hi {
+				return true
+			}
+		}
+		return false
+	}
+	past := 0
+	for obj, hi := range high {
+		for _, addr := range []uint64{hi, hi | 0xfff} {
+			a, ok := ix.Addr(addr)
+			require.True(t, ok, "%s %#x", obj, addr)
+			assert.False(t, a.Past)
+		}
+		next := (hi | 0xfff) + 1
+		if starts(hi+1, next) {
+			continue
+		}
+		a, ok := ix.Addr(next)
+		assert.False(t, ok, "%s %#x", obj, next)
+		assert.True(t, a.Past, obj)
+		assert.Equal(t, obj, a.Object)
+		assert.Equal(t, hi, a.Address)
+		past++
+	}
+	assert.Greater(t, past, 50)
+	a, ok := ix.Addr(^uint64(0))
+	assert.False(t, ok)
+	assert.True(t, a.Past)
+}

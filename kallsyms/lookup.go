@@ -575,7 +575,16 @@ type AddrInfo struct {
 	// unknown: past the object's last symbol (kallsyms does not give
 	// where an object ends), or no next one nearby in address order.
 	Size uint64
+	// Past: the address is beyond the page of the object's highest
+	// symbol, so in no object as far as kallsyms tells (Addr's ok is
+	// false); Symbol is the nearest one below it, for context.
+	Past bool
 }
+
+// extentPage is the granule an object's extent is rounded up to: the
+// kernel image ends at _end, which kallsyms lists (or a marker past it),
+// and module memory is allocated in pages.
+const extentPage = 4096
 
 // String is the kernel's %pS form, name+0xoffset/0xsize [module], with
 // "?" for a size that is not known.
@@ -594,8 +603,10 @@ func (a AddrInfo) String() string {
 // Addr finds the symbol that contains address, like the kernel's
 // kallsyms_lookup(): the highest symbol at or below it (the first of
 // several aliases), with the offset into it and its size up to the next
-// higher address in the same object. O(log n); the address order is
-// built on first use.
+// higher address in the same object. As kallsyms_lookup() finds nothing
+// outside the kernel image and the modules' memory, an address past the
+// page of its object's highest symbol is not found (AddrInfo.Past). O(log
+// n); the address order is built on first use.
 func (ix *Index) Addr(address uint64) (AddrInfo, bool) {
 	ix.addrOnce.Do(ix.sortByAddr)
 	b := ix.byAddr
@@ -627,6 +638,12 @@ func (ix *Index) Addr(address uint64) (AddrInfo, bool) {
 	}
 	if info.Size != 0 && info.Offset >= info.Size {
 		info.Size = 0
+	}
+	// Absolute symbols ('A') are values, not places in an object: their
+	// matches are not bounded.
+	if o := &ix.objs[oi]; info.Type|0x20 != 'a' && address > o.hi|(extentPage-1) {
+		info.Past = true
+		return info, false
 	}
 	return info, true
 }

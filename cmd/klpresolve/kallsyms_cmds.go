@@ -166,6 +166,13 @@ Exit status 0 when every address has a symbol, 1 when any has none.`,
 				if !ok {
 					failed = true
 					msg := "no symbol at or below this address"
+					if info.Past {
+						where := "vmlinux"
+						if info.Object != kallsyms.Vmlinux {
+							where = "module " + info.Object
+						}
+						msg = fmt.Sprintf("in no object: past the last symbol of %s (%s at %#x)", where, info.Name, info.Address)
+					}
 					r.Error = &msg
 					if format == "text" {
 						fmt.Fprintf(a.stdout, "%#x: %s\n", v, msg)

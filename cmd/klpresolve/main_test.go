@@ -152,6 +152,12 @@ func TestAddrCommand(t *testing.T) {
 	require.NotNil(t, j[2].Error)
 	assert.Equal(t, "no symbol at or below this address", *j[2].Error)
 
+	// Past the page of ext4's last symbol (0xffffffffc0350900), and of
+	// everything's: in no object.
+	code, out, _ = runCLI(t, "addr", "0xffffffffc0351000", "--kallsyms", example)
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "0xffffffffc0351000: in no object: past the last symbol of module ext4 (ext4_iget at 0xffffffffc0350900)\n", out)
+
 	code, _, errs := runCLI(t, "addr", "vfs_read", "--kallsyms", example)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, `address "vfs_read" is not hex`)
