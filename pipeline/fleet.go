@@ -24,8 +24,8 @@ type KernelResult struct {
 	// insmod would refuse on this kernel (Report.LoaderMissing); they do
 	// not make the row fail.
 	LoaderMissing []string
-	// Err is set when the kernel's symbols could not be read: the row has
-	// no counts.
+	// Err is set when the kernel's symbols could not be read, or are
+	// another architecture's (ErrArchMismatch): the row has no counts.
 	Err  error
 	Time time.Duration
 }

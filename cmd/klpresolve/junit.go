@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -68,7 +69,11 @@ func checkJUnit(m *klp.Module, rows []pipeline.KernelResult, elapsed time.Durati
 		switch {
 		case r.Err != nil:
 			suite.Errors++
-			c.Error = &junitProblem{Message: r.FirstError, Type: "unreadable", Text: r.Err.Error()}
+			typ := "unreadable"
+			if errors.Is(r.Err, pipeline.ErrArchMismatch) {
+				typ = "wrong-architecture"
+			}
+			c.Error = &junitProblem{Message: r.FirstError, Type: typ, Text: r.Err.Error()}
 		case !r.OK:
 			suite.Failures++
 			c.Failure = &junitProblem{Message: r.FirstError, Type: "unresolved", Text: counts + "\nfirst error: " + r.FirstError}

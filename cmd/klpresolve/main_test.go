@@ -486,6 +486,17 @@ func TestCheckJUnit(t *testing.T) {
 	assert.Equal(t, "symbol 'jiffies' not found in symbol table", cs[2].Failure.Message)
 	assert.Equal(t, "2 resolved, 2 deferred, 3 errors\nfirst error: symbol 'jiffies' not found in symbol table", cs[2].Failure.Text)
 
+	// A kernel of another architecture is an error of its own type.
+	arm64 := testutil.Corpus(t, "arm64/kallsyms-6.1.0-57-arm64.txt")
+	code, out, _ = runCLI(t, "check", fixture("livepatch-sample.ko"), "--kallsyms", arm64, "--format", "junit")
+	assert.Equal(t, 1, code)
+	r2 := r
+	r2.Suites = nil
+	require.NoError(t, xml.Unmarshal([]byte(out), &r2))
+	require.Len(t, r2.Suites[0].Cases, 1)
+	require.NotNil(t, r2.Suites[0].Cases[0].Error)
+	assert.Equal(t, "wrong-architecture", r2.Suites[0].Cases[0].Error.Type)
+
 	code, _, errs := runCLI(t, "check", fixture("livepatch-sample.ko"), "--kallsyms", example, "--format", "yaml")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, `--format must be text, json or junit, not "yaml"`)
