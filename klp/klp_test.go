@@ -1,9 +1,11 @@
 package klp
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -294,4 +296,35 @@ func TestConvertRefusals(t *testing.T) {
 	assert.Equal(t, ".klp.rela.vmlinux..text", m.Sections[0].Name)
 	require.Len(t, m.Sections[0].Relocs, 1)
 	assert.Equal(t, SymbolName{Object: "vmlinux", Name: "used", Pos: 2}, m.Sections[0].Relocs[0].Sym)
+}
+
+// TestNotMarkedLivepatch: a built module (it has a .modinfo) with
+// livepatch sections but no livepatch=Y is warned about, as
+// klp_enable_patch() refuses it; the sample (marked) and an object
+// without .modinfo (convert's output before kbuild) are not.
+func TestNotMarkedLivepatch(t *testing.T) {
+	data, err := readFixture("livepatch-sample.ko")
+	require.NoError(t, err)
+	m, err := Parse("sample.ko", data)
+	require.NoError(t, err)
+	require.True(t, m.Livepatch)
+	assert.Empty(t, m.Warnings)
+
+	i := bytes.Index(data, []byte("livepatch=Y\x00"))
+	require.Positive(t, i)
+	unmarked := slices.Clone(data)
+	copy(unmarked[i:], "livepatcX=Y")
+	m, err = Parse("unmarked.ko", unmarked)
+	require.NoError(t, err)
+	assert.False(t, m.Livepatch)
+	assert.Equal(t, []string{`no livepatch=Y in .modinfo (MODULE_INFO(livepatch, "Y")): klp_enable_patch() refuses the module: "module livepatch_sample is not marked as a livepatch module"`}, m.Warnings)
+
+	obj, err := readFixture("patch.o")
+	require.NoError(t, err)
+	out, err := Convert("patch.o", obj, sampleSymbols)
+	require.NoError(t, err)
+	m, err = Parse("patch.ko", out)
+	require.NoError(t, err)
+	assert.Equal(t, FormatKLP, m.Format)
+	assert.Empty(t, m.Warnings)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
@@ -40,9 +41,10 @@ type Module struct {
 	Sections    []*RelaSection
 	// Kpatch holds a legacy kpatch module's dynrelas and functions.
 	Kpatch *Kpatch
-	// Warnings are things the kernel would silently do that a patch author
-	// wants to know (a .klp.rela section without SHF_RELA_LIVEPATCH, one
-	// whose target is not allocated).
+	// Warnings are things a patch author wants to know that are not a
+	// relocation's failure: what the kernel would silently do (a .klp.rela
+	// section without SHF_RELA_LIVEPATCH, one whose target is not
+	// allocated) or refuse when the patch is enabled (no livepatch=Y).
 	Warnings []string
 
 	elf *elfobj.File
@@ -119,12 +121,32 @@ func Parse(name string, data []byte) (*Module, error) {
 	switch {
 	case len(m.Sections) > 0:
 		m.Format = FormatKLP
+		// klp_enable_patch() refuses a module without livepatch=Y, and
+		// load_module() keeps no copy of its ELF (copy_module_elf()) for
+		// the sections of modules that load later. Only for a built
+		// module: an object without .modinfo gets one from kbuild.
+		if !m.Livepatch && f.SectionByName(".modinfo") != nil {
+			m.Warnings = append(m.Warnings, fmt.Sprintf("no livepatch=Y in .modinfo (MODULE_INFO(livepatch, \"Y\")): klp_enable_patch() refuses the module: \"module %s is not marked as a livepatch module\"", m.displayName()))
+		}
 	case m.Kpatch != nil:
 		m.Format = FormatKpatch
 	default:
 		m.Format = FormatNone
 	}
 	return m, nil
+}
+
+// displayName is the module's name as the kernel gives it: .modinfo's
+// name, else the file's base name up to its first dot.
+func (m *Module) displayName() string {
+	if m.Name != "" {
+		return m.Name
+	}
+	base := filepath.Base(m.Path)
+	if i := strings.IndexByte(base, '.'); i > 0 {
+		base = base[:i]
+	}
+	return base
 }
 
 // ELF returns the parsed object (for linking).
