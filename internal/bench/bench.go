@@ -6,10 +6,9 @@ package bench
 import (
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"runtime"
-	"runtime/metrics"
+	"runtime/debug"
 	"strconv"
 	"testing"
 	"time"
@@ -39,9 +38,8 @@ type Report struct {
 // newReport starts the report of a benchmark group run in this process.
 func newReport(benchmark, input string) *Report {
 	r := newProcessReport(benchmark, input)
-	if gc, ok := gcPercent(); ok {
-		r.GOGC = &gc
-	}
+	gc := gcPercent()
+	r.GOGC = &gc
 	return r
 }
 
@@ -51,18 +49,14 @@ func newProcessReport(benchmark, input string) *Report {
 	return &Report{Benchmark: benchmark, Input: input, GOMAXPROCS: runtime.GOMAXPROCS(0)}
 }
 
-// gcPercent is the collector's current percent (-1: off); ok is false
-// where the runtime does not report it.
-func gcPercent() (percent int, ok bool) {
-	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0, false
-	}
-	if v := s[0].Value.Uint64(); v <= math.MaxInt32 {
-		return int(v), true
-	}
-	return -1, true // off: the runtime's -1 as an unsigned value
+// gcPercent is the collector's current percent (-1: off). runtime/debug
+// has no getter: SetGCPercent returns the setting it replaces, which is
+// put back at once. (runtime/metrics reads it too, but its package
+// initialization costs every klpresolve process 0.06-0.11 ms.)
+func gcPercent() int {
+	p := debug.SetGCPercent(100)
+	debug.SetGCPercent(p)
+	return p
 }
 
 func (r *Report) add(name string, v float64, unit, comment string) {
