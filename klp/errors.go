@@ -3,6 +3,9 @@ package klp
 import (
 	"errors"
 	"fmt"
+
+	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/kallsyms"
 )
 
 // Errors of the kernel's checks, in the order klp_resolve_symbols() makes
@@ -81,3 +84,39 @@ func (e *RelocError) Error() string {
 
 // Unwrap returns the cause.
 func (e *RelocError) Unwrap() error { return e.Err }
+
+// relocKinds name the causes for Kind, checked in order.
+var relocKinds = []struct {
+	err  error
+	name string
+}{
+	{kallsyms.ErrNotFound, "not_found"},
+	{kallsyms.ErrAmbiguous, "ambiguous"},
+	{kallsyms.ErrNoSuchPosition, "no_such_position"},
+	{kallsyms.ErrNoObject, "object_not_loaded"},
+	{kallsyms.ErrClosed, "index_closed"},
+	{ErrNotLivepatchSymbol, "not_livepatch_symbol"},
+	{ErrBadSymbolName, "bad_symbol_name"},
+	{ErrBadSectionName, "bad_section_name"},
+	{ErrVmlinuxFromModule, "vmlinux_from_module"},
+	{ErrNeverLoads, "never_loads"},
+}
+
+// Kind names the failure for programs (the CLI's JSON "kind"), one of
+// "not_found", "ambiguous", "no_such_position", "object_not_loaded",
+// "index_closed", "not_livepatch_symbol", "bad_symbol_name",
+// "bad_section_name", "vmlinux_from_module", "never_loads", "malformed"
+// (the module's bytes), or "other". The names do not change between
+// releases; errors.Is on the sentinels is the library's way.
+func (e *RelocError) Kind() string {
+	for _, k := range relocKinds {
+		if errors.Is(e.Err, k.err) {
+			return k.name
+		}
+	}
+	var fe *elfobj.FormatError
+	if errors.As(e.Err, &fe) {
+		return "malformed"
+	}
+	return "other"
+}

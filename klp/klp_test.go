@@ -143,14 +143,15 @@ func TestResolveErrorFixtures(t *testing.T) {
 		kind   error
 		kernel string
 		hint   string
+		name   string // RelocError.Kind
 	}{
-		{"err-not-livepatch.ko", ErrNotLivepatchSymbol, "symbol .klp.sym.vmlinux.vfs_read,0 is not marked as a livepatch symbol", "SHN_LIVEPATCH"},
-		{"err-bad-name.ko", ErrBadSymbolName, "symbol .klp.sym.vmlinux.vfs_read has an incorrectly formatted name", "decimal sympos"},
-		{"err-ambiguous.ko", kallsyms.ErrAmbiguous, "unresolvable ambiguity for symbol 'type_show' in object '(null)'", "17 symbols named"},
-		{"err-position.ko", kallsyms.ErrNoSuchPosition, "symbol position 18 for symbol 'type_show' in object 'vmlinux' not found", "only 17"},
-		{"err-vmlinux-from-module.ko", ErrVmlinuxFromModule, "invalid access to vmlinux symbol 'vfs_read' from module-specific livepatch relocation section", ".klp.rela.vmlinux"},
-		{"err-not-found.ko", kallsyms.ErrNotFound, "symbol 'no_such_function' not found in symbol table", ""},
-		{"err-object-name-too-long.ko", ErrBadSectionName, "(no message: the kernel fails silently)", "silently never applies the section"},
+		{"err-not-livepatch.ko", ErrNotLivepatchSymbol, "symbol .klp.sym.vmlinux.vfs_read,0 is not marked as a livepatch symbol", "SHN_LIVEPATCH", "not_livepatch_symbol"},
+		{"err-bad-name.ko", ErrBadSymbolName, "symbol .klp.sym.vmlinux.vfs_read has an incorrectly formatted name", "decimal sympos", "bad_symbol_name"},
+		{"err-ambiguous.ko", kallsyms.ErrAmbiguous, "unresolvable ambiguity for symbol 'type_show' in object '(null)'", "17 symbols named", "ambiguous"},
+		{"err-position.ko", kallsyms.ErrNoSuchPosition, "symbol position 18 for symbol 'type_show' in object 'vmlinux' not found", "only 17", "no_such_position"},
+		{"err-vmlinux-from-module.ko", ErrVmlinuxFromModule, "invalid access to vmlinux symbol 'vfs_read' from module-specific livepatch relocation section", ".klp.rela.vmlinux", "vmlinux_from_module"},
+		{"err-not-found.ko", kallsyms.ErrNotFound, "symbol 'no_such_function' not found in symbol table", "", "not_found"},
+		{"err-object-name-too-long.ko", ErrBadSectionName, "(no message: the kernel fails silently)", "silently never applies the section", "bad_section_name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -169,6 +170,7 @@ func TestResolveErrorFixtures(t *testing.T) {
 				assert.Contains(t, re.Hint, tt.hint)
 				assert.Equal(t, fixture(tt.file), re.File)
 				assert.NotEmpty(t, re.Section)
+				assert.Equal(t, tt.name, re.Kind())
 			}
 			assert.False(t, res.OK(false))
 		})

@@ -678,6 +678,7 @@ func TestMainJobJSONErrorsAndFuncs(t *testing.T) {
 		Sympos         uint64
 		Address, Error *string
 		Help           *string
+		Kind           string
 	}
 	var j struct {
 		Format      string
@@ -706,6 +707,12 @@ func TestMainJobJSONErrorsAndFuncs(t *testing.T) {
 	assert.Equal(t, "symbol position 18 for symbol 'type_show' in object 'vmlinux' not found", *bad[0].Error)
 	require.NotNil(t, bad[0].Help)
 	assert.Contains(t, *bad[0].Help, "vmlinux has only 17 symbol(s)")
+	assert.Equal(t, "no_such_position", bad[0].Kind)
+	for _, r := range j.Relocations {
+		if r.Error == nil {
+			assert.Empty(t, r.Kind, "no kind without an error")
+		}
+	}
 	assert.Equal(t, struct{ Resolved, Deferred, Errors int }{5, 1, 1}, j.Summary)
 	assert.Empty(t, j.Funcs)
 

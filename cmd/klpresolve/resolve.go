@@ -194,6 +194,7 @@ type jsonReloc struct {
 	Address *string `json:"address"`
 	Status  string  `json:"status"`
 	Error   *string `json:"error"`
+	Kind    string  `json:"kind,omitempty"` // klp.RelocError.Kind, on errors
 	Help    *string `json:"help,omitempty"`
 }
 
@@ -245,7 +246,7 @@ func jsonResolution(res *klp.Resolution) *jsonOut {
 		}
 		if r.Err != nil {
 			msg, help := r.Err.Kernel, r.Err.Hint
-			j.Error = &msg
+			j.Error, j.Kind = &msg, r.Err.Kind()
 			if help != "" {
 				j.Help = &help
 			}
