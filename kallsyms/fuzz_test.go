@@ -112,13 +112,20 @@ func exercise(t *testing.T, ix *Index) {
 			}
 			_, _ = ix.Lookup(o.Name, s.Name, 2)
 			_, _ = ix.LookupName(o.Name + ":" + s.Name)
+			// A symbol's own address is in its object (or in the first
+			// alias's there): found, never past the object's end.
+			// Absolute symbols are values, not addresses: Addr skips them.
 			if a, ok := ix.Addr(s.Address); ok {
 				_ = a.String()
+			} else if s.Type|0x20 != 'a' {
+				t.Fatalf("%s:%s at %#x: not found by Addr (%+v)", o.Name, s.Name, s.Address, a)
 			}
 			n++
 			return n < 50
 		})
 	}
+	_, _ = ix.Addr(^uint64(0))
+	_, _ = ix.Arch()
 	fmt.Fprint(io.Discard, ix.Objects())
 }
 

@@ -639,9 +639,9 @@ func (ix *Index) Addr(address uint64) (AddrInfo, bool) {
 	if info.Size != 0 && info.Offset >= info.Size {
 		info.Size = 0
 	}
-	// Absolute symbols ('A') are values, not places in an object: their
-	// matches are not bounded.
-	if o := &ix.objs[oi]; info.Type|0x20 != 'a' && address > o.hi|(extentPage-1) {
+	// (Absolute symbols, which are values, are not in the address order:
+	// o.hi leaves them out too.)
+	if o := &ix.objs[oi]; address > o.hi|(extentPage-1) {
 		info.Past = true
 		return info, false
 	}
