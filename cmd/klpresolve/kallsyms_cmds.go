@@ -274,18 +274,19 @@ at once.`,
 			if err != nil {
 				return err
 			}
-			write := ix.WriteSnapshotFile
+			write := ix.WriteSnapshot
 			if raw {
-				write = ix.WriteSnapshotRawFile
+				write = ix.WriteSnapshotRaw
 			}
-			if err := write(out); err != nil {
-				return &exitError{exitUsage, err}
+			said, err := a.writeOutput(out, write)
+			if err != nil {
+				return err
 			}
-			fmt.Fprintf(a.stdout, "wrote %s: %d objects, %d symbols\n", out, len(ix.Objects()), ix.Len())
+			fmt.Fprintf(said, "wrote %s: %d objects, %d symbols\n", out, len(ix.Objects()), ix.Len())
 			return nil
 		},
 	}
-	c.Flags().StringVarP(&out, "output", "o", "", "snapshot file to write (atomically)")
+	c.Flags().StringVarP(&out, "output", "o", "", "snapshot file to write (atomically); - for standard output")
 	c.Flags().BoolVar(&raw, "raw", false, "write the uncompressed form with its hash tables, fastest to load")
 	return c
 }

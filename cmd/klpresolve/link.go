@@ -47,6 +47,9 @@ Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
 			if err := checkFormat(format); err != nil {
 				return err
 			}
+			if err := imageToFile(out); err != nil {
+				return err
+			}
 			var err error
 			if opts.Base, err = parseAddr(base); err != nil {
 				return err

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/klpresolve/klpresolve/internal/atomicfile"
 	"github.com/klpresolve/klpresolve/kallsyms"
 )
 
@@ -254,4 +255,34 @@ func checkFormat(f string, more ...string) error {
 	}
 	list := strings.Join(formats[:len(formats)-1], ", ") + " or " + formats[len(formats)-1]
 	return &exitError{exitUsage, fmt.Errorf("--format must be %s, not %q", list, f)}
+}
+
+// writeOutput writes a command's output file atomically, or for "-" to
+// standard output, which must not be a terminal (the bytes are binary):
+// a snapshot made on the machine whose kernel it holds can go straight
+// down an ssh pipe. It returns where the command's "wrote" line goes:
+// standard error when standard output carries the data.
+func (a *app) writeOutput(path string, fill func(io.Writer) error) (io.Writer, error) {
+	if path != "-" {
+		if err := atomicfile.Write(path, fill); err != nil {
+			return nil, &exitError{exitUsage, err}
+		}
+		return a.stdout, nil
+	}
+	if isTerminal(a.stdout) {
+		return nil, &exitError{exitUsage, errors.New("-o -: standard output is a terminal; redirect it, or give a file")}
+	}
+	if err := fill(a.stdout); err != nil {
+		return nil, &exitError{exitUsage, err}
+	}
+	return a.stderr, nil
+}
+
+// imageToFile refuses -o - where the command's report is standard output
+// (link, and the main job with --link).
+func imageToFile(out string) error {
+	if out == "-" {
+		return &exitError{exitUsage, errors.New("-o -: the report goes to standard output; give a file for the linked image")}
+	}
+	return nil
 }

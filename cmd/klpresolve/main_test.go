@@ -22,6 +22,7 @@ import (
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/klp"
 )
 
 // TestMain lets the test binary stand in for klpresolve where a command
@@ -795,4 +796,47 @@ func TestArchMismatchCLI(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "the module is x86_64, the kernel is arm64")
 	assert.NoFileExists(t, outKo)
+}
+
+// TestOutputToStdout: snapshot and convert write to standard output for
+// "-o -" (their "wrote" line goes to standard error), link and the main
+// job refuse it (their report is standard output), and a folder is no
+// output file.
+func TestOutputToStdout(t *testing.T) {
+	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	for _, raw := range []bool{false, true} {
+		args := []string{"snapshot", "--kallsyms", example, "-o", "-"}
+		if raw {
+			args = append(args, "--raw")
+		}
+		code, out, errs := runCLI(t, args...)
+		require.Equal(t, 0, code, errs)
+		assert.Equal(t, "wrote -: 3 objects, 27 symbols\n", errs)
+		ix, err := kallsyms.ParseBytes("stdout", []byte(out), nil)
+		require.NoError(t, err, "raw %v", raw)
+		s, err := ix.Lookup("vmlinux", "vfs_read", 0)
+		require.NoError(t, err)
+		assert.Equal(t, uint64(0xffffffff81010180), s.Address)
+	}
+
+	code, out, errs := runCLI(t, "convert", fixture("patch.o"), "-o", "-", "--kallsyms", example, "--symbol", "vfs_read")
+	require.Equal(t, 0, code, errs)
+	assert.Equal(t, "wrote -: 1 livepatch symbols\n", errs)
+	m, err := klp.Parse("stdout", []byte(out))
+	require.NoError(t, err)
+	assert.Equal(t, klp.FormatKLP, m.Format)
+
+	for _, args := range [][]string{
+		{"link", fixture("livepatch-sample.ko"), "--kallsyms", example, "-o", "-"},
+		{fixture("livepatch-sample.ko"), "--kallsyms", example, "--link", "-o", "-"},
+	} {
+		code, out, errs := runCLI(t, args...)
+		assert.Equal(t, 2, code, args)
+		assert.Empty(t, out)
+		assert.Contains(t, errs, "-o -: the report goes to standard output; give a file for the linked image")
+	}
+	dir := t.TempDir()
+	code, _, errs = runCLI(t, "snapshot", "--kallsyms", example, "-o", dir)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "write "+dir+": is a folder")
 }

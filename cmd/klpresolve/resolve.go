@@ -54,6 +54,9 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 	if !o.link && (o.out != "" || o.base != "" || o.erratum) {
 		return &exitError{exitUsage, errors.New("-o, --base and --erratum-843419 need --link")}
 	}
+	if err := imageToFile(o.out); err != nil {
+		return err
+	}
 	t0 := time.Now()
 	ix, err := a.openIndex()
 	if err != nil {
@@ -439,14 +442,15 @@ them), or written name@ADDRESS to pick the occurrence at that address.`,
 			if err != nil {
 				return &exitError{exitUsage, err}
 			}
-			if err := atomicfile.WriteBytes(out, b); err != nil {
-				return &exitError{exitUsage, err}
+			said, err := a.writeOutput(out, func(w io.Writer) error { _, err := w.Write(b); return err })
+			if err != nil {
+				return err
 			}
 			distinct := map[string]bool{} // a symbol given twice is converted once
 			for _, s := range syms {
 				distinct[s.Name] = true
 			}
-			fmt.Fprintf(a.stdout, "wrote %s: %d livepatch symbols\n", out, len(distinct))
+			fmt.Fprintf(said, "wrote %s: %d livepatch symbols\n", out, len(distinct))
 			return nil
 		},
 	}

@@ -4,7 +4,10 @@
 package atomicfile
 
 import (
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -12,9 +15,20 @@ import (
 // Write calls fill with a temporary file beside path, then renames it over
 // path. On any error the temporary file is removed and path is untouched.
 func Write(path string, fill func(io.Writer) error) (err error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("write %s: is a folder", path)
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
-		return err
+		// The error names the temporary file; say what was asked for.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("write %s: folder %s does not exist", path, filepath.Dir(path))
+		}
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	defer func() {
 		if err != nil {

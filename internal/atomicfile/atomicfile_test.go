@@ -31,3 +31,15 @@ func TestWrite(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	assert.Len(t, entries, 1)
 }
+
+// Errors name the file asked for, not the temporary one.
+func TestWriteErrors(t *testing.T) {
+	dir := t.TempDir()
+	err := WriteBytes(dir, []byte("x"))
+	assert.EqualError(t, err, "write "+dir+": is a folder")
+	missing := filepath.Join(dir, "no", "out")
+	err = WriteBytes(missing, []byte("x"))
+	assert.EqualError(t, err, "write "+missing+": folder "+filepath.Join(dir, "no")+" does not exist")
+	entries, _ := os.ReadDir(dir)
+	assert.Empty(t, entries)
+}
