@@ -70,6 +70,23 @@ type LookupError struct {
 // Unwrap returns the sentinel kind.
 func (e *LookupError) Unwrap() error { return e.Kind }
 
+// KindName names Kind for programs (JSON "kind"): "not_found",
+// "ambiguous", "no_such_position", "object_not_loaded" or
+// "index_closed". The names do not change between releases.
+func (e *LookupError) KindName() string {
+	switch e.Kind {
+	case ErrAmbiguous:
+		return "ambiguous"
+	case ErrNoSuchPosition:
+		return "no_such_position"
+	case ErrNoObject:
+		return "object_not_loaded"
+	case ErrClosed:
+		return "index_closed"
+	}
+	return "not_found"
+}
+
 // KernelMessage is the line the kernel prints for this failure (without
 // the "livepatch: " prefix). Linux 6.1 prints "(null)" as the object of an
 // ambiguous vmlinux symbol, and so does this.

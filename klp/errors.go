@@ -85,16 +85,12 @@ func (e *RelocError) Error() string {
 // Unwrap returns the cause.
 func (e *RelocError) Unwrap() error { return e.Err }
 
-// relocKinds name the causes for Kind, checked in order.
+// relocKinds name klp's own causes for Kind (a lookup's are named by
+// kallsyms.LookupError.KindName).
 var relocKinds = []struct {
 	err  error
 	name string
 }{
-	{kallsyms.ErrNotFound, "not_found"},
-	{kallsyms.ErrAmbiguous, "ambiguous"},
-	{kallsyms.ErrNoSuchPosition, "no_such_position"},
-	{kallsyms.ErrNoObject, "object_not_loaded"},
-	{kallsyms.ErrClosed, "index_closed"},
 	{ErrNotLivepatchSymbol, "not_livepatch_symbol"},
 	{ErrBadSymbolName, "bad_symbol_name"},
 	{ErrBadSectionName, "bad_section_name"},
@@ -109,6 +105,10 @@ var relocKinds = []struct {
 // (the module's bytes), or "other". The names do not change between
 // releases; errors.Is on the sentinels is the library's way.
 func (e *RelocError) Kind() string {
+	var le *kallsyms.LookupError
+	if errors.As(e.Err, &le) {
+		return le.KindName()
+	}
 	for _, k := range relocKinds {
 		if errors.Is(e.Err, k.err) {
 			return k.name

@@ -45,6 +45,8 @@ Exit status 0 when every spec resolves, 1 when any does not.`,
 				Address *string `json:"address"`
 				Type    *string `json:"type"`
 				Error   *string `json:"error"`
+				// Kind: kallsyms.LookupError.KindName, or "bad_spec".
+				Kind string `json:"kind,omitempty"`
 			}
 			var out []result
 			failed := false
@@ -59,7 +61,11 @@ Exit status 0 when every spec resolves, 1 when any does not.`,
 				if err != nil {
 					failed = true
 					msg := err.Error()
-					r.Error = &msg
+					r.Error, r.Kind = &msg, "bad_spec"
+					var le *kallsyms.LookupError
+					if errors.As(err, &le) {
+						r.Kind = le.KindName()
+					}
 				} else {
 					addr, typ := fmt.Sprintf("%#x", s.Address), string(s.Type)
 					r.Address, r.Type = &addr, &typ

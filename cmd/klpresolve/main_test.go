@@ -840,3 +840,22 @@ func TestOutputToStdout(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, "write "+dir+": is a folder")
 }
+
+// TestLookupJSONKinds: each failed spec says its kind, a stable name.
+func TestLookupJSONKinds(t *testing.T) {
+	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	code, out, _ := runCLI(t, "lookup", "vfs_read", "type_show", "type_show,99", "vfs_reed", "xfs:xfs_iget", "ext4:", "--kallsyms", example, "--format", "json")
+	assert.Equal(t, 1, code)
+	var j []struct {
+		Spec  string
+		Error *string
+		Kind  string
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	var kinds []string
+	for _, r := range j {
+		kinds = append(kinds, r.Kind)
+		assert.Equal(t, r.Kind == "", r.Error == nil, r.Spec)
+	}
+	assert.Equal(t, []string{"", "ambiguous", "no_such_position", "not_found", "object_not_loaded", "bad_spec"}, kinds)
+}
