@@ -96,3 +96,27 @@ ffffffff82000018 R __stop___ksymtab_gpl
 	// vfs_read GPL module: false proprietary module: false
 	// call_rcu GPL module: true  proprietary module: false
 }
+
+// Reverse lookup, as an oops decoder does: the symbol containing each
+// address, with the offset into it and its size up to the next symbol of
+// its object ("?" past the object's last symbol, where kallsyms does not
+// say where it ends); an address past the page of an object's last
+// symbol is in no object.
+func ExampleIndex_Addr() {
+	text := `ffffffff81000100 T vfs_read
+ffffffff81000300 T vfs_write
+ffffffffc0001000 t helper	[xfs]
+`
+	ix, _ := kallsyms.Parse("kernel", strings.NewReader(text), nil)
+	for _, addr := range []uint64{0xffffffff81000105, 0xffffffffc0001010, 0xffffffffc0002000} {
+		if a, ok := ix.Addr(addr); ok {
+			fmt.Printf("%#x: %s\n", addr, a)
+		} else {
+			fmt.Printf("%#x: in no object (past %s's last symbol: %v)\n", addr, a.Object, a.Past)
+		}
+	}
+	// Output:
+	// 0xffffffff81000105: vfs_read+0x5/0x200
+	// 0xffffffffc0001010: helper+0x10/? [xfs]
+	// 0xffffffffc0002000: in no object (past xfs's last symbol: true)
+}

@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"errors"
 	"fmt"
 	"log"
 
@@ -47,4 +48,25 @@ func ExampleFleet() {
 	// Output:
 	// ../testdata/kallsyms/example.txt ok=true resolved=6 first error=""
 	// ../testdata/kallsyms/missing.txt ok=false resolved=0 first error="open ../testdata/kallsyms/missing.txt: no such file or directory"
+}
+
+// A kernel whose symbols show another architecture than the module's is
+// refused before anything resolves: names alone would (vfs_read is in
+// every kernel), and the answer would be about the wrong kernel.
+func ExampleCheckArch() {
+	arm64 := "ffff800008010000 T _stext\nffff800008010040 T primary_entry\nffff8000083ab520 T vfs_read\n"
+	ix, err := kallsyms.ParseBytes("arm64-kallsyms", []byte(arm64), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	m, err := klp.Open("../testdata/klp/livepatch-sample.ko")
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = pipeline.Run(m, ix, pipeline.Options{})
+	fmt.Println(errors.Is(err, pipeline.ErrArchMismatch))
+	fmt.Println(err)
+	// Output:
+	// true
+	// arm64-kallsyms: the module and the kernel are for different architectures: the module is x86_64, the kernel is arm64 (its vmlinux has primary_entry)
 }
