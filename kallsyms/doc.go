@@ -17,7 +17,13 @@
 //   - kernel/module/kallsyms.c: module_kallsyms_on_each_symbol() walks a
 //     module's symbols in symbol-table order, which is the order of that
 //     module's lines in /proc/kallsyms; module_kallsyms_lookup_name() gives
-//     the "module:symbol" spec; kallsyms_lookup() the reverse lookup.
+//     the "module:symbol" spec; kallsyms_lookup() the reverse lookup,
+//     which finds nothing outside the kernel image and the modules' memory:
+//     Index.Addr takes an object to end on the page of its highest symbol
+//     (kallsyms does not list where objects end).
+//   - The architecture's entry code: Index.Arch names the architecture a
+//     kernel was built for from symbols only one of them defines
+//     (x86_64_start_kernel, primary_entry, vector_swi).
 //
 // # Input
 //

@@ -1,4 +1,4 @@
-// Package modplt is klpresolve's module linker. This part counts the PLT
+// Package modplt is klpresolve's module linker. It counts the PLT
 // and GOT entries a relocatable kernel module needs, before anything is
 // placed, the way the kernel sizes its module PLT sections.
 //
@@ -34,4 +34,22 @@
 // Counting is O(n) in both modes: the kernel's sort is needed only to
 // decide between equal arm relocations, and is run (by the ported
 // heapsort) only for a section where the order can change the count.
+//
+// # Linking
+//
+// Module.Link then does what load_module() does with the module's bytes:
+//
+//   - kernel/module/main.c: layout_sections() (core then init; text,
+//     read-only, ro-after-init, data, each group page aligned) and
+//     simplify_symbols() (every undefined symbol resolved first, through
+//     LinkOptions.Resolve);
+//   - apply_relocate_add() of arch/arm64/kernel/module.c and
+//     arch/x86/kernel/module.c, apply_relocate() of arch/arm/kernel/module.c:
+//     one file per architecture (arm64.go, amd64.go, arm.go), each case
+//     computing, range-checking against a named limit and encoding, with
+//     PLT entries emitted (module_emit_plt_entry()) only for branches out
+//     of range;
+//   - the load address, when none is given: where the architecture's
+//     module_alloc() starts (MODULES_VADDR on x86_64 and arm, _etext - 128
+//     MiB on arm64 as kaslr_init() sets module_alloc_base).
 package modplt
