@@ -23,7 +23,12 @@
 //     whose target is not SHF_ALLOC and hands SHF_RELA_LIVEPATCH sections
 //     to livepatch; module-specific sections are applied when their module
 //     loads (klp_module_coming()), so they are "deferred" here when the
-//     module is not in the kallsyms input.
+//     module is not in the kallsyms input. klp_module_coming() compares
+//     module names exactly, and kbuild's names (KBUILD_MODNAME) have no
+//     dashes: a section for a dashed object never applies (ErrNeverLoads).
+//   - klp_enable_patch() refuses a module without livepatch=Y in its
+//     .modinfo (a warning here), and apply_relocate_add(), which applies
+//     every livepatch section, reads RELA only (Convert refuses REL).
 //
 // # Input
 //
