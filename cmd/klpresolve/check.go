@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,7 +100,7 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 		},
 	}
 	c.Flags().StringVar(&format, "format", "text", "output format: text, json or junit (JUnit XML for CI)")
-	c.Flags().StringVar(&dir, "kernels", "", "folder of kernel symbol files (kallsyms, System.map, snapshots), one per kernel build")
+	c.Flags().StringVar(&dir, "kernels", "", "folder of kernel symbol files (kallsyms, System.map, snapshots), one per kernel build; or a quoted glob pattern, e.g. 'kernels/*/System.map'")
 	c.Flags().BoolVar(&strict, "strict", false, "treat deferred relocations (module not loaded) as failures")
 	c.Flags().BoolVar(&link, "link", false, "also link the whole module against each kernel")
 	c.Flags().DurationVar(&maxTime, "max-time", 0, "exit 3 when the check takes longer than this")
@@ -202,30 +201,42 @@ func drawProgress(w io.Writer, done, total int) {
 
 // kernelFiles lists the kernel symbol files of dir, in name order: its
 // regular files and symbolic links to regular files (a folder of links to
-// /boot/System.map-*), names starting with "." left out. A folder with
-// none is an error that says so.
+// /boot/System.map-*), names starting with "." left out. dir may be a glob
+// pattern instead ('kernels/*/System.map', quoted so that the shell leaves
+// it), for a tree with a folder per kernel. None is an error that says so.
 func kernelFiles(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
+	var cands []string
+	if strings.ContainsAny(dir, "*?[") {
+		m, err := filepath.Glob(dir)
+		if err != nil {
+			return nil, fmt.Errorf("--kernels %s: %w", dir, err)
+		}
+		cands = m // sorted
+	} else {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			cands = append(cands, filepath.Join(dir, e.Name()))
+		}
 	}
 	var out []string
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), ".") {
+	for _, p := range cands {
+		if strings.HasPrefix(filepath.Base(p), ".") {
 			continue
 		}
-		p := filepath.Join(dir, e.Name())
-		if e.Type()&fs.ModeSymlink != 0 {
-			if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
-				continue // dangling, or a link to a folder
-			}
-		} else if !e.Type().IsRegular() {
-			continue
+		if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
+			continue // a folder, a dangling link, a link to a folder
 		}
 		out = append(out, p)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("--kernels %s: no kernel symbol files in it (regular files or links to them)", dir)
+		where := "in it"
+		if strings.ContainsAny(dir, "*?[") {
+			where = "match it"
+		}
+		return nil, fmt.Errorf("--kernels %s: no kernel symbol files %s (regular files or links to them)", dir, where)
 	}
 	return out, nil
 }

@@ -527,6 +527,21 @@ func TestCheckKernelsFolder(t *testing.T) {
 	code, _, errs = runCLI(t, "check", fixture("livepatch-sample.ko"), "--kernels", empty)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, "--kernels "+empty+": no kernel symbol files in it (regular files or links to them)")
+
+	// A glob pattern, for a folder per kernel: files only, in name order.
+	tree := t.TempDir()
+	for _, k := range []string{"6.1-b", "6.1-a"} {
+		require.NoError(t, os.Mkdir(filepath.Join(tree, k), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(tree, k, "System.map"), b, 0o644))
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(tree, "6.18", "System.map.d"), 0o755)) // a folder: left out
+	code, out, errs = runCLI(t, "check", fixture("livepatch-sample.ko"), "--kernels", filepath.Join(tree, "*", "System.map*"))
+	assert.Equal(t, 0, code, errs)
+	assert.Regexp(t, `(?s)6\.1-a/System\.map\s+6\s+1\s+0\s+-\n.*6\.1-b/System\.map\s+6`, out)
+	assert.Contains(t, out, "2 kernels: 2 OK, 0 failed")
+	code, _, errs = runCLI(t, "check", fixture("livepatch-sample.ko"), "--kernels", filepath.Join(tree, "*", "nothing"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "no kernel symbol files match it")
 }
 
 func TestMainJobLink(t *testing.T) {
