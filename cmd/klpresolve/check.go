@@ -26,7 +26,7 @@ func newCheckCmd(a *app) *cobra.Command {
 	var maxTime time.Duration
 	var workers int
 	c := &cobra.Command{
-		Use:   "check PATCH.ko --kallsyms A --kallsyms B ... | --kernels DIR [--link] [--format text|json|junit]",
+		Use:   "check PATCH.ko --kallsyms A --kallsyms B ... | --kernels DIR|'PATTERN' [--link] [--format text|json|junit]",
 		Short: "Resolve a patch against many kernel builds at once and print a matrix",
 		Long: `Resolves PATCH.ko against every kernel given (--kallsyms, repeatable, or every file of
 --kernels DIR: kallsyms files, System.maps or snapshots, or links to them), in parallel
