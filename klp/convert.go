@@ -62,7 +62,7 @@ func convert(name string, obj []byte, syms []ConvertSymbol, hooks *convertHooks)
 		if s.Object == "" || len(s.Object) > ModuleNameMax || containsAny(s.Object, ".") {
 			return nil, fmt.Errorf("%s: object name %q: must be 1-%d bytes without dots", name, s.Object, ModuleNameMax)
 		}
-		if containsAny(s.Object, "-") {
+		if neverLoads(s.Object) {
 			return nil, fmt.Errorf("%s: object name %q: %w: module names have underscores where their files have dashes (KBUILD_MODNAME): %q", name, s.Object, ErrNeverLoads, strings.ReplaceAll(s.Object, "-", "_"))
 		}
 		if s.Name == "" || len(s.Name) > SymbolNameMax || containsAny(s.Name, ",") {

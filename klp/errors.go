@@ -3,6 +3,7 @@ package klp
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/kallsyms"
@@ -84,6 +85,16 @@ func (e *RelocError) Error() string {
 
 // Unwrap returns the cause.
 func (e *RelocError) Unwrap() error { return e.Err }
+
+// neverLoads reports whether no module can be named object: kbuild's
+// module names (KBUILD_MODNAME) have underscores where files have dashes.
+func neverLoads(object string) bool { return strings.Contains(object, "-") }
+
+// neverLoadsError is ErrNeverLoads for object, with the name it means.
+func neverLoadsError(object string) *CheckError {
+	return &CheckError{Kind: ErrNeverLoads, // the kernel says nothing
+		Hint: fmt.Sprintf("no module is named %q: module names have underscores where their files have dashes (KBUILD_MODNAME), so the object is %q; the kernel would wait for %q to load, which never happens, and silently never apply the section", object, strings.ReplaceAll(object, "-", "_"), object)}
+}
 
 // relocKinds name klp's own causes for Kind (a lookup's are named by
 // kallsyms.LookupError.KindName).

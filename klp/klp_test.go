@@ -244,6 +244,23 @@ func TestKpatchModule(t *testing.T) {
 	require.Len(t, res.Funcs, 2)
 	assert.Equal(t, uint64(0xffffffff813669e0), res.Funcs[0].Address)
 	assert.Equal(t, wantAddr(t, ix, "vmlinux", "type_show", 2), res.Funcs[1].Address)
+
+	// The xfs dynrela's object renamed "x-s" (.kpatch.strings): no module
+	// has such a name; it fails instead of waiting forever.
+	data, err := readFixture("kpatch-sample.ko")
+	require.NoError(t, err)
+	i := bytes.Index(data, []byte("xfs\x00ext4\x00"))
+	require.Positive(t, i)
+	data[i+1] = '-'
+	m, err = Parse("dashed.ko", data)
+	require.NoError(t, err)
+	res = m.Resolve(ix)
+	assert.Equal(t, []int{4, 0, 1}, []int{res.Resolved, res.Deferred, res.Errors})
+	bad := failures(res)
+	require.Len(t, bad, 1)
+	assert.Equal(t, "x-s", bad[0].Object)
+	assert.Equal(t, "never_loads", bad[0].Err.Kind())
+	assert.Contains(t, bad[0].Err.Hint, `so the object is "x_s"`)
 }
 
 func TestRelocTypeNames(t *testing.T) {

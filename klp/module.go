@@ -185,9 +185,8 @@ func (m *Module) readKLP() error {
 		case truncated:
 			rs.Err = &CheckError{Kind: ErrBadSectionName, // the kernel says nothing
 				Hint: fmt.Sprintf("object name longer than %d bytes: the kernel reads only %q, which matches no object, and silently never applies the section", ModuleNameMax, obj)}
-		case strings.Contains(obj, "-"):
-			rs.Err = &CheckError{Kind: ErrNeverLoads, // the kernel says nothing
-				Hint: fmt.Sprintf("no module is named %q: module names have underscores where their files have dashes (KBUILD_MODNAME), so the object is %q; the kernel would wait for %q to load, which never happens, and silently never apply the section", obj, strings.ReplaceAll(obj, "-", "_"), obj)}
+		case neverLoads(obj):
+			rs.Err = neverLoadsError(obj)
 		default:
 			rs.Object = obj
 		}

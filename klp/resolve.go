@@ -191,6 +191,13 @@ func (m *Module) resolveKpatch(ix *kallsyms.Index, res *Resolution, deferred map
 		var sym kallsyms.Symbol
 		var err error
 		switch {
+		case neverLoads(d.Object):
+			// kpatch's core module matched objects by name too.
+			s := &RelaSection{Name: ".kpatch.dynrelas", Object: d.Object}
+			r := &Relocation{Index: d.Index, Symbol: d.Name, Sym: SymbolName{Object: d.Object, Name: d.Name, Pos: d.Pos}}
+			out.Status, out.Err = Failed, m.relocErr(s, r, neverLoadsError(d.Object))
+			res.add(out)
+			continue
 		case d.Object != kallsyms.Vmlinux && !ix.HasObject(d.Object):
 			out.Status = Deferred
 			deferred[d.Object] = true
