@@ -751,10 +751,18 @@ func (o *object) setRange(r run) {
 	o.lo, o.hi = lo, hi
 }
 
+// ltoSym reports whether symbol i matches without its ".llvm.<digits>"
+// suffix: in LTO mode, vmlinux's do, as klp_find_object_symbol() looked
+// them up with kallsyms_on_each_match_symbol() (6.2-6.10), which compares
+// cleaned names; modules' never did: module_kallsyms_on_each_symbol() and
+// klp_find_callback() compare them exactly. vmlinux is objs[0], and its
+// symbols come first.
+func (ix *Index) ltoSym(i uint32) bool { return ix.lto && i < ix.objs[0].end }
+
 // key is the name sym i is filed under.
 func (ix *Index) key(i uint32) string {
 	n := ix.name(i)
-	if ix.lto {
+	if ix.ltoSym(i) {
 		return stripLLVM(n)
 	}
 	return n

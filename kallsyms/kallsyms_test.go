@@ -794,3 +794,62 @@ func b2u32(b bool) uint32 {
 	}
 	return 0
 }
+
+// ltoModText has suffixed names in vmlinux and in a module.
+const ltoModText = `ffffffff81000100 t foo
+ffffffff81000200 t foo.llvm.1111
+ffffffffc0000100 t bar	[mymod]
+ffffffffc0000200 t bar.llvm.2222	[mymod]
+ffffffffc0000300 t baz.llvm.3333	[mymod]
+`
+
+// TestLTOModeVmlinuxOnly: in LTO mode only vmlinux's names match without
+// their .llvm suffix. Kernels 6.2-6.10 looked vmlinux up with
+// kallsyms_on_each_match_symbol() (cleaned names) and modules with
+// module_kallsyms_on_each_symbol() and strcmp (exact). The same answers
+// from the text, and from each snapshot written in LTO mode (and from a
+// zstd one written without it, rebuilt for LTO); a raw LTO snapshot from
+// before the rule, its modules keyed without suffixes, is refused.
+func TestLTOModeVmlinuxOnly(t *testing.T) {
+	text := mustParse(t, ltoModText, &Options{LTO: true})
+	indexes := map[string]*Index{"text": text}
+	for format, write := range writers {
+		var buf bytes.Buffer
+		require.NoError(t, write(text, &buf))
+		ix, err := ParseBytes("k.snap", buf.Bytes(), nil)
+		require.NoError(t, err, format)
+		indexes[format] = ix
+	}
+	var buf bytes.Buffer
+	require.NoError(t, mustParse(t, ltoModText, nil).WriteSnapshot(&buf))
+	rebuilt, err := ParseBytes("k.snap", buf.Bytes(), &Options{LTO: true})
+	require.NoError(t, err)
+	indexes["zstd rebuilt"] = rebuilt
+
+	for how, ix := range indexes {
+		_, err := ix.Lookup("vmlinux", "foo", 0)
+		require.ErrorIs(t, err, ErrAmbiguous, how) // foo and foo.llvm.1111
+		s, err := ix.Lookup("vmlinux", "foo", 2)
+		require.NoError(t, err, how)
+		assert.Equal(t, uint64(0xffffffff81000200), s.Address, how)
+		s, err = ix.Lookup("mymod", "bar", 0) // exact: bar.llvm.2222 is another name
+		require.NoError(t, err, how)
+		assert.Equal(t, uint64(0xffffffffc0000100), s.Address, how)
+		_, err = ix.Lookup("mymod", "baz", 0)
+		require.ErrorIs(t, err, ErrNotFound, how)
+		s, err = ix.Lookup("mymod", "baz.llvm.3333", 0)
+		require.NoError(t, err, how)
+		assert.Equal(t, uint64(0xffffffffc0000300), s.Address, how)
+		_, ok := ix.Find("mymod", "baz", 0)
+		assert.False(t, ok, how)
+	}
+
+	// A raw LTO snapshot with the old flag (LTO alone) is refused.
+	buf.Reset()
+	require.NoError(t, text.WriteSnapshotRaw(&buf))
+	old := bytes.Clone(buf.Bytes())
+	binary.LittleEndian.PutUint32(old[12:], rawFlagLTO)
+	_, err = ParseBytes("old.snap", rawWithChecksum(old), nil)
+	require.ErrorIs(t, err, ErrMalformed)
+	assert.ErrorContains(t, err, "old.snap: snapshot: malformed input: written with --lto by an older klpresolve")
+}

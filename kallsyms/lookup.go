@@ -11,7 +11,7 @@ import (
 // find returns the first symbol (index+1) filed under name in o, or 0.
 func (ix *Index) find(o *object, name string) uint32 {
 	key := name
-	if ix.lto {
+	if ix.lto && o == &ix.objs[0] { // see ltoSym
 		key = stripLLVM(name)
 	}
 	h := hashKeyString(key, false)
@@ -38,11 +38,11 @@ func (ix *Index) find(o *object, name string) uint32 {
 }
 
 // matches reports whether sym i (filed under name's key) answers name: in
-// LTO mode a name without the suffix matches the suffixed symbols too, as
-// the kernel's cleanup_symbol_name() comparison did; a suffixed name only
-// matches itself.
+// LTO mode a name without the suffix matches vmlinux's suffixed symbols
+// too, as the kernel's cleanup_symbol_name() comparison did; a suffixed
+// name only matches itself (see ltoSym).
 func (ix *Index) matches(i uint32, name string) bool {
-	if !ix.lto {
+	if !ix.ltoSym(i) {
 		return true
 	}
 	n := ix.name(i)

@@ -29,10 +29,12 @@ const DefaultPath = "/proc/kallsyms"
 
 // Options tune how an index is built. The zero value is the default.
 type Options struct {
-	// LTO also matches a name against symbols whose ".llvm.<digits>"
-	// suffix is stripped, as kernels before 6.11 built with
-	// CONFIG_LTO_CLANG did (cleanup_symbol_name()). Exact matching, as
-	// modern kernels do, is the default. A snapshot written in LTO mode
+	// LTO also matches a name against vmlinux's symbols whose
+	// ".llvm.<digits>" suffix is stripped, as livepatch did on kernels
+	// 6.2-6.10 built with CONFIG_LTO_CLANG (kallsyms_on_each_match_symbol()
+	// compares names after cleanup_symbol_name()); modules' symbols are
+	// matched exactly, as module_kallsyms_on_each_symbol() always did.
+	// Exact matching, as 6.1 and 6.11+ do, is the default. A snapshot written in LTO mode
 	// loads in it anyway; one written without it loads in LTO mode when
 	// LTO is set, except a raw one, whose tables are stored with exact
 	// keys (ErrSnapshotExact).
@@ -884,7 +886,7 @@ func (c *chunk) parse(file string, lto bool) {
 			vm.add(addr)
 		}
 		syms = appendSym(syms, addr, uint32(base+ns), uint16(ne-ns), typ)
-		hashes = append(hashes, hashKey(data[ns:ne], lto))
+		hashes = append(hashes, hashKey(data[ns:ne], lto && mod == nil)) // vmlinux only: see Index.ltoSym
 	}
 	c.syms, c.hashes = syms, hashes
 	c.touch()
@@ -1140,7 +1142,8 @@ func hashKeyString(name string, lto bool) uint32 {
 }
 
 // stripLLVM removes a ".llvm.<digits>" suffix, as cleanup_symbol_name() of
-// kernels before 6.11 did for CONFIG_LTO_CLANG.
+// kernels 6.2-6.10 did for CONFIG_LTO_CLANG. (The kernel cut at the first
+// ".llvm.", whatever followed; LLVM writes a decimal hash there.)
 func stripLLVM[T string | []byte](name T) T {
 	for i := len(name) - 1; i >= 0; i-- {
 		if name[i] < '0' || name[i] > '9' {

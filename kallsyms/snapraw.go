@@ -29,7 +29,10 @@ import (
 // loading a raw snapshot.)
 //
 //	header (48 bytes):
-//	  [8] magic "KLPSNAP\x00", u32 version (4), u32 flags (bit 0: LTO),
+//	  [8] magic "KLPSNAP\x00", u32 version (4), u32 flags (bit 0: LTO;
+//	  bit 1, always with bit 0: LTO keys for vmlinux only, see
+//	  Index.ltoSym: a file with bit 0 alone was written when modules'
+//	  tables were keyed without the suffix too, and is refused),
 //	  u64 payload length, u64 checksum: xxhash64 of the header's first 24
 //	  bytes, its last 16 and the CRC-32s (IEEE, u32 each) of the
 //	  payload's 256 KiB chunks,
@@ -46,9 +49,11 @@ import (
 //	  tables:  8 bytes per slot (u32 name hash, u32 index+1 or 0)
 //	  names
 const (
-	rawVersion    = 4
-	rawHeaderSize = 48
-	rawObjRecord  = 40
+	rawFlagLTO        = 1
+	rawFlagLTOVmlinux = 2 // (with rawFlagLTO) modules' keys are exact
+	rawVersion        = 4
+	rawHeaderSize     = 48
+	rawObjRecord      = 40
 )
 
 func align8(n uint64) uint64 { return (n + 7) &^ 7 }
@@ -92,7 +97,7 @@ func (ix *Index) WriteSnapshotRaw(w io.Writer) error {
 	copy(hdr[:], snapshotMagic)
 	le.PutUint32(hdr[8:], rawVersion)
 	if ix.lto {
-		le.PutUint32(hdr[12:], 1)
+		le.PutUint32(hdr[12:], rawFlagLTO|rawFlagLTOVmlinux)
 	}
 	le.PutUint64(hdr[16:], uint64(len(p)))
 	le.PutUint32(hdr[32:], uint32(len(ix.objs)))
@@ -170,7 +175,11 @@ func loadRawSnapshot(name string, b, sums []byte, lto bool) (*Index, error) {
 		return nil, snapErr(name, "truncated header (%d bytes)", len(b))
 	}
 	flags := le.Uint32(b[12:])
-	if flags&^1 != 0 {
+	switch flags {
+	case 0, rawFlagLTO | rawFlagLTOVmlinux:
+	case rawFlagLTO:
+		return nil, snapErr(name, "written with --lto by an older klpresolve, whose tables matched module symbols without their .llvm suffix too (the kernel never did): write it again")
+	default:
 		return nil, snapErr(name, "unknown flags %#x", flags)
 	}
 	p := b[rawHeaderSize:]

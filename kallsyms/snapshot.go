@@ -282,7 +282,7 @@ func (ix *Index) hashAll() []uint32 {
 	const piece = 16 << 10
 	par.For(runtime.GOMAXPROCS(0), (len(h)+piece-1)/piece, func(k int) {
 		for i := k * piece; i < min((k+1)*piece, len(h)); i++ {
-			h[i] = hashKeyString(ix.name(uint32(i)), ix.lto)
+			h[i] = hashKeyString(ix.name(uint32(i)), ix.ltoSym(uint32(i)))
 		}
 	})
 	return h

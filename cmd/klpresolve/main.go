@@ -154,7 +154,7 @@ exceeded.`,
 	root.PersistentFlags().StringArrayVar(&a.kallsymsPaths, "kallsyms", []string{kallsyms.DefaultPath},
 		"kernel symbols: /proc/kallsyms format, System.map, or a snapshot; gzip/zstd/xz/bzip2 ok; - for stdin (check: repeatable)")
 	root.PersistentFlags().BoolVar(&a.lto, "lto", false,
-		"also match names with a .llvm.<digits> suffix stripped (kernels before 6.11 built with LTO)")
+		"also match vmlinux names with a .llvm.<digits> suffix stripped (livepatch on kernels 6.2-6.10 built with Clang LTO)")
 	root.PersistentFlags().BoolVar(&a.noMap, "no-map", false,
 		"read --kallsyms files into memory instead of mapping them (for files that may be rewritten in place meanwhile)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return checkCounts(cmd) }
