@@ -640,8 +640,9 @@ func (ix *Index) Addr(address uint64) (AddrInfo, bool) {
 		info.Size = 0
 	}
 	// (Absolute symbols, which are values, are not in the address order:
-	// o.hi leaves them out too.)
-	if o := &ix.objs[oi]; address > o.hi|(extentPage-1) {
+	// o.hi leaves them out too. A raw snapshot's o.hi is the file's word,
+	// not checked on load; the symbol's own address bounds it from below.)
+	if o := &ix.objs[oi]; address > max(o.hi, at)|(extentPage-1) {
 		info.Past = true
 		return info, false
 	}
