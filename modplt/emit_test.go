@@ -429,3 +429,28 @@ func TestDefaultBase(t *testing.T) {
 		assert.Equal(t, uint64(0x10000), img.Sections[0].Addr)
 	}
 }
+
+// TestInitAfterGuardPage: without InitBase, init goes where vmalloc puts
+// module_alloc()'s next allocation: past core's pages and core's guard
+// page. (The corpus's modules, loaded one after another, sit a page
+// apart: sha256_arm64 at 0xffff800001000000, 0x6000 bytes, sha2_ce at
+// 0xffff800001007000.)
+func TestInitAfterGuardPage(t *testing.T) {
+	m, err := Open(testutil.Corpus(t, "amd64/modules/md4.ko"))
+	require.NoError(t, err)
+	img, err := m.Link(LinkOptions{Base: 0xffffffffc0000000, Resolve: func(string) (uint64, bool) { return 0xffffffff81000000, true }})
+	require.NoError(t, err)
+	var coreEnd, initStart uint64 = 0, ^uint64(0)
+	for _, p := range img.Sections {
+		if p.Region == Core {
+			coreEnd = max(coreEnd, p.Addr+p.Size)
+		} else {
+			initStart = min(initStart, p.Addr)
+		}
+	}
+	require.NotZero(t, coreEnd)
+	assert.Equal(t, (coreEnd+4095)&^4095+4096, initStart)
+	img, err = m.Link(LinkOptions{Base: 0xffffffffc0000000, InitBase: 0xffffffffc0100000, Resolve: func(string) (uint64, bool) { return 0xffffffff81000000, true }})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(0xffffffffc0100000), img.Section(".init.text").Addr)
+}

@@ -57,7 +57,7 @@ func (p *Placed) fill() {
 // layout places every SHF_ALLOC section of m. sizes overrides section
 // sizes (the PLT sections the counting sized), aligns raises alignments
 // (erratum 843419), at overrides addresses (tests, to match GNU ld).
-// Init goes at init, or (init == 0) on the page after core's end.
+// Init goes at init, or (init == 0) past core's end and its guard page.
 func (m *Module) layout(core, init uint64, sizes map[int]uint64, aligns map[int]uint64, flagsOf map[int]elf.SectionFlag, at map[string]uint64, unload bool) ([]*Placed, error) {
 	f := m.f
 	placed := make([]*Placed, len(f.Sections))
@@ -69,7 +69,10 @@ func (m *Module) layout(core, init uint64, sizes map[int]uint64, aligns map[int]
 		if region == Init {
 			base = init
 			if base == 0 {
-				base = core + coreSize
+				// Init is module_alloc()'s next allocation: vmalloc
+				// puts it past core's pages and core's guard page (the
+				// corpus's modules sit a page apart too).
+				base = core + coreSize + layoutPage
 			}
 		}
 		off := uint64(0)

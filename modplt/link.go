@@ -55,8 +55,9 @@ type LinkOptions struct {
 	// regions. A Base of 0 is where the kernel's module_alloc() starts
 	// looking: MODULES_VADDR on x86_64 (0xffffffffc0000000) and arm
 	// (0xbf000000); on arm64 _etext - 128 MiB (KernelEtext), or
-	// MODULES_VADDR (0xffff800000000000) when that is not known. Init
-	// follows core on the next page.
+	// MODULES_VADDR (0xffff800000000000) when that is not known. An
+	// InitBase of 0 is module_alloc()'s next allocation: past core's
+	// pages and the guard page vmalloc leaves after them.
 	Base, InitBase uint64
 	// KernelEtext is the kernel's _etext, which arm64's default Base
 	// depends on (0: not known).

@@ -96,7 +96,7 @@ Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
 	}
 	c.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	c.Flags().StringVar(&base, "base", "", "core load address (default: where module_alloc() starts: x86_64 0xffffffffc0000000, arm 0xbf000000, arm64 _etext - 128 MiB)")
-	c.Flags().StringVar(&initBase, "init-base", "", "init load address (default: the page after core)")
+	c.Flags().StringVar(&initBase, "init-base", "", "init load address (default: past core and its vmalloc guard page)")
 	c.Flags().StringVarP(&out, "output", "o", "", "write the linked image (ELF, sections at their load addresses)")
 	c.Flags().BoolVar(&opts.Erratum843419, "erratum-843419", false, "arm64: work around Cortex-A53 erratum 843419")
 	c.Flags().BoolVar(&opts.ForcePLT, "force-plt", false, "debug: send every branch that has a PLT slot through the PLT")
