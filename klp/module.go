@@ -4,7 +4,6 @@ import (
 	"debug/elf"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -78,7 +77,7 @@ type Relocation struct {
 
 // Open reads a module from path (plain, or gzip/zstd/xz compressed).
 func Open(path string) (*Module, error) {
-	data, err := os.ReadFile(path)
+	data, err := input.ReadFile(path, maxModuleFileSize)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"debug/elf"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
@@ -32,7 +31,7 @@ type Module struct {
 
 // Open reads a module from path (plain, or gzip/zstd/xz compressed).
 func Open(path string) (*Module, error) {
-	data, err := os.ReadFile(path)
+	data, err := input.ReadFile(path, maxModuleSize)
 	if err != nil {
 		return nil, err
 	}

@@ -58,9 +58,9 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 			if len(kernels) == 0 {
 				return &exitError{exitUsage, errors.New("check needs --kallsyms (repeatable) or --kernels DIR")}
 			}
-			m, err := klp.Open(args[0])
+			m, err := a.openPatch(args[0])
 			if err != nil {
-				return &exitError{exitUsage, err}
+				return err
 			}
 			o := pipeline.FleetOptions{Workers: workers, Strict: strict, LTO: a.lto, NoMap: a.noMap, Run: pipeline.Options{Link: link}}
 			if len(kernels) >= progressMin && isTerminal(a.stderr) {

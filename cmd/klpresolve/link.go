@@ -57,9 +57,9 @@ Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
 			if opts.InitBase, err = parseAddr(initBase); err != nil {
 				return err
 			}
-			m, err := modplt.Open(args[0])
+			m, err := a.openModule(args[0])
 			if err != nil {
-				return &exitError{exitUsage, err}
+				return err
 			}
 			ix, err := a.openIndex()
 			if err != nil {

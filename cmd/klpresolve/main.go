@@ -18,7 +18,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/klpresolve/klpresolve/internal/atomicfile"
+	"github.com/klpresolve/klpresolve/internal/input"
 	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/klp"
+	"github.com/klpresolve/klpresolve/modplt"
 )
 
 // Exit statuses.
@@ -136,6 +139,7 @@ kernel's symbols (/proc/kallsyms, a System.map or a snapshot), with the kernel's
 rules and error messages, and says what would fix each failure. With --link it also
 links the whole module against those symbols and records it in a CFI shadow; without
 it, a note names the ordinary undefined symbols insmod would refuse ("Unknown symbol").
+PATCH.ko may be compressed (zstd, gzip, xz), or - for standard input.
 
 Exit status: 0 all resolved (deferred allowed), 1 a relocation failed (or was deferred
 under --strict, or the module did not link), 2 unusable input or usage, 3 --max-time
@@ -285,4 +289,58 @@ func imageToFile(out string) error {
 		return &exitError{exitUsage, errors.New("-o -: the report goes to standard output; give a file for the linked image")}
 	}
 	return nil
+}
+
+// readModule reads the module a command was given: a file, or "-" for
+// standard input (a patch fetched by an earlier pipeline step), which
+// cannot also carry the kernel's symbols. The name is for messages.
+func (a *app) readModule(path string) (name string, data []byte, err error) {
+	if err := a.oneStdin(path); err != nil {
+		return "", nil, err
+	}
+	if path != "-" {
+		data, err = input.ReadFile(path, input.DefaultMaxSize)
+	} else {
+		path = "<stdin>"
+		data, err = input.ReadAll(a.stdin, 0, input.DefaultMaxSize)
+	}
+	if err != nil {
+		return "", nil, &exitError{exitUsage, err}
+	}
+	return path, data, nil
+}
+
+// oneStdin refuses a module and symbols both read from standard input;
+// commands that read the symbols first call it before they do.
+func (a *app) oneStdin(module string) error {
+	if module == "-" && slices.Contains(a.kallsymsPaths, "-") {
+		return &exitError{exitUsage, errors.New("standard input cannot hold both the module (-) and the kernel's symbols (--kallsyms -)")}
+	}
+	return nil
+}
+
+// openPatch is readModule for klp: a livepatch module.
+func (a *app) openPatch(path string) (*klp.Module, error) {
+	name, data, err := a.readModule(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := klp.Parse(name, data)
+	if err != nil {
+		return nil, &exitError{exitUsage, err}
+	}
+	return m, nil
+}
+
+// openModule is readModule for modplt: any module, to count or link.
+func (a *app) openModule(path string) (*modplt.Module, error) {
+	name, data, err := a.readModule(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := modplt.Parse(name, data)
+	if err != nil {
+		return nil, &exitError{exitUsage, err}
+	}
+	return m, nil
 }

@@ -874,3 +874,40 @@ func TestLookupJSONKinds(t *testing.T) {
 	}
 	assert.Equal(t, []string{"", "ambiguous", "no_such_position", "not_found", "object_not_loaded", "bad_spec"}, kinds)
 }
+
+// TestModuleFromStdin: "-" reads the module from standard input for the
+// main job, check, link and plt; not when the symbols come from there too.
+func TestModuleFromStdin(t *testing.T) {
+	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	sample, err := os.ReadFile(fixture("livepatch-sample.ko"))
+	require.NoError(t, err)
+	runIn := func(in []byte, args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(args, bytes.NewReader(in), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	code, out, errs := runIn(sample, "-", "--kallsyms", example)
+	require.Equal(t, 0, code, errs)
+	assert.Contains(t, out, "module <stdin> (name livepatch_sample): format klp, arch x86_64, livepatch=Y")
+	assert.Contains(t, out, "OK: 7 relocations: 6 resolved, 1 deferred, 0 errors")
+
+	code, out, errs = runIn(sample, "check", "-", "--kallsyms", example)
+	require.Equal(t, 0, code, errs)
+	assert.Contains(t, out, "1 kernels: 1 OK, 0 failed")
+
+	md4, err := os.ReadFile(testutil.Corpus(t, "amd64/modules/md4.ko"))
+	require.NoError(t, err)
+	code, out, errs = runIn(md4, "link", "-", "--kallsyms", testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"))
+	require.Equal(t, 0, code, errs)
+	assert.Contains(t, out, "OK: md4 (x86_64) links: 79 relocations applied")
+	code, out, errs = runIn(md4, "plt", "-")
+	require.Equal(t, 0, code, errs)
+	assert.Contains(t, out, "md4 (x86_64)")
+
+	for _, args := range [][]string{{"-", "--kallsyms", "-"}, {"link", "-", "--kallsyms", "-"}, {"check", "-", "--kallsyms", "-"}} {
+		code, out, errs := runIn(sample, args...)
+		assert.Equal(t, 2, code, args)
+		assert.Empty(t, out, args)
+		assert.Contains(t, errs, "standard input cannot hold both the module (-) and the kernel's symbols (--kallsyms -)", args)
+	}
+}

@@ -33,9 +33,9 @@ Exit status: 0 counted, 1 the kernel would refuse the module (no .plt section),
 			if opts.Mode, err = modplt.ParseMode(mode); err != nil {
 				return &exitError{exitUsage, err}
 			}
-			m, err := modplt.Open(args[0])
+			m, err := a.openModule(args[0])
 			if err != nil {
-				return &exitError{exitUsage, err}
+				return err
 			}
 			res, err := m.Count(opts)
 			if err != nil {

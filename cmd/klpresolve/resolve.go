@@ -57,15 +57,18 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 	if err := imageToFile(o.out); err != nil {
 		return err
 	}
+	if err := a.oneStdin(path); err != nil {
+		return err
+	}
 	t0 := time.Now()
 	ix, err := a.openIndex()
 	if err != nil {
 		return err
 	}
 	t1 := time.Now()
-	m, err := klp.Open(path)
+	m, err := a.openPatch(path)
 	if err != nil {
-		return &exitError{exitUsage, err}
+		return err
 	}
 	t2 := time.Now()
 	var po pipeline.Options

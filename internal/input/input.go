@@ -263,6 +263,29 @@ func decodeZstd(name string, data []byte, hint, max int64) ([]byte, Compression,
 	return out, Zstd, nil
 }
 
+// ReadFile reads path whole, refusing a file larger than max before
+// reading it (a vmlinux or a disk image given by mistake is not read into
+// memory first).
+func ReadFile(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Mode().IsRegular() && st.Size() > max {
+		return nil, fmt.Errorf("%s: %w (%d bytes, more than %d)", path, ErrTooLarge, st.Size(), max)
+	}
+	data, err := ReadAll(f, st.Size(), max)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return data, nil
+}
+
 // ReadAt reads size bytes from r, refusing a size past max before
 // allocating anything. name is used in errors. A reader that ends before
 // size bytes is an error (io.ErrUnexpectedEOF), not a buffer padded with

@@ -190,3 +190,21 @@ func TestDecompressPresized(t *testing.T) {
 	_, _, err = Decompress("half.zst", sized[:len(sized)/2], 0)
 	assert.ErrorContains(t, err, "half.zst: zstd:")
 }
+
+// ReadFile reads a file whole and refuses one past max before reading it
+// (a sparse file claims its size at no cost).
+func TestReadFile(t *testing.T) {
+	plain, _ := encodings(t)
+	got, err := ReadFile(example, 1<<20)
+	require.NoError(t, err)
+	assert.Equal(t, plain, got)
+
+	big := filepath.Join(t.TempDir(), "big.ko")
+	require.NoError(t, os.WriteFile(big, nil, 0o644))
+	require.NoError(t, os.Truncate(big, 3<<30))
+	_, err = ReadFile(big, 1<<30)
+	require.ErrorIs(t, err, ErrTooLarge)
+	assert.EqualError(t, err, big+": input larger than the limit (3221225472 bytes, more than 1073741824)")
+	_, err = ReadFile(filepath.Join(t.TempDir(), "absent"), 1<<30)
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
