@@ -904,7 +904,16 @@ func TestModuleFromStdin(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	assert.Contains(t, out, "md4 (x86_64)")
 
-	for _, args := range [][]string{{"-", "--kallsyms", "-"}, {"link", "-", "--kallsyms", "-"}, {"check", "-", "--kallsyms", "-"}} {
+	// convert, from standard input to standard output, into the main job.
+	obj, err := os.ReadFile(fixture("patch.o"))
+	require.NoError(t, err)
+	code, ko, errs := runIn(obj, "convert", "-", "-o", "-", "--kallsyms", example, "--symbol", "vfs_read")
+	require.Equal(t, 0, code, errs)
+	code, out, errs = runIn([]byte(ko), "-", "--kallsyms", example)
+	require.Equal(t, 0, code, errs)
+	assert.Contains(t, out, "OK: 1 relocations: 1 resolved, 0 deferred, 0 errors")
+
+	for _, args := range [][]string{{"-", "--kallsyms", "-"}, {"link", "-", "--kallsyms", "-"}, {"check", "-", "--kallsyms", "-"}, {"convert", "-", "-o", "x.ko", "--kallsyms", "-", "--symbol", "vfs_read"}} {
 		code, out, errs := runIn(sample, args...)
 		assert.Equal(t, 2, code, args)
 		assert.Empty(t, out, args)

@@ -391,6 +391,9 @@ them), or written name@ADDRESS to pick the occurrence at that address.`,
 			if out == "" {
 				return &exitError{exitUsage, errors.New("convert needs -o OUT.ko")}
 			}
+			if err := a.oneStdin(args[0]); err != nil {
+				return err
+			}
 			if from != "" {
 				b, err := os.ReadFile(from)
 				if err != nil {
@@ -429,19 +432,19 @@ them), or written name@ADDRESS to pick the occurrence at that address.`,
 				}
 				syms = append(syms, klp.ConvertSymbol{Object: s.Object, Name: s.Name, Pos: pos})
 			}
-			in, err := os.ReadFile(args[0])
+			name, in, err := a.readModule(args[0])
 			if err != nil {
-				return &exitError{exitUsage, err}
+				return err
 			}
 			if ix != nil {
 				// Positions counted in another architecture's kernel.
-				if f, err := elfobj.Parse(args[0], in); err == nil {
+				if f, err := elfobj.Parse(name, in); err == nil {
 					if err := pipeline.CheckArch(elfobj.ArchName(f.Machine), ix); err != nil {
 						return &exitError{exitUsage, err}
 					}
 				}
 			}
-			b, err := klp.Convert(args[0], in, syms)
+			b, err := klp.Convert(name, in, syms)
 			if err != nil {
 				return &exitError{exitUsage, err}
 			}
