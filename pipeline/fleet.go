@@ -19,7 +19,11 @@ type KernelResult struct {
 	Deferred   int
 	Errors     int // livepatch relocations that failed (plus link failures, when linking)
 	FirstError string
-	OK         bool
+	// FirstErrorKind names it for programs: "unreadable",
+	// "wrong_architecture" or "unusable" (Err), a failed relocation's
+	// klp.RelocError.Kind, "deferred" (strict), or "link".
+	FirstErrorKind string
+	OK             bool
 	// LoaderMissing (without Run.Link): the module's ordinary symbols
 	// insmod would refuse on this kernel (Report.LoaderMissing); they do
 	// not make the row fail.
@@ -87,7 +91,7 @@ func checkOne(m *klp.Module, kernel string, o FleetOptions) KernelResult {
 	ix, err := kallsyms.Open(kernel, &kallsyms.Options{LTO: o.LTO, MapText: true, NoMap: o.NoMap})
 	if err != nil {
 		kr.Err = err
-		kr.FirstError = err.Error()
+		kr.FirstError, kr.FirstErrorKind = err.Error(), "unreadable"
 		kr.Time = time.Since(t)
 		return kr
 	}
@@ -98,7 +102,10 @@ func checkOne(m *klp.Module, kernel string, o FleetOptions) KernelResult {
 	rep, err := Run(m, ix, o.Run)
 	if err != nil {
 		kr.Err = err
-		kr.FirstError = err.Error()
+		kr.FirstError, kr.FirstErrorKind = err.Error(), "unusable"
+		if errors.Is(err, ErrArchMismatch) {
+			kr.FirstErrorKind = "wrong_architecture"
+		}
 		kr.Time = time.Since(t)
 		return kr
 	}
@@ -107,12 +114,13 @@ func checkOne(m *klp.Module, kernel string, o FleetOptions) KernelResult {
 	kr.LoaderMissing = rep.LoaderMissing
 	for _, r := range res.Results {
 		if r.Err != nil {
-			kr.FirstError = r.Err.Kernel
+			kr.FirstError, kr.FirstErrorKind = r.Err.Kernel, r.Err.Kind()
 			break
 		}
 	}
 	if kr.FirstError == "" && o.Strict && res.Deferred > 0 && len(res.DeferredObjects) > 0 {
 		kr.FirstError = "deferred: module " + res.DeferredObjects[0] + " is not loaded (--strict)"
+		kr.FirstErrorKind = "deferred"
 	}
 	if img := rep.Image; img != nil {
 		kr.Errors += len(img.Errors)
@@ -125,13 +133,14 @@ func checkOne(m *klp.Module, kernel string, o FleetOptions) KernelResult {
 		}
 		if kr.FirstError == "" && len(img.Errors) > 0 {
 			e := img.Errors[0]
-			kr.FirstError = "link: " + e.Error()
+			kr.FirstError, kr.FirstErrorKind = "link: "+e.Error(), "link"
 			if errors.Is(e, modplt.ErrUnresolved) {
 				kr.FirstError += note(e.Symbol)
 			}
 		}
 		if kr.FirstError == "" && len(img.Unresolved) > 0 {
 			kr.FirstError = "link: unresolved symbol " + img.Unresolved[0] + note(img.Unresolved[0])
+			kr.FirstErrorKind = "link"
 		}
 	}
 	kr.OK = rep.OK(o.Strict)

@@ -297,8 +297,14 @@ func TestArchMismatch(t *testing.T) {
 	rows := Fleet(m, []string{arm64, amd64}, FleetOptions{})
 	require.Len(t, rows, 2)
 	assert.ErrorIs(t, rows[0].Err, ErrArchMismatch)
+	assert.Equal(t, "wrong_architecture", rows[0].FirstErrorKind)
 	assert.NoError(t, rows[1].Err)
 	assert.Equal(t, 6, rows[1].Resolved)
+	assert.Empty(t, rows[1].FirstErrorKind)
+	// A kernel that does not resolve the patch names the first failure's
+	// kind; one that cannot be read, "unreadable".
+	rows = Fleet(m, []string{testutil.Corpus(t, "host/kallsyms-6.18.44-firecracker.txt"), "/nonexistent"}, FleetOptions{})
+	assert.Equal(t, []string{"not_found", "unreadable"}, []string{rows[0].FirstErrorKind, rows[1].FirstErrorKind})
 
 	ix, err := kallsyms.Open(amd64, nil)
 	require.NoError(t, err)

@@ -132,6 +132,8 @@ type checkRow struct {
 	Deferred   int     `json:"deferred"`
 	Errors     int     `json:"errors"`
 	FirstError *string `json:"first_error"`
+	// FirstErrorKind: pipeline.KernelResult.FirstErrorKind.
+	FirstErrorKind string `json:"first_error_kind,omitempty"`
 	// LoaderUnresolved (without --link): ordinary symbols insmod would
 	// refuse on this kernel.
 	LoaderUnresolved []string `json:"loader_unresolved,omitempty"`
@@ -157,7 +159,7 @@ func checkJSON(m *klp.Module, rows []pipeline.KernelResult) *checkOut {
 			Millis: float64(r.Time.Microseconds()) / 1e3}
 		if r.FirstError != "" {
 			s := r.FirstError
-			row.FirstError = &s
+			row.FirstError, row.FirstErrorKind = &s, r.FirstErrorKind
 		}
 		row.LoaderUnresolved = r.LoaderMissing
 		if r.Err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/xml"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -69,11 +68,7 @@ func checkJUnit(m *klp.Module, rows []pipeline.KernelResult, elapsed time.Durati
 		switch {
 		case r.Err != nil:
 			suite.Errors++
-			typ := "unreadable"
-			if errors.Is(r.Err, pipeline.ErrArchMismatch) {
-				typ = "wrong-architecture"
-			}
-			c.Error = &junitProblem{Message: r.FirstError, Type: typ, Text: r.Err.Error()}
+			c.Error = &junitProblem{Message: r.FirstError, Type: r.FirstErrorKind, Text: r.Err.Error()}
 		case !r.OK:
 			suite.Failures++
 			c.Failure = &junitProblem{Message: r.FirstError, Type: "unresolved", Text: counts + "\nfirst error: " + r.FirstError}

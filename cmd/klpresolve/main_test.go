@@ -496,7 +496,7 @@ func TestCheckJUnit(t *testing.T) {
 	require.NoError(t, xml.Unmarshal([]byte(out), &r2))
 	require.Len(t, r2.Suites[0].Cases, 1)
 	require.NotNil(t, r2.Suites[0].Cases[0].Error)
-	assert.Equal(t, "wrong-architecture", r2.Suites[0].Cases[0].Error.Type)
+	assert.Equal(t, "wrong_architecture", r2.Suites[0].Cases[0].Error.Type)
 
 	code, _, errs := runCLI(t, "check", fixture("livepatch-sample.ko"), "--kallsyms", example, "--format", "yaml")
 	assert.Equal(t, 2, code)
