@@ -2,7 +2,9 @@ package cfi
 
 import (
 	"errors"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -284,4 +286,47 @@ func TestLookupInsideSection(t *testing.T) {
 	assert.Equal(t, InShadow, src)
 	assert.Equal(t, uint64(a+page), fn)
 	r.Exit()
+}
+
+// slotlessMapper reports every slot in use for its first busy calls,
+// then hands out heap regions.
+type slotlessMapper struct {
+	mu    sync.Mutex
+	busy  int
+	calls int
+}
+
+func (m *slotlessMapper) alloc(n, k int) ([][]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls++
+	if m.calls <= m.busy {
+		return nil, errNoSlot
+	}
+	out := make([][]byte, max(k, 1))
+	for i := range out {
+		out[i] = make([]byte, n)
+	}
+	return out, nil
+}
+func (m *slotlessMapper) writable(mem []byte) ([]byte, error) { return mem, nil }
+func (m *slotlessMapper) free([]byte) error                   { return nil }
+func (m *slotlessMapper) freeAll([][]byte) error              { return nil }
+func (m *slotlessMapper) capacity() int                       { return 64 }
+func (m *slotlessMapper) close() error                        { return nil }
+
+// TestSparesRetryWhenSlotsReturn: the spare filler waits out a mapper
+// with no free slot (writers mapped their own, reclaim gives them back)
+// instead of stopping for good; another error still stops it.
+func TestSparesRetryWhenSlotsReturn(t *testing.T) {
+	m := &slotlessMapper{busy: 2}
+	p := newSpares(m, 4096, 4)
+	defer p.close()
+	require.Eventually(t, func() bool {
+		mem, err := p.get()
+		return err == nil && len(mem) == 4096
+	}, 5*time.Second, time.Millisecond, "no spare after the slots came back")
+	m.mu.Lock()
+	assert.Greater(t, m.calls, 2)
+	m.mu.Unlock()
 }

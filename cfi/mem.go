@@ -1,8 +1,19 @@
 package cfi
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 var errNoSpare = errors.New("no spare mapping")
+
+// errNoSlot: a mapper with a fixed number of regions has none free. It
+// passes: regions come back as shadows are reclaimed.
+var errNoSlot = errors.New("cfi: every shadow slot is in use")
+
+// spareRetry is how long the filler waits before mapping again after
+// errNoSlot.
+const spareRetry = time.Millisecond
 
 // mapper provides shadow memory. A region is seen by readers only
 // through a read-only mapping (alloc), and by the writer through a
@@ -43,6 +54,17 @@ func (p *spares) fill() {
 	defer close(p.done)
 	for {
 		mems, err := p.m.alloc(p.size, spareBatch)
+		if errors.Is(err, errNoSlot) {
+			// Writers that found no spare mapped batches of their own
+			// and hold every slot for now: wait for reclaim, rather
+			// than leave every later update to map on the writer's path.
+			select {
+			case <-time.After(spareRetry):
+				continue
+			case <-p.stop:
+				return
+			}
+		}
 		if err != nil {
 			// Out of memory: writers map (and fail) on their own.
 			<-p.stop

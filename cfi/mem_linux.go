@@ -65,8 +65,6 @@ func newMemfdMapper(slot, slots int, populate bool) (*memfdMapper, error) {
 	return m, nil
 }
 
-var errNoSlot = errors.New("cfi: every shadow slot is in use")
-
 // takeRun claims the first run of k free slots, or else the longest run
 // there is (mu held).
 func (m *memfdMapper) takeRun(k int) (start, n int) {
