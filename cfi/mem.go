@@ -11,9 +11,14 @@ var errNoSpare = errors.New("no spare mapping")
 // passes: regions come back as shadows are reclaimed.
 var errNoSlot = errors.New("cfi: every shadow slot is in use")
 
-// spareRetry is how long the filler waits before mapping again after
-// errNoSlot.
-const spareRetry = time.Millisecond
+// spareRetry is how long the filler first waits before mapping again
+// after errNoSlot; the wait doubles up to spareRetryMax while slots stay
+// taken (readers may hold old shadows for long), so that an idle Set is
+// not woken a thousand times a second.
+const (
+	spareRetry    = time.Millisecond
+	spareRetryMax = 64 * time.Millisecond
+)
 
 // mapper provides shadow memory. A region is seen by readers only
 // through a read-only mapping (alloc), and by the writer through a
@@ -52,6 +57,7 @@ const spareBatch = 8
 
 func (p *spares) fill() {
 	defer close(p.done)
+	wait := spareRetry
 	for {
 		mems, err := p.m.alloc(p.size, spareBatch)
 		if errors.Is(err, errNoSlot) {
@@ -59,12 +65,14 @@ func (p *spares) fill() {
 			// and hold every slot for now: wait for reclaim, rather
 			// than leave every later update to map on the writer's path.
 			select {
-			case <-time.After(spareRetry):
+			case <-time.After(wait):
+				wait = min(2*wait, spareRetryMax)
 				continue
 			case <-p.stop:
 				return
 			}
 		}
+		wait = spareRetry
 		if err != nil {
 			// Out of memory: writers map (and fail) on their own.
 			<-p.stop
