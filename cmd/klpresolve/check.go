@@ -58,7 +58,7 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 			if len(kernels) == 0 {
 				return &exitError{exitUsage, errors.New("check needs --kallsyms (repeatable) or --kernels DIR")}
 			}
-			m, err := a.openPatch(args[0])
+			m, err := openModule(a, args[0], klp.Parse)
 			if err != nil {
 				return err
 			}

@@ -8,8 +8,6 @@ import (
 
 	"github.com/klpresolve/klpresolve/internal/atomicfile"
 	"github.com/klpresolve/klpresolve/internal/input"
-	"github.com/klpresolve/klpresolve/klp"
-	"github.com/klpresolve/klpresolve/modplt"
 )
 
 // The files a command reads (modules) and writes (snapshots, converted and
@@ -75,28 +73,18 @@ func (a *app) oneStdin(module string) error {
 	return nil
 }
 
-// openPatch is readModule for klp: a livepatch module.
-func (a *app) openPatch(path string) (*klp.Module, error) {
+// openModule reads the module at path (readModule) and describes it with
+// parse: klp.Parse for a livepatch module, modplt.Parse for any module to
+// count or link.
+func openModule[M any](a *app, path string, parse func(name string, data []byte) (M, error)) (M, error) {
+	var zero M
 	name, data, err := a.readModule(path)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	m, err := klp.Parse(name, data)
+	m, err := parse(name, data)
 	if err != nil {
-		return nil, &exitError{exitUsage, err}
-	}
-	return m, nil
-}
-
-// openModule is readModule for modplt: any module, to count or link.
-func (a *app) openModule(path string) (*modplt.Module, error) {
-	name, data, err := a.readModule(path)
-	if err != nil {
-		return nil, err
-	}
-	m, err := modplt.Parse(name, data)
-	if err != nil {
-		return nil, &exitError{exitUsage, err}
+		return zero, &exitError{exitUsage, err}
 	}
 	return m, nil
 }

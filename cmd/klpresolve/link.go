@@ -57,7 +57,7 @@ Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
 			if opts.InitBase, err = parseAddr(initBase); err != nil {
 				return err
 			}
-			m, err := a.openModule(args[0])
+			m, err := openModule(a, args[0], modplt.Parse)
 			if err != nil {
 				return err
 			}

@@ -33,7 +33,7 @@ Exit status: 0 counted, 1 the kernel would refuse the module (no .plt section),
 			if opts.Mode, err = modplt.ParseMode(mode); err != nil {
 				return &exitError{exitUsage, err}
 			}
-			m, err := a.openModule(args[0])
+			m, err := openModule(a, args[0], modplt.Parse)
 			if err != nil {
 				return err
 			}

@@ -66,7 +66,7 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 		return err
 	}
 	t1 := time.Now()
-	m, err := a.openPatch(path)
+	m, err := openModule(a, path, klp.Parse)
 	if err != nil {
 		return err
 	}
