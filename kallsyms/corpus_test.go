@@ -463,3 +463,21 @@ func TestCorpusAddrExtent(t *testing.T) {
 	assert.False(t, ok)
 	assert.True(t, a.Past)
 }
+
+// TestCorpusListsData: a symbol list says it lists data exactly when it
+// has jiffies, the data symbol every kernel has: both System.maps and
+// the amd64 kallsyms (CONFIG_KALLSYMS_ALL), not the arm64 kallsyms or
+// the 6.18 host's (code only).
+func TestCorpusListsData(t *testing.T) {
+	listed := 0
+	for _, p := range corpusSymbolFiles {
+		ix, err := Open(testutil.Corpus(t, p), nil)
+		require.NoError(t, err)
+		_, jiffies := ix.Find("vmlinux", "jiffies", 0)
+		assert.Equal(t, jiffies, ix.ListsData(), p)
+		if jiffies {
+			listed++
+		}
+	}
+	assert.Equal(t, 4, listed)
+}

@@ -210,6 +210,27 @@ func (ix *Index) HasObject(object string) bool {
 	return ok && !ix.objs[i].pseudo
 }
 
+// ListsData reports whether the input lists vmlinux's data symbols (types
+// d, D, b, B, r, R make up at least 1% of its symbols). A System.map and
+// a CONFIG_KALLSYMS_ALL kallsyms do (about half their symbols); a
+// kallsyms built without it lists code only (1 data symbol in 50,336 on
+// Debian's arm64 6.1, 74 in 122,152 on the corpus's 6.18 host), so data
+// a module uses cannot resolve against it. O(vmlinux's symbols).
+func (ix *Index) ListsData() bool {
+	if len(ix.objs) == 0 {
+		return false
+	}
+	o := &ix.objs[0]
+	data := 0
+	for _, s := range ix.syms[o.start:o.end] {
+		switch s.typ | 0x20 {
+		case 'd', 'b', 'r':
+			data++
+		}
+	}
+	return data > 0 && data*100 >= int(o.end-o.start)
+}
+
 // archSymbols are vmlinux symbols that one architecture's entry code
 // defines and no other's: x86_64's head_64.S and head64.c, arm64's
 // head.S and entry.S, arm's entry-common.S. Names use the kernel's (and

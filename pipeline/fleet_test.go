@@ -315,3 +315,27 @@ func TestArchMismatch(t *testing.T) {
 	require.NoError(t, err)
 	assert.NoError(t, CheckArch("arm64", unknown))
 }
+
+// TestCodeOnly: an unresolved ordinary symbol against a kallsyms without
+// data symbols (the 6.18 host's) is flagged, as that may be why; against
+// one that lists data (the Debian 6.1 amd64 kallsyms) it is not, with or
+// without linking.
+func TestCodeOnly(t *testing.T) {
+	m, err := klp.Open(filepath.Join(testutil.RepoRoot(), "testdata", "klp", "livepatch-sample.ko"))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		kernel   string
+		codeOnly bool
+	}{
+		{"host/kallsyms-6.18.44-firecracker.txt", true},
+		{"amd64/kallsyms-6.1.0-57-amd64.txt", false},
+	} {
+		ix, err := kallsyms.Open(testutil.Corpus(t, tc.kernel), nil)
+		require.NoError(t, err)
+		for _, link := range []bool{false, true} {
+			rep, err := Run(m, ix, Options{Link: link})
+			require.NoError(t, err)
+			assert.Equal(t, tc.codeOnly, rep.CodeOnly, "%s link=%v", tc.kernel, link)
+		}
+	}
+}

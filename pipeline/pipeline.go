@@ -98,6 +98,10 @@ type Report struct {
 	// LoaderMissing), those the kernel has but does not export to this
 	// module.
 	NotExported map[string]Hidden
+	// CodeOnly: some ordinary symbols did not resolve, and the kernel's
+	// symbol list has no data symbols (kallsyms.Index.ListsData: a
+	// kallsyms without CONFIG_KALLSYMS_ALL), which may be why.
+	CodeOnly bool
 	// Times of the phases.
 	ResolveTime, LinkTime time.Duration
 }
@@ -183,6 +187,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 	if !opts.Link {
 		rep.LoaderMissing = loaderMissing(m.ELF(), ix, gplOK)
 		rep.NotExported = NotExported(ix, rep.LoaderMissing, gplOK)
+		rep.CodeOnly = len(rep.LoaderMissing) > 0 && !ix.ListsData()
 		rep.ResolveTime = time.Since(t0)
 		return rep, nil
 	}
@@ -225,6 +230,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 	img.Unresolved = unresolved
 	rep.Image = img
 	rep.NotExported = NotExported(ix, unresolved, gplOK)
+	rep.CodeOnly = len(unresolved) > 0 && !ix.ListsData()
 	rep.CFI, err = recordCFI(img)
 	if err != nil {
 		return nil, err

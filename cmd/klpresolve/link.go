@@ -80,10 +80,16 @@ Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
 				}
 			}
 			hidden := pipeline.NotExported(ix, img.Unresolved, m.GPLCompatible())
+			codeOnly := ""
+			if len(img.Unresolved) > 0 && !ix.ListsData() {
+				codeOnly = ix.Source()
+			}
 			if format == "json" {
-				err = writeJSON(a, linkReport(img, hidden))
+				j := linkReport(img, hidden)
+				j.KallsymsCodeOnly = codeOnly != ""
+				err = writeJSON(a, j)
 			} else {
-				writeLinkText(a, img, hidden, out)
+				writeLinkText(a, img, hidden, out, codeOnly)
 			}
 			if err != nil {
 				return err
@@ -116,6 +122,9 @@ type linkJSON struct {
 	PLTCore     [2]int            `json:"plt_core_used_max"`
 	PLTInit     [2]int            `json:"plt_init_used_max"`
 	GOT         [2]int            `json:"got_used_max"`
+	// KallsymsCodeOnly: the symbol list has no data symbols, which may be
+	// why some did not resolve (pipeline.Report.CodeOnly).
+	KallsymsCodeOnly bool `json:"kallsyms_code_only,omitempty"`
 }
 
 type notExportedJSON struct {
@@ -180,7 +189,9 @@ func linkReport(img *modplt.Image, hidden map[string]pipeline.Hidden) linkJSON {
 	return j
 }
 
-func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden, out string) {
+// writeLinkText prints link's report; codeOnly names the symbol list when
+// it has no data symbols and some did not resolve ("" otherwise).
+func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden, out, codeOnly string) {
 	m := img.Module
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "SECTION\tREGION\tADDRESS\tSIZE\n")
@@ -196,6 +207,9 @@ func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden,
 	}
 	for _, s := range img.Unresolved {
 		fmt.Fprintln(a.stdout, unresolvedLine(s, hidden))
+	}
+	if codeOnly != "" {
+		fmt.Fprintln(a.stdout, codeOnlyNote(codeOnly))
 	}
 	for i, e := range img.Errors {
 		if i == 20 {

@@ -920,3 +920,26 @@ func TestModuleFromStdin(t *testing.T) {
 		assert.Contains(t, errs, "standard input cannot hold both the module (-) and the kernel's symbols (--kallsyms -)", args)
 	}
 }
+
+// TestCodeOnlyJSON: the main job's JSON flags a code-only symbol list when
+// ordinary symbols do not resolve, with and without --link.
+func TestCodeOnlyJSON(t *testing.T) {
+	host := testutil.Corpus(t, "host/kallsyms-6.18.44-firecracker.txt")
+	var j struct {
+		KallsymsCodeOnly bool `json:"kallsyms_code_only"`
+		Link             *struct {
+			KallsymsCodeOnly bool `json:"kallsyms_code_only"`
+		}
+	}
+	_, out, _ := runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", host, "--format", "json")
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	assert.True(t, j.KallsymsCodeOnly)
+	_, out, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", host, "--format", "json", "--link")
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	require.NotNil(t, j.Link)
+	assert.True(t, j.Link.KallsymsCodeOnly)
+	_, out, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), "--format", "json")
+	var full map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &full))
+	assert.NotContains(t, full, "kallsyms_code_only", "a list with data symbols")
+}

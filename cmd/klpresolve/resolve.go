@@ -100,8 +100,10 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 		if rep.Image == nil {
 			j.LoaderUnresolved = append([]string{}, rep.LoaderMissing...)
 			j.LoaderNotExported = notExportedList(rep.LoaderMissing, rep.NotExported)
+			j.KallsymsCodeOnly = rep.CodeOnly
 		} else {
 			lj := linkReport(rep.Image, rep.NotExported)
+			lj.KallsymsCodeOnly = rep.CodeOnly
 			j.Link = &lj
 			j.CFI = cfiJSON(rep.CFI)
 		}
@@ -137,6 +139,9 @@ func writeLinkSummary(w io.Writer, rep *pipeline.Report, out string) {
 	fmt.Fprintln(w)
 	for _, u := range img.Unresolved {
 		fmt.Fprintf(w, "  %s\n", unresolvedLine(u, rep.NotExported))
+	}
+	if rep.CodeOnly {
+		fmt.Fprintf(w, "  %s\n", codeOnlyNote(rep.Resolution.Source))
 	}
 	for i, e := range img.Errors {
 		if i == 20 {
@@ -227,9 +232,12 @@ type jsonOut struct {
 	// the kernel has but does not export to the module.
 	LoaderUnresolved  []string          `json:"loader_unresolved,omitempty"`
 	LoaderNotExported []notExportedJSON `json:"loader_not_exported,omitempty"`
-	Link              *linkJSON         `json:"link,omitempty"`
-	CFI               *cfiOut           `json:"cfi,omitempty"`
-	Summary           struct {
+	// KallsymsCodeOnly (without --link; with it, link's): the symbol list
+	// has no data symbols, which may be why some did not resolve.
+	KallsymsCodeOnly bool      `json:"kallsyms_code_only,omitempty"`
+	Link             *linkJSON `json:"link,omitempty"`
+	CFI              *cfiOut   `json:"cfi,omitempty"`
+	Summary          struct {
 		Resolved int `json:"resolved"`
 		Deferred int `json:"deferred"`
 		Errors   int `json:"errors"`
@@ -272,6 +280,12 @@ func jsonResolution(res *klp.Resolution) *jsonOut {
 	}
 	out.Summary.Resolved, out.Summary.Deferred, out.Summary.Errors = res.Resolved, res.Deferred, res.Errors
 	return out
+}
+
+// codeOnlyNote says why data symbols may be unresolved: the symbol list
+// has none (kallsyms.Index.ListsData).
+func codeOnlyNote(source string) string {
+	return "(" + source + " lists code symbols only, as a kallsyms without CONFIG_KALLSYMS_ALL does: data symbols cannot resolve against it; the System.map of the same build lists them)"
 }
 
 // loaderNote lists the ordinary symbols insmod would refuse (the main
@@ -360,6 +374,9 @@ func writeResolution(w io.Writer, rep *pipeline.Report, strict bool) {
 	}
 	if len(rep.LoaderMissing) > 0 {
 		fmt.Fprintln(w, loaderNote(rep.LoaderMissing, rep.NotExported))
+		if rep.CodeOnly {
+			fmt.Fprintf(w, "  %s\n", codeOnlyNote(res.Source))
+		}
 	}
 	verdict := "OK"
 	if !res.OK(strict) {
