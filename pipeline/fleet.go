@@ -28,6 +28,9 @@ type KernelResult struct {
 	// insmod would refuse on this kernel (Report.LoaderMissing); they do
 	// not make the row fail.
 	LoaderMissing []string
+	// CodeOnly: Report.CodeOnly (ordinary symbols unresolved, and the
+	// kernel's symbol list has no data symbols).
+	CodeOnly bool
 	// Err is set when the kernel's symbols could not be read, or are
 	// another architecture's (ErrArchMismatch): the row has no counts.
 	Err  error
@@ -111,7 +114,7 @@ func checkOne(m *klp.Module, kernel string, o FleetOptions) KernelResult {
 	}
 	res := rep.Resolution
 	kr.Resolved, kr.Deferred, kr.Errors = res.Resolved, res.Deferred, res.Errors
-	kr.LoaderMissing = rep.LoaderMissing
+	kr.LoaderMissing, kr.CodeOnly = rep.LoaderMissing, rep.CodeOnly
 	for _, r := range res.Results {
 		if r.Err != nil {
 			kr.FirstError, kr.FirstErrorKind = r.Err.Kernel, r.Err.Kind()

@@ -137,8 +137,10 @@ type checkRow struct {
 	// LoaderUnresolved (without --link): ordinary symbols insmod would
 	// refuse on this kernel.
 	LoaderUnresolved []string `json:"loader_unresolved,omitempty"`
-	ReadError        *string  `json:"read_error,omitempty"`
-	Millis           float64  `json:"ms"`
+	// KallsymsCodeOnly: pipeline.KernelResult.CodeOnly.
+	KallsymsCodeOnly bool    `json:"kallsyms_code_only,omitempty"`
+	ReadError        *string `json:"read_error,omitempty"`
+	Millis           float64 `json:"ms"`
 }
 
 type checkOut struct {
@@ -161,7 +163,7 @@ func checkJSON(m *klp.Module, rows []pipeline.KernelResult) *checkOut {
 			s := r.FirstError
 			row.FirstError, row.FirstErrorKind = &s, r.FirstErrorKind
 		}
-		row.LoaderUnresolved = r.LoaderMissing
+		row.LoaderUnresolved, row.KallsymsCodeOnly = r.LoaderMissing, r.CodeOnly
 		if r.Err != nil {
 			s := r.Err.Error()
 			row.ReadError = &s
@@ -192,6 +194,15 @@ func writeLoaderNote(w io.Writer, rows []pipeline.KernelResult) {
 	}
 	if n > 0 {
 		fmt.Fprintf(w, "note: insmod would refuse ordinary symbols on %d kernel(s) (first: %s, \"Unknown symbol\"); --link checks the whole module\n", n, first)
+	}
+	codeOnly := 0
+	for _, r := range rows {
+		if r.CodeOnly {
+			codeOnly++
+		}
+	}
+	if codeOnly > 0 {
+		fmt.Fprintf(w, "note: %d kernel(s) with unresolved symbols list code symbols only (a kallsyms without CONFIG_KALLSYMS_ALL): data symbols cannot resolve against them; their System.maps list them\n", codeOnly)
 	}
 }
 

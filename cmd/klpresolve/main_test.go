@@ -942,4 +942,18 @@ func TestCodeOnlyJSON(t *testing.T) {
 	var full map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &full))
 	assert.NotContains(t, full, "kallsyms_code_only", "a list with data symbols")
+
+	// check: a closing note, and the row's field.
+	amd64 := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	_, out, _ = runCLI(t, "check", fixture("livepatch-sample.ko"), "--kallsyms", amd64, "--kallsyms", host)
+	assert.Contains(t, out, "note: 1 kernel(s) with unresolved symbols list code symbols only")
+	_, out, _ = runCLI(t, "check", fixture("livepatch-sample.ko"), "--kallsyms", amd64, "--kallsyms", host, "--format", "json")
+	var c struct {
+		Kernels []struct {
+			KallsymsCodeOnly bool `json:"kallsyms_code_only"`
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &c))
+	require.Len(t, c.Kernels, 2)
+	assert.Equal(t, []bool{false, true}, []bool{c.Kernels[0].KallsymsCodeOnly, c.Kernels[1].KallsymsCodeOnly})
 }
