@@ -475,6 +475,18 @@ func TestCorpusListsData(t *testing.T) {
 		require.NoError(t, err)
 		_, jiffies := ix.Find("vmlinux", "jiffies", 0)
 		assert.Equal(t, jiffies, ix.ListsData(), p)
+		// And the share of data symbols, counted from the raw lines
+		// (ListsData takes jiffies as its shortcut).
+		n, data := 0, 0
+		for _, l := range readRaw(t, testutil.Corpus(t, p)) {
+			if l.obj == "vmlinux" {
+				n++
+				if strings.Contains("dDbBrR", l.typ) {
+					data++
+				}
+			}
+		}
+		assert.Equal(t, data*100 >= n, ix.ListsData(), "%s: %d data symbols of %d", p, data, n)
 		if jiffies {
 			listed++
 		}

@@ -215,10 +215,14 @@ func (ix *Index) HasObject(object string) bool {
 // a CONFIG_KALLSYMS_ALL kallsyms do (about half their symbols); a
 // kallsyms built without it lists code only (1 data symbol in 50,336 on
 // Debian's arm64 6.1, 74 in 122,152 on the corpus's 6.18 host), so data
-// a module uses cannot resolve against it. O(vmlinux's symbols).
+// a module uses cannot resolve against it. O(1) where vmlinux lists
+// jiffies, the data every kernel has; O(vmlinux's symbols) otherwise.
 func (ix *Index) ListsData() bool {
 	if len(ix.objs) == 0 {
 		return false
+	}
+	if _, ok := ix.Find(Vmlinux, "jiffies", 1); ok {
+		return true
 	}
 	o := &ix.objs[0]
 	data := 0
