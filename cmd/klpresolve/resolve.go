@@ -455,7 +455,7 @@ them), or written name@ADDRESS to pick the occurrence at that address.`,
 			}
 			if ix != nil {
 				// Positions counted in another architecture's kernel.
-				if f, err := elfobj.Parse(name, in); err == nil {
+				if f, err := elfobj.ParseHeader(name, in); err == nil {
 					if err := pipeline.CheckArch(elfobj.ArchName(f.Machine), ix); err != nil {
 						return &exitError{exitUsage, err}
 					}

@@ -131,8 +131,10 @@ func isSymbolLine(line []byte) bool {
 // Is64 reports a 64-bit file.
 func (f *File) Is64() bool { return f.Class == elf.ELFCLASS64 }
 
-// Parse validates data as an ELF object. name is used in errors.
-func Parse(name string, data []byte) (*File, error) {
+// ParseHeader reads only data's ELF header: its class, byte order, type,
+// machine and flags (for a caller that hands the bytes on, as the CLI's
+// architecture check does before klp.Convert). name is used in errors.
+func ParseHeader(name string, data []byte) (*File, error) {
 	f := &File{Name: name, Data: data}
 	if len(data) < 16 || !bytes.HasPrefix(data, []byte(elf.ELFMAG)) {
 		return nil, f.errf("", "not an ELF file (no \\x7fELF magic)%s", notELF(data))
@@ -146,12 +148,11 @@ func Parse(name string, data []byte) (*File, error) {
 	default:
 		return nil, f.errf("", "unknown data encoding %d", data[elf.EI_DATA])
 	}
-	var hdrSize, shentMin int
+	hdrSize := 52
 	switch f.Class {
 	case elf.ELFCLASS64:
-		hdrSize, shentMin = 64, 64
+		hdrSize = 64
 	case elf.ELFCLASS32:
-		hdrSize, shentMin = 52, 40
 	default:
 		return nil, f.errf("", "unknown class %d", data[elf.EI_CLASS])
 	}
@@ -161,15 +162,30 @@ func Parse(name string, data []byte) (*File, error) {
 	o := f.Order
 	f.Type = elf.Type(o.Uint16(data[16:]))
 	f.Machine = elf.Machine(o.Uint16(data[18:]))
+	if f.Is64() {
+		f.Flags = o.Uint32(data[48:])
+	} else {
+		f.Flags = o.Uint32(data[36:])
+	}
+	return f, nil
+}
+
+// Parse validates data as an ELF object. name is used in errors.
+func Parse(name string, data []byte) (*File, error) {
+	f, err := ParseHeader(name, data)
+	if err != nil {
+		return nil, err
+	}
+	o := f.Order
 	var shoff uint64
 	var shentsize, shnum, shstrndx int
+	shentMin := 40
 	if f.Is64() {
+		shentMin = 64
 		shoff = o.Uint64(data[40:])
-		f.Flags = o.Uint32(data[48:])
 		shentsize, shnum, shstrndx = int(o.Uint16(data[58:])), int(o.Uint16(data[60:])), int(o.Uint16(data[62:]))
 	} else {
 		shoff = uint64(o.Uint32(data[32:]))
-		f.Flags = o.Uint32(data[36:])
 		shentsize, shnum, shstrndx = int(o.Uint16(data[46:])), int(o.Uint16(data[48:])), int(o.Uint16(data[50:]))
 	}
 	if shoff == 0 {

@@ -118,3 +118,24 @@ func TestBuilderRoundTrip(t *testing.T) {
 		require.Equal(t, rs, got)
 	}
 }
+
+// ParseHeader reads the header alone, as Parse does: the same class,
+// order, type, machine and flags, from the first 64 bytes only (a file
+// whose sections are cut off still has a header); the same errors for a
+// header that is not one.
+func TestParseHeader(t *testing.T) {
+	data := sample(t)
+	full, err := Parse("patch.o", data)
+	require.NoError(t, err)
+	h, err := ParseHeader("patch.o", data[:64])
+	require.NoError(t, err)
+	assert.Equal(t, []any{full.Class, full.Order, full.Type, full.Machine, full.Flags}, []any{h.Class, h.Order, h.Type, h.Machine, h.Flags})
+	assert.Equal(t, elf.EM_X86_64, h.Machine)
+	assert.Nil(t, h.Sections)
+	_, err = ParseHeader("short.o", data[:40])
+	assert.EqualError(t, err, "short.o: truncated ELF header (40 of 64 bytes)")
+	_, err = Parse("short.o", data[:40])
+	assert.EqualError(t, err, "short.o: truncated ELF header (40 of 64 bytes)")
+	_, err = ParseHeader("text.o", []byte("ffffffff81000000 T vfs_read\n"))
+	assert.ErrorIs(t, err, ErrMalformed)
+}
