@@ -3,7 +3,6 @@ package klp
 import (
 	"debug/elf"
 	"fmt"
-	"strings"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 )
@@ -63,7 +62,7 @@ func convert(name string, obj []byte, syms []ConvertSymbol, hooks *convertHooks)
 			return nil, fmt.Errorf("%s: object name %q: must be 1-%d bytes without dots", name, s.Object, ModuleNameMax)
 		}
 		if neverLoads(s.Object) {
-			return nil, fmt.Errorf("%s: object name %q: %w: module names have underscores where their files have dashes (KBUILD_MODNAME): %q", name, s.Object, ErrNeverLoads, strings.ReplaceAll(s.Object, "-", "_"))
+			return nil, fmt.Errorf("%s: object name %q: %w", name, s.Object, neverLoadsError(s.Object))
 		}
 		if s.Name == "" || len(s.Name) > SymbolNameMax || containsAny(s.Name, ",") {
 			return nil, fmt.Errorf("%s: symbol name %q: must be 1-%d bytes without commas", name, s.Name, SymbolNameMax)

@@ -184,6 +184,12 @@ func (m *Module) lookupErr(s *RelaSection, r *Relocation, err error) *RelocError
 // resolveKpatch resolves a legacy module's dynrelas the way kpatch's core
 // module did (kpatch_write_relocations(): an external symbol by name, else
 // the same object/name/sympos rules as livepatch) and its functions.
+// where is a dynrela as relocErr and lookupErr locate a failure.
+func (d Dynrela) where() (*RelaSection, *Relocation) {
+	return &RelaSection{Name: ".kpatch.dynrelas", Object: d.Object},
+		&Relocation{Index: d.Index, Symbol: d.Name, Sym: SymbolName{Object: d.Object, Name: d.Name, Pos: d.Pos}}
+}
+
 func (m *Module) resolveKpatch(ix *kallsyms.Index, res *Resolution, deferred map[string]bool) {
 	for _, d := range m.Kpatch.Dynrelas {
 		out := Result{Section: ".kpatch.dynrelas", Index: d.Index, Type: d.TypeName, Symbol: d.Name,
@@ -193,8 +199,7 @@ func (m *Module) resolveKpatch(ix *kallsyms.Index, res *Resolution, deferred map
 		switch {
 		case neverLoads(d.Object):
 			// kpatch's core module matched objects by name too.
-			s := &RelaSection{Name: ".kpatch.dynrelas", Object: d.Object}
-			r := &Relocation{Index: d.Index, Symbol: d.Name, Sym: SymbolName{Object: d.Object, Name: d.Name, Pos: d.Pos}}
+			s, r := d.where()
 			out.Status, out.Err = Failed, m.relocErr(s, r, neverLoadsError(d.Object))
 			res.add(out)
 			continue
@@ -209,8 +214,7 @@ func (m *Module) resolveKpatch(ix *kallsyms.Index, res *Resolution, deferred map
 			sym, err = ix.Lookup(d.Object, d.Name, d.Pos)
 		}
 		if err != nil {
-			s := &RelaSection{Name: ".kpatch.dynrelas", Object: d.Object}
-			r := &Relocation{Index: d.Index, Symbol: d.Name, Sym: SymbolName{Object: d.Object, Name: d.Name, Pos: d.Pos}}
+			s, r := d.where()
 			out.Status, out.Err = Failed, m.lookupErr(s, r, err)
 		} else {
 			out.Status, out.Address = Resolved, sym.Address
