@@ -256,7 +256,7 @@ var archSymbols = []struct {
 func (ix *Index) Arch() (arch, evidence string) {
 	for _, a := range archSymbols {
 		for _, n := range a.names {
-			if _, ok := ix.Find("vmlinux", n, 1); ok {
+			if _, ok := ix.Find(Vmlinux, n, 1); ok {
 				return a.arch, n
 			}
 		}

@@ -34,10 +34,10 @@ type Options struct {
 	// 6.2-6.10 built with CONFIG_LTO_CLANG (kallsyms_on_each_match_symbol()
 	// compares names after cleanup_symbol_name()); modules' symbols are
 	// matched exactly, as module_kallsyms_on_each_symbol() always did.
-	// Exact matching, as 6.1 and 6.11+ do, is the default. A snapshot written in LTO mode
-	// loads in it anyway; one written without it loads in LTO mode when
-	// LTO is set, except a raw one, whose tables are stored with exact
-	// keys (ErrSnapshotExact).
+	// Exact matching, as 6.1 and 6.11+ do, is the default. A snapshot
+	// written in LTO mode loads in it anyway; one written without it
+	// loads in LTO mode when LTO is set, except a raw one, whose tables
+	// are stored with exact keys (ErrSnapshotExact).
 	LTO bool
 	// Workers is how many goroutines parse; 0 means GOMAXPROCS.
 	Workers int

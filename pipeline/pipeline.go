@@ -60,12 +60,19 @@ func CheckArch(arch string, ix *kallsyms.Index) error {
 	return fmt.Errorf("%s: %w: the module is %s, the kernel is %s (its vmlinux has %s)", ix.Source(), ErrArchMismatch, arch, ka, evidence)
 }
 
+// CodeOnly reports whether ordinary symbols are unresolved against ix
+// while ix lists no data symbols (kallsyms.Index.ListsData: a kallsyms
+// without CONFIG_KALLSYMS_ALL), which may be why (Report.CodeOnly).
+func CodeOnly(ix *kallsyms.Index, unresolved []string) bool {
+	return len(unresolved) > 0 && !ix.ListsData()
+}
+
 // KernelEtext is the kernel's _etext from ix (0 when ix does not list it:
 // a kallsyms without CONFIG_KALLSYMS_ALL may not), for
 // modplt.LinkOptions.KernelEtext: arm64 loads modules in the 128 MiB below
 // it.
 func KernelEtext(ix *kallsyms.Index) uint64 {
-	s, ok := ix.Find("vmlinux", "_etext", 0)
+	s, ok := ix.Find(kallsyms.Vmlinux, "_etext", 0)
 	if !ok {
 		return 0
 	}
@@ -187,7 +194,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 	if !opts.Link {
 		rep.LoaderMissing = loaderMissing(m.ELF(), ix, gplOK)
 		rep.NotExported = NotExported(ix, rep.LoaderMissing, gplOK)
-		rep.CodeOnly = len(rep.LoaderMissing) > 0 && !ix.ListsData()
+		rep.CodeOnly = CodeOnly(ix, rep.LoaderMissing)
 		rep.ResolveTime = time.Since(t0)
 		return rep, nil
 	}
@@ -230,7 +237,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 	img.Unresolved = unresolved
 	rep.Image = img
 	rep.NotExported = NotExported(ix, unresolved, gplOK)
-	rep.CodeOnly = len(unresolved) > 0 && !ix.ListsData()
+	rep.CodeOnly = CodeOnly(ix, unresolved)
 	rep.CFI, err = recordCFI(img)
 	if err != nil {
 		return nil, err

@@ -219,7 +219,8 @@ func drawProgress(w io.Writer, done, total int) {
 // it), for a tree with a folder per kernel. None is an error that says so.
 func kernelFiles(dir string) ([]string, error) {
 	var cands []string
-	if strings.ContainsAny(dir, "*?[") {
+	pattern := strings.ContainsAny(dir, "*?[")
+	if pattern {
 		m, err := filepath.Glob(dir)
 		if err != nil {
 			return nil, fmt.Errorf("--kernels %s: %w", dir, err)
@@ -246,7 +247,7 @@ func kernelFiles(dir string) ([]string, error) {
 	}
 	if len(out) == 0 {
 		where := "in it"
-		if strings.ContainsAny(dir, "*?[") {
+		if pattern {
 			where = "match it"
 		}
 		return nil, fmt.Errorf("--kernels %s: no kernel symbol files %s (regular files or links to them)", dir, where)

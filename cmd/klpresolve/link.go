@@ -81,7 +81,7 @@ Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
 			}
 			hidden := pipeline.NotExported(ix, img.Unresolved, m.GPLCompatible())
 			codeOnly := ""
-			if len(img.Unresolved) > 0 && !ix.ListsData() {
+			if pipeline.CodeOnly(ix, img.Unresolved) {
 				codeOnly = ix.Source()
 			}
 			if format == "json" {
