@@ -161,7 +161,8 @@ func (ix *Index) objectOf(i uint32) int {
 }
 
 // Close releases at once the memory the Index maps (a raw snapshot file,
-// or the arrays of an input read as a stream) instead of when the Index
+// the arrays of an input read as a stream or of a large compact snapshot)
+// instead of when the Index
 // is collected, and empties the Index: afterwards it has no objects and
 // no symbols, a lookup fails with an error that wraps ErrClosed, and
 // writing a snapshot of it is ErrClosed. What the Index returned before
@@ -169,7 +170,7 @@ func (ix *Index) objectOf(i uint32) int {
 //
 // A mapping is not Go heap: the collector does not run sooner for it, so a
 // program that opens index after index (klpresolve check, on a folder of
-// raw snapshots) holds every mapping until the next collection: 6.4 GB
+// snapshots) holds every mapping until the next collection: 6.4 GB
 // for a thousand 6.5 MB snapshots. Close must not be called while other
 // goroutines use the Index; calling it again does nothing. An Index read
 // into memory needs no Close (the collector frees it), but may be closed.

@@ -285,6 +285,13 @@ type run struct {
 
 func newRun() run { return run{lo: ^uint64(0), alo: ^uint64(0)} }
 
+// merge adds the lines of s (of the same object) to r.
+func (r *run) merge(s run) {
+	r.count += s.count
+	r.lo, r.hi = min(r.lo, s.lo), max(r.hi, s.hi)
+	r.alo, r.ahi = min(r.alo, s.alo), max(r.ahi, s.ahi)
+}
+
 func (r *run) add(addr uint64, typ byte) {
 	r.count++
 	if typ|0x20 == 'a' {

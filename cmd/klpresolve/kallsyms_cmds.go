@@ -267,10 +267,10 @@ func newSnapshotCmd(a *app) *cobra.Command {
 		Use:   "snapshot --kallsyms PATH -o FILE [--raw]",
 		Short: "Write a compact binary snapshot of a symbol index (any --kallsyms flag reads it)",
 		Long: `Writes the index as a snapshot that any --kallsyms flag reads: by default compact
-(zstd, about a quarter of the text; it loads in about twice the text's parse time), with --raw
-the index as it sits in memory, hash tables included (about 1.3x the text), which loads
-about ten times faster than the text parses: the form for a folder of kernels checked
-at once.`,
+(zstd, column by column: about a ninth of the text, smaller than the text compressed by
+zstd -19; it loads in about one and a half times the text's parse time), with --raw the
+index as it sits in memory, hash tables included (about 1.3x the text), which loads about
+ten times faster than the text parses: the form for a folder of kernels checked at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {

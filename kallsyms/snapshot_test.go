@@ -1,0 +1,263 @@
+package kallsyms
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// chunkyText is an index's text that fills compact snapshot chunks in
+// every way: vmlinux large enough that its table is filled by all
+// workers from the chunks' sorted runs (splitFill symbols or more), with
+// names repeated (chains), modules with their symbols out of address
+// order and names repeated across them, an absolute symbol, and the
+// pseudo-modules.
+func chunkyText() string {
+	var b strings.Builder
+	for i := range splitFill + 3000 {
+		fmt.Fprintf(&b, "%016x t fn_%d\n", 0xffffffff81000000+uint64(i)*0x30, i%(splitFill-100))
+	}
+	fmt.Fprintf(&b, "%016x A __per_cpu_end\n", 0x2c000)
+	for m := range 5 {
+		for i := range 700 {
+			// Newest module first, each in symtab order: addresses go
+			// back and forth.
+			a := 0xffffffffc0400000 - uint64(m)<<20 + uint64((i*7919)%700)*0x40
+			fmt.Fprintf(&b, "%016x t helper_%d\t[mod%d]\n", a, i%300, m)
+		}
+	}
+	b.WriteString("ffffffffc0003000 t ftrace_trampoline\t[__builtin__ftrace]\n")
+	b.WriteString("ffffffffc0004000 t bpf_prog_x\t[bpf]\n")
+	return b.String()
+}
+
+// TestSnapshotChunks: a compact snapshot cut into chunks of every size
+// (one symbol's names, chunks that end inside an object and across
+// several, the writer's) loads into the same index, with the same
+// addresses' answers, for exact and LTO matching.
+func TestSnapshotChunks(t *testing.T) {
+	text := chunkyText()
+	for _, lto := range []bool{false, true} {
+		ix := mustParse(t, text, &Options{LTO: lto})
+		chunks := []int{1000, chunkNameBytes}
+		if lto {
+			chunks = []int{77777}
+		}
+		for _, chunk := range chunks {
+			b, err := compactSnapshot(ix.snapshotParts(chunk), lto)
+			require.NoError(t, err)
+			snap, err := ParseBytes("k.snap", b, nil)
+			require.NoError(t, err, "chunks of %d", chunk)
+			sameIndex(t, ix, snap)
+			require.Equal(t, ix.Objects(), snap.Objects())
+			require.Equal(t, lto, snap.LTO())
+			for _, a := range []uint64{0xffffffff81000000, 0xffffffff81000031, 0xffffffffc0400000 + 0x40*699 + 3, 0xffffffffc0003000} {
+				a1, ok1 := ix.Addr(a)
+				a2, ok2 := snap.Addr(a)
+				require.Equal(t, ok1, ok2)
+				require.Equal(t, a1, a2, "%#x", a)
+			}
+			s, err := snap.Lookup("vmlinux", "fn_7", 2)
+			require.NoError(t, err)
+			require.Equal(t, uint64(0xffffffff81000000+uint64(splitFill-100+7)*0x30), s.Address)
+		}
+		// A chunk per symbol.
+		small := mustParse(t, sample, &Options{LTO: lto})
+		parts := small.snapshotParts(1)
+		require.Len(t, parts, 1+2*small.Len())
+		b, err := compactSnapshot(parts, lto)
+		require.NoError(t, err)
+		snap, err := ParseBytes("k.snap", b, nil)
+		require.NoError(t, err)
+		sameIndex(t, small, snap)
+	}
+}
+
+// TestSnapshotSmallerThanText: the compact form of a real list is smaller
+// than the list compressed whole by zstd at its highest level (the
+// columns compress better apart), and a quarter of the old compact
+// form's size or less.
+func TestSnapshotSmallerThanText(t *testing.T) {
+	ix := mustParse(t, chunkyText(), nil)
+	var snap bytes.Buffer
+	require.NoError(t, ix.WriteSnapshot(&snap))
+	text := []byte(chunkyText())
+	whole, err := compactSnapshot([][]byte{text}, false) // one zstd frame of the text
+	require.NoError(t, err)
+	assert.Less(t, snap.Len(), len(whole)-headerSize-8)
+	// Version 1 stored 16 bytes a symbol and the names, in one frame.
+	assert.Less(t, snap.Len(), 16*ix.Len()/4)
+}
+
+// compactSample returns the sample's compact snapshot's parts, and a
+// function that lays out a snapshot from parts with a right checksum:
+// what a forger (not a disk error) produces.
+func compactSample(t *testing.T) ([][]byte, func([][]byte) []byte) {
+	ix := mustParse(t, sample, nil)
+	return ix.snapshotParts(40), func(parts [][]byte) []byte {
+		b, err := compactSnapshot(parts, false)
+		require.NoError(t, err)
+		return b
+	}
+}
+
+func clone(parts [][]byte) [][]byte {
+	c := make([][]byte, len(parts))
+	for i, p := range parts {
+		c[i] = bytes.Clone(p)
+	}
+	return c
+}
+
+// TestSnapshotForged: a compact snapshot whose checksum is right but whose
+// contents lie is refused with an error that says what is wrong.
+func TestSnapshotForged(t *testing.T) {
+	good, build := compactSample(t)
+	require.Greater(t, len(good), 5, "several chunks")
+	le := binary.LittleEndian
+	edit := func(f func(p [][]byte)) []byte {
+		p := clone(good)
+		f(p)
+		return build(p)
+	}
+	cases := map[string]struct {
+		file []byte
+		want string
+	}{
+		"no symbols' names": {edit(func(p [][]byte) { le.PutUint32(p[0][8:], 0) }), "bytes of names for"},
+		"toc counts":        {edit(func(p [][]byte) { le.PutUint32(p[0][12:], 99) }), "its counts need"},
+		"no objects":        {edit(func(p [][]byte) { le.PutUint32(p[0][0:], 0) }), "its counts need"},
+		"more symbols":      {edit(func(p [][]byte) { le.PutUint32(p[0][4:], 18) }), "objects cover 17 of 18 symbols"},
+		"object name":       {edit(func(p [][]byte) { p[0][tocFixed+6] = 'X' }), `first object is "Xmlinux", not vmlinux`},
+		"object twice": {edit(func(p [][]byte) {
+			copy(p[0][bytes.LastIndex(p[0], []byte("bpf")):], "xfs")
+		}), `object "xfs" listed twice`},
+		"object range": {edit(func(p [][]byte) {
+			at := len(p[0]) - 8*5 // vmlinux's record
+			le.PutUint32(p[0][at+4:], 100)
+		}), `object "vmlinux": symbol range 0-100`},
+		"columns size": {edit(func(p [][]byte) { p[1] = p[1][:len(p[1])-1] }), "chunk 0: "},
+		"name lengths": {edit(func(p [][]byte) {
+			m := (len(p[1]) - 8) / columnBytes
+			p[1][8+m]-- // the first name one byte shorter
+		}), "chunk 0: its names are"},
+		"name past its chunk's": {edit(func(p [][]byte) {
+			m := (len(p[1]) - 8) / columnBytes
+			p[1][8+m]++
+		}), "name out of range"},
+		"name length zero": {edit(func(p [][]byte) {
+			m := (len(p[1]) - 8) / columnBytes
+			p[1][8+m] = 0
+		}), "symbol 0: name out of range"},
+		"name too long": {edit(func(p [][]byte) {
+			m := (len(p[1]) - 8) / columnBytes
+			p[1][8+2*m] = 2 // 512 bytes and more
+		}), "symbol 0: name out of range"},
+		// Without its last chunk (laid out again: its frame count is right
+		// for what it holds).
+		"chunk missing": {build(clone(good[:len(good)-2])), "the table of contents says 17 and"},
+	}
+	for name, c := range cases {
+		_, err := ParseBytes("k.snap", c.file, nil)
+		require.ErrorIs(t, err, ErrMalformed, name)
+		require.ErrorContains(t, err, "k.snap: snapshot: malformed input: ", name)
+		require.ErrorContains(t, err, c.want, name)
+	}
+	// Every address zero: kptr_restrict, as in a text.
+	p := clone(good)
+	for k := 1; k < len(p); k += 2 {
+		m := (len(p[k]) - 8) / columnBytes
+		clear(p[k][:8])
+		clear(p[k][8+3*m:])
+	}
+	_, err := ParseBytes("k.snap", build(p), nil)
+	require.ErrorIs(t, err, ErrRestricted)
+}
+
+// TestSnapshotForgedFrames: a frame table that lies, with a right
+// checksum, is refused before anything it claims is allocated.
+func TestSnapshotForgedFrames(t *testing.T) {
+	good, build := compactSample(t)
+	b := build(good)
+	le := binary.LittleEndian
+	forge := func(f func(b []byte)) []byte {
+		c := bytes.Clone(b)
+		f(c)
+		le.PutUint64(c[24:], compactChecksum(c))
+		return c
+	}
+	nframe := int(le.Uint32(b[16:]))
+	cases := map[string]struct {
+		file []byte
+		want string
+	}{
+		"even frames": {forge(func(c []byte) { le.PutUint32(c[16:], 4) }), "bad frame count 4"},
+		"no frames":   {forge(func(c []byte) { le.PutUint32(c[16:], 0) }), "bad frame count 0"},
+		"reserved":    {forge(func(c []byte) { c[20] = 1 }), "bad frame count"},
+		"frame table": {forge(func(c []byte) { le.PutUint32(c[16:], 1<<16+1) }), "truncated frame table"},
+		"stored size": {forge(func(c []byte) { le.PutUint32(c[headerSize:], le.Uint32(c[headerSize:])+1) }), "frames add up to"},
+		// 4 GiB from a file of a few hundred bytes.
+		"decoded size": {forge(func(c []byte) { le.PutUint32(c[headerSize+8+4:], 1<<32-1) }), "more than a file of"},
+		// Names moved from one chunk to the next: the totals add up.
+		"frame content": {forge(func(c []byte) {
+			at := headerSize + 8*(nframe-1) + 4 // the last names frame
+			le.PutUint32(c[at:], le.Uint32(c[at:])+1)
+			le.PutUint32(c[at-16:], le.Uint32(c[at-16:])-1)
+		}), "names: it decodes to"},
+		"zstd": {forge(func(c []byte) {
+			at := headerSize + 8*(nframe-1) // the last frame, a byte short
+			le.PutUint32(c[at:], le.Uint32(c[at:])-1)
+			copy(c[len(c)-1:], "\x00")
+		})[:len(b)-1], "names: "},
+	}
+	for name, c := range cases {
+		if name == "zstd" {
+			le.PutUint64(c.file[24:], compactChecksum(c.file))
+		}
+		var err error
+		var ms0, ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
+		_, err = ParseBytes("k.snap", c.file, nil)
+		runtime.ReadMemStats(&ms1)
+		require.ErrorIs(t, err, ErrMalformed, name)
+		require.ErrorContains(t, err, c.want, name)
+		require.Less(t, ms1.TotalAlloc-ms0.TotalAlloc, uint64(4<<20), name)
+	}
+	_, err := ParseBytes("k.snap", b, nil)
+	require.NoError(t, err)
+}
+
+// TestSnapshotVersion1: the old compact form is refused with what to do.
+func TestSnapshotVersion1(t *testing.T) {
+	b := make([]byte, 64)
+	copy(b, snapshotMagic)
+	binary.LittleEndian.PutUint32(b[8:], 1)
+	path := filepath.Join(t.TempDir(), "old.snap")
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	_, err := Open(path, nil)
+	require.ErrorIs(t, err, ErrMalformed)
+	require.ErrorContains(t, err, "old.snap: snapshot: malformed input: version 1, an older compact form that this build no longer reads: write the snapshot again with this build")
+}
+
+// TestSnapshotTooRepetitive: an index that compresses more than 64-fold
+// (a name repeated 200,000 times at one address) is refused by the
+// writer, which says to use the raw form, rather than written for the
+// loader to refuse.
+func TestSnapshotTooRepetitive(t *testing.T) {
+	text := strings.Repeat("ffffffff81000000 t a\n", 200000)
+	ix := mustParse(t, text, nil)
+	var buf bytes.Buffer
+	err := ix.WriteSnapshot(&buf)
+	require.ErrorIs(t, err, ErrTooRepetitive)
+	require.ErrorContains(t, err, "sample: index compresses too well for the compact snapshot format (use the raw format)")
+	require.Zero(t, buf.Len())
+	require.NoError(t, ix.WriteSnapshotRaw(&buf))
+}
