@@ -148,6 +148,7 @@ func Kallsyms(path string, self []string) (*Report, error) {
 	st, _ := os.Stat(snap.Name())
 	load := minTime(15, func() { _, _ = kallsyms.Open(snap.Name(), nil) })
 	rep.add("snapshot_bytes", float64(st.Size()), "bytes", "compact (version 5): columns and names in zstd frames")
+	rep.add("snapshot_vs_input", float64(st.Size())/float64(len(data)), "x", "its size against the text's")
 	rep.add("snapshot_load_ms", ms(load), "ms", "")
 	rep.add("parse_vs_snapshot_load", ratio(parse, load), "x", "target >= 5")
 	if err := ix.WriteSnapshotRawFile(snap.Name()); err != nil {
