@@ -234,7 +234,7 @@ func loadSnapshot(name string, b []byte, lto bool) (*Index, error) {
 
 // frame is where a compact snapshot's frame is in the file, and how many
 // bytes it decodes to.
-type frame struct{ from, to, n uint64 }
+type snapFrame struct{ from, to, n uint64 }
 
 // loadSnapshotSums is loadSnapshot with the chunk sums of a raw snapshot
 // computed while it was read (see loadRawSnapshot).
@@ -267,12 +267,12 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 	if compactChecksum(b) != le.Uint64(b[24:]) {
 		return nil, snapErr(name, "checksum mismatch (file corrupted)")
 	}
-	frames := make([]frame, nframe)
+	frames := make([]snapFrame, nframe)
 	at, decoded := body, uint64(0)
 	for k := range frames {
 		r := b[headerSize+8*k:]
 		stored, n := uint64(le.Uint32(r)), uint64(le.Uint32(r[4:]))
-		frames[k] = frame{at, at + stored, n}
+		frames[k] = snapFrame{at, at + stored, n}
 		at += stored
 		decoded += n
 	}
@@ -296,7 +296,7 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 	// decode decodes a frame in place into dst, whose capacity is cut to
 	// its length: the decoder uses a destination's spare capacity as it
 	// likes.
-	decode := func(f frame, dst []byte) error {
+	decode := func(f snapFrame, dst []byte) error {
 		got, err := dec.DecodeAll(b[f.from:f.to], dst[:0:len(dst)])
 		if err != nil {
 			return err
@@ -333,7 +333,7 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 			unmapFile(nmap)
 		}
 	}()
-	if err := ix.rebuild(name, ch, st, workers, func(c *chunk5, cols []byte) error {
+	if err := ix.rebuild(name, ch, st, workers, func(c *snapChunk, cols []byte) error {
 		if err := decode(c.cols, cols); err != nil {
 			return snapErr(name, "chunk %d's columns: %v", c.k, err)
 		}
@@ -356,18 +356,18 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 	return ix, nil
 }
 
-// chunk5 is a chunk of a compact snapshot: its symbols [s0, s1) and their
+// snapChunk is a chunk of a compact snapshot: its symbols [s0, s1) and their
 // names' bytes [n0, n1), and its two frames.
-type chunk5 struct {
+type snapChunk struct {
 	k              int
 	s0, s1, n0, n1 uint32
-	cols, names    frame
+	cols, names    snapFrame
 }
 
 // chunksOf lays out the chunks of a compact snapshot of nsym symbols and
 // nname bytes of names from the frames after the table of contents.
-func chunksOf(name string, frames []frame, nsym int, nname uint32) ([]chunk5, error) {
-	ch := make([]chunk5, len(frames)/2)
+func chunksOf(name string, frames []snapFrame, nsym int, nname uint32) ([]snapChunk, error) {
+	ch := make([]snapChunk, len(frames)/2)
 	s, nb := uint64(0), uint64(0)
 	for k := range ch {
 		cols, names := frames[2*k], frames[2*k+1]
@@ -375,7 +375,7 @@ func chunksOf(name string, frames []frame, nsym int, nname uint32) ([]chunk5, er
 		if cols.n < 8+columnBytes || (cols.n-8)%columnBytes != 0 || names.n < m {
 			return nil, snapErr(name, "chunk %d: %d bytes of columns, %d of names", k, cols.n, names.n)
 		}
-		ch[k] = chunk5{k, uint32(s), uint32(s + m), uint32(nb), uint32(nb + names.n), cols, names}
+		ch[k] = snapChunk{k, uint32(s), uint32(s + m), uint32(nb), uint32(nb + names.n), cols, names}
 		s, nb = s+m, nb+names.n
 		if s > uint64(nsym) || nb > uint64(nname) {
 			break
@@ -451,7 +451,7 @@ func readTOC(name string, toc []byte, lto bool) (*Index, int, uint32, error) {
 // and a scratch buffer for its columns), then its records are rebuilt and
 // its names hashed while they are in cache, and vmlinux's symbols sorted
 // by bucket for its table; then the objects' ranges and the tables.
-func (ix *Index) rebuild(name string, ch []chunk5, st *stream, workers int, decode func(*chunk5, []byte) error) error {
+func (ix *Index) rebuild(name string, ch []snapChunk, st *stream, workers int, decode func(*snapChunk, []byte) error) error {
 	n := int(ch[len(ch)-1].s1)
 	hashes := st.hashes[:n]
 	ix.syms = st.syms[:n]
