@@ -271,27 +271,43 @@ func TestCorpusKptrRestrict(t *testing.T) {
 	require.ErrorIs(t, err, ErrRestricted)
 }
 
+// Every corpus symbol file, written in both snapshot formats and loaded
+// again, is the same index: every symbol in order, lookups, addresses.
 func TestCorpusSnapshot(t *testing.T) {
-	path := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
-	ix, err := Open(path, nil)
-	require.NoError(t, err)
-	for _, raw := range []bool{false, true} {
-		snap := filepath.Join(t.TempDir(), "k.snap")
-		if raw {
-			require.NoError(t, ix.WriteSnapshotRawFile(snap))
-		} else {
-			require.NoError(t, ix.WriteSnapshotFile(snap))
-		}
-		six, err := Open(snap, nil)
-		require.NoError(t, err)
-		assert.Equal(t, ix.Objects(), six.Objects())
-		a, _ := ix.Lookup("vmlinux", "__func__.0", 17)
-		b, _ := six.Lookup("vmlinux", "__func__.0", 17)
-		assert.Equal(t, a, b)
-		assert.NotZero(t, a.Address)
-		_, err = six.Lookup("vmlinux", "no_such_symbol_anywhere", 0)
-		assert.ErrorIs(t, err, ErrNotFound)
+	for _, rel := range corpusSymbolFiles {
+		t.Run(filepath.Base(rel), func(t *testing.T) {
+			ix, err := Open(testutil.Corpus(t, rel), nil)
+			require.NoError(t, err)
+			for format, write := range writers {
+				var buf bytes.Buffer
+				require.NoError(t, write(ix, &buf), format)
+				snap := filepath.Join(t.TempDir(), "k.snap")
+				require.NoError(t, os.WriteFile(snap, buf.Bytes(), 0o644))
+				six, err := Open(snap, nil)
+				require.NoError(t, err, format)
+				sameIndex(t, ix, six)
+				for _, o := range ix.Objects() {
+					a1, _ := ix.Addr(o.High)
+					a2, _ := six.Addr(o.High)
+					assert.Equal(t, a1, a2, "%s: %s's high address", format, o.Name)
+				}
+				_, err = six.Lookup("vmlinux", "no_such_symbol_anywhere", 0)
+				assert.ErrorIs(t, err, ErrNotFound)
+				if format == "zstd" {
+					// A ninth of the text or so; a fifth at most.
+					st, err := os.Stat(testutil.Corpus(t, rel))
+					require.NoError(t, err)
+					assert.Less(t, buf.Len(), int(st.Size())/5, "compact snapshot of %d bytes", buf.Len())
+				}
+				require.NoError(t, six.Close())
+			}
+		})
 	}
+	ix, err := Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	require.NoError(t, err)
+	a, err := ix.Lookup("vmlinux", "__func__.0", 17)
+	require.NoError(t, err)
+	assert.NotZero(t, a.Address)
 }
 
 // A lookup that resolves allocates nothing, for unique names, for
