@@ -265,8 +265,9 @@ func TestModuleLinesSplitAcrossTheFile(t *testing.T) {
 	assert.Equal(t, 2, ix.Objects()[1].Symbols)
 }
 
-// writers are the two snapshot formats: zstd (1) and raw (2).
-var writers = map[string]func(*Index, io.Writer) error{"zstd": (*Index).WriteSnapshot, "raw": (*Index).WriteSnapshotRaw}
+// writers are the snapshot formats: compact (version 5), raw (4), and
+// the compact version 1 that builds before version 5 wrote.
+var writers = map[string]func(*Index, io.Writer) error{"zstd": (*Index).WriteSnapshot, "raw": (*Index).WriteSnapshotRaw, "zstd v1": writeSnapshotV1}
 
 func TestSnapshotRoundTrip(t *testing.T) {
 	for _, lto := range []bool{false, true} {

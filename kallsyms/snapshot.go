@@ -23,8 +23,8 @@ import (
 // text compressed whole, and each chunk is decoded, rebuilt and hashed on
 // its own, on every core at once. (Version 1 stored 16-byte records in
 // one frame: larger than `zstd -3` of the text, and three times slower to
-// load than the text was to parse. Versions 2-4 are the raw format's, see
-// snapraw.go.) All integers little-endian.
+// load than the text was to parse: still read, see snapshot_v1.go. Versions
+// 2-4 are the raw format's, see snapraw.go.) All integers little-endian.
 //
 //	header (32 bytes):
 //	  [8] magic "KLPSNAP\x00"
@@ -247,10 +247,10 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 	case snapshotVersion:
 	case rawVersion:
 		return loadRawSnapshot(name, b, sums, lto)
-	case 1:
-		return nil, snapErr(name, "version 1, an older compact form that this build no longer reads: write the snapshot again with this build")
+	case snapshotV1:
+		return loadSnapshotV1(name, b, lto)
 	default:
-		return nil, snapErr(name, "unsupported version %d (this build reads %d and %d; write the snapshot again with this build)", v, snapshotVersion, rawVersion)
+		return nil, snapErr(name, "unsupported version %d (this build reads %d, %d and %d; write the snapshot again with this build)", v, snapshotVersion, snapshotV1, rawVersion)
 	}
 	flags := le.Uint32(b[12:])
 	if flags&^1 != 0 {
