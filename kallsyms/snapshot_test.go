@@ -317,3 +317,27 @@ func TestSnapshotTooRepetitive(t *testing.T) {
 	require.Zero(t, buf.Len())
 	require.NoError(t, ix.WriteSnapshotRaw(&buf))
 }
+
+// TestSnapshotDeterministic: the same index gives the same bytes, however
+// many cores compress its frames and whatever form it was read from (a
+// text, a version 1 snapshot, a raw one), so snapshots can be compared
+// and cached by content.
+func TestSnapshotDeterministic(t *testing.T) {
+	text := mustParse(t, chunkyText(), nil)
+	write := func(ix *Index, procs int) []byte {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		var buf bytes.Buffer
+		require.NoError(t, ix.WriteSnapshot(&buf))
+		return buf.Bytes()
+	}
+	want := write(text, 2)
+	require.Equal(t, want, write(text, 1))
+	require.Equal(t, want, write(text, 3))
+	for format, w := range map[string]func(*Index, io.Writer) error{"v1": writeSnapshotV1, "raw": (*Index).WriteSnapshotRaw} {
+		var buf bytes.Buffer
+		require.NoError(t, w(text, &buf))
+		from, err := ParseBytes("sample", buf.Bytes(), nil)
+		require.NoError(t, err)
+		require.Equal(t, want, write(from, 2), "from %s", format)
+	}
+}
