@@ -321,20 +321,44 @@ func (ix *Index) near(oi int, name string) []Symbol {
 	return out
 }
 
-// elsewhere lists name in the objects other than oi (pseudo-modules left
-// out), at most maxNear: the first of near's suggestions.
+// elsewhere lists, at most maxNear, the first of near's suggestions: name
+// as it may have been mistyped (respellings) in any object, then name in
+// the objects other than oi; pseudo-modules left out.
 func (ix *Index) elsewhere(oi int, name string) []Symbol {
 	var out []Symbol
-	for j := range ix.objs {
-		o := &ix.objs[j]
-		if j == oi || o.pseudo {
-			continue
-		}
-		for _, c := range ix.candidates(o, name) {
-			if len(out) < maxNear {
-				out = append(out, c)
+	add := func(j int, n string) {
+		if o := &ix.objs[j]; !o.pseudo {
+			for _, c := range ix.candidates(o, n) {
+				if len(out) < maxNear {
+					out = append(out, c)
+				}
 			}
 		}
+	}
+	for _, n := range respellings(name) {
+		for j := range ix.objs {
+			add(j, n)
+		}
+	}
+	for j := range ix.objs {
+		if j != oi {
+			add(j, name)
+		}
+	}
+	return out
+}
+
+// respellings are the names a user may have meant by name: without the
+// blanks around it (a spec pasted with them), in lower case (kernel
+// symbols are, nearly all).
+func respellings(name string) []string {
+	var out []string
+	t := strings.TrimSpace(name)
+	if t != name && t != "" {
+		out = append(out, t)
+	}
+	if l := strings.ToLower(t); l != t {
+		out = append(out, l)
 	}
 	return out
 }

@@ -190,3 +190,36 @@ func TestNearObject(t *testing.T) {
 		}
 	}))
 }
+
+// A name typed with blanks around it or in capitals suggests the symbol
+// meant, in whatever object it is, before the other suggestions.
+func TestNearRespellings(t *testing.T) {
+	ix := mustParse(t, sample+"ffffffff81000900 t xfs_iget.isra.0\n", nil)
+	names := func(e error) []string {
+		var le *LookupError
+		require.ErrorAs(t, e, &le)
+		var out []string
+		for _, s := range le.Near {
+			out = append(out, s.Object+":"+s.Name)
+		}
+		return out
+	}
+	_, err := ix.Lookup("vmlinux", "vfs_read ", 0)
+	assert.Equal(t, []string{"vmlinux:vfs_read"}, names(err))
+	assert.ErrorContains(t, err, "symbol 'vfs_read ' not found in symbol table (nearest: vmlinux:vfs_read)")
+	_, err = ix.Lookup("vmlinux", "VFS_READ", 0)
+	assert.Equal(t, []string{"vmlinux:vfs_read"}, names(err))
+	// In another object, then the name's own variants.
+	_, err = ix.Lookup("vmlinux", " XFS_IGET", 0)
+	assert.Equal(t, []string{"xfs:xfs_iget"}, names(err))
+	_, err = ix.Lookup("vmlinux", "xfs_iget", 0)
+	assert.Equal(t, []string{"vmlinux:xfs_iget.isra.0", "xfs:xfs_iget"}, names(err))
+	// Nothing to respell.
+	for _, n := range []string{" ", "nope", "NOPE"} {
+		_, err = ix.Lookup("vmlinux", n, 0)
+		assert.Empty(t, names(err), "%q", n)
+	}
+	assert.Equal(t, []string{"vfs_read"}, respellings("vfs_read\t"))
+	assert.Equal(t, []string{"Vfs_read", "vfs_read"}, respellings(" Vfs_read"))
+	assert.Empty(t, respellings("vfs_read"))
+}
