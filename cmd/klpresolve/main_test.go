@@ -201,6 +201,12 @@ func TestObjectsAddrSnapshot(t *testing.T) {
 	code, out, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", snap)
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "6 resolved")
+	// The report names the file given, and the text the snapshot was
+	// written from, which error messages name.
+	assert.Contains(t, out, "\nkernel symbols: "+snap+" (snapshot of "+k+")\n")
+	code, out, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "\nkernel symbols: "+k+"\n")
 	// A truncated snapshot is a clear error.
 	b, _ := os.ReadFile(snap)
 	require.NoError(t, os.WriteFile(snap, b[:len(b)/2], 0o644))

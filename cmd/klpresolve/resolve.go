@@ -109,7 +109,7 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 		}
 		err = writeJSON(a, j)
 	} else {
-		writeResolution(a.stdout, rep, o.strict)
+		writeResolution(a.stdout, rep, o.strict, a.kallsymsPath())
 		if rep.Image != nil {
 			writeLinkSummary(a.stdout, rep, o.out)
 		}
@@ -300,10 +300,11 @@ func loaderNote(missing []string, hidden map[string]pipeline.Hidden) string {
 	return b.String()
 }
 
-// writeResolution prints the text report: the module, per section what
-// resolved, deferred objects, every failure with the kernel's message and
-// the help, then totals.
-func writeResolution(w io.Writer, rep *pipeline.Report, strict bool) {
+// writeResolution prints the text report: the module, the kernel symbols
+// (given: the --kallsyms path), per section what resolved, deferred
+// objects, every failure with the kernel's message and the help, then
+// totals.
+func writeResolution(w io.Writer, rep *pipeline.Report, strict bool, given string) {
 	res := rep.Resolution
 	m := res.Module
 	name := m.Name
@@ -311,7 +312,7 @@ func writeResolution(w io.Writer, rep *pipeline.Report, strict bool) {
 		name = "?"
 	}
 	fmt.Fprintf(w, "module %s (name %s): format %s, arch %s, livepatch=%v\n", m.Path, name, m.Format, m.Arch, yesNo(m.Livepatch))
-	fmt.Fprintf(w, "kernel symbols: %s\n", res.Source)
+	fmt.Fprintf(w, "kernel symbols: %s\n", symbolsLine(given, res.Source))
 	for _, warn := range m.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)
 	}
@@ -511,4 +512,17 @@ func computePos(ix *kallsyms.Index, s kallsyms.Spec, at string) (uint64, error) 
 	}
 	_, err := ix.Lookup(s.Object, s.Name, 0)
 	return 0, err
+}
+
+// symbolsLine names the kernel symbols a report used: the --kallsyms path
+// given, and the text a snapshot was written from (its index's source,
+// which error messages name), when that is another file.
+func symbolsLine(given, source string) string {
+	if given == "-" {
+		given = "<stdin>"
+	}
+	if source == given {
+		return given
+	}
+	return given + " (snapshot of " + source + ")"
 }
