@@ -250,6 +250,9 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 	case snapshotV1:
 		return loadSnapshotV1(name, b, lto)
 	default:
+		if v > snapshotVersion {
+			return nil, snapErr(name, "version %d, from a newer klpresolve (this build reads %d, %d and %d): use that klpresolve, or write the snapshot again with this one", v, snapshotVersion, snapshotV1, rawVersion)
+		}
 		return nil, snapErr(name, "unsupported version %d (this build reads %d, %d and %d; write the snapshot again with this build)", v, snapshotVersion, snapshotV1, rawVersion)
 	}
 	flags := le.Uint32(b[12:])
