@@ -944,20 +944,28 @@ func (c *chunk) claim(n int) bool {
 }
 
 // touch faults in the pages of the stream's table block that the chunk's
-// lines will need, writing the first word of each (a read would map the
+// lines will need, on its worker, while the rest of the input is still
+// being read (stream.touch).
+func (c *chunk) touch() {
+	if c.window && c.st != nil {
+		c.st.touch(c.at, len(c.syms))
+	}
+}
+
+// touch faults in the pages of the table block that the records [at,
+// at+n) will need, writing the first word of each (a read would map the
 // zero page, and the table build's first write would then be a
 // copy-on-write fault that flushes every core's TLB). The tables are
-// laid out from the block's start and grow with the symbol count, so the
-// lines [at, at+n) need the slots [touchSlots(at), touchSlots(at+n)):
-// each chunk takes the pages that start there, on its worker, while the
-// rest of the input is still being read.
-func (c *chunk) touch() {
-	if !c.window || c.st == nil || c.st.block == nil {
+// laid out from the block's start and grow with the symbol count, so
+// those records need the slots [touchSlots(at), touchSlots(at+n)): the
+// caller takes the pages that start there.
+func (st *stream) touch(at, n int) {
+	block := st.block
+	if block == nil {
 		return
 	}
-	block := c.st.block
 	const perPage = 4096 / int(unsafe.Sizeof(slot{}))
-	from, to := touchSlots(c.at), min(touchSlots(c.at+len(c.syms)), len(block))
+	from, to := touchSlots(at), min(touchSlots(at+n), len(block))
 	for i := (from + perPage - 1) / perPage * perPage; i < to; i += perPage {
 		block[i] = slot{}
 	}

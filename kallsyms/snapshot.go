@@ -541,6 +541,9 @@ func (ix *Index) rebuild(name string, ch []snapChunk, st *stream, workers int, d
 			}
 			runs[k] = append(runs[k], objRun{o, r})
 		}
+		// This chunk's share of the tables' pages, faulted in here, on
+		// all cores, rather than by the fill.
+		st.touch(int(c.s0), int(c.s1-c.s0))
 		if vmRuns != nil && c.s0 < vm.end {
 			hi := min(c.s1, vm.end)
 			out := order[c.s0:hi]
