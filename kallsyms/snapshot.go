@@ -336,7 +336,7 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 			unmapFile(nmap)
 		}
 	}()
-	if err := ix.rebuild(name, ch, st, workers, func(c *snapChunk, cols []byte) error {
+	if err := ix.rebuild(name, ch, st, names, workers, func(c *snapChunk, cols []byte) error {
 		if err := decode(c.cols, cols); err != nil {
 			return snapErr(name, "chunk %d's columns: %v", c.k, err)
 		}
@@ -450,11 +450,11 @@ func readTOC(name string, toc []byte, lto bool) (*Index, int, uint32, error) {
 }
 
 // rebuild fills ix's symbols chunk by chunk on workers goroutines, in the
-// arrays of st (zeroed): each chunk is decoded (by decode, into its names
+// arrays of st (zeroed), their names in names (ix.data): each chunk is decoded (by decode, into its names
 // and a scratch buffer for its columns), then its records are rebuilt and
 // its names hashed while they are in cache, and vmlinux's symbols sorted
 // by bucket for its table; then the objects' ranges and the tables.
-func (ix *Index) rebuild(name string, ch []snapChunk, st *stream, workers int, decode func(*snapChunk, []byte) error) error {
+func (ix *Index) rebuild(name string, ch []snapChunk, st *stream, names []byte, workers int, decode func(*snapChunk, []byte) error) error {
 	n := int(ch[len(ch)-1].s1)
 	hashes := st.hashes[:n]
 	ix.syms = st.syms[:n]
@@ -524,7 +524,15 @@ func (ix *Index) rebuild(name string, ch []snapChunk, st *stream, workers int, d
 			prev += unzigzag(syms[j].addr)
 			syms[j].addr = prev
 			seen |= prev
-			h[j] = hashKeyString(ix.data[syms[j].off:syms[j].off+uint32(syms[j].nlen)], ix.ltoSym(c.s0+uint32(j)))
+			off, nl := int(syms[j].off), int(syms[j].nlen)
+			switch i := c.s0 + uint32(j); {
+			case ix.ltoSym(i):
+				h[j] = hashKeyString(ix.name(i), true)
+			case nl < 32 && off+32 <= len(names):
+				h[j] = uint32(hashShort(names[off:], nl)) // hashKey, branch-free, as the parse
+			default:
+				h[j] = uint32(xxhash.Sum64(names[off : off+nl]))
+			}
 		}
 		nonzero[k] = seen != 0
 		// The objects this chunk holds symbols of, and their ranges here.
