@@ -268,7 +268,7 @@ func newSnapshotCmd(a *app) *cobra.Command {
 		Short: "Write a compact binary snapshot of a symbol index (any --kallsyms flag reads it)",
 		Long: `Writes the index as a snapshot that any --kallsyms flag reads: by default compact
 (zstd, column by column: about a ninth of the text, smaller than the text compressed by
-zstd -19; it loads in about one and a half times the text's parse time), with --raw the
+zstd -19; it loads in about 1.4 times the text's parse time), with --raw the
 index as it sits in memory, hash tables included (about 1.3x the text), which loads about
 ten times faster than the text parses: the form for a folder of kernels checked at once.`,
 		Args: cobra.NoArgs,
