@@ -528,8 +528,11 @@ func (ix *Index) rebuild(name string, ch []snapChunk, st *stream, names []byte, 
 			switch i := c.s0 + uint32(j); {
 			case ix.ltoSym(i):
 				h[j] = hashKeyString(ix.name(i), true)
-			case nl < 32 && off+32 <= len(names):
-				h[j] = uint32(hashShort(names[off:], nl)) // hashKey, branch-free, as the parse
+			case nl < 32 && off+32 <= int(c.n1):
+				// hashKey, branch-free, as the parse; the 32 bytes it
+				// reads stay in this chunk's names (the next chunk's may
+				// be being decoded).
+				h[j] = uint32(hashShort(names[off:], nl))
 			default:
 				h[j] = uint32(xxhash.Sum64(names[off : off+nl]))
 			}
