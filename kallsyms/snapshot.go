@@ -79,7 +79,7 @@ func isSnapshot(b []byte) bool { return bytes.HasPrefix(b, snapshotMagic) }
 // compresses more than 64-fold (no real kernel's comes near: they compress
 // 6-7 fold), which the loader would take for a forged file. The raw
 // format (WriteSnapshotRaw) stores any index.
-var ErrTooRepetitive = errors.New("index compresses too well for the compact snapshot format (use the raw format)")
+var ErrTooRepetitive = errors.New("index compresses too well for the compact snapshot format (write the raw one)")
 
 // WriteSnapshot writes ix to w in the compact snapshot format.
 func (ix *Index) WriteSnapshot(w io.Writer) error {

@@ -317,7 +317,7 @@ func TestSnapshotTooRepetitive(t *testing.T) {
 	var buf bytes.Buffer
 	err := ix.WriteSnapshot(&buf)
 	require.ErrorIs(t, err, ErrTooRepetitive)
-	require.ErrorContains(t, err, "sample: index compresses too well for the compact snapshot format (use the raw format)")
+	require.ErrorContains(t, err, "sample: index compresses too well for the compact snapshot format (write the raw one)")
 	require.Zero(t, buf.Len())
 	require.NoError(t, ix.WriteSnapshotRaw(&buf))
 }

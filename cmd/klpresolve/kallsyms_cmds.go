@@ -285,6 +285,9 @@ ten times faster than the text parses: the form for a folder of kernels checked 
 				write = ix.WriteSnapshotRaw
 			}
 			said, err := a.writeOutput(out, write)
+			if errors.Is(err, kallsyms.ErrTooRepetitive) {
+				return &exitError{exitUsage, fmt.Errorf("%w: snapshot --raw", err)}
+			}
 			if err != nil {
 				return err
 			}

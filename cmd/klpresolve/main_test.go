@@ -214,6 +214,15 @@ func TestObjectsAddrSnapshot(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "snapshot")
 
+	// An index the compact form cannot hold says which form can.
+	rep := filepath.Join(t.TempDir(), "rep.txt")
+	require.NoError(t, os.WriteFile(rep, []byte(strings.Repeat("ffffffff81000000 t a\n", 200000)), 0o644))
+	code, _, errOut = runCLI(t, "snapshot", "--kallsyms", rep, "-o", filepath.Join(t.TempDir(), "rep.snap"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, rep+": index compresses too well for the compact snapshot format (write the raw one): snapshot --raw")
+	code, _, _ = runCLI(t, "snapshot", "--kallsyms", rep, "-o", filepath.Join(t.TempDir(), "rep.snap"), "--raw")
+	assert.Equal(t, 0, code)
+
 	// The raw form answers the same.
 	raw := filepath.Join(t.TempDir(), "k.raw")
 	code, _, _ = runCLI(t, "snapshot", "--kallsyms", k, "-o", raw, "--raw")
