@@ -184,7 +184,9 @@ func loadRawSnapshot(name string, b, sums []byte, lto bool) (*Index, error) {
 		return nil, snapErr(name, "unknown flags %#x", flags)
 	}
 	p := b[rawHeaderSize:]
-	if plen := le.Uint64(b[16:]); plen != uint64(len(p)) {
+	if plen := le.Uint64(b[16:]); plen > uint64(len(p)) {
+		return nil, snapErr(name, "truncated: %d bytes, its header says %d", len(b), plen+rawHeaderSize)
+	} else if plen != uint64(len(p)) {
 		return nil, snapErr(name, "payload is %d bytes, header says %d", len(p), plen)
 	}
 	nchunk := rawChunks(len(p))

@@ -267,9 +267,6 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 	if uint64(len(b)) < body {
 		return nil, snapErr(name, "truncated frame table (%d bytes, %d frames)", len(b), nframe)
 	}
-	if compactChecksum(b) != le.Uint64(b[24:]) {
-		return nil, snapErr(name, "checksum mismatch (file corrupted)")
-	}
 	frames := make([]snapFrame, nframe)
 	at, decoded := body, uint64(0)
 	for k := range frames {
@@ -278,6 +275,12 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 		frames[k] = snapFrame{at, at + stored, n}
 		at += stored
 		decoded += n
+	}
+	if compactChecksum(b) != le.Uint64(b[24:]) {
+		if at > uint64(len(b)) { // a copy cut off, most likely
+			return nil, snapErr(name, "truncated: %d bytes, its frames need %d", len(b), at)
+		}
+		return nil, snapErr(name, "checksum mismatch (file corrupted)")
 	}
 	if at != uint64(len(b)) {
 		return nil, snapErr(name, "frames add up to %d bytes, the file has %d", at, len(b))

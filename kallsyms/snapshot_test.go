@@ -345,3 +345,30 @@ func TestSnapshotDeterministic(t *testing.T) {
 		require.Equal(t, want, write(from, 2), "from %s", format)
 	}
 }
+
+// TestSnapshotTruncated: a snapshot cut off anywhere says so, and where.
+func TestSnapshotTruncated(t *testing.T) {
+	good, build := compactSample(t)
+	b := build(good)
+	nframe := int(binary.LittleEndian.Uint32(b[16:]))
+	table := headerSize + 8*nframe
+	// (Cut inside its magic, it is not a snapshot: read as a text.)
+	for n := len(snapshotMagic); n < len(b); n++ {
+		_, err := ParseBytes("cut.snap", b[:n:n], nil)
+		require.ErrorIs(t, err, ErrMalformed, "cut at %d", n)
+		switch {
+		case n < headerSize:
+			require.ErrorContains(t, err, fmt.Sprintf("cut.snap: snapshot: malformed input: truncated header (%d bytes)", n))
+		case n < table:
+			require.ErrorContains(t, err, fmt.Sprintf("truncated frame table (%d bytes, %d frames)", n, nframe))
+		default:
+			require.ErrorContains(t, err, fmt.Sprintf("truncated: %d bytes, its frames need %d", n, len(b)))
+		}
+	}
+	raw, _, _ := rawSample(t)
+	for n := rawHeaderSize; n < len(raw); n += 7 {
+		_, err := ParseBytes("cut.raw", raw[:n:n], nil)
+		require.ErrorIs(t, err, ErrMalformed, "cut at %d", n)
+		require.ErrorContains(t, err, fmt.Sprintf("cut.raw: snapshot: malformed input: truncated: %d bytes, its header says %d", n, len(raw)))
+	}
+}
