@@ -280,18 +280,24 @@ ten times faster than the text parses: the form for a folder of kernels checked 
 			if err != nil {
 				return err
 			}
-			write := ix.WriteSnapshot
+			write, form := ix.WriteSnapshot, "compact"
 			if raw {
-				write = ix.WriteSnapshotRaw
+				write, form = ix.WriteSnapshotRaw, "raw"
 			}
-			said, err := a.writeOutput(out, write)
+			var size int64
+			said, err := a.writeOutput(out, func(w io.Writer) error {
+				cw := &countingWriter{w: w}
+				err := write(cw)
+				size = cw.n
+				return err
+			})
 			if errors.Is(err, kallsyms.ErrTooRepetitive) {
 				return &exitError{exitUsage, fmt.Errorf("%w: snapshot --raw", err)}
 			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(said, "wrote %s: %d objects, %d symbols\n", out, len(ix.Objects()), ix.Len())
+			fmt.Fprintf(said, "wrote %s: %d objects, %d symbols, %d bytes (%s)\n", out, len(ix.Objects()), ix.Len(), size, form)
 			return nil
 		},
 	}
@@ -304,4 +310,16 @@ func writeJSON(a *app, v any) error {
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
