@@ -323,22 +323,14 @@ func rawLayout(name string, b []byte) (*Index, rawSections, error) {
 			return nil, lay, snapErr(name, "object %d: name out of range", i)
 		}
 		o.name = strings.Clone(ix.data[off : off+nl]) // kept by callers (ObjectInfo)
-		if o.start != prev || o.end < o.start || uint64(o.end) > nsym {
-			return nil, lay, snapErr(name, "object %q: symbol range %d-%d does not follow %d", o.name, o.start, o.end, prev)
+		if err := ix.addObject(name, i, o, prev, nsym); err != nil {
+			return nil, lay, err
 		}
 		n := o.end - o.start
 		if uint64(o.off) != tables || o.size != max(4, n+n/2+1) || uint64(o.off)+uint64(o.size) > nslot {
 			return nil, lay, snapErr(name, "object %q: hash table at %d, %d slots, does not fit", o.name, o.off, o.size)
 		}
 		tables += uint64(o.size)
-		if i == 0 && o.name != Vmlinux {
-			return nil, lay, snapErr(name, "first object is %q, not vmlinux", o.name)
-		}
-		if _, dup := ix.byName[o.name]; dup {
-			return nil, lay, snapErr(name, "object %q listed twice", o.name)
-		}
-		ix.byName[o.name] = i
-		ix.objs[i] = o
 		prev = o.end
 	}
 	if uint64(prev) != nsym || tables != nslot {

@@ -370,6 +370,26 @@ type snapChunk struct {
 	cols, names    snapFrame
 }
 
+// addObject checks object i of a snapshot being loaded against the
+// objects before it, and files it: its symbols follow the previous
+// object's (which ended at prev) and end within nsym; vmlinux comes
+// first; no name comes twice. (A snapshot's objects cover its symbols in
+// order, as build() makes them.)
+func (ix *Index) addObject(name string, i int, o object, prev uint32, nsym uint64) error {
+	if o.start != prev || o.end < o.start || uint64(o.end) > nsym {
+		return snapErr(name, "object %q: symbol range %d-%d does not follow %d within %d symbols", o.name, o.start, o.end, prev, nsym)
+	}
+	if i == 0 && o.name != Vmlinux {
+		return snapErr(name, "first object is %q, not vmlinux", o.name)
+	}
+	if _, dup := ix.byName[o.name]; dup {
+		return snapErr(name, "object %q listed twice", o.name)
+	}
+	ix.byName[o.name] = i
+	ix.objs[i] = o
+	return nil
+}
+
 // chunksOf lays out the chunks of a compact snapshot of nsym symbols and
 // nname bytes of names from the frames after the table of contents.
 func chunksOf(name string, frames []snapFrame, nsym int, nname uint32) ([]snapChunk, error) {
@@ -431,19 +451,11 @@ func readTOC(name string, toc []byte, lto bool) (*Index, int, uint32, error) {
 		if nl == 0 || noff+nl > nobjName {
 			return nil, 0, 0, snapErr(name, "object %d: name out of range", i)
 		}
-		oname := onames[noff : noff+nl]
+		o := object{name: onames[noff : noff+nl], start: prev, end: end, pseudo: fl&1 != 0}
 		noff += nl
-		if end < prev || uint64(end) > nsym {
-			return nil, 0, 0, snapErr(name, "object %q: symbol range %d-%d", oname, prev, end)
+		if err := ix.addObject(name, i, o, prev, nsym); err != nil {
+			return nil, 0, 0, err
 		}
-		if i == 0 && oname != Vmlinux {
-			return nil, 0, 0, snapErr(name, "first object is %q, not vmlinux", oname)
-		}
-		if _, dup := ix.byName[oname]; dup {
-			return nil, 0, 0, snapErr(name, "object %q listed twice", oname)
-		}
-		ix.byName[oname] = i
-		ix.objs[i] = object{name: oname, start: prev, end: end, pseudo: fl&1 != 0}
 		prev = end
 	}
 	if uint64(prev) != nsym || noff != nobjName {

@@ -146,7 +146,7 @@ func TestSnapshotForged(t *testing.T) {
 		"object range": {edit(func(p [][]byte) {
 			at := len(p[0]) - 8*5 // vmlinux's record
 			le.PutUint32(p[0][at+4:], 100)
-		}), `object "vmlinux": symbol range 0-100`},
+		}), `object "vmlinux": symbol range 0-100 does not follow 0 within 17 symbols`},
 		"columns size": {edit(func(p [][]byte) { p[1] = p[1][:len(p[1])-1] }), "chunk 0: "},
 		"name lengths": {edit(func(p [][]byte) {
 			m := (len(p[1]) - 8) / columnBytes

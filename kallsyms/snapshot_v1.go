@@ -96,18 +96,10 @@ func loadSnapshotV1(name string, b []byte, lto bool) (*Index, error) {
 		if uint64(off)+uint64(nl) > nname || nl == 0 {
 			return nil, snapErr(name, "object %d: name out of range", i)
 		}
-		oname := ix.data[namesOff+off : namesOff+off+nl]
-		if start != prev || end < start || uint64(end) > nsym {
-			return nil, snapErr(name, "object %q: symbol range %d-%d does not follow %d", oname, start, end, prev)
+		o := object{name: ix.data[namesOff+off : namesOff+off+nl], start: start, end: end, pseudo: fl&1 != 0}
+		if err := ix.addObject(name, i, o, prev, nsym); err != nil {
+			return nil, err
 		}
-		if i == 0 && oname != Vmlinux {
-			return nil, snapErr(name, "first object is %q, not vmlinux", oname)
-		}
-		if _, dup := ix.byName[oname]; dup {
-			return nil, snapErr(name, "object %q listed twice", oname)
-		}
-		ix.byName[oname] = i
-		ix.objs[i] = object{name: oname, start: start, end: end, pseudo: fl&1 != 0}
 		prev = end
 	}
 	if uint64(prev) != nsym {
