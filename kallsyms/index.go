@@ -307,7 +307,6 @@ func build(source string, buf []byte, chunks []*chunk, total int, lto bool, bloc
 		lto:    lto,
 	}
 	// Objects in order of first appearance; vmlinux first.
-	counts := []int{0}
 	names := []string{Vmlinux}
 	ranges := []run{newRun()}
 	for _, c := range chunks {
@@ -321,13 +320,9 @@ func build(source string, buf []byte, chunks []*chunk, total int, lto bool, bloc
 				id = len(names)
 				ix.byName[name] = id
 				names = append(names, name)
-				counts = append(counts, 0)
 				ranges = append(ranges, newRun())
 			}
-			counts[id] += r.count
-			g := &ranges[id]
-			g.lo, g.hi = min(g.lo, r.lo), max(g.hi, r.hi)
-			g.alo, g.ahi = min(g.alo, r.alo), max(g.ahi, r.ahi)
+			ranges[id].merge(r)
 		}
 	}
 	if len(names) > maxObjects {
@@ -337,10 +332,10 @@ func build(source string, buf []byte, chunks []*chunk, total int, lto bool, bloc
 	pos := make([]int, len(names))
 	off := 0
 	for i, n := range names {
-		ix.objs[i] = object{name: n, start: uint32(off), end: uint32(off + counts[i]), pseudo: isPseudo(n)}
+		ix.objs[i] = object{name: n, start: uint32(off), end: uint32(off + ranges[i].count), pseudo: isPseudo(n)}
 		ix.objs[i].setRange(ranges[i])
 		pos[i] = off
-		off += counts[i]
+		off += ranges[i].count
 	}
 	// Group the symbols by object, keeping input order within each. When
 	// the chunks filled consecutive windows of one array and each object's
