@@ -554,13 +554,7 @@ func (ix *Index) rebuild(name string, ch []snapChunk, st *stream, names []byte, 
 		}
 		nonzero[k] = seen != 0
 		// The objects this chunk holds symbols of, and their ranges here.
-		o, _ := slices.BinarySearchFunc(ix.objs, c.s0, func(o object, i uint32) int {
-			if o.end <= i {
-				return -1
-			}
-			return 1
-		})
-		for ; o < len(ix.objs) && ix.objs[o].start < c.s1; o++ {
+		for o := ix.objectOf(c.s0); o < len(ix.objs) && ix.objs[o].start < c.s1; o++ {
 			r := newRun()
 			for _, s := range ix.syms[max(c.s0, ix.objs[o].start):min(c.s1, ix.objs[o].end)] {
 				r.add(s.addr, s.typ)
