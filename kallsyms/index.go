@@ -36,7 +36,11 @@ type Index struct {
 	// streamed or mapped text's, see newStream), unmapped by a cleanup
 	// once the Index is unreachable. Nothing in it is ever handed out.
 	anon []byte
-	// unmap: the cleanup that unmaps mapping or anon (see Close); closed:
+	// text: data is in this anonymous mapping, a large streamed input's
+	// buffer (see readAndParse), unmapped with the others, so a name
+	// handed to a caller is a copy (nameOut), as with mapping.
+	text []byte
+	// unmap: the cleanup that unmaps mapping, anon and text (see Close); closed:
 	// Close emptied the index.
 	unmap  runtime.Cleanup
 	closed bool
@@ -117,7 +121,7 @@ func (ix *Index) name(i uint32) string {
 // nameOut is sym i's name for a caller to keep: a copy if the index is a
 // mapping, which goes away with the Index.
 func (ix *Index) nameOut(i uint32) string {
-	if ix.mapping != nil {
+	if ix.mapping != nil || ix.text != nil {
 		return strings.Clone(ix.name(i))
 	}
 	return ix.name(i)
@@ -129,16 +133,17 @@ func (ix *Index) symbol(i uint32, pos int) Symbol {
 }
 
 // own makes mapping (a file's, see Index.mapping; nil for none) ix's,
-// beside the anonymous mapping keepStream may have handed it (Index.anon):
-// one cleanup unmaps both once ix is unreachable, unless Close did first.
+// beside the anonymous mappings it may have been handed (Index.anon by
+// keepStream, Index.text by stream): one cleanup unmaps them all once ix
+// is unreachable, unless Close did first.
 func (ix *Index) own(mapping []byte) {
 	ix.mapping = mapping
-	if ix.mapping != nil || ix.anon != nil {
-		ix.unmap = runtime.AddCleanup(ix, unmapBoth, [2][]byte{ix.mapping, ix.anon})
+	if ix.mapping != nil || ix.anon != nil || ix.text != nil {
+		ix.unmap = runtime.AddCleanup(ix, unmapAll, [3][]byte{ix.mapping, ix.anon, ix.text})
 	}
 }
 
-func unmapBoth(m [2][]byte) {
+func unmapAll(m [3][]byte) {
 	for _, b := range m {
 		if b != nil {
 			unmapFile(b)
@@ -185,8 +190,11 @@ func (ix *Index) Close() error {
 	if ix.anon != nil {
 		unmapFile(ix.anon)
 	}
+	if ix.text != nil {
+		unmapFile(ix.text)
+	}
 	ix.data, ix.syms, ix.next, ix.slots, ix.objs = "", nil, nil, nil, nil
-	ix.byName, ix.mapping, ix.anon, ix.byAddr = map[string]int{}, nil, nil, nil
+	ix.byName, ix.mapping, ix.anon, ix.text, ix.byAddr = map[string]int{}, nil, nil, nil, nil
 	ix.scratch, ix.closed = 0, true
 	ix.addrOnce.Do(func() {}) // Addr finds nothing
 	ix.varOnce.Do(func() {})

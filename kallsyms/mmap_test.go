@@ -465,6 +465,67 @@ func TestCloseStreamAndHeap(t *testing.T) {
 	closedIndex(t, ix, "sample")
 }
 
+// A large stream is read into an anonymous mapping (readAndParse), which
+// the Index keeps and Close unmaps: names handed out are copies. A small
+// one ends on the heap; one that outgrows the reserve grows on the heap;
+// a raw snapshot that arrives as a stream is copied out before it loads.
+func TestStreamBufferMapped(t *testing.T) {
+	text := bigText(200_000) // over mapStreamFrom
+	require.GreaterOrEqual(t, len(text), mapStreamFrom)
+	want, err := ParseBytes("k", text, nil)
+	require.NoError(t, err)
+	ix, err := Parse("k", &pieceReader{data: text, n: 4096}, nil)
+	require.NoError(t, err)
+	sameIndex(t, want, ix)
+	require.NotNil(t, ix.text)
+	require.True(t, within(ix.text, unsafe.Pointer(unsafe.StringData(ix.data))))
+	require.Nil(t, ix.mapping)
+	info, ok := ix.Addr(0xffffffff81000000 + 7*16 + 3)
+	require.True(t, ok)
+	require.Equal(t, "sym_7", info.Symbol.Name)
+	require.False(t, within(ix.text, unsafe.Pointer(unsafe.StringData(info.Symbol.Name))), "a name handed out points into the buffer's mapping")
+	c := ix.Candidates(Vmlinux, "sym_9")
+	require.Len(t, c, 200)
+	require.False(t, within(ix.text, unsafe.Pointer(unsafe.StringData(c[0].Name))))
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(ix.text)))
+	require.NoError(t, ix.Close())
+	require.False(t, mappedAt(t, lo), "the buffer is still mapped after Close")
+	require.Equal(t, "sym_7", info.Symbol.Name)
+	require.Equal(t, "sym_9", c[199].Name)
+
+	small := bigText(1000)
+	ix, err = Parse("small", &pieceReader{data: small, n: 4096}, nil)
+	require.NoError(t, err)
+	require.Nil(t, ix.text)
+	require.Nil(t, ix.mapping)
+	require.Equal(t, 1500, ix.Len())
+
+	// Past the 16 MB reserve: the buffer doubles on the heap.
+	huge := bigText(streamReserve/26 + 1000)
+	require.Greater(t, len(huge), streamReserve)
+	ix, err = Parse("huge", &pieceReader{data: huge, n: 1 << 20}, nil)
+	require.NoError(t, err)
+	require.Nil(t, ix.text)
+	whole, err := ParseBytes("huge", huge, nil)
+	require.NoError(t, err)
+	sameIndex(t, whole, ix)
+
+	// A raw snapshot of the large index, streamed.
+	var raw bytes.Buffer
+	require.NoError(t, want.WriteSnapshotRaw(&raw))
+	require.GreaterOrEqual(t, raw.Len(), mapStreamFrom)
+	ix, err = Parse("snap", &pieceReader{data: raw.Bytes(), n: 4096}, nil)
+	require.NoError(t, err)
+	sameIndex(t, want, ix)
+	require.Nil(t, ix.text)
+
+	// An error late in a large stream names its line.
+	bad := append(bytes.Clone(text), "ffffffff8100zz00 T broken\n"...)
+	_, err = Parse("bad", &pieceReader{data: bad, n: 4096}, nil)
+	require.ErrorIs(t, err, ErrMalformed)
+	require.ErrorContains(t, err, fmt.Sprintf("bad:%d:", 200_000+500+1))
+}
+
 // With MapText, a text file is mapped and parsed the way a stream is (its
 // chunks claim windows of one anonymous mapping): the index is the one
 // ParseBytes builds from the same bytes, or the same error, on the usual
