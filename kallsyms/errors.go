@@ -128,7 +128,11 @@ func (e *LookupError) Help() string {
 		if e.Count == 0 {
 			return fmt.Sprintf("%s has no symbol named %q", e.Object, e.Name)
 		}
-		fmt.Fprintf(&b, "%s has only %d symbol(s) named %q (valid sympos: 0 if unique, 1..%d)", e.Object, e.Count, e.Name, e.Count)
+		symbols := "symbols"
+		if e.Count == 1 {
+			symbols = "symbol"
+		}
+		fmt.Fprintf(&b, "%s has only %d %s named %q (valid sympos: 0 if unique, 1..%d)", e.Object, e.Count, symbols, e.Name, e.Count)
 		return b.String()
 	}
 	if e.Note != "" {

@@ -93,7 +93,7 @@ func TestLookupMessages(t *testing.T) {
 	_, err := ix.Lookup("vmlinux", "helper", 0)
 	assert.Equal(t, "unresolvable ambiguity for symbol 'helper' in object '(null)' (2 symbols named \"helper\" in vmlinux; give a sympos: [1] 0xffffffff81000100 t; [2] 0xffffffff81000300 t)", err.Error())
 	_, err = ix.Lookup("xfs", "helper", 5)
-	assert.Equal(t, "symbol position 5 for symbol 'helper' in object 'xfs' not found (xfs has only 3 symbol(s) named \"helper\" (valid sympos: 0 if unique, 1..3))", err.Error())
+	assert.Equal(t, "symbol position 5 for symbol 'helper' in object 'xfs' not found (xfs has only 3 symbols named \"helper\" (valid sympos: 0 if unique, 1..3))", err.Error())
 	_, err = ix.Lookup("vmlinux", "show_stat", 0)
 	var le *LookupError
 	require.ErrorAs(t, err, &le)

@@ -84,7 +84,7 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 				err = writeJUnit(a.stdout, checkJUnit(m, rows, elapsed))
 			default:
 				writeMatrix(a.stdout, rows)
-				fmt.Fprintf(a.stdout, "%d kernels: %d OK, %d failed (%v)\n", len(rows), len(rows)-failed, failed, elapsed.Round(time.Millisecond))
+				fmt.Fprintf(a.stdout, "%s: %d OK, %d failed (%v)\n", count(len(rows), "kernel", "kernels"), len(rows)-failed, failed, elapsed.Round(time.Millisecond))
 				writeLoaderNote(a.stdout, rows)
 			}
 			if err != nil {
@@ -193,7 +193,7 @@ func writeLoaderNote(w io.Writer, rows []pipeline.KernelResult) {
 		}
 	}
 	if n > 0 {
-		fmt.Fprintf(w, "note: insmod would refuse ordinary symbols on %d kernel(s) (first: %s, \"Unknown symbol\"); --link checks the whole module\n", n, first)
+		fmt.Fprintf(w, "note: insmod would refuse ordinary symbols on %s (first: %s, \"Unknown symbol\"); --link checks the whole module\n", count(n, "kernel", "kernels"), first)
 	}
 	codeOnly := 0
 	for _, r := range rows {
@@ -202,7 +202,11 @@ func writeLoaderNote(w io.Writer, rows []pipeline.KernelResult) {
 		}
 	}
 	if codeOnly > 0 {
-		fmt.Fprintf(w, "note: %d kernel(s) with unresolved symbols list code symbols only (a kallsyms without CONFIG_KALLSYMS_ALL): data symbols cannot resolve against them; their System.maps list them\n", codeOnly)
+		lists, them := "list", "them; their System.maps list them"
+		if codeOnly == 1 {
+			lists, them = "lists", "it; its System.map lists them"
+		}
+		fmt.Fprintf(w, "note: %s with unresolved symbols %s code symbols only (a kallsyms without CONFIG_KALLSYMS_ALL): data symbols cannot resolve against %s\n", count(codeOnly, "kernel", "kernels"), lists, them)
 	}
 }
 

@@ -64,7 +64,7 @@ func checkJUnit(m *klp.Module, rows []pipeline.KernelResult, elapsed time.Durati
 	suite := junitSuite{Name: fmt.Sprintf("klpresolve check %s (%s)", m.Name, m.Path), Tests: len(rows), Time: seconds(elapsed)}
 	for _, r := range rows {
 		c := junitCase{Name: r.Kernel, ClassName: "klpresolve.check." + m.Name, Time: seconds(r.Time)}
-		counts := fmt.Sprintf("%d resolved, %d deferred, %d errors", r.Resolved, r.Deferred, r.Errors)
+		counts := fmt.Sprintf("%d resolved, %d deferred, %s", r.Resolved, r.Deferred, count(r.Errors, "error", "errors"))
 		switch {
 		case r.Err != nil:
 			suite.Errors++

@@ -252,7 +252,7 @@ func newObjectsCmd(a *app) *cobra.Command {
 				total += x.Symbols
 			}
 			tw.Flush()
-			fmt.Fprintf(a.stdout, "%d objects, %d symbols\n", len(objs), total)
+			fmt.Fprintf(a.stdout, "%s, %s\n", count(len(objs), "object", "objects"), count(total, "symbol", "symbols"))
 			return nil
 		},
 	}
@@ -297,7 +297,7 @@ ten times faster than the text parses: the form for a folder of kernels checked 
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(said, "wrote %s: %d objects, %d symbols, %d bytes (%s)\n", out, len(ix.Objects()), ix.Len(), size, form)
+			fmt.Fprintf(said, "wrote %s: %s, %s, %d bytes (%s)\n", out, count(len(ix.Objects()), "object", "objects"), count(ix.Len(), "symbol", "symbols"), size, form)
 			return nil
 		},
 	}

@@ -201,9 +201,9 @@ func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden,
 	tw.Flush()
 	switch {
 	case img.PLTCoreMax+img.PLTInitMax > 0:
-		fmt.Fprintf(a.stdout, "PLT: .plt %d of %d entries, .init.plt %d of %d\n", img.PLTCoreUsed, img.PLTCoreMax, img.PLTInitUsed, img.PLTInitMax)
+		fmt.Fprintf(a.stdout, "PLT: .plt %d of %s, .init.plt %d of %d\n", img.PLTCoreUsed, count(img.PLTCoreMax, "entry", "entries"), img.PLTInitUsed, img.PLTInitMax)
 	case img.GOTMax > 0:
-		fmt.Fprintf(a.stdout, "GOT: %d of %d entries (the others relaxed to lea)\n", img.GOTUsed, img.GOTMax)
+		fmt.Fprintf(a.stdout, "GOT: %d of %s (the others relaxed to lea)\n", img.GOTUsed, count(img.GOTMax, "entry", "entries"))
 	}
 	for _, s := range img.Unresolved {
 		fmt.Fprintln(a.stdout, unresolvedLine(s, hidden))
@@ -222,8 +222,8 @@ func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden,
 		fmt.Fprintf(a.stdout, "wrote %s\n", out)
 	}
 	if img.OK() && len(img.Unresolved) == 0 {
-		fmt.Fprintf(a.stdout, "OK: %s (%s) links: %d relocations applied\n", m.Name, m.Arch, img.Relocs)
+		fmt.Fprintf(a.stdout, "OK: %s (%s) links: %s applied\n", m.Name, m.Arch, count(img.Relocs, "relocation", "relocations"))
 	} else {
-		fmt.Fprintf(a.stdout, "FAILED: %s (%s): %d relocations applied, %d failed, %d unresolved symbols\n", m.Name, m.Arch, img.Relocs, len(img.Errors), len(img.Unresolved))
+		fmt.Fprintf(a.stdout, "FAILED: %s (%s): %s applied, %d failed, %s\n", m.Name, m.Arch, count(img.Relocs, "relocation", "relocations"), len(img.Errors), count(len(img.Unresolved), "unresolved symbol", "unresolved symbols"))
 	}
 }

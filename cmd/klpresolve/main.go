@@ -194,7 +194,7 @@ func needArgs(min, max int, what string) cobra.PositionalArgs {
 		if cmd.HasParent() { // (main prints "klpresolve: " before it)
 			sub = strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ") + ": "
 		}
-		return fmt.Errorf("%sexpected %s, got %d argument(s); see '%s --help'", sub, what, len(args), cmd.CommandPath())
+		return fmt.Errorf("%sexpected %s, got %s; see '%s --help'", sub, what, count(len(args), "argument", "arguments"), cmd.CommandPath())
 	}
 }
 

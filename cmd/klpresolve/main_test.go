@@ -64,7 +64,7 @@ func TestMainJob(t *testing.T) {
 	code, out, _ = runCLI(t, fixture("err-position.ko"), "--kallsyms", k)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, out, "livepatch: symbol position 18 for symbol 'type_show' in object 'vmlinux' not found")
-	assert.Contains(t, out, "help: vmlinux has only 17 symbol(s)")
+	assert.Contains(t, out, "help: vmlinux has only 17 symbols")
 
 	code, out, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k, "--format", "json")
 	require.Equal(t, 0, code)
@@ -320,7 +320,7 @@ func TestLinkNotExported(t *testing.T) {
 	code, stdout, _ := runCLI(t, "link", mod, "--kallsyms", k)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stdout, `unresolved: vfs_read (vmlinux has it at 0xffffffff813669e0, T, but does not export it: insmod says "Unknown symbol")`)
-	assert.Contains(t, stdout, "FAILED: calls (x86_64): 1 relocations applied, 1 failed, 1 unresolved symbols")
+	assert.Contains(t, stdout, "FAILED: calls (x86_64): 1 relocation applied, 1 failed, 1 unresolved symbol")
 	code, stdout, _ = runCLI(t, "link", mod, "--kallsyms", k, "--format", "json")
 	assert.Equal(t, 1, code)
 	var j struct {
@@ -351,7 +351,7 @@ func TestMainJobLoaderNote(t *testing.T) {
 	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
 	code, stdout, _ := runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", example)
 	assert.Equal(t, 0, code)
-	assert.Contains(t, stdout, "note: insmod would refuse 1 ordinary symbol(s) (\"Unknown symbol\"); --link checks the whole module:\n  unresolved: no_such_function\nOK: 7 relocations")
+	assert.Contains(t, stdout, "note: insmod would refuse 1 ordinary symbol (\"Unknown symbol\"); --link checks the whole module:\n  unresolved: no_such_function\nOK: 7 relocations")
 	code, stdout, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", example, "--format", "json")
 	assert.Equal(t, 0, code)
 	var j struct {
@@ -414,7 +414,7 @@ func TestCheckCommand(t *testing.T) {
 	assert.Contains(t, out, "3 kernels: 2 OK, 1 failed")
 	// patch.c calls no_such_function: insmod would refuse it on the two
 	// kernels that were read, which does not fail them.
-	assert.Contains(t, out, `note: insmod would refuse ordinary symbols on 2 kernel(s) (first: no_such_function, "Unknown symbol"); --link checks the whole module`)
+	assert.Contains(t, out, `note: insmod would refuse ordinary symbols on 2 kernels (first: no_such_function, "Unknown symbol"); --link checks the whole module`)
 
 	// --kernels DIR, JSON, --strict.
 	dir := t.TempDir()
@@ -490,7 +490,7 @@ func TestCheckJUnit(t *testing.T) {
 
 	assert.Nil(t, cs[0].Failure)
 	assert.Nil(t, cs[0].Error)
-	assert.Equal(t, "6 resolved, 1 deferred, 0 errors\nnote: insmod would refuse 1 ordinary symbol(s) (\"Unknown symbol\"); --link checks the whole module:\n  unresolved: no_such_function", cs[0].SystemOut)
+	assert.Equal(t, "6 resolved, 1 deferred, 0 errors\nnote: insmod would refuse 1 ordinary symbol (\"Unknown symbol\"); --link checks the whole module:\n  unresolved: no_such_function", cs[0].SystemOut)
 
 	require.NotNil(t, cs[1].Error)
 	assert.Nil(t, cs[1].Failure)
@@ -565,7 +565,7 @@ func TestMainJobLink(t *testing.T) {
 	code, stdout, _ := runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k, "--link", "-o", out)
 	assert.Equal(t, 1, code) // resolves, but no_such_function does not link
 	assert.Contains(t, stdout, "OK: 7 relocations: 6 resolved, 1 deferred, 0 errors")
-	assert.Contains(t, stdout, "link: 6 relocations applied, 1 failed, 1 unresolved symbols")
+	assert.Contains(t, stdout, "link: 6 relocations applied, 1 failed, 1 unresolved symbol")
 	assert.Contains(t, stdout, "link error: .rela.text.livepatch_missing+0x1: R_X86_64_PLT32 against no_such_function: unresolved symbol")
 	assert.Regexp(t, `cfi: text 0xffffffffc0000000-0xffffffffc0000065, 1 pages in the shadow, check function 0xffffffffc0000000`, stdout)
 	_, err := os.Stat(out)
@@ -737,7 +737,7 @@ func TestMainJobJSONErrorsAndFuncs(t *testing.T) {
 	assert.Nil(t, bad[0].Address)
 	assert.Equal(t, "symbol position 18 for symbol 'type_show' in object 'vmlinux' not found", *bad[0].Error)
 	require.NotNil(t, bad[0].Help)
-	assert.Contains(t, *bad[0].Help, "vmlinux has only 17 symbol(s)")
+	assert.Contains(t, *bad[0].Help, "vmlinux has only 17 symbols")
 	assert.Equal(t, "no_such_position", bad[0].Kind)
 	for _, r := range j.Relocations {
 		if r.Error == nil {
@@ -789,10 +789,10 @@ func TestArgumentMessages(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "klpresolve: expected one livepatch module, PATCH.ko, got 0 argument(s); see 'klpresolve --help'"},
-		{[]string{"lookup"}, "klpresolve: lookup: expected one or more SPECs, [object:]name[,sympos] (- reads them from standard input), got 0 argument(s); see 'klpresolve lookup --help'"},
+		{nil, "klpresolve: expected one livepatch module, PATCH.ko, got 0 arguments; see 'klpresolve --help'"},
+		{[]string{"lookup"}, "klpresolve: lookup: expected one or more SPECs, [object:]name[,sympos] (- reads them from standard input), got 0 arguments; see 'klpresolve lookup --help'"},
 		{[]string{"addr"}, "klpresolve: addr: expected one or more addresses"},
-		{[]string{"plt", "a.ko", "b.ko"}, "klpresolve: plt: expected one module, MODULE.ko, got 2 argument(s)"},
+		{[]string{"plt", "a.ko", "b.ko"}, "klpresolve: plt: expected one module, MODULE.ko, got 2 arguments"},
 		{[]string{"link"}, "klpresolve: link: expected one module, MODULE.ko"},
 		{[]string{"check"}, "klpresolve: check: expected one livepatch module, PATCH.ko"},
 		{[]string{"convert"}, "klpresolve: convert: expected one relocatable object, OBJ.o"},
@@ -913,7 +913,7 @@ func TestModuleFromStdin(t *testing.T) {
 
 	code, out, errs = runIn(sample, "check", "-", "--kallsyms", example)
 	require.Equal(t, 0, code, errs)
-	assert.Contains(t, out, "1 kernels: 1 OK, 0 failed")
+	assert.Contains(t, out, "1 kernel: 1 OK, 0 failed")
 
 	md4, err := os.ReadFile(testutil.Corpus(t, "amd64/modules/md4.ko"))
 	require.NoError(t, err)
@@ -931,7 +931,7 @@ func TestModuleFromStdin(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	code, out, errs = runIn([]byte(ko), "-", "--kallsyms", example)
 	require.Equal(t, 0, code, errs)
-	assert.Contains(t, out, "OK: 1 relocations: 1 resolved, 0 deferred, 0 errors")
+	assert.Contains(t, out, "OK: 1 relocation: 1 resolved, 0 deferred, 0 errors")
 
 	for _, args := range [][]string{{"-", "--kallsyms", "-"}, {"link", "-", "--kallsyms", "-"}, {"check", "-", "--kallsyms", "-"}, {"convert", "-", "-o", "x.ko", "--kallsyms", "-", "--symbol", "vfs_read"}} {
 		code, out, errs := runIn(sample, args...)
@@ -966,7 +966,7 @@ func TestCodeOnlyJSON(t *testing.T) {
 	// check: a closing note, and the row's field.
 	amd64 := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
 	_, out, _ = runCLI(t, "check", fixture("livepatch-sample.ko"), "--kallsyms", amd64, "--kallsyms", host)
-	assert.Contains(t, out, "note: 1 kernel(s) with unresolved symbols list code symbols only")
+	assert.Contains(t, out, "note: 1 kernel with unresolved symbols lists code symbols only")
 	_, out, _ = runCLI(t, "check", fixture("livepatch-sample.ko"), "--kallsyms", amd64, "--kallsyms", host, "--format", "json")
 	var c struct {
 		Kernels []struct {

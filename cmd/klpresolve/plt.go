@@ -90,14 +90,14 @@ func writePLTText(a *app, r *modplt.Counts) {
 	fmt.Fprintf(tw, "all sections\t\t%d\t%d\t%d\t%d\t%d\t%d\t\n", t.Relocs, t.Branches, t.Undef, t.SameSection, t.NonZeroAddend, n)
 	tw.Flush()
 	if got {
-		fmt.Fprintf(a.stdout, "GOT: %d entries (x86_64 modules use no PLT)\n", r.GOT)
+		fmt.Fprintf(a.stdout, "GOT: %s (x86_64 modules use no PLT)\n", count(r.GOT, "entry", "entries"))
 	} else {
 		fixed := ""
 		if r.FixedPLTs > 0 {
 			fixed = fmt.Sprintf(" (%d fixed ftrace slots included)", r.FixedPLTs)
 		}
-		fmt.Fprintf(a.stdout, ".plt:      %d entries, sh_size %d%s\n", r.PLTCore, r.PLTSizeCore, fixed)
-		fmt.Fprintf(a.stdout, ".init.plt: %d entries, sh_size %d%s\n", r.PLTInit, r.PLTSizeInit, fixed)
+		fmt.Fprintf(a.stdout, ".plt:      %s, sh_size %d%s\n", count(r.PLTCore, "entry", "entries"), r.PLTSizeCore, fixed)
+		fmt.Fprintf(a.stdout, ".init.plt: %s, sh_size %d%s\n", count(r.PLTInit, "entry", "entries"), r.PLTSizeInit, fixed)
 		if t.Veneers > 0 {
 			fmt.Fprintf(a.stdout, "erratum 843419: %d ADRP veneer slots included\n", t.Veneers)
 		}

@@ -86,8 +86,8 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 	res := rep.Resolution
 	t3 := time.Now()
 	if o.stats {
-		fmt.Fprintf(a.stderr, "stats: read+index kallsyms %v (%d symbols), read module %v (%d relocations), resolve %v, link %v, total %v\n",
-			t1.Sub(t0).Round(time.Microsecond), ix.Len(), t2.Sub(t1).Round(time.Microsecond), m.NumRelocs(),
+		fmt.Fprintf(a.stderr, "stats: read+index kallsyms %v (%s), read module %v (%s), resolve %v, link %v, total %v\n",
+			t1.Sub(t0).Round(time.Microsecond), count(ix.Len(), "symbol", "symbols"), t2.Sub(t1).Round(time.Microsecond), count(m.NumRelocs(), "relocation", "relocations"),
 			rep.ResolveTime.Round(time.Microsecond), rep.LinkTime.Round(time.Microsecond), t3.Sub(t0).Round(time.Microsecond))
 	}
 	if o.out != "" && rep.Image != nil {
@@ -129,7 +129,7 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 // writeLinkSummary is the link and cfi part of the text report.
 func writeLinkSummary(w io.Writer, rep *pipeline.Report, out string) {
 	img, c := rep.Image, rep.CFI
-	fmt.Fprintf(w, "link: %d relocations applied, %d failed, %d unresolved symbols", img.Relocs, len(img.Errors), len(img.Unresolved))
+	fmt.Fprintf(w, "link: %s applied, %d failed, %s", count(img.Relocs, "relocation", "relocations"), len(img.Errors), count(len(img.Unresolved), "unresolved symbol", "unresolved symbols"))
 	switch {
 	case img.PLTCoreMax+img.PLTInitMax > 0:
 		fmt.Fprintf(w, "; PLT .plt %d/%d, .init.plt %d/%d", img.PLTCoreUsed, img.PLTCoreMax, img.PLTInitUsed, img.PLTInitMax)
@@ -293,7 +293,7 @@ func codeOnlyNote(source string) string {
 // kernel has it (hidden).
 func loaderNote(missing []string, hidden map[string]pipeline.Hidden) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "note: insmod would refuse %d ordinary symbol(s) (\"Unknown symbol\"); --link checks the whole module:", len(missing))
+	fmt.Fprintf(&b, "note: insmod would refuse %s (\"Unknown symbol\"); --link checks the whole module:", count(len(missing), "ordinary symbol", "ordinary symbols"))
 	for _, u := range missing {
 		b.WriteString("\n  " + unresolvedLine(u, hidden))
 	}
@@ -383,7 +383,7 @@ func writeResolution(w io.Writer, rep *pipeline.Report, strict bool, given strin
 	if !res.OK(strict) {
 		verdict = "FAILED"
 	}
-	fmt.Fprintf(w, "%s: %d relocations: %d resolved, %d deferred, %d errors\n", verdict, len(res.Results), res.Resolved, res.Deferred, res.Errors)
+	fmt.Fprintf(w, "%s: %s: %d resolved, %d deferred, %s\n", verdict, count(len(res.Results), "relocation", "relocations"), res.Resolved, res.Deferred, count(res.Errors, "error", "errors"))
 }
 
 func yesNo(b bool) string {
