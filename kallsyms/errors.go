@@ -8,7 +8,8 @@ import (
 
 // Errors returned by this package. Lookup failures are *LookupError values
 // that wrap one of ErrNotFound, ErrAmbiguous, ErrNoSuchPosition or
-// ErrNoObject; parse failures are *ParseError values.
+// ErrNoObject; parse failures are *ParseError values; a spec that does not
+// parse is a *SpecError (ErrSpec).
 var (
 	// ErrNotFound: the name is not in the object (or its address is 0,
 	// which the kernel cannot tell apart from absent).
@@ -31,8 +32,23 @@ var (
 	ErrClosed = errors.New("index closed")
 	// ErrSnapshotExact: Options.LTO asked for a raw snapshot written
 	// without LTO matching, whose stored tables file names exactly.
+	// ErrSpec: a "[object:]name[,sympos]" spec does not parse
+	// (ParseSpec; the error is a *SpecError).
+	ErrSpec          = errors.New("malformed symbol spec")
 	ErrSnapshotExact = errors.New("raw snapshot written for exact matching: LTO matching needs it written again with LTO (klpresolve snapshot --lto --raw), or the text it came from")
 )
+
+// SpecError says what is wrong with a "[object:]name[,sympos]" spec. It
+// matches ErrSpec with errors.Is.
+type SpecError struct {
+	Spec string // as given
+	Msg  string // what is wrong
+}
+
+func (e *SpecError) Error() string { return fmt.Sprintf("spec %q: %s", e.Spec, e.Msg) }
+
+// Is reports whether target is ErrSpec.
+func (e *SpecError) Is(target error) bool { return target == ErrSpec }
 
 // ParseError locates a malformed input line.
 type ParseError struct {

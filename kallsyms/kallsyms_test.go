@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -171,10 +172,26 @@ func TestParseSpec(t *testing.T) {
 		require.NoError(t, err, in)
 		assert.Equal(t, want, got, in)
 	}
-	for _, bad := range []string{"", ":x", "x,", "x,-1", "x,abc", "xfs:"} {
+	for bad, msg := range map[string]string{
+		"":                       `spec "": empty symbol name`,
+		":x":                     `spec ":x": empty object name`,
+		"x,":                     `spec "x,": sympos "" is not a number`,
+		"x,-1":                   `spec "x,-1": sympos "-1" is not a number`,
+		"x,abc":                  `spec "x,abc": sympos "abc" is not a number`,
+		"xfs:":                   `spec "xfs:": empty symbol name`,
+		"x,18446744073709551616": `spec "x,18446744073709551616": sympos 18446744073709551616 is out of range (at most 18446744073709551615)`,
+		strings.Repeat("n", 512): fmt.Sprintf("spec %q: name longer than 511 bytes", strings.Repeat("n", 512)),
+	} {
 		_, err := ParseSpec(bad)
-		assert.Error(t, err, bad)
+		require.ErrorIs(t, err, ErrSpec, bad)
+		var se *SpecError
+		require.ErrorAs(t, err, &se)
+		assert.Equal(t, bad, se.Spec)
+		assert.Equal(t, msg, err.Error())
 	}
+	got, err := ParseSpec("x,18446744073709551615")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(math.MaxUint64), got.Pos)
 }
 
 func TestAddr(t *testing.T) {

@@ -2,7 +2,9 @@ package kallsyms
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -567,25 +569,32 @@ func (s Spec) String() string {
 // means vmlinux, no sympos means 0.
 func ParseSpec(spec string) (Spec, error) {
 	s := Spec{Object: Vmlinux}
+	bad := func(format string, args ...any) (Spec, error) {
+		return s, &SpecError{Spec: spec, Msg: fmt.Sprintf(format, args...)}
+	}
 	rest := spec
 	if obj, name, ok := strings.Cut(rest, ":"); ok {
 		if obj == "" {
-			return s, fmt.Errorf("spec %q: empty object name", spec)
+			return bad("empty object name")
 		}
 		s.Object, rest = obj, name
 	}
 	if name, pos, ok := strings.Cut(rest, ","); ok {
 		p, err := strconv.ParseUint(pos, 10, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			// sympos is an unsigned long in the kernel.
+			return bad("sympos %s is out of range (at most %d)", pos, uint64(math.MaxUint64))
+		}
 		if err != nil {
-			return s, fmt.Errorf("spec %q: sympos %q is not a number", spec, pos)
+			return bad("sympos %q is not a number", pos)
 		}
 		s.Pos, rest = p, name
 	}
 	if rest == "" {
-		return s, fmt.Errorf("spec %q: empty symbol name", spec)
+		return bad("empty symbol name")
 	}
 	if len(rest) >= KSYMNameLen {
-		return s, fmt.Errorf("spec %q: name longer than %d bytes", spec, KSYMNameLen-1)
+		return bad("name longer than %d bytes", KSYMNameLen-1)
 	}
 	s.Name = rest
 	return s, nil
