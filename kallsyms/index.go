@@ -40,6 +40,9 @@ type Index struct {
 	// buffer (see readAndParse), unmapped with the others, so a name
 	// handed to a caller is a copy (nameOut), as with mapping.
 	text []byte
+	// textBusy: closed once nothing else may touch text (see
+	// parser.unmapBuffer); nil if nothing may.
+	textBusy <-chan struct{}
 	// unmap: the cleanup that unmaps mapping, anon and text (see Close); closed:
 	// Close emptied the index.
 	unmap  runtime.Cleanup
@@ -139,12 +142,21 @@ func (ix *Index) symbol(i uint32, pos int) Symbol {
 func (ix *Index) own(mapping []byte) {
 	ix.mapping = mapping
 	if ix.mapping != nil || ix.anon != nil || ix.text != nil {
-		ix.unmap = runtime.AddCleanup(ix, unmapAll, [3][]byte{ix.mapping, ix.anon, ix.text})
+		ix.unmap = runtime.AddCleanup(ix, unmapAll, mappings{ix.mapping, ix.anon, ix.text, ix.textBusy})
 	}
 }
 
-func unmapAll(m [3][]byte) {
-	for _, b := range m {
+// mappings are what an Index's cleanup unmaps.
+type mappings struct {
+	file, anon, text []byte
+	textBusy         <-chan struct{}
+}
+
+func unmapAll(m mappings) {
+	if m.textBusy != nil && m.text != nil {
+		<-m.textBusy
+	}
+	for _, b := range [][]byte{m.file, m.anon, m.text} {
 		if b != nil {
 			unmapFile(b)
 		}
@@ -191,10 +203,13 @@ func (ix *Index) Close() error {
 		unmapFile(ix.anon)
 	}
 	if ix.text != nil {
+		if ix.textBusy != nil {
+			<-ix.textBusy
+		}
 		unmapFile(ix.text)
 	}
 	ix.data, ix.syms, ix.next, ix.slots, ix.objs = "", nil, nil, nil, nil
-	ix.byName, ix.mapping, ix.anon, ix.text, ix.byAddr = map[string]int{}, nil, nil, nil, nil
+	ix.byName, ix.mapping, ix.anon, ix.text, ix.textBusy, ix.byAddr = map[string]int{}, nil, nil, nil, nil, nil
 	ix.scratch, ix.closed = 0, true
 	ix.addrOnce.Do(func() {}) // Addr finds nothing
 	ix.varOnce.Do(func() {})

@@ -158,7 +158,7 @@ func (p *parser) stream(r io.Reader, hint int64) (*Index, error) {
 	kept := false
 	defer func() {
 		if m != nil && !kept {
-			unmapFile(m) // after the workers are done, too
+			p.unmapBuffer(m) // after the workers are done, too
 		}
 	}()
 	if err != nil {
@@ -183,7 +183,7 @@ func (p *parser) stream(r io.Reader, hint int64) (*Index, error) {
 			// out need no copies (nameOut).
 			ix.data = strings.Clone(ix.data)
 		} else {
-			ix.text, kept = m, true
+			ix.text, ix.textBusy, kept = m, p.prefaulting, true
 		}
 	}
 	ix.own(nil)
@@ -248,6 +248,8 @@ type parser struct {
 	// window (see chunk.claim).
 	st        *stream
 	lastClaim chan int
+	// prefaulting: closed once the stream's prefault goroutine is gone.
+	prefaulting <-chan struct{}
 }
 
 // stream holds the arrays a streamed input's chunks fill windows of, each
@@ -586,10 +588,21 @@ func (p *parser) readAndParse(r io.Reader, hint int64) (buf, m []byte, err error
 	buf, m, err = p.readStream(r, hint)
 	if err != nil && m != nil {
 		p.abort() // nothing may read m any more
-		unmapFile(m)
+		p.unmapBuffer(m)
 		m = nil
 	}
 	return buf, m, err
+}
+
+// unmapBuffer unmaps the stream's buffer m once the prefault goroutine,
+// which may still be faulting it in, is gone: an address unmapped under it
+// could be mapped again by someone else, whose pages it would then fault
+// in.
+func (p *parser) unmapBuffer(m []byte) {
+	if p.prefaulting != nil {
+		<-p.prefaulting
+	}
+	unmapFile(m)
 }
 
 func (p *parser) readStream(r io.Reader, hint int64) (buf, m []byte, err error) {
@@ -619,7 +632,7 @@ func (p *parser) readStream(r io.Reader, hint int64) (buf, m []byte, err error) 
 	hugepage.Advise(buf[:cap(buf)])
 	var ahead chan<- int // see prefault
 	if p.workers > 1 {
-		ahead = prefault(buf[:cap(buf)])
+		ahead, p.prefaulting = prefault(buf[:cap(buf)])
 	}
 	defer func() {
 		if ahead != nil {
@@ -723,11 +736,15 @@ const (
 // above): each int sent is how many bytes of b the reader has filled.
 // Closing the channel ends it. Faulting in never changes a byte of b
 // (hugepage.Populate), so it may race with the reader's writes.
-func prefault(b []byte) chan<- int {
-	kick := make(chan int, 1)
+//
+// The goroutine closes finished when it is gone: until then it may still be
+// faulting in b, which must stay mapped (see parser.unmapBuffer).
+func prefault(b []byte) (kick chan<- int, finished <-chan struct{}) {
+	k, fin := make(chan int, 1), make(chan struct{})
 	go func() {
+		defer close(fin)
 		done, ok := 0, true
-		for at := range kick {
+		for at := range k {
 			for ok && done < min(at+prefaultAhead, len(b)) {
 				end := min(done+prefaultStep, len(b))
 				ok = hugepage.Populate(b[done:end])
@@ -735,7 +752,7 @@ func prefault(b []byte) chan<- int {
 			}
 		}
 	}()
-	return kick
+	return k, fin
 }
 
 // newStream makes the arrays a streamed input's chunks fill windows of,
