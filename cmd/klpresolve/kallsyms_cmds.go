@@ -142,7 +142,8 @@ Exit status 0 when every address has a symbol, 1 when any has none.`,
 			}
 			values := make([]uint64, len(addrs))
 			for i, s := range addrs {
-				v, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(s), "0x"), 16, 64)
+				// (Blanks around a pasted address are not part of it.)
+				v, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(strings.TrimSpace(s)), "0x"), 16, 64)
 				if errors.Is(err, strconv.ErrRange) {
 					return &exitError{exitUsage, fmt.Errorf("address %q does not fit in 64 bits", s)}
 				}

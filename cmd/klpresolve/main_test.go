@@ -159,6 +159,10 @@ func TestAddrCommand(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Equal(t, "0xffffffffc0351000: in no object: past the last symbol of module ext4 (ext4_iget at 0xffffffffc0350900)\n", out)
 
+	code, out, _ = runCLI(t, "addr", " 0xffffffffc0351000\t", "--kallsyms", example)
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "0xffffffffc0351000: in no object: past the last symbol of module ext4 (ext4_iget at 0xffffffffc0350900)\n", out)
+
 	code, _, errs := runCLI(t, "addr", "vfs_read", "--kallsyms", example)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, `address "vfs_read" is not hex`)
