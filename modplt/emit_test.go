@@ -454,3 +454,31 @@ func TestInitAfterGuardPage(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(0xffffffffc0100000), img.Section(".init.text").Addr)
 }
+
+// A load address module_alloc() could not return is refused, before any
+// relocation is applied: one off a page, or a region that would run past
+// the end of the address space (32 bits for arm) and wrap around to 0.
+func TestLinkBadBase(t *testing.T) {
+	resolve := func(string) (uint64, bool) { return 0xffffffff81000000, true }
+	x86, arm := openFixture(t, "got.o"), openFixture(t, "thumb.o")
+	for _, tt := range []struct {
+		m          *Module
+		base, init uint64
+		msg        string
+	}{
+		{x86, 0xffffffffc0000001, 0, "core at 0xffffffffc0000001 is not on a 4096-byte page"},
+		{x86, 0xffffffffc0000000, 0xffffffffc0100800, "init at 0xffffffffc0100800 is not on a 4096-byte page"},
+		{x86, 0xfffffffffffff000, 0, "core at 0xfffffffffffff000, 0x1000 bytes, runs past the end of the address space (0xffffffffffffffff)"},
+		{x86, 0xffffffffc0000000, 0xfffffffffffff000, "init at 0xfffffffffffff000"},
+		{arm, 0x100000000, 0, "core at 0x100000000"},
+		{arm, 0xfffff000, 0, "runs past the end of the address space (0xffffffff)"},
+	} {
+		_, err := tt.m.Link(LinkOptions{Base: tt.base, InitBase: tt.init, Resolve: resolve})
+		require.ErrorIs(t, err, ErrBadBase, "%#x %#x", tt.base, tt.init)
+		assert.ErrorContains(t, err, tt.msg)
+	}
+	// The highest core that leaves room for init's page after it links.
+	img, err := x86.Link(LinkOptions{Base: 0xffffffffffff0000, Resolve: resolve})
+	require.NoError(t, err)
+	assert.NotEmpty(t, img.Sections)
+}

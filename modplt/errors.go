@@ -15,4 +15,8 @@ var (
 	ErrUnsupportedArch = errors.New("unsupported architecture")
 	// ErrNotRelocatable is returned for an ELF file that is not ET_REL.
 	ErrNotRelocatable = errors.New("not a relocatable object")
+	// ErrBadBase is returned by Link for a load address (LinkOptions.Base,
+	// InitBase) that module_alloc() could not return: not on a page, or a
+	// region that would run past the end of the address space.
+	ErrBadBase = errors.New("bad load address")
 )

@@ -75,6 +75,10 @@ func (m *Module) layout(core, init uint64, sizes map[int]uint64, aligns map[int]
 				base = core + coreSize + layoutPage
 			}
 		}
+		// module_alloc() returns whole pages, within the address space.
+		if base%layoutPage != 0 {
+			return nil, fmt.Errorf("%s: %w: %s at %#x is not on a %d-byte page", f.Name, ErrBadBase, region, base, layoutPage)
+		}
 		off := uint64(0)
 		for _, mask := range layoutMasks {
 			for i := range f.Sections {
@@ -131,9 +135,22 @@ func (m *Module) layout(core, init uint64, sizes map[int]uint64, aligns map[int]
 			// strict_align(): each group starts on a page.
 			off = (off + layoutPage - 1) &^ (layoutPage - 1)
 		}
+		if top := addressTop(f.Class); base > top || off > top-base || (region == Core && layoutPage > top-base-off) {
+			// (core also needs room for init after it, a page on)
+			return nil, fmt.Errorf("%s: %w: %s at %#x, %#x bytes, runs past the end of the address space (%#x)", f.Name, ErrBadBase, region, base, off, top)
+		}
 		if region == Core {
 			coreSize = off
 		}
 	}
 	return out, nil
+}
+
+// addressTop is the highest address of a module of class c: the load
+// addresses of a 32-bit architecture are 32 bits.
+func addressTop(c elf.Class) uint64 {
+	if c == elf.ELFCLASS32 {
+		return 1<<32 - 1
+	}
+	return 1<<64 - 1
 }

@@ -57,7 +57,9 @@ type LinkOptions struct {
 	// (0xbf000000); on arm64 _etext - 128 MiB (KernelEtext), or
 	// MODULES_VADDR (0xffff800000000000) when that is not known. An
 	// InitBase of 0 is module_alloc()'s next allocation: past core's
-	// pages and the guard page vmalloc leaves after them.
+	// pages and the guard page vmalloc leaves after them. Both must be
+	// page-aligned, and each region must end within the address space
+	// (32 bits for arm): Link returns ErrBadBase otherwise.
 	Base, InitBase uint64
 	// KernelEtext is the kernel's _etext, which arm64's default Base
 	// depends on (0: not known).
