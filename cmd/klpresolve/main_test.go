@@ -258,6 +258,19 @@ func TestConvertCommand(t *testing.T) {
 	code, _, errOut = runCLI(t, "convert", fixture("patch.o"), "-o", out, "--kallsyms", k, "--symbol", "type_show")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "unresolvable ambiguity")
+	// An address spelt 0X, and the specs that are wrong before any lookup.
+	code, _, errOut = runCLI(t, "convert", fixture("patch.o"), "-o", out, "--kallsyms", k, "--symbol", "type_show@0XFFFFFFFF81120370")
+	assert.Equal(t, 0, code, errOut)
+	for spec, msg := range map[string]string{
+		"type_show@":                     `symbol "type_show@": no address after @`,
+		"@0xffffffff81120370":            `spec "@0xffffffff81120370": empty symbol name`,
+		"type_show,3@0xffffffff81120370": `symbol "type_show,3@0xffffffff81120370": both a position and an address; give one`,
+		"type_show@zz":                   `type_show: address "zz" is not hex`,
+	} {
+		code, _, errOut = runCLI(t, "convert", fixture("patch.o"), "-o", out, "--kallsyms", k, "--symbol", spec)
+		assert.Equal(t, 2, code, spec)
+		assert.Equal(t, "klpresolve: "+msg+"\n", errOut, spec)
+	}
 }
 
 func TestPLTCommand(t *testing.T) {
@@ -860,7 +873,7 @@ func TestOutputToStdout(t *testing.T) {
 
 	code, out, errs := runCLI(t, "convert", fixture("patch.o"), "-o", "-", "--kallsyms", example, "--symbol", "vfs_read")
 	require.Equal(t, 0, code, errs)
-	assert.Equal(t, "wrote -: 1 livepatch symbols\n", errs)
+	assert.Equal(t, "wrote -: 1 livepatch symbol\n", errs)
 	m, err := klp.Parse("stdout", []byte(out))
 	require.NoError(t, err)
 	assert.Equal(t, klp.FormatKLP, m.Format)

@@ -428,14 +428,29 @@ them), or written name@ADDRESS to pick the occurrence at that address.`,
 			}
 			var ix *kallsyms.Index
 			var syms []klp.ConvertSymbol
-			for _, spec := range symbols {
-				at := ""
-				if i := strings.LastIndex(spec, "@"); i > 0 {
-					spec, at = spec[:i], spec[i+1:]
+			for _, given := range symbols {
+				spec, at, hasAt := given, "", false
+				if i := strings.LastIndex(given, "@"); i >= 0 {
+					spec, at, hasAt = given[:i], given[i+1:], true
 				}
 				s, err := kallsyms.ParseSpec(spec)
+				var se *kallsyms.SpecError
+				if hasAt && errors.As(err, &se) {
+					se.Spec = given // name the whole argument, address included
+				}
 				if err != nil {
 					return &exitError{exitUsage, err}
+				}
+				var addr uint64
+				switch {
+				case hasAt && at == "":
+					return &exitError{exitUsage, fmt.Errorf("symbol %q: no address after @", given)}
+				case hasAt && strings.Contains(spec, ","):
+					return &exitError{exitUsage, fmt.Errorf("symbol %q: both a position and an address; give one", given)}
+				case hasAt:
+					if addr, err = strconv.ParseUint(strings.TrimPrefix(strings.ToLower(at), "0x"), 16, 64); err != nil {
+						return &exitError{exitUsage, fmt.Errorf("%s: address %q is not hex", s.Name, at)}
+					}
 				}
 				pos := s.Pos
 				if !strings.Contains(spec, ",") {
@@ -444,7 +459,7 @@ them), or written name@ADDRESS to pick the occurrence at that address.`,
 							return err
 						}
 					}
-					if pos, err = computePos(ix, s, at); err != nil {
+					if pos, err = computePos(ix, s, addr, hasAt); err != nil {
 						return &exitError{exitFailed, err}
 					}
 				}
@@ -474,7 +489,7 @@ them), or written name@ADDRESS to pick the occurrence at that address.`,
 			for _, s := range syms {
 				distinct[s.Name] = true
 			}
-			fmt.Fprintf(said, "wrote %s: %d livepatch symbols\n", out, len(distinct))
+			fmt.Fprintf(said, "wrote %s: %s\n", out, count(len(distinct), "livepatch symbol", "livepatch symbols"))
 			return nil
 		},
 	}
@@ -486,17 +501,14 @@ them), or written name@ADDRESS to pick the occurrence at that address.`,
 
 // computePos is sympos from the index: 0 when unique, else the position of
 // the occurrence at address at.
-func computePos(ix *kallsyms.Index, s kallsyms.Spec, at string) (uint64, error) {
+func computePos(ix *kallsyms.Index, s kallsyms.Spec, at uint64, hasAt bool) (uint64, error) {
 	c := ix.Candidates(s.Object, s.Name)
 	if len(c) == 0 {
 		_, err := ix.Lookup(s.Object, s.Name, 0)
 		return 0, err
 	}
-	if at != "" {
-		v, err := strconv.ParseUint(strings.TrimPrefix(at, "0x"), 16, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%s: address %q is not hex", s.Name, at)
-		}
+	if hasAt {
+		v := at
 		for _, x := range c {
 			if x.Address == v {
 				if len(c) == 1 {
