@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -26,4 +29,17 @@ func TestObjectsOneObject(t *testing.T) {
 	code, out, _ = runCLI(t, "snapshot", "--kallsyms", path, "-o", filepath.Join(t.TempDir(), "s.snap"))
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, ": 1 object, 2 symbols, ")
+}
+
+// Lists from a file or standard input: blanks and line ends separate the
+// items, CRLF included; a line starting with '#' is a comment.
+func TestListItems(t *testing.T) {
+	assert.Equal(t, []string{"vfs_read", "jiffies", "ext4:x,2", "0x10"},
+		listItems([]byte("# specs\nvfs_read\r\n\n  jiffies  ext4:x,2\n\t# more\n0x10")))
+	assert.Empty(t, listItems([]byte("#\n \n")))
+	var out, errs bytes.Buffer
+	code := run([]string{"lookup", "-", "--kallsyms", filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")},
+		strings.NewReader("vfs_read\n# a comment\n"), &out, &errs)
+	require.Equal(t, 0, code, errs.String())
+	assert.Equal(t, "vfs_read: 0xffffffff81010180 T vmlinux position 1\n", out.String())
 }

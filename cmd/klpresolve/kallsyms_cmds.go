@@ -22,7 +22,8 @@ func newLookupCmd(a *app) *cobra.Command {
 		Long: `Resolves each SPEC = [object:]name[,sympos] as klp_find_object_symbol() would:
 no object (or vmlinux) means vmlinux; sympos 0 (the default) means the name must be
 unique in its object; N means the N-th occurrence in kallsyms order. "-" reads the
-specs from standard input, separated by blanks or line ends.
+specs from standard input, separated by blanks or line ends; a line starting with #
+is a comment.
 Exit status 0 when every spec resolves, 1 when any does not.`,
 		Args: needArgs(1, -1, "one or more SPECs, [object:]name[,sympos] (- reads them from standard input)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -95,7 +96,8 @@ Exit status 0 when every spec resolves, 1 when any does not.`,
 }
 
 // argsOrStdin returns args with each "-" replaced by the blank- or
-// line-separated words of standard input (what names the words, in the
+// line-separated words of standard input, comment lines left out (listItems;
+// what names the words, in the
 // error when the symbols come from standard input too).
 func (a *app) argsOrStdin(args []string, what string) ([]string, error) {
 	var out []string
@@ -116,9 +118,22 @@ func (a *app) argsOrStdin(args []string, what string) ([]string, error) {
 		if err != nil {
 			return nil, &exitError{exitUsage, fmt.Errorf("standard input: %w", err)}
 		}
-		out = append(out, strings.Fields(string(b))...)
+		out = append(out, listItems(b)...)
 	}
 	return out, nil
+}
+
+// listItems are the specs or addresses of a list read from a file or
+// standard input: separated by blanks or line ends, with a line whose
+// first non-blank is '#' a comment (no symbol name or address starts so).
+func listItems(b []byte) []string {
+	var out []string
+	for l := range strings.Lines(string(b)) {
+		if f := strings.Fields(l); len(f) > 0 && !strings.HasPrefix(f[0], "#") {
+			out = append(out, f...)
+		}
+	}
+	return out
 }
 
 func newAddrCmd(a *app) *cobra.Command {
@@ -129,7 +144,8 @@ func newAddrCmd(a *app) *cobra.Command {
 		Long: `Finds the symbol that contains each ADDR (hex, with or without 0x), as the kernel's
 kallsyms_lookup() does: the highest symbol at or below it, the offset into it and the
 size up to the next symbol of its object. "-" reads the addresses from standard input,
-separated by blanks or line ends (grep -o the addresses out of a log first).
+separated by blanks or line ends, # starting a comment line (grep -o the addresses out
+of a log first).
 Exit status 0 when every address has a symbol, 1 when any has none.`,
 		Args: needArgs(1, -1, "one or more addresses (- reads them from standard input)"),
 		RunE: func(cmd *cobra.Command, args []string) error {

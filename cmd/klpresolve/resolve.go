@@ -417,11 +417,7 @@ them), or written name@ADDRESS to pick the occurrence at that address.`,
 				if err != nil {
 					return &exitError{exitUsage, err}
 				}
-				for _, l := range strings.Split(string(b), "\n") {
-					if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
-						symbols = append(symbols, l)
-					}
-				}
+				symbols = append(symbols, listItems(b)...)
 			}
 			if len(symbols) == 0 {
 				return &exitError{exitUsage, errors.New("convert needs --symbol or --symbols-from")}
@@ -495,7 +491,7 @@ them), or written name@ADDRESS to pick the occurrence at that address.`,
 	}
 	c.Flags().StringVarP(&out, "output", "o", "", "livepatch module to write")
 	c.Flags().StringArrayVar(&symbols, "symbol", nil, "symbol to convert: [obj:]name[,pos] or [obj:]name@ADDRESS (repeatable)")
-	c.Flags().StringVar(&from, "symbols-from", "", "file with one symbol spec per line")
+	c.Flags().StringVar(&from, "symbols-from", "", "file of symbol specs, separated by blanks or line ends (# starts a comment line)")
 	return c
 }
 
