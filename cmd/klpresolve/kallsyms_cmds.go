@@ -95,10 +95,9 @@ Exit status 0 when every spec resolves, 1 when any does not.`,
 	return c
 }
 
-// argsOrStdin returns args with each "-" replaced by the blank- or
-// line-separated words of standard input, comment lines left out (listItems;
-// what names the words, in the
-// error when the symbols come from standard input too).
+// argsOrStdin returns args with each "-" replaced by the items of standard
+// input (listItems). what names them in the error when the symbols come
+// from standard input too.
 func (a *app) argsOrStdin(args []string, what string) ([]string, error) {
 	var out []string
 	read := false
