@@ -109,10 +109,11 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 		}
 		err = writeJSON(a, j)
 	} else {
-		writeResolution(a.stdout, rep, o.strict, a.kallsymsPath())
+		writeResolution(a.stdout, rep, a.kallsymsPath())
 		if rep.Image != nil {
 			writeLinkSummary(a.stdout, rep, o.out)
 		}
+		writeVerdict(a.stdout, rep, o.strict)
 	}
 	if err != nil {
 		return err
@@ -155,11 +156,11 @@ func writeLinkSummary(w io.Writer, rep *pipeline.Report, out string) {
 		if c.CheckFnSymbol {
 			how = "__cfi_check"
 		}
-		fmt.Fprintf(w, "cfi: text %s-%s, %d pages in the shadow, check function %s (%s)", hex(c.TextStart), hex(c.TextEnd), c.Pages, hex(c.CheckFn), how)
+		fmt.Fprintf(w, "cfi: text %s-%s, %s in the shadow, check function %s (%s)", hex(c.TextStart), hex(c.TextEnd), count(c.Pages, "page", "pages"), hex(c.CheckFn), how)
 		if c.Reason != "" {
 			fmt.Fprintf(w, "; %s", c.Reason)
 		}
-		fmt.Fprintf(w, "; %d function pointers in data, %d on no known page\n", c.Pointers, len(c.Unknown))
+		fmt.Fprintf(w, "; %s in data, %d on no known page\n", count(c.Pointers, "function pointer", "function pointers"), len(c.Unknown))
 		for _, u := range c.Unknown {
 			fmt.Fprintf(w, "  cfi: function pointer on no known page: %s\n", u)
 		}
@@ -304,7 +305,7 @@ func loaderNote(missing []string, hidden map[string]pipeline.Hidden) string {
 // (given: the --kallsyms path), per section what resolved, deferred
 // objects, every failure with the kernel's message and the help, then
 // totals.
-func writeResolution(w io.Writer, rep *pipeline.Report, strict bool, given string) {
+func writeResolution(w io.Writer, rep *pipeline.Report, given string) {
 	res := rep.Resolution
 	m := res.Module
 	name := m.Name
@@ -379,11 +380,22 @@ func writeResolution(w io.Writer, rep *pipeline.Report, strict bool, given strin
 			fmt.Fprintf(w, "  %s\n", codeOnlyNote(res.Source))
 		}
 	}
+}
+
+// writeVerdict is the text report's last line: OK or FAILED as the exit
+// status says (the link's outcome included, with --link), then the
+// relocations' counts, and why the module does not link if it does not.
+func writeVerdict(w io.Writer, rep *pipeline.Report, strict bool) {
+	res := rep.Resolution
 	verdict := "OK"
-	if !res.OK(strict) {
+	if !rep.OK(strict) {
 		verdict = "FAILED"
 	}
-	fmt.Fprintf(w, "%s: %s: %d resolved, %d deferred, %s\n", verdict, count(len(res.Results), "relocation", "relocations"), res.Resolved, res.Deferred, count(res.Errors, "error", "errors"))
+	fmt.Fprintf(w, "%s: %s: %d resolved, %d deferred, %s", verdict, count(len(res.Results), "relocation", "relocations"), res.Resolved, res.Deferred, count(res.Errors, "error", "errors"))
+	if img := rep.Image; img != nil && (!img.OK() || len(img.Unresolved) > 0) {
+		fmt.Fprintf(w, "; the module does not link: %d failed, %s", len(img.Errors), count(len(img.Unresolved), "unresolved symbol", "unresolved symbols"))
+	}
+	fmt.Fprintln(w)
 }
 
 func yesNo(b bool) string {
