@@ -5,6 +5,8 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -346,4 +348,19 @@ func TestNotMarkedLivepatch(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, FormatKLP, m.Format)
 	assert.Empty(t, m.Warnings)
+
+	// The object before convert is a livepatch module's (livepatch=Y),
+	// which may need no livepatch relocations at all: no warning. An
+	// ordinary object has nothing for livepatch to resolve.
+	m, err = Parse("patch.o", obj)
+	require.NoError(t, err)
+	assert.Equal(t, FormatNone, m.Format)
+	assert.Empty(t, m.Warnings)
+	plain, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "testdata", "modplt", "got.o"))
+	require.NoError(t, err)
+	m, err = Parse("got.o", plain)
+	require.NoError(t, err)
+	assert.Equal(t, FormatNone, m.Format)
+	require.Len(t, m.Warnings, 1)
+	assert.Contains(t, m.Warnings[0], "not a livepatch module: no livepatch relocations")
 }

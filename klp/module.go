@@ -131,6 +131,12 @@ func Parse(name string, data []byte) (*Module, error) {
 		m.Format = FormatKpatch
 	default:
 		m.Format = FormatNone
+		// A livepatch module may need no livepatch relocations (it
+		// calls only exported functions); anything else has nothing
+		// for livepatch to resolve.
+		if !m.Livepatch {
+			m.Warnings = append(m.Warnings, "not a livepatch module: no livepatch relocations (.klp.rela sections or kpatch dynrelas) and no livepatch=Y; nothing here for livepatch to resolve (klpresolve convert makes a livepatch module of an object)")
+		}
 	}
 	return m, nil
 }
