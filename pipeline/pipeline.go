@@ -200,14 +200,35 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 	}
 	rep.ResolveTime = time.Since(t0)
 	t1 := time.Now()
+	img, err := Link(m, rep.Resolution, ix, opts.LinkOptions)
+	if err != nil {
+		return nil, err
+	}
+	rep.Image = img
+	rep.NotExported = NotExported(ix, img.Unresolved, gplOK)
+	rep.CodeOnly = CodeOnly(ix, img.Unresolved)
+	rep.CFI, err = recordCFI(img)
+	if err != nil {
+		return nil, err
+	}
+	rep.LinkTime = time.Since(t1)
+	return rep, nil
+}
+
+// Link links m against ix as the kernel's module loader and livepatch
+// would (lo's Resolve and SkipSections are set here): ordinary undefined
+// symbols among what the loader gives the module (Resolver), .klp.sym
+// ones with livepatch's rules. The .klp.rela sections of objects that are
+// not loaded (res.DeferredObjects) are left unapplied, as
+// klp_module_coming() applies them when the object loads, and their
+// symbols are not counted unresolved.
+func Link(m *klp.Module, res *klp.Resolution, ix *kallsyms.Index, lo modplt.LinkOptions) (*modplt.Image, error) {
 	mod, err := modplt.FromELF(m.ELF())
 	if err != nil {
 		return nil, err
 	}
-	// .klp.rela sections of modules that are not loaded are applied when
-	// the module loads (klp_module_coming()): not now.
 	deferred := map[string]bool{}
-	for _, o := range rep.Resolution.DeferredObjects {
+	for _, o := range res.DeferredObjects {
 		deferred[o] = true
 	}
 	skip := map[string]bool{}
@@ -216,8 +237,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 			skip[s.Name] = true
 		}
 	}
-	lo := opts.LinkOptions
-	lo.Resolve = Resolver(ix, gplOK)
+	lo.Resolve = Resolver(ix, modplt.GPLCompatible(m.ELF().ModInfo("license")))
 	if lo.KernelEtext == 0 {
 		lo.KernelEtext = KernelEtext(ix)
 	}
@@ -226,7 +246,6 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Unresolved .klp.sym symbols of deferred modules are not failures.
 	var unresolved []string
 	for _, u := range img.Unresolved {
 		if sn, n := klp.ParseSymbolName(u); n == 3 && deferred[sn.Object] {
@@ -235,15 +254,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 		unresolved = append(unresolved, u)
 	}
 	img.Unresolved = unresolved
-	rep.Image = img
-	rep.NotExported = NotExported(ix, unresolved, gplOK)
-	rep.CodeOnly = CodeOnly(ix, unresolved)
-	rep.CFI, err = recordCFI(img)
-	if err != nil {
-		return nil, err
-	}
-	rep.LinkTime = time.Since(t1)
-	return rep, nil
+	return img, nil
 }
 
 // CFIReport is how the linked module sits in a CFI shadow.

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/klpresolve/klpresolve/internal/atomicfile"
+	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
 	"github.com/klpresolve/klpresolve/pipeline"
 )
@@ -31,7 +32,8 @@ func newLinkCmd(a *app) *cobra.Command {
 		Short: "Lay a module out and apply its relocations against a kernel's symbols, as the kernel would",
 		Long: `Lays MODULE.ko out as the kernel's loader does (core and init; text, read-only,
 ro-after-init, data), resolves its undefined symbols against the kernel's symbols
-(.klp.sym livepatch symbols with livepatch's rules; the others among the exported
+(.klp.sym livepatch symbols with livepatch's rules, the .klp.rela sections of modules
+that are not loaded left for when they load; the others among the exported
 symbols, as the loader's find_symbol(): vmlinux's __ksymtab_ entries, listed by a
 System.map or a CONFIG_KALLSYMS_ALL kallsyms (the GPL-only ones for GPL-compatible
 licenses only), and modules' upper-case type letters; a name the kernel has but does
@@ -57,7 +59,7 @@ Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
 			if opts.InitBase, err = parseAddr(initBase); err != nil {
 				return err
 			}
-			m, err := openModule(a, args[0], modplt.Parse)
+			m, err := openModule(a, args[0], klp.Parse)
 			if err != nil {
 				return err
 			}
@@ -68,9 +70,9 @@ Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
 			if err := pipeline.CheckArch(m.Arch, ix); err != nil {
 				return &exitError{exitUsage, err}
 			}
-			opts.Resolve = pipeline.Resolver(ix, m.GPLCompatible())
-			opts.KernelEtext = pipeline.KernelEtext(ix)
-			img, err := m.Link(opts)
+			// As the loader and then livepatch would: the .klp.rela sections
+			// of objects that are not loaded wait for them (pipeline.Link).
+			img, err := pipeline.Link(m, m.Resolve(ix), ix, opts)
 			if err != nil {
 				return &exitError{exitUsage, err}
 			}
@@ -79,7 +81,7 @@ Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
 					return &exitError{exitUsage, err}
 				}
 			}
-			hidden := pipeline.NotExported(ix, img.Unresolved, m.GPLCompatible())
+			hidden := pipeline.NotExported(ix, img.Unresolved, img.Module.GPLCompatible())
 			codeOnly := ""
 			if pipeline.CodeOnly(ix, img.Unresolved) {
 				codeOnly = ix.Source()

@@ -378,6 +378,21 @@ func TestMainJobLoaderNote(t *testing.T) {
 	assert.Equal(t, []string{"no_such_function"}, j.LoaderUnresolved)
 }
 
+// link applies a livepatch module's relocations as the loader and then
+// livepatch would: the .klp.rela section for xfs, which the example kernel
+// has not loaded, waits for it (as in the main job's --link), and only
+// no_such_function fails.
+func TestLinkCommandDefersUnloadedObjects(t *testing.T) {
+	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	code, stdout, _ := runCLI(t, "link", fixture("livepatch-sample.ko"), "--kallsyms", example)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stdout, "FAILED: livepatch_sample (x86_64): 6 relocations applied, 1 failed, 1 unresolved symbol\n")
+	assert.NotContains(t, stdout, "xfs_iget")
+	code, stdout, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", example, "--link")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stdout, "link: 6 relocations applied, 1 failed, 1 unresolved symbol")
+}
+
 func TestLinkCommand(t *testing.T) {
 	md4 := testutil.Corpus(t, "amd64/modules/md4.ko")
 	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
