@@ -7,6 +7,7 @@ import (
 
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
+	"github.com/klpresolve/klpresolve/modplt"
 	"github.com/klpresolve/klpresolve/pipeline"
 )
 
@@ -69,4 +70,25 @@ func ExampleCheckArch() {
 	// Output:
 	// true
 	// arm64-kallsyms: the module and the kernel are for different architectures: the module is x86_64, the kernel is arm64 (its vmlinux has primary_entry)
+}
+
+// Link a module as the kernel's loader and livepatch would, without the
+// rest of a Run: the .klp.rela section for xfs, which this kernel has not
+// loaded, waits for xfs, and only the call to no_such_function fails.
+func ExampleLink() {
+	ix, err := kallsyms.Open("../testdata/kallsyms/example.txt", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	m, err := klp.Open("../testdata/klp/livepatch-sample.ko")
+	if err != nil {
+		log.Fatal(err)
+	}
+	img, err := pipeline.Link(m, m.Resolve(ix), ix, modplt.LinkOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("%d applied, %d failed, unresolved %v, .text at %#x\n", img.Relocs, len(img.Errors), img.Unresolved, img.Section(".text").Addr)
+	// Output:
+	// 6 applied, 1 failed, unresolved [no_such_function], .text at 0xffffffffc0000000
 }
