@@ -303,8 +303,8 @@ func loaderNote(missing []string, hidden map[string]pipeline.Hidden) string {
 
 // writeResolution prints the text report: the module, the kernel symbols
 // (given: the --kallsyms path), per section what resolved, deferred
-// objects, every failure with the kernel's message and the help, then
-// totals.
+// objects, and every failure with the kernel's message and the help (the
+// totals are writeVerdict's).
 func writeResolution(w io.Writer, rep *pipeline.Report, given string) {
 	res := rep.Resolution
 	m := res.Module
@@ -509,23 +509,22 @@ them), or written name@ADDRESS to pick the occurrence at that address.`,
 
 // computePos is sympos from the index: 0 when unique, else the position of
 // the occurrence at address at.
-func computePos(ix *kallsyms.Index, s kallsyms.Spec, at uint64, hasAt bool) (uint64, error) {
+func computePos(ix *kallsyms.Index, s kallsyms.Spec, addr uint64, hasAt bool) (uint64, error) {
 	c := ix.Candidates(s.Object, s.Name)
 	if len(c) == 0 {
 		_, err := ix.Lookup(s.Object, s.Name, 0)
 		return 0, err
 	}
 	if hasAt {
-		v := at
 		for _, x := range c {
-			if x.Address == v {
+			if x.Address == addr {
 				if len(c) == 1 {
 					return 0, nil
 				}
 				return uint64(x.Pos), nil
 			}
 		}
-		return 0, fmt.Errorf("%s:%s has no occurrence at %#x", s.Object, s.Name, v)
+		return 0, fmt.Errorf("%s:%s has no occurrence at %#x", s.Object, s.Name, addr)
 	}
 	if len(c) == 1 {
 		return 0, nil
