@@ -507,8 +507,8 @@ them), or written name@ADDRESS to pick the occurrence at that address.`,
 	return c
 }
 
-// computePos is sympos from the index: 0 when unique, else the position of
-// the occurrence at address at.
+// computePos is sympos from the index: 0 when unique, else (hasAt) the
+// position of the occurrence at addr.
 func computePos(ix *kallsyms.Index, s kallsyms.Spec, addr uint64, hasAt bool) (uint64, error) {
 	c := ix.Candidates(s.Object, s.Name)
 	if len(c) == 0 {
