@@ -78,11 +78,15 @@ func TestMainJob(t *testing.T) {
 			Address                                             *string
 			Error                                               *string
 		}
-		Summary struct{ Resolved, Deferred, Errors int }
+		Summary struct {
+			OK                         bool
+			Resolved, Deferred, Errors int
+		}
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &j))
 	assert.Equal(t, "x86_64", j.Arch)
 	assert.Equal(t, "klp", j.Format)
+	assert.True(t, j.Summary.OK)
 	assert.Equal(t, 6, j.Summary.Resolved)
 	assert.Equal(t, 1, j.Summary.Deferred)
 	require.Len(t, j.Relocations, 7)
@@ -608,8 +612,11 @@ func TestMainJobLink(t *testing.T) {
 	code, stdout, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k, "--link", "--format", "json")
 	assert.Equal(t, 1, code)
 	var j struct {
-		Summary struct{ Resolved, Deferred, Errors int }
-		Link    struct {
+		Summary struct {
+			OK                         bool
+			Resolved, Deferred, Errors int
+		}
+		Link struct {
 			OK         bool
 			Relocs     int `json:"relocations_applied"`
 			Unresolved []string
@@ -621,6 +628,7 @@ func TestMainJobLink(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &j))
 	assert.Equal(t, 6, j.Summary.Resolved)
+	assert.False(t, j.Summary.OK, "the exit status is 1: the module does not link")
 	assert.False(t, j.Link.OK)
 	assert.Equal(t, 6, j.Link.Relocs)
 	assert.Equal(t, []string{"no_such_function"}, j.Link.Unresolved)

@@ -97,6 +97,7 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 	}
 	if o.format == "json" {
 		j := jsonResolution(res)
+		j.Summary.OK = rep.OK(o.strict)
 		if rep.Image == nil {
 			j.LoaderUnresolved = append([]string{}, rep.LoaderMissing...)
 			j.LoaderNotExported = notExportedList(rep.LoaderMissing, rep.NotExported)
@@ -239,9 +240,13 @@ type jsonOut struct {
 	Link             *linkJSON `json:"link,omitempty"`
 	CFI              *cfiOut   `json:"cfi,omitempty"`
 	Summary          struct {
-		Resolved int `json:"resolved"`
-		Deferred int `json:"deferred"`
-		Errors   int `json:"errors"`
+		// OK is the verdict the exit status gives (0 when true): every
+		// relocation resolved (deferred ones too, without --strict), and
+		// with --link the module linked.
+		OK       bool `json:"ok"`
+		Resolved int  `json:"resolved"`
+		Deferred int  `json:"deferred"`
+		Errors   int  `json:"errors"`
 	} `json:"summary"`
 }
 
