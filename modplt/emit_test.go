@@ -482,3 +482,13 @@ func TestLinkBadBase(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEmpty(t, img.Sections)
 }
+
+// Linked is every relocation applied and every symbol resolved: an
+// unknown symbol no relocation uses still makes insmod refuse the module.
+func TestImageLinked(t *testing.T) {
+	assert.True(t, (&Image{}).Linked())
+	assert.False(t, (&Image{Errors: []*RelocError{{}}}).Linked())
+	img := &Image{Unresolved: []string{"only_declared"}}
+	assert.True(t, img.OK())
+	assert.False(t, img.Linked())
+}

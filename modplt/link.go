@@ -101,6 +101,11 @@ type Image struct {
 // OK reports whether every relocation was applied.
 func (img *Image) OK() bool { return len(img.Errors) == 0 }
 
+// Linked reports whether the module links: every relocation applied and
+// every undefined symbol resolved (insmod refuses a module with an
+// unknown symbol even if no relocation uses it).
+func (img *Image) Linked() bool { return img.OK() && len(img.Unresolved) == 0 }
+
 // Section returns the placed section called name, or nil.
 func (img *Image) Section(name string) *Placed {
 	for _, p := range img.Sections {

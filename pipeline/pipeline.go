@@ -179,7 +179,7 @@ func (r *Report) OK(strict bool) bool {
 	if !r.Resolution.OK(strict) {
 		return false
 	}
-	return r.Image == nil || (r.Image.OK() && len(r.Image.Unresolved) == 0)
+	return r.Image == nil || r.Image.Linked()
 }
 
 // Run resolves m against ix and, with opts.Link, links it and records it

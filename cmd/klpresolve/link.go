@@ -96,7 +96,7 @@ Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
 			if err != nil {
 				return err
 			}
-			if !img.OK() || len(img.Unresolved) > 0 {
+			if !img.Linked() {
 				return &exitError{exitFailed, errReported}
 			}
 			return nil
@@ -175,7 +175,7 @@ type errorJSON struct {
 }
 
 func linkReport(img *modplt.Image, hidden map[string]pipeline.Hidden) linkJSON {
-	j := linkJSON{Module: img.Module.Name, Arch: img.Module.Arch, OK: img.OK() && len(img.Unresolved) == 0,
+	j := linkJSON{Module: img.Module.Name, Arch: img.Module.Arch, OK: img.Linked(),
 		Relocs: img.Relocs, Errors: []errorJSON{}, Unresolved: img.Unresolved,
 		PLTCore: [2]int{img.PLTCoreUsed, img.PLTCoreMax}, PLTInit: [2]int{img.PLTInitUsed, img.PLTInitMax},
 		GOT: [2]int{img.GOTUsed, img.GOTMax}, NotExported: notExportedList(img.Unresolved, hidden)}
@@ -223,7 +223,7 @@ func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden,
 	if out != "" {
 		fmt.Fprintf(a.stdout, "wrote %s\n", out)
 	}
-	if img.OK() && len(img.Unresolved) == 0 {
+	if img.Linked() {
 		fmt.Fprintf(a.stdout, "OK: %s (%s) links: %s applied\n", m.Name, m.Arch, count(img.Relocs, "relocation", "relocations"))
 	} else {
 		fmt.Fprintf(a.stdout, "FAILED: %s (%s): %s applied, %d failed, %s\n", m.Name, m.Arch, count(img.Relocs, "relocation", "relocations"), len(img.Errors), count(len(img.Unresolved), "unresolved symbol", "unresolved symbols"))

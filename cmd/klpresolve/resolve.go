@@ -397,7 +397,7 @@ func writeVerdict(w io.Writer, rep *pipeline.Report, strict bool) {
 		verdict = "FAILED"
 	}
 	fmt.Fprintf(w, "%s: %s: %d resolved, %d deferred, %s", verdict, count(len(res.Results), "relocation", "relocations"), res.Resolved, res.Deferred, count(res.Errors, "error", "errors"))
-	if img := rep.Image; img != nil && (!img.OK() || len(img.Unresolved) > 0) {
+	if img := rep.Image; img != nil && !img.Linked() {
 		fmt.Fprintf(w, "; the module does not link: %d failed, %s", len(img.Errors), count(len(img.Unresolved), "unresolved symbol", "unresolved symbols"))
 	}
 	fmt.Fprintln(w)
