@@ -43,3 +43,17 @@ func TestListItems(t *testing.T) {
 	require.Equal(t, 0, code, errs.String())
 	assert.Equal(t, "vfs_read: 0xffffffff81010180 T vmlinux position 1\n", out.String())
 }
+
+func TestParseHex(t *testing.T) {
+	for in, want := range map[string]uint64{"ffffffff81000000": 0xffffffff81000000, "0xFFFFFFFF81000000": 0xffffffff81000000, "0X10": 0x10, " 0x10\t": 0x10} {
+		v, err := parseHex(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, v, in)
+	}
+	_, err := parseHex("0x1ffffffffffffffff")
+	assert.EqualError(t, err, `address "0x1ffffffffffffffff" does not fit in 64 bits`)
+	_, err = parseHex("vfs_read")
+	assert.EqualError(t, err, `address "vfs_read" is not hex`)
+	_, err = parseHex("0x")
+	assert.EqualError(t, err, `address "0x" is not hex`)
+}

@@ -122,6 +122,19 @@ func (a *app) argsOrStdin(args []string, what string) ([]string, error) {
 	return out, nil
 }
 
+// parseHex reads an address as kallsyms and oopses print it: hex, with or
+// without 0x (or 0X). Blanks around a pasted address are not part of it.
+func parseHex(s string) (uint64, error) {
+	v, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(strings.TrimSpace(s)), "0x"), 16, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		return 0, fmt.Errorf("address %q does not fit in 64 bits", s)
+	case err != nil:
+		return 0, fmt.Errorf("address %q is not hex", s)
+	}
+	return v, nil
+}
+
 // listItems are the specs or addresses of a list read from a file or
 // standard input: separated by blanks or line ends, with a line whose
 // first non-blank is '#' a comment (no symbol name or address starts so).
@@ -157,13 +170,9 @@ Exit status 0 when every address has a symbol, 1 when any has none.`,
 			}
 			values := make([]uint64, len(addrs))
 			for i, s := range addrs {
-				// (Blanks around a pasted address are not part of it.)
-				v, err := strconv.ParseUint(strings.TrimPrefix(strings.ToLower(strings.TrimSpace(s)), "0x"), 16, 64)
-				if errors.Is(err, strconv.ErrRange) {
-					return &exitError{exitUsage, fmt.Errorf("address %q does not fit in 64 bits", s)}
-				}
+				v, err := parseHex(s)
 				if err != nil {
-					return &exitError{exitUsage, fmt.Errorf("address %q is not hex", s)}
+					return &exitError{exitUsage, err}
 				}
 				values[i] = v
 			}

@@ -461,8 +461,8 @@ them), or written name@ADDRESS to pick the occurrence at that address.`,
 				case hasAt && strings.Contains(spec, ","):
 					return &exitError{exitUsage, fmt.Errorf("symbol %q: both a position and an address; give one", given)}
 				case hasAt:
-					if addr, err = strconv.ParseUint(strings.TrimPrefix(strings.ToLower(at), "0x"), 16, 64); err != nil {
-						return &exitError{exitUsage, fmt.Errorf("%s: address %q is not hex", s.Name, at)}
+					if addr, err = parseHex(at); err != nil {
+						return &exitError{exitUsage, fmt.Errorf("%s: %w", s.Name, err)}
 					}
 				}
 				pos := s.Pos
