@@ -492,3 +492,16 @@ func TestImageLinked(t *testing.T) {
 	assert.True(t, img.OK())
 	assert.False(t, img.Linked())
 }
+
+// Core (one page, got.o's) just below the last page leaves no room for
+// init's guard page and init after it; with init placed by the caller,
+// none is needed.
+func TestLinkCoreOnLastPage(t *testing.T) {
+	m := openFixture(t, "got.o")
+	resolve := func(string) (uint64, bool) { return 0xffffffff81000000, true }
+	_, err := m.Link(LinkOptions{Base: 0xffffffffffffe000, Resolve: resolve})
+	require.ErrorIs(t, err, ErrBadBase)
+	img, err := m.Link(LinkOptions{Base: 0xffffffffffffe000, InitBase: 0xffffffffc0000000, Resolve: resolve})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(0xffffffffffffe000), img.Section(".text").Addr)
+}

@@ -135,8 +135,9 @@ func (m *Module) layout(core, init uint64, sizes map[int]uint64, aligns map[int]
 			// strict_align(): each group starts on a page.
 			off = (off + layoutPage - 1) &^ (layoutPage - 1)
 		}
-		if top := addressTop(f.Class); base > top || off > top-base || (region == Core && layoutPage > top-base-off) {
-			// (core also needs room for init after it, a page on)
+		if top := addressTop(f.Class); base > top || off > top-base || (region == Core && init == 0 && layoutPage > top-base-off) {
+			// (core also needs room for init after it, a page on, when
+			// init goes there)
 			return nil, fmt.Errorf("%s: %w: %s at %#x, %#x bytes, runs past the end of the address space (%#x)", f.Name, ErrBadBase, region, base, off, top)
 		}
 		if region == Core {
