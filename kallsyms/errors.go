@@ -30,11 +30,11 @@ var (
 	ErrEmpty = errors.New("no symbols in input")
 	// ErrClosed: the Index was closed (Index.Close).
 	ErrClosed = errors.New("index closed")
-	// ErrSnapshotExact: Options.LTO asked for a raw snapshot written
-	// without LTO matching, whose stored tables file names exactly.
 	// ErrSpec: a "[object:]name[,sympos]" spec does not parse
 	// (ParseSpec; the error is a *SpecError).
-	ErrSpec          = errors.New("malformed symbol spec")
+	ErrSpec = errors.New("malformed symbol spec")
+	// ErrSnapshotExact: Options.LTO asked for a raw snapshot written
+	// without LTO matching, whose stored tables file names exactly.
 	ErrSnapshotExact = errors.New("raw snapshot written for exact matching: LTO matching needs it written again with LTO (klpresolve snapshot --lto --raw), or the text it came from")
 )
 

@@ -181,15 +181,15 @@ func (m *Module) lookupErr(s *RelaSection, r *Relocation, err error) *RelocError
 	return e
 }
 
-// resolveKpatch resolves a legacy module's dynrelas the way kpatch's core
-// module did (kpatch_write_relocations(): an external symbol by name, else
-// the same object/name/sympos rules as livepatch) and its functions.
 // where is a dynrela as relocErr and lookupErr locate a failure.
 func (d Dynrela) where() (*RelaSection, *Relocation) {
 	return &RelaSection{Name: ".kpatch.dynrelas", Object: d.Object},
 		&Relocation{Index: d.Index, Symbol: d.Name, Sym: SymbolName{Object: d.Object, Name: d.Name, Pos: d.Pos}}
 }
 
+// resolveKpatch resolves a legacy module's dynrelas the way kpatch's core
+// module did (kpatch_write_relocations(): an external symbol by name, else
+// the same object/name/sympos rules as livepatch) and its functions.
 func (m *Module) resolveKpatch(ix *kallsyms.Index, res *Resolution, deferred map[string]bool) {
 	for _, d := range m.Kpatch.Dynrelas {
 		out := Result{Section: ".kpatch.dynrelas", Index: d.Index, Type: d.TypeName, Symbol: d.Name,
