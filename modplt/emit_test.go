@@ -480,7 +480,8 @@ func TestLinkBadBase(t *testing.T) {
 	// The highest core that leaves room for init's page after it links.
 	img, err := x86.Link(LinkOptions{Base: 0xffffffffffff0000, Resolve: resolve})
 	require.NoError(t, err)
-	assert.NotEmpty(t, img.Sections)
+	assert.Equal(t, uint64(0xffffffffffff0000), img.Section(".text").Addr)
+	assert.Less(t, img.Section(".text").Addr, img.Section(".init.text").Addr, "init after core, not wrapped round to 0")
 }
 
 // Linked is every relocation applied and every symbol resolved: an
