@@ -289,6 +289,41 @@ func TestLinkErrors(t *testing.T) {
 
 // A module's .bss is laid out but never made: a file of a few hundred
 // bytes may claim 100 MB of it. A relocation against it is an error.
+// Sections whose headers lie about what the loader can lay out are
+// malformed files (ErrMalformed, naming the file and section), found
+// before anything is allocated for them.
+func TestLayoutMalformed(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		sec   elfobj.BuildSection
+		error string
+	}{
+		{"4 GiB of .bss", elfobj.BuildSection{Name: ".bss", Type: elf.SHT_NOBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Size: 4 << 30, Addralign: 8},
+			"bad.ko: section .bss: claims 4294967296 bytes, more than a module area holds (134217728)"},
+		{"alignment not a power of two", elfobj.BuildSection{Name: ".data", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 16), Addralign: 10241},
+			"bad.ko: section .data: alignment 10241 is not a power of two"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+			b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 8), Addralign: 16})
+			b.AddSection(tc.sec)
+			m, err := Parse("bad.ko", b.Bytes())
+			require.NoError(t, err)
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			img, err := m.Link(LinkOptions{Resolve: mapResolver(nil)})
+			runtime.ReadMemStats(&m1)
+			assert.Nil(t, img)
+			require.ErrorIs(t, err, ErrMalformed)
+			var fe *elfobj.FormatError
+			require.ErrorAs(t, err, &fe)
+			assert.Equal(t, tc.sec.Name, fe.Section)
+			assert.EqualError(t, err, tc.error)
+			assert.Less(t, m1.TotalAlloc-m0.TotalAlloc, uint64(1<<20))
+		})
+	}
+}
+
 func TestNobitsHasNoBytes(t *testing.T) {
 	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
 	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 8), Addralign: 16})

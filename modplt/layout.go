@@ -3,6 +3,8 @@ package modplt
 import (
 	"debug/elf"
 	"fmt"
+
+	"github.com/klpresolve/klpresolve/internal/elfobj"
 )
 
 // Layout: kernel/module/main.c layout_sections(), with the configuration
@@ -104,7 +106,7 @@ func (m *Module) layout(core, init uint64, sizes map[int]uint64, aligns map[int]
 				}
 				align := max(s.Addralign, 1, aligns[i])
 				if align&(align-1) != 0 {
-					return nil, fmt.Errorf("%s: section %s: alignment %d is not a power of two", f.Name, s.Name, align)
+					return nil, &elfobj.FormatError{File: f.Name, Section: s.Name, Msg: fmt.Sprintf("alignment %d is not a power of two", align)}
 				}
 				// module_get_offset(): ALIGN(size, sh_addralign).
 				off = (off + align - 1) &^ (align - 1)
@@ -115,7 +117,7 @@ func (m *Module) layout(core, init uint64, sizes map[int]uint64, aligns map[int]
 				// PROGBITS sizes are bounded by the file; a NOBITS section
 				// (.bss) is not, so it is bounded by the module area.
 				if size > maxNobits {
-					return nil, fmt.Errorf("%s: section %s: claims %d bytes, more than a module area holds (%d)", f.Name, s.Name, size, maxNobits)
+					return nil, &elfobj.FormatError{File: f.Name, Section: s.Name, Msg: fmt.Sprintf("claims %d bytes, more than a module area holds (%d)", size, maxNobits)}
 				}
 				_, sized := sizes[i]
 				switch {
