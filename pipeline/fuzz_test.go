@@ -1,0 +1,79 @@
+package pipeline_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/klp"
+	"github.com/klpresolve/klpresolve/modplt"
+	"github.com/klpresolve/klpresolve/pipeline"
+)
+
+// FuzzRun runs the main job with --link on arbitrary modules: parse,
+// resolve against a small kernel, link, record in a CFI shadow. The
+// parsers' own targets stop where parsing does; this one reaches
+// resolution and the linker with what a parsed module can hold. Seeds:
+// the project's livepatch, kpatch and relocatable fixtures of all three
+// architectures.
+func FuzzRun(f *testing.F) {
+	var seeds []string
+	for _, g := range []string{"klp/*.ko", "klp/*.o", "modplt/*.o", "modplt/link/*.o"} {
+		m, _ := filepath.Glob(filepath.Join("..", "testdata", g))
+		seeds = append(seeds, m...)
+	}
+	for _, p := range seeds {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	ix, err := kallsyms.Open("../testdata/kallsyms/example.txt", nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := klp.Parse("fuzz.ko", data)
+		if err != nil {
+			return
+		}
+		rep, err := pipeline.Run(m, ix, pipeline.Options{Link: true})
+		if err != nil {
+			// Only these stop a run: another architecture's kernel, or
+			// a module the linker cannot take (it fails relocations
+			// one by one, in the Image).
+			if !isAny(err, pipeline.ErrArchMismatch, modplt.ErrMalformed, modplt.ErrUnsupportedArch, modplt.ErrNotRelocatable, modplt.ErrBadBase) {
+				t.Fatalf("unexpected error kind %T: %v", err, err)
+			}
+			return
+		}
+		res := rep.Resolution
+		if got := res.Resolved + res.Deferred + res.Errors; got != len(res.Results) {
+			t.Fatalf("counts %d+%d+%d for %d results", res.Resolved, res.Deferred, res.Errors, len(res.Results))
+		}
+		for _, r := range res.Results {
+			if (r.Status == klp.Failed) != (r.Err != nil) {
+				t.Fatalf("result %+v: status %v with error %v", r, r.Status, r.Err)
+			}
+		}
+		if rep.Image == nil || rep.CFI == nil {
+			t.Fatalf("linked report without image (%v) or CFI (%v)", rep.Image, rep.CFI)
+		}
+		if rep.OK(false) != (res.OK(false) && rep.Image.Linked()) {
+			t.Fatalf("OK %v disagrees with its parts", rep.OK(false))
+		}
+		if rep.CFI.TextStart > rep.CFI.TextEnd {
+			t.Fatalf("CFI text %#x-%#x", rep.CFI.TextStart, rep.CFI.TextEnd)
+		}
+	})
+}
+
+func isAny(err error, targets ...error) bool {
+	for _, t := range targets {
+		if errors.Is(err, t) {
+			return true
+		}
+	}
+	return false
+}
