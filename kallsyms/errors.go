@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/klpresolve/klpresolve/internal/input"
 )
 
 // Errors returned by this package. Lookup failures are *LookupError values
@@ -26,6 +28,13 @@ var (
 	ErrRestricted = errors.New("all symbol addresses are zero (kptr_restrict): read /proc/kallsyms as root, or run 'sysctl kernel.kptr_restrict=0'")
 	// ErrMalformed: a line or a snapshot is not in the expected format.
 	ErrMalformed = errors.New("malformed input")
+	// ErrTooLarge: the input, decompressed, is larger than an index holds
+	// (4 GiB: names are 32-bit offsets).
+	ErrTooLarge = input.ErrTooLarge
+	// ErrCorrupt: a compressed input (gzip, zstd, xz, bzip2) whose data
+	// does not decode: cut short (the decoder's io.ErrUnexpectedEOF is
+	// wrapped too) or damaged.
+	ErrCorrupt = input.ErrCorrupt
 	// ErrEmpty: the input holds no symbols.
 	ErrEmpty = errors.New("no symbols in input")
 	// ErrClosed: the Index was closed (Index.Close).

@@ -2,6 +2,7 @@ package kallsyms
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -244,6 +245,28 @@ func TestParseErrors(t *testing.T) {
 	// 511 bytes is the longest name allowed.
 	_, err := Parse("in", strings.NewReader("ffffffff81000000 T "+strings.Repeat("x", 511)+"\n"), nil)
 	assert.NoError(t, err)
+}
+
+// A compressed symbol list cut short (a partial download) or damaged is
+// ErrCorrupt, read from a path (as a stream) or from a reader, and the
+// error names the file and the format.
+func TestCompressedInputCorrupt(t *testing.T) {
+	text, err := os.ReadFile("../testdata/kallsyms/example.txt")
+	require.NoError(t, err)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write(bytes.Repeat(text, 50))
+	require.NoError(t, zw.Close())
+	cut := gz.Bytes()[:gz.Len()/2]
+	path := filepath.Join(t.TempDir(), "kallsyms.gz")
+	require.NoError(t, os.WriteFile(path, cut, 0o644))
+	_, err = Open(path, nil)
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	assert.EqualError(t, err, path+": gzip: unexpected EOF")
+	_, err = Parse("in.gz", bytes.NewReader(cut), nil)
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.EqualError(t, err, "in.gz: gzip: unexpected EOF")
 }
 
 func TestParseAcceptsCRLFAndBlanks(t *testing.T) {

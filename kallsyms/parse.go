@@ -645,7 +645,7 @@ func (p *parser) readStream(r io.Reader, hint int64) (buf, m []byte, err error) 
 	for {
 		if len(buf) == cap(buf) {
 			if len(buf) > maxInput {
-				return nil, m, fmt.Errorf("input larger than %d bytes", maxInput)
+				return nil, m, fmt.Errorf("%w (%d bytes)", ErrTooLarge, maxInput)
 			}
 			nb := make([]byte, len(buf), min(2*cap(buf), maxInput+1))
 			copy(nb, buf)

@@ -49,23 +49,24 @@ func convert(name string, obj []byte, syms []ConvertSymbol, hooks *convertHooks)
 		return nil, fmt.Errorf("%s: %w (type %v)", name, ErrNotRelocatable, f.Type)
 	}
 	if f.Symtab == 0 {
-		return nil, fmt.Errorf("%s: no symbol table", name)
+		return nil, &elfobj.FormatError{File: name, Msg: "no symbol table"}
 	}
 	w := newWriter(f)
 	want := map[string]ConvertSymbol{}
 	for _, s := range syms {
 		if prev, ok := want[s.Name]; ok && prev != s {
 			// One undefined symbol becomes one livepatch symbol.
-			return nil, fmt.Errorf("%s: symbol %q given twice: %s and %s", name, s.Name, FormatSymbolName(prev.Object, prev.Name, prev.Pos), FormatSymbolName(s.Object, s.Name, s.Pos))
+			return nil, badConvertSymbol(nil, "%s: symbol %q given twice: %s and %s", name, s.Name, FormatSymbolName(prev.Object, prev.Name, prev.Pos), FormatSymbolName(s.Object, s.Name, s.Pos))
 		}
 		if s.Object == "" || len(s.Object) > ModuleNameMax || containsAny(s.Object, ".") {
-			return nil, fmt.Errorf("%s: object name %q: must be 1-%d bytes without dots", name, s.Object, ModuleNameMax)
+			return nil, badConvertSymbol(nil, "%s: object name %q: must be 1-%d bytes without dots", name, s.Object, ModuleNameMax)
 		}
 		if neverLoads(s.Object) {
-			return nil, fmt.Errorf("%s: object name %q: %w", name, s.Object, neverLoadsError(s.Object))
+			e := neverLoadsError(s.Object)
+			return nil, badConvertSymbol(e, "%s: object name %q: %v", name, s.Object, e)
 		}
 		if s.Name == "" || len(s.Name) > SymbolNameMax || containsAny(s.Name, ",") {
-			return nil, fmt.Errorf("%s: symbol name %q: must be 1-%d bytes without commas", name, s.Name, SymbolNameMax)
+			return nil, badConvertSymbol(nil, "%s: symbol name %q: must be 1-%d bytes without commas", name, s.Name, SymbolNameMax)
 		}
 		want[s.Name] = s
 	}
@@ -81,7 +82,7 @@ func convert(name string, obj []byte, syms []ConvertSymbol, hooks *convertHooks)
 	}
 	for _, s := range syms {
 		if !found[s.Name] {
-			return nil, fmt.Errorf("%s: symbol %q is not an undefined symbol of the object", name, s.Name)
+			return nil, badConvertSymbol(nil, "%s: symbol %q is not an undefined symbol of the object", name, s.Name)
 		}
 	}
 	// Split every RELA section: relocations against converted symbols move.

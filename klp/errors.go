@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/internal/input"
 	"github.com/klpresolve/klpresolve/kallsyms"
 )
 
@@ -28,6 +29,15 @@ var (
 	// name loads (klp_module_coming() compares names exactly), which never
 	// happens, and says nothing.
 	ErrNeverLoads = errors.New("no module can have the section's object name")
+	// ErrMalformed is wrapped by every error about a malformed module file:
+	// an offset, size, count or index that the file does not hold, naming
+	// the file and, where there is one, the section.
+	ErrMalformed = elfobj.ErrMalformed
+	// ErrTooLarge: the module, decompressed, is larger than 1 GiB.
+	ErrTooLarge = input.ErrTooLarge
+	// ErrCorrupt: a compressed module whose data does not decode: cut short
+	// (the decoder's io.ErrUnexpectedEOF is wrapped too) or damaged.
+	ErrCorrupt = input.ErrCorrupt
 	// ErrNotRelocatable: the file is not an ELF relocatable object.
 	ErrNotRelocatable = errors.New("not a relocatable ELF object")
 	// ErrRELRelocations: Convert was asked to move SHT_REL relocations
@@ -40,7 +50,31 @@ var (
 	// ErrNothingToConvert: Convert was given a symbol that no relocation
 	// of the object refers to, so it would not become a livepatch symbol.
 	ErrNothingToConvert = errors.New("no relocation refers to the symbol")
+	// ErrBadConvertSymbol: a ConvertSymbol given to Convert is not one it
+	// can make: a name given twice with different objects or positions,
+	// an object or symbol name the kernel's sscanf would not read back, or
+	// a name that is not an undefined symbol of the object.
+	ErrBadConvertSymbol = errors.New("bad symbol to convert")
 )
+
+// convertSymbolError is a ConvertSymbol that Convert refuses: it matches
+// ErrBadConvertSymbol, and err (when set) as well.
+type convertSymbolError struct {
+	msg string
+	err error
+}
+
+func badConvertSymbol(err error, format string, args ...any) error {
+	return &convertSymbolError{fmt.Sprintf(format, args...), err}
+}
+
+func (e *convertSymbolError) Error() string { return e.msg }
+func (e *convertSymbolError) Unwrap() []error {
+	if e.err == nil {
+		return []error{ErrBadConvertSymbol}
+	}
+	return []error{ErrBadConvertSymbol, e.err}
+}
 
 // CheckError is a failure found from the module alone, before any lookup:
 // Kind is one of the sentinels above, Kernel the line the kernel prints for

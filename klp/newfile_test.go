@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -37,7 +38,50 @@ func TestNewFile(t *testing.T) {
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 	require.ErrorContains(t, err, "short.ko")
 	_, err = NewFile("huge.ko", bytes.NewReader(data), 1<<40)
-	require.ErrorContains(t, err, "huge.ko: size 1099511627776 out of range")
+	require.ErrorIs(t, err, ErrTooLarge)
+	require.EqualError(t, err, "huge.ko: input larger than the limit: size 1099511627776, more than 1073741824")
+}
+
+// What is wrong with a module file is an error kind a caller can test
+// with errors.Is, naming the file: a cut or damaged ELF, a compressed
+// module cut short or damaged, a bad symbol given to Convert.
+func TestModuleErrorKinds(t *testing.T) {
+	data, err := readFixture("livepatch-sample.ko")
+	require.NoError(t, err)
+	_, err = Parse("cut.ko", data[:1000])
+	require.ErrorIs(t, err, ErrMalformed)
+	assert.EqualError(t, err, "cut.ko: section header table at 0x6c0 is past the end of the file (1000 bytes)")
+
+	enc, err := zstd.NewWriter(nil)
+	require.NoError(t, err)
+	zst := enc.EncodeAll(data, nil)
+	_, err = Parse("cut.ko.zst", zst[:len(zst)/2])
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	assert.EqualError(t, err, "cut.ko.zst: zstd: unexpected EOF")
+	damaged := slices.Clone(zst)
+	for i := 20; i < len(damaged)-20; i++ {
+		damaged[i] ^= 0xa5
+	}
+	_, err = Parse("damaged.ko.zst", damaged)
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.ErrorContains(t, err, "damaged.ko.zst: zstd: ")
+
+	obj, err := readFixture("patch.o")
+	require.NoError(t, err)
+	for _, syms := range [][]ConvertSymbol{
+		{{Object: "vmlinux", Name: "not_referenced"}},
+		{{Object: "zfs.ko", Name: "vfs_read"}},
+		{{Object: "vmlinux", Name: "vfs,read"}},
+		{{Object: "vmlinux", Name: "vfs_read"}, {Object: "ext4", Name: "vfs_read"}},
+		{{Object: "xfs-tools", Name: "vfs_read"}},
+	} {
+		_, err = Convert("patch.o", obj, syms)
+		require.ErrorIs(t, err, ErrBadConvertSymbol, "%v", syms)
+		assert.ErrorContains(t, err, "patch.o: ")
+	}
+	// The one about a dashed object is ErrNeverLoads as well.
+	assert.ErrorIs(t, err, ErrNeverLoads)
 }
 
 // A failing relocation's error reads as the kernel's line, placed in the

@@ -4,12 +4,18 @@ import (
 	"errors"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/internal/input"
 )
 
 var (
 	// ErrMalformed is wrapped by every error about a malformed file
 	// (a *elfobj.FormatError naming the file and section).
 	ErrMalformed = elfobj.ErrMalformed
+	// ErrTooLarge: the module, decompressed, is larger than 1 GiB.
+	ErrTooLarge = input.ErrTooLarge
+	// ErrCorrupt: a compressed module whose data does not decode: cut short
+	// (the decoder's io.ErrUnexpectedEOF is wrapped too) or damaged.
+	ErrCorrupt = input.ErrCorrupt
 	// ErrUnsupportedArch is returned for a module of an architecture
 	// modplt does not link (it names the machine).
 	ErrUnsupportedArch = errors.New("unsupported architecture")

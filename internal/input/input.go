@@ -38,6 +38,34 @@ const DefaultMaxSize = 2 << 30
 // ErrTooLarge is returned when an input grows past its size limit.
 var ErrTooLarge = errors.New("input larger than the limit")
 
+// ErrCorrupt is wrapped by the error of a compressed input whose data does
+// not decode: cut short, damaged, or not what its magic bytes say. The
+// decoder's own error is wrapped too (io.ErrUnexpectedEOF for a cut one).
+var ErrCorrupt = errors.New("corrupt compressed data")
+
+// corruptError is a decoder's failure: "zstd: unexpected EOF".
+type corruptError struct {
+	c   Compression
+	err error
+}
+
+func (e *corruptError) Error() string   { return string(e.c) + ": " + e.err.Error() }
+func (e *corruptError) Unwrap() []error { return []error{ErrCorrupt, e.err} }
+
+// corruptReader marks its decoder's read errors as corruptError.
+type corruptReader struct {
+	r io.Reader
+	c Compression
+}
+
+func (r corruptReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = &corruptError{r.c, err}
+	}
+	return n, err
+}
+
 var (
 	magicGzip = []byte{0x1f, 0x8b}
 	magicZstd = []byte{0x28, 0xb5, 0x2f, 0xfd}
@@ -125,23 +153,23 @@ func Wrap(name string, r io.ReadCloser, sizeHint int64) (*Source, error) {
 	case Gzip:
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, fmt.Errorf("%s: gzip: %w", name, err)
+			return nil, fmt.Errorf("%s: %w", name, &corruptError{Gzip, err})
 		}
-		s.Reader = zr
+		s.Reader = corruptReader{zr, Gzip}
 	case Zstd:
 		d, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
 		if err != nil {
 			return nil, fmt.Errorf("%s: zstd: %w", name, err)
 		}
-		s.Reader, s.dec = d, d
+		s.Reader, s.dec = corruptReader{d, Zstd}, d
 	case Xz:
 		xr, err := xz.NewReader(br)
 		if err != nil {
-			return nil, fmt.Errorf("%s: xz: %w", name, err)
+			return nil, fmt.Errorf("%s: %w", name, &corruptError{Xz, err})
 		}
-		s.Reader = xr
+		s.Reader = corruptReader{xr, Xz}
 	case Bzip2:
-		s.Reader = bzip2.NewReader(br)
+		s.Reader = corruptReader{bzip2.NewReader(br), Bzip2}
 	}
 	return s, nil
 }
@@ -256,7 +284,7 @@ func decodeZstd(name string, data []byte, hint, max int64) ([]byte, Compression,
 	case errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) || errors.Is(err, zstd.ErrFrameSizeExceeded):
 		return nil, Zstd, fmt.Errorf("%s: %w (%d bytes)", name, ErrTooLarge, max)
 	case err != nil:
-		return nil, Zstd, fmt.Errorf("%s: zstd: %w", name, err)
+		return nil, Zstd, fmt.Errorf("%s: %w", name, &corruptError{Zstd, err})
 	case int64(len(out)) > max:
 		return nil, Zstd, fmt.Errorf("%s: %w (%d bytes)", name, ErrTooLarge, max)
 	}
@@ -291,7 +319,10 @@ func ReadFile(path string, max int64) ([]byte, error) {
 // size bytes is an error (io.ErrUnexpectedEOF), not a buffer padded with
 // zeros.
 func ReadAt(name string, r io.ReaderAt, size, max int64) ([]byte, error) {
-	if size < 0 || size > max {
+	if size > max {
+		return nil, fmt.Errorf("%s: %w: size %d, more than %d", name, ErrTooLarge, size, max)
+	}
+	if size < 0 {
 		return nil, fmt.Errorf("%s: size %d out of range (0 to %d)", name, size, max)
 	}
 	data := make([]byte, size)

@@ -91,6 +91,40 @@ func TestOpenFormats(t *testing.T) {
 	require.ErrorIs(t, err, ErrTooLarge)
 }
 
+// A compressed input cut short or damaged is ErrCorrupt, wrapping the
+// decoder's error and naming the input and its format, whether it is
+// decompressed whole (Decompress) or read as a stream (Open).
+func TestCorrupt(t *testing.T) {
+	_, enc := encodings(t)
+	for c, data := range enc {
+		if c == None {
+			continue
+		}
+		damaged := slices.Clone(data)
+		for i := len(data) / 3; i < len(data)/2; i++ {
+			damaged[i] ^= 0x5a
+		}
+		for what, in := range map[string][]byte{"cut": data[:len(data)/2], "damaged": damaged} {
+			_, _, err := Decompress("in", in, 0)
+			require.ErrorIs(t, err, ErrCorrupt, "%s %s", c, what)
+			assert.True(t, strings.HasPrefix(err.Error(), "in: "+string(c)+": "), "%s %s: %v", c, what, err)
+			if what == "cut" {
+				assert.ErrorIs(t, err, io.ErrUnexpectedEOF, "%s", c)
+			}
+
+			path := filepath.Join(t.TempDir(), "in")
+			require.NoError(t, os.WriteFile(path, in, 0o644))
+			src, err := Open(path)
+			if err == nil {
+				_, err = ReadAll(src, 0, 0)
+				src.Close()
+			}
+			require.ErrorIs(t, err, ErrCorrupt, "%s %s stream", c, what)
+			assert.Contains(t, err.Error(), string(c)+": ", "%s %s stream", c, what)
+		}
+	}
+}
+
 // FuzzDecompress: any input either comes back as it is (no compression
 // detected), or decompresses to at most the limit, or is an error that
 // names the input; nothing panics. Seeds: the example in every format,
@@ -108,6 +142,9 @@ func FuzzDecompress(f *testing.F) {
 		case err != nil:
 			if !strings.Contains(err.Error(), "fuzz.in") {
 				t.Fatalf("error does not name the input: %v", err)
+			}
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("error is neither ErrCorrupt nor ErrTooLarge: %v", err)
 			}
 		case c == None:
 			if !bytes.Equal(out, data) {
@@ -134,7 +171,8 @@ func TestReadAt(t *testing.T) {
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 	require.EqualError(t, err, "in: unexpected EOF: 10 of 16 bytes")
 	_, err = ReadAt("in", bytes.NewReader(data), 101, 100)
-	require.EqualError(t, err, "in: size 101 out of range (0 to 100)")
+	require.ErrorIs(t, err, ErrTooLarge)
+	require.EqualError(t, err, "in: input larger than the limit: size 101, more than 100")
 	_, err = ReadAt("in", bytes.NewReader(data), -1, 100)
 	require.Error(t, err)
 	_, err = ReadAt("in", failingReaderAt{}, 4, 100)
