@@ -3,8 +3,10 @@ package kallsyms
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -22,7 +24,7 @@ func FuzzParse(f *testing.F) {
 		}
 		sameAsSlowPath(t, data, ix, err)
 		if err != nil {
-			_ = err.Error()
+			inputErrorKind(t, err)
 			return
 		}
 		exercise(t, ix)
@@ -115,8 +117,25 @@ func FuzzSnapshot(f *testing.F) {
 		}
 		if err == nil {
 			exercise(t, ix)
+		} else {
+			inputErrorKind(t, err)
 		}
 	})
+}
+
+// inputErrorKind fails t unless err is one of the kinds a bad input
+// gives (a caller tells them apart with errors.Is), naming the input.
+func inputErrorKind(t *testing.T, err error) {
+	t.Helper()
+	if !strings.HasPrefix(err.Error(), "fuzz") {
+		t.Fatalf("error does not name the input: %v", err)
+	}
+	for _, k := range []error{ErrMalformed, ErrEmpty, ErrRestricted, ErrTooLarge, ErrCorrupt} {
+		if errors.Is(err, k) {
+			return
+		}
+	}
+	t.Fatalf("error of no documented kind (%T): %v", err, err)
 }
 
 // exercise runs every read path of ix, which must never panic.
@@ -164,6 +183,9 @@ func FuzzRawSnapshot(f *testing.F) {
 		ix, err := ParseBytes("fuzz", rawWithChecksum(d), nil)
 		if (ix == nil) == (err == nil) {
 			t.Fatalf("index %v with error %v", ix, err)
+		}
+		if err != nil {
+			inputErrorKind(t, err)
 		}
 		if err == nil {
 			exercise(t, ix)

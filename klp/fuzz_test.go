@@ -1,8 +1,10 @@
 package klp
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -21,7 +23,12 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("module %v with error %v", m, err)
 		}
 		if err != nil {
-			_ = err.Error()
+			if !strings.HasPrefix(err.Error(), "fuzz") {
+				t.Fatalf("error does not name the input: %v", err)
+			}
+			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrNotRelocatable) && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("error of no documented kind (%T): %v", err, err)
+			}
 			return
 		}
 		_ = m.NumRelocs()

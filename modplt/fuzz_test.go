@@ -2,9 +2,11 @@ package modplt
 
 import (
 	"debug/elf"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/klpresolve/klpresolve/internal/testutil"
@@ -29,13 +31,16 @@ func FuzzCount(f *testing.F) {
 			t.Fatalf("module %v with error %v", m, err)
 		}
 		if err != nil {
-			_ = err.Error()
+			documentedKind(t, err, ErrMalformed, ErrNotRelocatable, ErrUnsupportedArch, ErrCorrupt, ErrTooLarge)
 			return
 		}
 		k, kerr := m.Count(Options{Erratum843419: true})
 		o, oerr := m.Count(Options{Mode: ModeOptimal, Erratum843419: true})
 		if (kerr == nil) != (oerr == nil) {
 			t.Fatalf("kernel mode error %v, optimal mode error %v", kerr, oerr)
+		}
+		if kerr != nil {
+			documentedKind(t, kerr, ErrMalformed)
 		}
 		if kerr == nil && (o.PLTCore > k.PLTCore || o.PLTInit > k.PLTInit || o.GOT > k.GOT) {
 			t.Fatalf("optimal %d/%d/%d above kernel %d/%d/%d", o.PLTCore, o.PLTInit, o.GOT, k.PLTCore, k.PLTInit, k.GOT)
@@ -45,6 +50,22 @@ func FuzzCount(f *testing.F) {
 		img, err := m.Link(LinkOptions{ForcePLT: true, Erratum843419: true, Resolve: func(string) (uint64, bool) { return 0x100000, true }})
 		if err == nil {
 			_ = img.ELF()
+		} else {
+			documentedKind(t, err, ErrMalformed, ErrBadBase)
 		}
 	})
+}
+
+// documentedKind fails t unless err names the input and is one of kinds.
+func documentedKind(t *testing.T, err error, kinds ...error) {
+	t.Helper()
+	if !strings.HasPrefix(err.Error(), "fuzz") {
+		t.Fatalf("error does not name the input: %v", err)
+	}
+	for _, k := range kinds {
+		if errors.Is(err, k) {
+			return
+		}
+	}
+	t.Fatalf("error of no documented kind (%T): %v", err, err)
 }

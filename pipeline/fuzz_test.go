@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/klpresolve/klpresolve/kallsyms"
@@ -45,6 +46,9 @@ func FuzzRun(f *testing.F) {
 			// one by one, in the Image).
 			if !isAny(err, pipeline.ErrArchMismatch, modplt.ErrMalformed, modplt.ErrUnsupportedArch, modplt.ErrNotRelocatable, modplt.ErrBadBase) {
 				t.Fatalf("unexpected error kind %T: %v", err, err)
+			}
+			if !strings.Contains(err.Error(), "fuzz.ko") && !strings.Contains(err.Error(), "example.txt") {
+				t.Fatalf("error names neither the module nor the kernel: %v", err)
 			}
 			return
 		}
