@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -35,11 +36,19 @@ func FuzzRun(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
 		m, err := klp.Parse("fuzz.ko", data)
 		if err != nil {
 			return
 		}
 		rep, err := pipeline.Run(m, ix, pipeline.Options{Link: true})
+		// Nothing allocates more than the input justifies: the fixtures
+		// take 5-14 bytes a byte of module, a claimed size nothing.
+		runtime.ReadMemStats(&after)
+		if n := after.TotalAlloc - before.TotalAlloc; n > allocBound(len(data)) {
+			t.Fatalf("%d bytes allocated for a %d-byte module", n, len(data))
+		}
 		if err != nil {
 			// Only these stop a run: another architecture's kernel, or
 			// a module the linker cannot take (it fails relocations
@@ -72,6 +81,9 @@ func FuzzRun(f *testing.F) {
 		}
 	})
 }
+
+// allocBound is what a run may allocate for a module of n bytes.
+func allocBound(n int) uint64 { return 64*uint64(n) + 1<<20 }
 
 func isAny(err error, targets ...error) bool {
 	for _, t := range targets {
