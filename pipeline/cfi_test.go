@@ -3,6 +3,8 @@ package pipeline
 import (
 	"debug/elf"
 	"encoding/binary"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -65,9 +67,19 @@ func callsTo(names ...string) []byte { return licensedCallsTo("", names...) }
 
 // licensedCallsTo is callsTo with a .modinfo license= (none when "").
 func licensedCallsTo(license string, names ...string) []byte {
-	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	modinfo := ""
 	if license != "" {
-		b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("license=" + license + "\x00name=calls\x00"), Addralign: 1})
+		modinfo = "license=" + license + "\x00name=calls\x00"
+	}
+	return modinfoCallsTo(modinfo, names...)
+}
+
+// modinfoCallsTo is callsTo with a .modinfo section of modinfo's bytes
+// (none when "").
+func modinfoCallsTo(modinfo string, names ...string) []byte {
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	if modinfo != "" {
+		b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte(modinfo), Addralign: 1})
 	}
 	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 8*len(names)), Addralign: 16})
 	var rs []elfobj.Reloc
@@ -77,6 +89,52 @@ func licensedCallsTo(license string, names ...string) []byte {
 	}
 	b.AddRelocs(".rela.text", true, text, rs)
 	return b.Bytes()
+}
+
+// Ordinary symbols unresolved while a module the module depends on
+// (.modinfo depends=) is not loaded: the report names that module (once,
+// and not one that is loaded), with and without linking. Without
+// ordinary symbols unresolved, or without depends=, it names none.
+func TestUnloadedDepends(t *testing.T) {
+	kernel := "ffffffff81000000 T _stext\nffffffff81001000 T _printk\nffffffff81002000 r __ksymtab__printk\n" +
+		"ffffffffc0001000 T crc32c\t[libcrc32c]\n"
+	ix, err := kallsyms.ParseBytes("kallsyms", []byte(kernel), nil)
+	require.NoError(t, err)
+	obj := modinfoCallsTo("license=GPL\x00depends=xfrm_algo,libcrc32c,xfrm_algo\x00name=calls\x00", "_printk", "crc32c", "xfrm_probe_algs")
+	ko, err := klp.Convert("calls.ko", obj, nil)
+	require.NoError(t, err)
+	m, err := klp.Parse("calls.ko", ko)
+	require.NoError(t, err)
+	for _, link := range []bool{false, true} {
+		rep, err := Run(m, ix, Options{Link: link})
+		require.NoError(t, err)
+		assert.Equal(t, []string{"xfrm_algo"}, rep.UnloadedDepends, "link %v", link)
+		if link {
+			assert.Equal(t, []string{"xfrm_probe_algs"}, rep.Image.Unresolved)
+		} else {
+			assert.Equal(t, []string{"xfrm_probe_algs"}, rep.LoaderMissing)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "kallsyms")
+	require.NoError(t, os.WriteFile(path, []byte(kernel), 0o644))
+	rows := Fleet(m, []string{path}, FleetOptions{})
+	require.Len(t, rows, 1)
+	assert.Equal(t, []string{"xfrm_algo"}, rows[0].UnloadedDepends)
+
+	// Every symbol resolves: no note, whatever depends= says.
+	obj = modinfoCallsTo("depends=xfrm_algo\x00", "_printk", "crc32c")
+	ko, err = klp.Convert("calls.ko", obj, nil)
+	require.NoError(t, err)
+	m, err = klp.Parse("calls.ko", ko)
+	require.NoError(t, err)
+	rep, err := Run(m, ix, Options{})
+	require.NoError(t, err)
+	assert.Empty(t, rep.LoaderMissing)
+	assert.Nil(t, rep.UnloadedDepends)
+
+	assert.Nil(t, UnloadedDepends("xfrm_algo", ix, []string{".klp.sym.xfrm_algo.xfrm_probe_algs,0"}), "livepatch symbols wait for their module")
+	assert.Nil(t, UnloadedDepends("", ix, []string{"xfrm_probe_algs"}))
+	assert.Equal(t, []string{"a", "b"}, UnloadedDepends(" a,,b ,libcrc32c", ix, []string{"x"}))
 }
 
 // The loader resolves a module's ordinary symbols among the exported ones:

@@ -31,6 +31,10 @@ type KernelResult struct {
 	// CodeOnly: Report.CodeOnly (ordinary symbols unresolved, and the
 	// kernel's symbol list has no data symbols).
 	CodeOnly bool
+	// UnloadedDepends: Report.UnloadedDepends (ordinary symbols
+	// unresolved, and modules the module depends on not in the kernel's
+	// symbols).
+	UnloadedDepends []string
 	// Err is set when the kernel's symbols could not be read, or are
 	// another architecture's (ErrArchMismatch): the row has no counts.
 	Err  error
@@ -114,7 +118,7 @@ func checkOne(m *klp.Module, kernel string, o FleetOptions) KernelResult {
 	}
 	res := rep.Resolution
 	kr.Resolved, kr.Deferred, kr.Errors = res.Resolved, res.Deferred, res.Errors
-	kr.LoaderMissing, kr.CodeOnly = rep.LoaderMissing, rep.CodeOnly
+	kr.LoaderMissing, kr.CodeOnly, kr.UnloadedDepends = rep.LoaderMissing, rep.CodeOnly, rep.UnloadedDepends
 	for _, r := range res.Results {
 		if r.Err != nil {
 			kr.FirstError, kr.FirstErrorKind = r.Err.Kernel, r.Err.Kind()

@@ -67,6 +67,33 @@ func CodeOnly(ix *kallsyms.Index, unresolved []string) bool {
 	return len(unresolved) > 0 && !ix.ListsData()
 }
 
+// UnloadedDepends returns, when some of unresolved are ordinary symbols
+// (not .klp.sym ones), the modules the module depends on that ix does not
+// have (Report.UnloadedDepends). depends is the module's .modinfo
+// depends= value: the modules whose exports it uses, comma-separated,
+// which modprobe loads first and insmod does not. Their exports are not
+// in ix, which may be why the symbols are unresolved (a System.map lists
+// no module at all).
+func UnloadedDepends(depends string, ix *kallsyms.Index, unresolved []string) []string {
+	ordinary := false
+	for _, u := range unresolved {
+		if !strings.HasPrefix(u, klp.SymPrefix) {
+			ordinary = true
+			break
+		}
+	}
+	if !ordinary {
+		return nil
+	}
+	var out []string
+	for d := range strings.SplitSeq(depends, ",") {
+		if d = strings.TrimSpace(d); d != "" && !ix.HasObject(d) && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // KernelEtext is the kernel's _etext from ix (0 when ix does not list it:
 // a kallsyms without CONFIG_KALLSYMS_ALL may not), for
 // modplt.LinkOptions.KernelEtext: arm64 loads modules in the 128 MiB below
@@ -109,6 +136,11 @@ type Report struct {
 	// symbol list has no data symbols (kallsyms.Index.ListsData: a
 	// kallsyms without CONFIG_KALLSYMS_ALL), which may be why.
 	CodeOnly bool
+	// UnloadedDepends: some ordinary symbols did not resolve, and these
+	// modules, which the module depends on (.modinfo depends=), are not in
+	// the kernel's symbols, which may be why: modprobe would load them
+	// first (see UnloadedDepends).
+	UnloadedDepends []string
 	// Times of the phases.
 	ResolveTime, LinkTime time.Duration
 }
@@ -195,6 +227,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 		rep.LoaderMissing = loaderMissing(m.ELF(), ix, gplOK)
 		rep.NotExported = NotExported(ix, rep.LoaderMissing, gplOK)
 		rep.CodeOnly = CodeOnly(ix, rep.LoaderMissing)
+		rep.UnloadedDepends = UnloadedDepends(m.ELF().ModInfo("depends"), ix, rep.LoaderMissing)
 		rep.ResolveTime = time.Since(t0)
 		return rep, nil
 	}
@@ -207,6 +240,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 	rep.Image = img
 	rep.NotExported = NotExported(ix, img.Unresolved, gplOK)
 	rep.CodeOnly = CodeOnly(ix, img.Unresolved)
+	rep.UnloadedDepends = UnloadedDepends(m.ELF().ModInfo("depends"), ix, img.Unresolved)
 	rep.CFI, err = recordCFI(img)
 	if err != nil {
 		return nil, err

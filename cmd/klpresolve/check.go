@@ -138,9 +138,11 @@ type checkRow struct {
 	// refuse on this kernel.
 	LoaderUnresolved []string `json:"loader_unresolved,omitempty"`
 	// KallsymsCodeOnly: pipeline.KernelResult.CodeOnly.
-	KallsymsCodeOnly bool    `json:"kallsyms_code_only,omitempty"`
-	ReadError        *string `json:"read_error,omitempty"`
-	Millis           float64 `json:"ms"`
+	KallsymsCodeOnly bool `json:"kallsyms_code_only,omitempty"`
+	// UnloadedDepends: pipeline.KernelResult.UnloadedDepends.
+	UnloadedDepends []string `json:"unloaded_depends,omitempty"`
+	ReadError       *string  `json:"read_error,omitempty"`
+	Millis          float64  `json:"ms"`
 }
 
 type checkOut struct {
@@ -163,7 +165,7 @@ func checkJSON(m *klp.Module, rows []pipeline.KernelResult) *checkOut {
 			s := r.FirstError
 			row.FirstError, row.FirstErrorKind = &s, r.FirstErrorKind
 		}
-		row.LoaderUnresolved, row.KallsymsCodeOnly = r.LoaderMissing, r.CodeOnly
+		row.LoaderUnresolved, row.KallsymsCodeOnly, row.UnloadedDepends = r.LoaderMissing, r.CodeOnly, r.UnloadedDepends
 		if r.Err != nil {
 			s := r.Err.Error()
 			row.ReadError = &s
@@ -207,6 +209,19 @@ func writeLoaderNote(w io.Writer, rows []pipeline.KernelResult) {
 			lists, them = "lists", "it; its System.map lists them"
 		}
 		fmt.Fprintf(w, "note: %s with unresolved symbols %s code symbols only (a kallsyms without CONFIG_KALLSYMS_ALL): data symbols cannot resolve against %s\n", count(codeOnly, "kernel", "kernels"), lists, them)
+	}
+	deps, firstDeps := 0, []string(nil)
+	for _, r := range rows {
+		if len(r.UnloadedDepends) > 0 {
+			if deps == 0 {
+				firstDeps = r.UnloadedDepends
+			}
+			deps++
+		}
+	}
+	if deps > 0 {
+		fmt.Fprintf(w, "note: %s with unresolved symbols %s not loaded what the module depends on (.modinfo depends=; first: %s): modprobe loads a module's dependencies first, insmod does not\n",
+			count(deps, "kernel", "kernels"), pick(deps, "has", "have"), strings.Join(firstDeps, ", "))
 	}
 }
 

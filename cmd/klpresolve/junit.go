@@ -80,6 +80,9 @@ func checkJUnit(m *klp.Module, rows []pipeline.KernelResult, elapsed time.Durati
 		if len(r.LoaderMissing) > 0 {
 			out = append(out, loaderNote(r.LoaderMissing, nil))
 		}
+		if len(r.UnloadedDepends) > 0 {
+			out = append(out, dependsNote(r.UnloadedDepends, r.Kernel))
+		}
 		if len(out) > 0 {
 			c.SystemOut = &junitText{strings.Join(out, "\n")}
 		}

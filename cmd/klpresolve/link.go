@@ -82,16 +82,22 @@ Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
 				}
 			}
 			hidden := pipeline.NotExported(ix, img.Unresolved, img.Module.GPLCompatible())
-			codeOnly := ""
-			if pipeline.CodeOnly(ix, img.Unresolved) {
-				codeOnly = ix.Source()
-			}
+			codeOnly := pipeline.CodeOnly(ix, img.Unresolved)
+			deps := pipeline.UnloadedDepends(m.ELF().ModInfo("depends"), ix, img.Unresolved)
 			if format == "json" {
 				j := linkReport(img, hidden)
-				j.KallsymsCodeOnly = codeOnly != ""
+				j.KallsymsCodeOnly, j.UnloadedDepends = codeOnly, deps
 				err = writeJSON(a, j)
 			} else {
-				writeLinkText(a, img, hidden, out, codeOnly)
+				// Why the unresolved names may be unresolved.
+				var why []string
+				if codeOnly {
+					why = append(why, codeOnlyNote(ix.Source()))
+				}
+				if len(deps) > 0 {
+					why = append(why, dependsNote(deps, ix.Source()))
+				}
+				writeLinkText(a, img, hidden, out, why)
 			}
 			if err != nil {
 				return err
@@ -127,6 +133,10 @@ type linkJSON struct {
 	// KallsymsCodeOnly: the symbol list has no data symbols, which may be
 	// why some did not resolve (pipeline.Report.CodeOnly).
 	KallsymsCodeOnly bool `json:"kallsyms_code_only,omitempty"`
+	// UnloadedDepends: modules the module depends on (.modinfo depends=)
+	// that the symbol list does not have, which may be why some did not
+	// resolve (pipeline.Report.UnloadedDepends).
+	UnloadedDepends []string `json:"unloaded_depends,omitempty"`
 }
 
 type notExportedJSON struct {
@@ -191,9 +201,9 @@ func linkReport(img *modplt.Image, hidden map[string]pipeline.Hidden) linkJSON {
 	return j
 }
 
-// writeLinkText prints link's report; codeOnly names the symbol list when
-// it has no data symbols and some did not resolve ("" otherwise).
-func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden, out, codeOnly string) {
+// writeLinkText prints link's report; why are notes on why the
+// unresolved symbols may be unresolved (codeOnlyNote, dependsNote).
+func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden, out string, why []string) {
 	m := img.Module
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "SECTION\tREGION\tADDRESS\tSIZE\n")
@@ -210,8 +220,8 @@ func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden,
 	for _, s := range img.Unresolved {
 		fmt.Fprintln(a.stdout, unresolvedLine(s, hidden))
 	}
-	if codeOnly != "" {
-		fmt.Fprintln(a.stdout, codeOnlyNote(codeOnly))
+	for _, n := range why {
+		fmt.Fprintln(a.stdout, n)
 	}
 	for i, e := range img.Errors {
 		if i == 20 {

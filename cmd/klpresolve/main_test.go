@@ -1019,3 +1019,60 @@ func TestCodeOnlyJSON(t *testing.T) {
 	require.Len(t, c.Kernels, 2)
 	assert.Equal(t, []bool{false, true}, []bool{c.Kernels[0].KallsymsCodeOnly, c.Kernels[1].KallsymsCodeOnly})
 }
+
+// TestUnloadedDependsCLI: af_key.ko depends on xfrm_algo (.modinfo
+// depends=), which neither the amd64 kallsyms nor the System.map has, and
+// 11 of its symbols are xfrm_algo's exports: every report says that the
+// dependency is missing, which insmod would not load and modprobe would.
+func TestUnloadedDependsCLI(t *testing.T) {
+	mod := testutil.Corpus(t, "amd64/modules/af_key.ko")
+	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	sysmap := testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64")
+	note := "(the module depends on xfrm_algo (.modinfo depends=), which " + k + " does not have: its exports are not there to resolve against; modprobe loads a module's dependencies first, insmod does not)"
+
+	code, out, _ := runCLI(t, mod, "--kallsyms", k)
+	assert.Equal(t, 0, code, "no livepatch relocation fails")
+	assert.Contains(t, out, "  unresolved: xfrm_probe_algs\n  "+note+"\nOK: 0 relocations")
+	code, out, _ = runCLI(t, mod, "--kallsyms", k, "--link")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "  unresolved: xfrm_probe_algs\n  "+note+"\n")
+	code, out, _ = runCLI(t, "link", mod, "--kallsyms", k)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "unresolved: xfrm_probe_algs\n"+note+"\n")
+
+	var j struct {
+		UnloadedDepends []string `json:"unloaded_depends"`
+		Link            *struct {
+			UnloadedDepends []string `json:"unloaded_depends"`
+		}
+	}
+	_, out, _ = runCLI(t, mod, "--kallsyms", k, "--format", "json")
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	assert.Equal(t, []string{"xfrm_algo"}, j.UnloadedDepends)
+	_, out, _ = runCLI(t, mod, "--kallsyms", k, "--format", "json", "--link")
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	require.NotNil(t, j.Link)
+	assert.Equal(t, []string{"xfrm_algo"}, j.Link.UnloadedDepends)
+	_, out, _ = runCLI(t, "link", mod, "--kallsyms", k, "--format", "json")
+	j.UnloadedDepends = nil
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	assert.Equal(t, []string{"xfrm_algo"}, j.UnloadedDepends)
+
+	// check: a closing note, the row's field, and JUnit's system-out. md4
+	// depends on nothing, so it gets no note.
+	_, out, _ = runCLI(t, "check", mod, "--kallsyms", k, "--kallsyms", sysmap)
+	assert.Contains(t, out, "note: 2 kernels with unresolved symbols have not loaded what the module depends on (.modinfo depends=; first: xfrm_algo)")
+	_, out, _ = runCLI(t, "check", mod, "--kallsyms", sysmap, "--format", "junit")
+	assert.Contains(t, out, "(the module depends on xfrm_algo (.modinfo depends=), which "+sysmap+" does not have")
+	_, out, _ = runCLI(t, "check", testutil.Corpus(t, "amd64/modules/md4.ko"), "--kallsyms", k, "--format", "json")
+	assert.NotContains(t, out, "unloaded_depends")
+	_, out, _ = runCLI(t, "check", mod, "--kallsyms", k, "--format", "json")
+	var c struct {
+		Kernels []struct {
+			UnloadedDepends []string `json:"unloaded_depends"`
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &c))
+	require.Len(t, c.Kernels, 1)
+	assert.Equal(t, []string{"xfrm_algo"}, c.Kernels[0].UnloadedDepends)
+}

@@ -102,9 +102,11 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 			j.LoaderUnresolved = append([]string{}, rep.LoaderMissing...)
 			j.LoaderNotExported = notExportedList(rep.LoaderMissing, rep.NotExported)
 			j.KallsymsCodeOnly = rep.CodeOnly
+			j.UnloadedDepends = rep.UnloadedDepends
 		} else {
 			lj := linkReport(rep.Image, rep.NotExported)
 			lj.KallsymsCodeOnly = rep.CodeOnly
+			lj.UnloadedDepends = rep.UnloadedDepends
 			j.Link = &lj
 			j.CFI = cfiJSON(rep.CFI)
 		}
@@ -144,6 +146,9 @@ func writeLinkSummary(w io.Writer, rep *pipeline.Report, out string) {
 	}
 	if rep.CodeOnly {
 		fmt.Fprintf(w, "  %s\n", codeOnlyNote(rep.Resolution.Source))
+	}
+	if len(rep.UnloadedDepends) > 0 {
+		fmt.Fprintf(w, "  %s\n", dependsNote(rep.UnloadedDepends, rep.Resolution.Source))
 	}
 	for i, e := range img.Errors {
 		if i == 20 {
@@ -236,10 +241,14 @@ type jsonOut struct {
 	LoaderNotExported []notExportedJSON `json:"loader_not_exported,omitempty"`
 	// KallsymsCodeOnly (without --link; with it, link's): the symbol list
 	// has no data symbols, which may be why some did not resolve.
-	KallsymsCodeOnly bool      `json:"kallsyms_code_only,omitempty"`
-	Link             *linkJSON `json:"link,omitempty"`
-	CFI              *cfiOut   `json:"cfi,omitempty"`
-	Summary          struct {
+	KallsymsCodeOnly bool `json:"kallsyms_code_only,omitempty"`
+	// UnloadedDepends (without --link; with it, link's): modules the
+	// module depends on (.modinfo depends=) that the symbol list does not
+	// have, which may be why some did not resolve.
+	UnloadedDepends []string  `json:"unloaded_depends,omitempty"`
+	Link            *linkJSON `json:"link,omitempty"`
+	CFI             *cfiOut   `json:"cfi,omitempty"`
+	Summary         struct {
 		// OK is the verdict the exit status gives (0 when true): every
 		// relocation resolved (deferred ones too, without --strict), and
 		// with --link the module linked.
@@ -292,6 +301,13 @@ func jsonResolution(res *klp.Resolution) *jsonOut {
 // has none (kallsyms.Index.ListsData).
 func codeOnlyNote(source string) string {
 	return "(" + source + " lists code symbols only, as a kallsyms without CONFIG_KALLSYMS_ALL does: data symbols cannot resolve against it; the System.map of the same build lists them)"
+}
+
+// dependsNote says why ordinary symbols may be unresolved: modules the
+// module depends on (pipeline.Report.UnloadedDepends) are not in source.
+func dependsNote(deps []string, source string) string {
+	return fmt.Sprintf("(the module depends on %s (.modinfo depends=), which %s does not have: %s not there to resolve against; modprobe loads a module's dependencies first, insmod does not)",
+		strings.Join(deps, ", "), source, pick(len(deps), "its exports are", "their exports are"))
 }
 
 // loaderNote lists the ordinary symbols insmod would refuse (the main
@@ -383,6 +399,9 @@ func writeResolution(w io.Writer, rep *pipeline.Report, given string) {
 		fmt.Fprintln(w, loaderNote(rep.LoaderMissing, rep.NotExported))
 		if rep.CodeOnly {
 			fmt.Fprintf(w, "  %s\n", codeOnlyNote(res.Source))
+		}
+		if len(rep.UnloadedDepends) > 0 {
+			fmt.Fprintf(w, "  %s\n", dependsNote(rep.UnloadedDepends, res.Source))
 		}
 	}
 }
