@@ -85,8 +85,11 @@ type LookupError struct {
 	// Candidates lists every occurrence, in sympos order (ambiguity or bad
 	// position).
 	Candidates []Symbol
-	// Near lists similar names: the same name in other objects and
-	// .isra/.constprop/.part/.cold/.llvm variants (not found).
+	// Near lists similar names (not found): the name respelt (blanks,
+	// case) anywhere, the same name in other objects, the kernel's
+	// wrappers of it in the object (_printk for printk, __ext4_iget,
+	// __x64_sys_read for sys_read), and .isra/.constprop/.part/.cold/.llvm
+	// variants.
 	Near []Symbol
 	// Note is an extra explanation (a zero address, a pseudo-module).
 	Note string

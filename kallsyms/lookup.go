@@ -325,7 +325,8 @@ func (ix *Index) near(oi int, name string) []Symbol {
 
 // elsewhere lists, at most maxNear, the first of near's suggestions: name
 // as it may have been mistyped (respellings) in any object, then name in
-// the objects other than oi; pseudo-modules left out.
+// the objects other than oi, then the kernel's wrappers of name in oi;
+// pseudo-modules left out.
 func (ix *Index) elsewhere(oi int, name string) []Symbol {
 	var out []Symbol
 	add := func(j int, n string) {
@@ -345,6 +346,39 @@ func (ix *Index) elsewhere(oi int, name string) []Symbol {
 	for j := range ix.objs {
 		if j != oi {
 			add(j, name)
+		}
+	}
+	for _, n := range wrappers(name) {
+		add(oi, n)
+	}
+	return out
+}
+
+// syscallPrefixes name what SYSCALL_DEFINE makes of a system call
+// sys_NAME: the entry points of each architecture, the sign-extending
+// wrapper and the body.
+var syscallPrefixes = []string{"__x64_sys_", "__ia32_sys_", "__arm64_sys_", "__arm_sys_", "__se_sys_", "__do_sys_"}
+
+// wrappers are the names the kernel gives the code a user may mean by
+// name, looked for in the object asked (only: a few lookups a miss): the
+// name with more or fewer leading underscores (6.1's printk is a macro
+// for _printk, ext4_iget one for __ext4_iget), and for sys_NAME the
+// functions SYSCALL_DEFINE makes (__x64_sys_NAME, __se_sys_NAME,
+// __do_sys_NAME, ...), none of which is sys_NAME.
+func wrappers(name string) []string {
+	bare := strings.TrimLeft(name, "_")
+	if bare == "" {
+		return nil
+	}
+	var out []string
+	for _, n := range []string{bare, "_" + bare, "__" + bare} {
+		if n != name {
+			out = append(out, n)
+		}
+	}
+	if call, ok := strings.CutPrefix(bare, "sys_"); ok && call != "" {
+		for _, p := range syscallPrefixes {
+			out = append(out, p+call)
 		}
 	}
 	return out

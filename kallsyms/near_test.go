@@ -193,6 +193,39 @@ func TestNearObject(t *testing.T) {
 
 // A name typed with blanks around it or in capitals suggests the symbol
 // meant, in whatever object it is, before the other suggestions.
+// The kernel's own wrappers of a name, in the object asked: 6.1's printk
+// macro calls _printk, ext4_iget is __ext4_iget, a system call sys_NAME
+// is __x64_sys_NAME (and __se_, __do_ when not inlined); and fewer
+// underscores. Not in other objects, and not past maxNear.
+func TestNearWrappers(t *testing.T) {
+	ix := mustParse(t, "ffffffff81000000 T _stext\nffffffff81000100 T _printk\nffffffff81000200 T __x64_sys_read\n"+
+		"ffffffff81000300 T __ia32_sys_read\nffffffff81000400 t __do_sys_read\nffffffff81000500 T vfs_read\n"+
+		"ffffffffc0001000 t __ext4_iget\t[ext4]\nffffffffc0002000 t printk\t[xfs]\n", nil)
+	near := func(object, name string) []string {
+		_, err := ix.Lookup(object, name, 0)
+		var le *LookupError
+		require.ErrorAs(t, err, &le, name)
+		out := []string{}
+		for _, s := range le.Near {
+			out = append(out, s.Object+":"+s.Name)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"vmlinux:_printk", "xfs:printk"}, near("vmlinux", "printk"), "the object asked first")
+	assert.Equal(t, []string{"vmlinux:__x64_sys_read", "vmlinux:__ia32_sys_read", "vmlinux:__do_sys_read"}, near("vmlinux", "sys_read"))
+	assert.Equal(t, []string{"ext4:__ext4_iget"}, near("ext4", "ext4_iget"))
+	assert.Equal(t, []string{}, near("vmlinux", "ext4_iget"), "wrappers are looked for in the object asked only")
+	assert.Equal(t, []string{"vmlinux:vfs_read"}, near("vmlinux", "__vfs_read"))
+	assert.Equal(t, []string{"vmlinux:_printk"}, near("vmlinux", "__printk"))
+	assert.Equal(t, []string{}, near("vmlinux", "___"))
+
+	assert.Equal(t, []string{"_printk", "__printk"}, wrappers("printk"))
+	assert.Equal(t, []string{"vfs_read", "_vfs_read"}, wrappers("__vfs_read"))
+	assert.Equal(t, []string{"_sys_read", "__sys_read", "__x64_sys_read", "__ia32_sys_read", "__arm64_sys_read", "__arm_sys_read", "__se_sys_read", "__do_sys_read"}, wrappers("sys_read"))
+	assert.Empty(t, wrappers("__"))
+	assert.Empty(t, wrappers(""))
+}
+
 func TestNearRespellings(t *testing.T) {
 	ix := mustParse(t, sample+"ffffffff81000900 t xfs_iget.isra.0\n", nil)
 	names := func(e error) []string {
