@@ -354,17 +354,19 @@ func (ix *Index) elsewhere(oi int, name string) []Symbol {
 	return out
 }
 
-// syscallPrefixes name what SYSCALL_DEFINE makes of a system call
-// sys_NAME: the entry points of each architecture, the sign-extending
-// wrapper and the body.
-var syscallPrefixes = []string{"__x64_sys_", "__ia32_sys_", "__arm64_sys_", "__arm_sys_", "__se_sys_", "__do_sys_"}
+// syscallPrefixes are what SYSCALL_DEFINE puts before a system call's
+// sys_NAME (or COMPAT_SYSCALL_DEFINE before compat_sys_NAME) on the
+// architectures with syscall wrappers: x86's entry points, arm64's, and
+// the sign-extending wrapper and the body (static: in kallsyms when not
+// inlined). 32-bit arm has none, and keeps sys_NAME.
+var syscallPrefixes = []string{"__x64_", "__ia32_", "__arm64_", "__se_", "__do_"}
 
 // wrappers are the names the kernel gives the code a user may mean by
 // name, looked for in the object asked (only: a few lookups a miss): the
 // name with more or fewer leading underscores (6.1's printk is a macro
-// for _printk, ext4_iget one for __ext4_iget), and for sys_NAME the
-// functions SYSCALL_DEFINE makes (__x64_sys_NAME, __se_sys_NAME,
-// __do_sys_NAME, ...), none of which is sys_NAME.
+// for _printk, ext4_iget one for __ext4_iget), and for sys_NAME or
+// compat_sys_NAME the functions SYSCALL_DEFINE makes (__x64_sys_NAME,
+// __arm64_sys_NAME, __do_sys_NAME, ...).
 func wrappers(name string) []string {
 	bare := strings.TrimLeft(name, "_")
 	if bare == "" {
@@ -376,9 +378,13 @@ func wrappers(name string) []string {
 			out = append(out, n)
 		}
 	}
-	if call, ok := strings.CutPrefix(bare, "sys_"); ok && call != "" {
+	call, ok := strings.CutPrefix(bare, "sys_")
+	if !ok {
+		call, ok = strings.CutPrefix(bare, "compat_sys_")
+	}
+	if ok && call != "" {
 		for _, p := range syscallPrefixes {
-			out = append(out, p+call)
+			out = append(out, p+bare)
 		}
 	}
 	return out

@@ -221,7 +221,9 @@ func TestNearWrappers(t *testing.T) {
 
 	assert.Equal(t, []string{"_printk", "__printk"}, wrappers("printk"))
 	assert.Equal(t, []string{"vfs_read", "_vfs_read"}, wrappers("__vfs_read"))
-	assert.Equal(t, []string{"_sys_read", "__sys_read", "__x64_sys_read", "__ia32_sys_read", "__arm64_sys_read", "__arm_sys_read", "__se_sys_read", "__do_sys_read"}, wrappers("sys_read"))
+	assert.Equal(t, []string{"_sys_read", "__sys_read", "__x64_sys_read", "__ia32_sys_read", "__arm64_sys_read", "__se_sys_read", "__do_sys_read"}, wrappers("sys_read"))
+	assert.Equal(t, []string{"_compat_sys_ioctl", "__compat_sys_ioctl", "__x64_compat_sys_ioctl", "__ia32_compat_sys_ioctl", "__arm64_compat_sys_ioctl", "__se_compat_sys_ioctl", "__do_compat_sys_ioctl"}, wrappers("compat_sys_ioctl"))
+	assert.Equal(t, []string{"sys_", "_sys_"}, wrappers("__sys_"), "no call name")
 	assert.Empty(t, wrappers("__"))
 	assert.Empty(t, wrappers(""))
 }
