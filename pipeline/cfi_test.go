@@ -135,6 +135,11 @@ func TestUnloadedDepends(t *testing.T) {
 	assert.Nil(t, UnloadedDepends("xfrm_algo", ix, []string{".klp.sym.xfrm_algo.xfrm_probe_algs,0"}), "livepatch symbols wait for their module")
 	assert.Nil(t, UnloadedDepends("", ix, []string{"xfrm_probe_algs"}))
 	assert.Equal(t, []string{"a", "b"}, UnloadedDepends(" a,,b ,libcrc32c", ix, []string{"x"}))
+	// modpost writes file names, with dashes; kallsyms has the module's
+	// name, with underscores.
+	ix, err = kallsyms.ParseBytes("kallsyms", []byte(kernel+"ffffffffc0003000 T i2c_bit_add_bus\t[i2c_algo_bit]\n"), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ttm", "gpu_sched"}, UnloadedDepends("ttm,i2c-algo-bit,gpu-sched,gpu_sched", ix, []string{"x"}))
 }
 
 // The loader resolves a module's ordinary symbols among the exported ones:

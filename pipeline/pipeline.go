@@ -69,9 +69,10 @@ func CodeOnly(ix *kallsyms.Index, unresolved []string) bool {
 
 // UnloadedDepends returns, when some of unresolved are ordinary symbols
 // (not .klp.sym ones), the modules the module depends on that ix does not
-// have (Report.UnloadedDepends). depends is the module's .modinfo
-// depends= value: the modules whose exports it uses, comma-separated,
-// which modprobe loads first and insmod does not. Their exports are not
+// have (Report.UnloadedDepends), named as the kernel names them
+// (underscores for dashes). depends is the module's .modinfo depends=
+// value: the modules whose exports it uses, comma-separated, which
+// modprobe loads first and insmod does not. Their exports are not
 // in ix, which may be why the symbols are unresolved (a System.map lists
 // no module at all).
 func UnloadedDepends(depends string, ix *kallsyms.Index, unresolved []string) []string {
@@ -87,7 +88,10 @@ func UnloadedDepends(depends string, ix *kallsyms.Index, unresolved []string) []
 	}
 	var out []string
 	for d := range strings.SplitSeq(depends, ",") {
-		if d = strings.TrimSpace(d); d != "" && !ix.HasObject(d) && !slices.Contains(out, d) {
+		// modpost writes file names (i2c-algo-bit); the kernel names the
+		// module KBUILD_MODNAME, dashes made underscores (i2c_algo_bit).
+		d = strings.ReplaceAll(strings.TrimSpace(d), "-", "_")
+		if d != "" && !ix.HasObject(d) && !slices.Contains(out, d) {
 			out = append(out, d)
 		}
 	}
