@@ -92,3 +92,17 @@ func ExampleLink() {
 	// Output:
 	// 6 applied, 1 failed, unresolved [no_such_function], .text at 0xffffffffc0000000
 }
+
+// Why a module's ordinary symbols may not resolve: modules it depends on
+// (its .modinfo depends=, as modpost writes it, with dashes) that this
+// kernel has not loaded; i2c-algo-bit has been, as i2c_algo_bit.
+func ExampleUnloadedDepends() {
+	kernel := "ffffffff81000000 T _stext\nffffffffc0003000 T i2c_bit_add_bus\t[i2c_algo_bit]\n"
+	ix, err := kallsyms.ParseBytes("kallsyms", []byte(kernel), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(pipeline.UnloadedDepends("drm,i2c-algo-bit,gpu-sched", ix, []string{"drm_dev_register"}))
+	// Output:
+	// [drm gpu_sched]
+}
