@@ -16,6 +16,9 @@ func newBenchCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure klpresolve beside the kernel's algorithms, in one run",
+		Example: `  klpresolve bench kallsyms --kallsyms kallsyms-6.18.44-firecracker.txt
+  klpresolve bench proc --rounds 40
+  klpresolve bench plt btrfs.ko --format json`,
 		Long: `Measures klpresolve beside the reference algorithms (the kernel's, a naive parser) in
 one run and prints the ratios. What runs in this process runs under the Go runtime's
 default collector (GOGC=100), as go test -bench does, not the setting klpresolve's other

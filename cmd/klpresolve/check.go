@@ -28,6 +28,10 @@ func newCheckCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "check PATCH.ko --kallsyms A --kallsyms B ... | --kernels DIR|'PATTERN' [--link] [--format text|json|junit]",
 		Short: "Resolve a patch against many kernel builds at once and print a matrix",
+		Example: `  klpresolve check livepatch-fix.ko --kallsyms System.map-6.1.0-57-amd64 --kallsyms System.map-6.1.0-58-amd64
+  # A folder of snapshots or symbol files, one per kernel; a JUnit report for CI
+  klpresolve check livepatch-fix.ko --kernels kernels/ --link --format junit > report.xml
+  klpresolve check livepatch-fix.ko --kernels 'kernels/*/System.map' --strict`,
 		Long: `Resolves PATCH.ko against every kernel given (--kallsyms, repeatable, or every file of
 --kernels DIR: kallsyms files, System.maps or snapshots, or links to them), in parallel
 on all cores, sharing the parsed module, and prints one row per kernel: relocations

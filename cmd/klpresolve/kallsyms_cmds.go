@@ -19,6 +19,9 @@ func newLookupCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "lookup SPEC...|- [--kallsyms PATH] [--format text|json]",
 		Short: "Resolve [object:]name[,sympos] specs with livepatch's rules",
+		Example: `  klpresolve lookup vfs_read type_show,3 ext4:ext4_iget --kallsyms System.map-6.1.0-57-amd64
+  # A list, one spec a line (# comments), as JSON
+  klpresolve lookup - --format json < specs.txt`,
 		Long: `Resolves each SPEC = [object:]name[,sympos] as klp_find_object_symbol() would:
 no object (or vmlinux) means vmlinux; sympos 0 (the default) means the name must be
 unique in its object; N means the N-th occurrence in kallsyms order. "-" reads the
@@ -153,6 +156,9 @@ func newAddrCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "addr ADDR...|- [--kallsyms PATH] [--format text|json]",
 		Short: "Reverse lookup: the symbol+offset/size [object] of each address",
+		Example: `  klpresolve addr 0xffffffff813669e0 0xffffffffc0350690
+  # Every kernel address in an oops
+  grep -o 'ffffffff[0-9a-f]\{8\}' oops.txt | klpresolve addr - --kallsyms System.map-6.1.0-57-amd64`,
 		Long: `Finds the symbol that contains each ADDR (hex, with or without 0x), as the kernel's
 kallsyms_lookup() does: the highest symbol at or below it, the offset into it and the
 size up to the next symbol of its object. "-" reads the addresses from standard input,
@@ -241,7 +247,9 @@ func newObjectsCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "objects [--kallsyms PATH] [--format text|json]",
 		Short: "List the objects (vmlinux, modules, pseudo-modules) with symbol counts and address ranges",
-		Args:  cobra.NoArgs,
+		Example: `  klpresolve objects
+  klpresolve objects --kallsyms kernels/host.snap --format json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
 				return err
@@ -291,6 +299,12 @@ func newSnapshotCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "snapshot --kallsyms PATH -o FILE [--raw]",
 		Short: "Write a compact binary snapshot of a symbol index (any --kallsyms flag reads it)",
+		Example: `  # This machine's kernel, for later checks elsewhere
+  klpresolve snapshot -o host.snap
+  # Another host's, over ssh
+  ssh host klpresolve snapshot -o - > kernels/host.snap
+  # The form that loads in place, fastest for many checks
+  klpresolve snapshot --kallsyms System.map-6.1.0-57-amd64 --raw -o kernels/6.1.0-57.raw`,
 		Long: `Writes the index as a snapshot that any --kallsyms flag reads: by default compact
 (zstd, column by column: about a ninth of the text, smaller than the text compressed by
 zstd -19; it loads in about 1.4 times the text's parse time), with --raw the

@@ -30,6 +30,8 @@ func newLinkCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "link MODULE.ko [--kallsyms PATH] [--base ADDR] [-o OUT] [--format text|json]",
 		Short: "Lay a module out and apply its relocations against a kernel's symbols, as the kernel would",
+		Example: `  klpresolve link livepatch-fix.ko --kallsyms System.map-6.1.0-57-amd64 -o fix.linked
+  klpresolve link btrfs.ko --kallsyms System.map-6.1.0-57-arm64 --base 0xffff800001000000 --format json`,
 		Long: `Lays MODULE.ko out as the kernel's loader does (core and init; text, read-only,
 ro-after-init, data), resolves its undefined symbols against the kernel's symbols
 (.klp.sym livepatch symbols with livepatch's rules, the .klp.rela sections of modules

@@ -129,6 +129,12 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "klpresolve PATCH.ko [--kallsyms PATH] [--format text|json] [--strict] [--stats] [--link [-o OUT]]",
 		Short: "Resolve a livepatch module's relocations against a kernel's symbols, as the kernel would",
+		Example: `  # The running kernel (/proc/kallsyms)
+  klpresolve livepatch-fix.ko
+  # Another kernel's symbols; link the whole module too, and write it out
+  klpresolve livepatch-fix.ko --kallsyms System.map-6.1.0-57-amd64 --link -o fix.linked
+  # For CI: JSON, and a relocation waiting for a module that is not loaded fails
+  klpresolve livepatch-fix.ko.xz --kallsyms kernels/host.snap --format json --strict`,
 		Long: `klpresolve resolves every livepatch relocation of PATCH.ko (.klp.rela.<obj>.<sec>
 sections, .klp.sym.<obj>.<name>,<pos> symbols, or legacy kpatch dynrelas) against a
 kernel's symbols (/proc/kallsyms, a System.map or a snapshot), with the kernel's own

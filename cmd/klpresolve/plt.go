@@ -15,6 +15,8 @@ func newPLTCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "plt MODULE.ko [--mode kernel|optimal] [--erratum-843419] [--format text|json]",
 		Short: "Count the PLT (arm64, arm) or GOT (x86_64) entries a module needs",
+		Example: `  klpresolve plt btrfs.ko
+  klpresolve plt btrfs.ko --mode optimal --erratum-843419 --format json`,
 		Long: `Counts, per relocation section, the branches (total, to undefined symbols, into
 their own section, with a non-zero addend) and the PLT entries they need, and the
 .plt/.init.plt entries and section sizes for the whole module, as Linux 6.1's

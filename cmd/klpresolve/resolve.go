@@ -435,6 +435,9 @@ func newConvertCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "convert IN.o -o OUT.ko --kallsyms PATH --symbol [obj:]name[,pos]... [--symbols-from FILE]",
 		Short: "Turn a relocatable object into a livepatch module (.klp.rela sections, .klp.sym symbols)",
+		Example: `  klpresolve convert fix.o -o livepatch-fix.ko --kallsyms System.map-6.1.0-57-amd64 \
+      --symbol vfs_read --symbol ext4:ext4_iget --symbol type_show,3 --symbol 'nfs:do_open@0xffffffffc0a01230'
+  klpresolve convert fix.o -o livepatch-fix.ko --symbols-from symbols.txt`,
 		Long: `Moves every relocation against the given symbols into .klp.rela.<obj>.<sec> sections and
 renames the symbols .klp.sym.<obj>.<name>,<pos> with st_shndx SHN_LIVEPATCH.
 A symbol given without ,pos gets its position from --kallsyms: 0 when the name is
