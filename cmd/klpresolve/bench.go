@@ -25,6 +25,18 @@ default collector (GOGC=100), as go test -bench does, not the setting klpresolve
 commands use for themselves; GOGC in the environment wins, and each report's first line
 says what it ran under. The one-shot figures and bench proc time fresh klpresolve
 processes, which run as the commands do.`,
+		// Alone, bench shows its help; with a name that is no benchmark it
+		// is a usage error, not that help with exit status 0.
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			msg := fmt.Sprintf("bench: unknown benchmark %q", args[0])
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+			}
+			return &exitError{exitUsage, fmt.Errorf("%s; see '%s --help'", msg, cmd.CommandPath())}
+		},
 	}
 	c.PersistentFlags().StringVar(&format, "format", "text", "output format: text or json")
 	// The in-process groups run under goDefaultGC (see Long): main's
@@ -56,7 +68,7 @@ processes, which run as the commands do.`,
 	c.AddCommand(
 		sub("kallsyms [--kallsyms PATH] [--format json]",
 			"Parse/index, lookup and snapshot figures, beside the naive parser and the kernel's lookups",
-			cobra.NoArgs, func([]string) (*bench.Report, error) { return bench.Kallsyms(a.kallsymsPath(), onceCmd()) }),
+			needArgs(0, 0, "no arguments"), func([]string) (*bench.Report, error) { return bench.Kallsyms(a.kallsymsPath(), onceCmd()) }),
 		sub("resolve PATCH.ko [--kallsyms PATH] [--format json]",
 			"Resolve-phase cost per relocation, beside the kernel's old linear walk",
 			needArgs(1, 1, "one livepatch module, PATCH.ko"), func(args []string) (*bench.Report, error) { return bench.Resolve(args[0], a.kallsymsPath()) }),
@@ -89,7 +101,7 @@ processes, which run as the commands do.`,
 	var withProc bool
 	procCmd := sub("proc [--kallsyms PATH] [--rounds N] [--format json]",
 		"One-shot 'klpresolve objects' on /proc/kallsyms beside 'cat /proc/kallsyms': whole processes, taking turns",
-		cobra.NoArgs, func([]string) (*bench.Report, error) { return runProc(a.kallsymsPath(), procRounds) })
+		needArgs(0, 0, "no arguments"), func([]string) (*bench.Report, error) { return runProc(a.kallsymsPath(), procRounds) })
 	procCmd.Flags().IntVar(&procRounds, "rounds", 30, "runs of each command")
 	c.AddCommand(procCmd)
 
@@ -97,7 +109,7 @@ processes, which run as the commands do.`,
 	var hold time.Duration
 	cfiCmd := sub("cfi [--modules N] [--readers R] [--hold DURATION] [--runs N] [--format json]",
 		"CFI shadow updates in synchronous and deferred reclamation, with readers holding their sections",
-		cobra.NoArgs, func([]string) (*bench.Report, error) { return bench.CFI(co) })
+		needArgs(0, 0, "no arguments"), func([]string) (*bench.Report, error) { return bench.CFI(co) })
 	cfiCmd.PreRun = func(cmd *cobra.Command, args []string) {
 		if cmd.Flags().Changed("hold") {
 			co.Holds = []time.Duration{hold}
@@ -113,7 +125,7 @@ processes, which run as the commands do.`,
 	allCmd := &cobra.Command{
 		Use:   "all [--format json] [--corpus DIR]",
 		Short: "Every benchmark on its standard input, in one report (JSON for CI to store and compare)",
-		Args:  cobra.NoArgs,
+		Args:  needArgs(0, 0, "no arguments (the report reads its inputs from --corpus)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
 				return err

@@ -249,7 +249,7 @@ func newObjectsCmd(a *app) *cobra.Command {
 		Short: "List the objects (vmlinux, modules, pseudo-modules) with symbol counts and address ranges",
 		Example: `  klpresolve objects
   klpresolve objects --kallsyms kernels/host.snap --format json`,
-		Args: cobra.NoArgs,
+		Args: needArgs(0, 0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
 				return err
@@ -310,7 +310,7 @@ func newSnapshotCmd(a *app) *cobra.Command {
 zstd -19; it loads in about 1.4 times the text's parse time), with --raw the
 index as it sits in memory, hash tables included (about 1.3x the text), which loads about
 ten times faster than the text parses: the form for a folder of kernels checked at once.`,
-		Args: cobra.NoArgs,
+		Args: needArgs(0, 0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
 				return &exitError{exitUsage, errors.New("snapshot needs -o FILE")}

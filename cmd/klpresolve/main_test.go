@@ -842,6 +842,13 @@ func TestArgumentMessages(t *testing.T) {
 		// A misspelt command, which the main job would take for a path.
 		{[]string{"lookpu", "vfs_read"}, "klpresolve: unknown command \"lookpu\" (did you mean 'klpresolve lookup'?), and no module of that name; see 'klpresolve --help'"},
 		{[]string{"objets"}, "klpresolve: unknown command \"objets\" (did you mean 'klpresolve objects'?)"},
+		// Arguments to commands that take none are arguments, not commands.
+		{[]string{"objects", "extra"}, "klpresolve: objects: expected no arguments, got 1 argument; see 'klpresolve objects --help'"},
+		{[]string{"snapshot", "x", "-o", "x.snap"}, "klpresolve: snapshot: expected no arguments, got 1 argument"},
+		{[]string{"bench", "kallsyms", "extra"}, "klpresolve: bench kallsyms: expected no arguments, got 1 argument"},
+		// bench alone shows its help; a name that is no benchmark is an error.
+		{[]string{"bench", "kallsym"}, "klpresolve: bench: unknown benchmark \"kallsym\" (did you mean \"kallsyms\"?); see 'klpresolve bench --help'"},
+		{[]string{"bench", "extra"}, "klpresolve: bench: unknown benchmark \"extra\"; see 'klpresolve bench --help'"},
 	} {
 		code, out, errs := runCLI(t, c.args...)
 		require.Equal(t, 2, code, c.args)
