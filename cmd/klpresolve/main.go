@@ -163,7 +163,12 @@ exceeded.`,
 		"also match vmlinux names with a .llvm.<digits> suffix stripped (livepatch on kernels 6.2-6.10 built with Clang LTO)")
 	root.PersistentFlags().BoolVar(&a.noMap, "no-map", false,
 		"read --kallsyms files into memory instead of mapping them (for files that may be rewritten in place meanwhile)")
-	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return checkCounts(cmd) }
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if err := checkCounts(cmd); err != nil {
+			return err
+		}
+		return a.checkKallsymsPaths(cmd)
+	}
 	addResolveFlags(root, a)
 	root.AddCommand(
 		newLookupCmd(a),
@@ -202,6 +207,22 @@ func needArgs(min, max int, what string) cobra.PositionalArgs {
 		}
 		return fmt.Errorf("%sexpected %s, got %s; see '%s --help'", sub, what, count(len(args), "argument", "arguments"), cmd.CommandPath())
 	}
+}
+
+// checkKallsymsPaths refuses what --kallsyms cannot mean: an empty path,
+// and several paths for a command that reads one kernel's symbols (only
+// check takes one per kernel), where the last would have been taken
+// without a word.
+func (a *app) checkKallsymsPaths(cmd *cobra.Command) error {
+	for _, p := range a.kallsymsPaths {
+		if p == "" {
+			return &exitError{exitUsage, errors.New("--kallsyms: empty path")}
+		}
+	}
+	if len(a.kallsymsPaths) > 1 && cmd.Name() != "check" {
+		return &exitError{exitUsage, fmt.Errorf("--kallsyms given %d times: %s reads one kernel's symbols (check takes one --kallsyms per kernel)", len(a.kallsymsPaths), strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "))}
+	}
+	return nil
 }
 
 // checkCounts refuses a negative value given to any count or duration

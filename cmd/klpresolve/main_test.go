@@ -849,6 +849,11 @@ func TestArgumentMessages(t *testing.T) {
 		// bench alone shows its help; a name that is no benchmark is an error.
 		{[]string{"bench", "kallsym"}, "klpresolve: bench: unknown benchmark \"kallsym\" (did you mean \"kallsyms\"?); see 'klpresolve bench --help'"},
 		{[]string{"bench", "extra"}, "klpresolve: bench: unknown benchmark \"extra\"; see 'klpresolve bench --help'"},
+		// --kallsyms: one kernel's symbols but for check, and never empty.
+		{[]string{"lookup", "vfs_read", "--kallsyms", "a", "--kallsyms", "b"}, "klpresolve: --kallsyms given 2 times: lookup reads one kernel's symbols (check takes one --kallsyms per kernel)"},
+		{[]string{"x.ko", "--kallsyms", "a", "--kallsyms", "b", "--kallsyms", "c"}, "klpresolve: --kallsyms given 3 times: klpresolve reads one kernel's symbols"},
+		{[]string{"objects", "--kallsyms", ""}, "klpresolve: --kallsyms: empty path"},
+		{[]string{"check", "x.ko", "--kallsyms", "a", "--kallsyms", ""}, "klpresolve: --kallsyms: empty path"},
 	} {
 		code, out, errs := runCLI(t, c.args...)
 		require.Equal(t, 2, code, c.args)
