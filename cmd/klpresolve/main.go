@@ -66,9 +66,16 @@ func setGC(percent int) {
 
 // run executes the command line and returns the exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRoot(stdin, stdout, stderr)
+	out := &checkedWriter{w: stdout}
+	root := newRoot(stdin, out, stderr)
 	root.SetArgs(args)
 	err := root.Execute()
+	if out.err != nil && (err == nil || errors.Is(err, out.err)) {
+		// A report that did not reach its reader (a full disk, a closed
+		// file) is not a success: CI would have taken it for one.
+		fmt.Fprintf(stderr, "klpresolve: standard output: %v\n", out.err)
+		return exitUsage
+	}
 	if err == nil {
 		return exitOK
 	}
@@ -81,6 +88,39 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "klpresolve: %v\n", err)
 	return exitUsage
+}
+
+// checkedWriter is standard output, remembering the first error writing
+// it: the reports are written with fmt.Fprintf, whose errors nobody
+// reads, and a report lost to a full disk must not exit 0.
+type checkedWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *checkedWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return n, err
+}
+
+// Unwrap is the stream written (isTerminal looks at it).
+func (c *checkedWriter) Unwrap() io.Writer { return c.w }
+
+// fileOf is the file under w (through checkedWriter), if it is one.
+func fileOf(w io.Writer) (*os.File, bool) {
+	for {
+		switch v := w.(type) {
+		case *os.File:
+			return v, true
+		case interface{ Unwrap() io.Writer }:
+			w = v.Unwrap()
+		default:
+			return nil, false
+		}
+	}
 }
 
 // app holds what every command shares: the streams and the global flags.

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -1087,4 +1088,30 @@ func TestUnloadedDependsCLI(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &c))
 	require.Len(t, c.Kernels, 1)
 	assert.Equal(t, []string{"xfrm_algo"}, c.Kernels[0].UnloadedDepends)
+}
+
+// fullWriter is a standard output on a full disk.
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// A report that could not be written is not a success: 'objects >
+// /dev/full' exited 0, and a CI step would have taken the lost report
+// for a passing one.
+func TestStdoutWriteError(t *testing.T) {
+	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	for _, args := range [][]string{
+		{"objects", "--kallsyms", example},
+		{"lookup", "vfs_read", "--kallsyms", example, "--format", "json"},
+		{fixture("livepatch-sample.ko"), "--kallsyms", example},
+	} {
+		var errb bytes.Buffer
+		code := run(args, strings.NewReader(""), fullWriter{}, &errb)
+		assert.Equal(t, 2, code, "%q", args)
+		assert.Equal(t, "klpresolve: standard output: no space left on device\n", errb.String(), "%q", args)
+	}
+	// A command that fails on its own says why, and keeps its status.
+	var errb bytes.Buffer
+	code := run([]string{"lookup", "no_such_symbol", "--kallsyms", example}, strings.NewReader(""), fullWriter{}, &errb)
+	assert.Equal(t, 1, code)
 }

@@ -2,14 +2,13 @@ package main
 
 import (
 	"io"
-	"os"
 
 	"golang.org/x/sys/unix"
 )
 
 // isTerminal reports whether w is a terminal (it answers TCGETS).
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := fileOf(w)
 	if !ok {
 		return false
 	}

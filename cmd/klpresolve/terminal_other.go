@@ -11,7 +11,7 @@ import (
 // terminal looks without Linux's TCGETS (the progress bar is then drawn
 // to /dev/null too, harmlessly).
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := fileOf(w)
 	if !ok {
 		return false
 	}

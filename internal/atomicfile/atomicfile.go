@@ -1,6 +1,8 @@
 // Package atomicfile writes a file so that readers see either the old
 // content or the whole new one: a temporary file in the same folder,
-// synced, then renamed over the target.
+// synced, then renamed over the target. A target that is not a regular
+// file (/dev/null, /dev/stdout, a FIFO) is written in place, never
+// replaced; a symbolic link's target is replaced, not the link.
 package atomicfile
 
 import (
@@ -15,8 +17,19 @@ import (
 // Write calls fill with a temporary file beside path, then renames it over
 // path. On any error the temporary file is removed and path is untouched.
 func Write(path string, fill func(io.Writer) error) (err error) {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return fmt.Errorf("write %s: is a folder", path)
+	if st, err := os.Stat(path); err == nil {
+		switch {
+		case st.IsDir():
+			return fmt.Errorf("write %s: is a folder", path)
+		case !st.Mode().IsRegular():
+			// A device, FIFO or socket: renaming over it would put a
+			// regular file where /dev/null was (as root, for everyone).
+			return writeInPlace(path, fill)
+		}
+		// A link to a regular file: the file is replaced, the link kept.
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			path = real
+		}
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -49,6 +62,19 @@ func Write(path string, fill func(io.Writer) error) (err error) {
 		return err
 	}
 	return os.Rename(f.Name(), path)
+}
+
+// writeInPlace writes to path, which is not a regular file, as it is.
+func writeInPlace(path string, fill func(io.Writer) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if err := fill(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // WriteBytes writes b to path atomically.
