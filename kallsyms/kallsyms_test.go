@@ -269,6 +269,35 @@ func TestCompressedInputCorrupt(t *testing.T) {
 	assert.EqualError(t, err, "in.gz: gzip: unexpected EOF")
 }
 
+// zeros is /dev/zero: it never ends.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// A stream with no line end for a megabyte is no symbol list: it stops
+// there (/dev/zero, a disk given by mistake: before, it was read to the
+// 4 GiB limit, 5 GB resident after 20 s), with its line number, after a
+// good part too.
+func TestStreamWithoutLineEnds(t *testing.T) {
+	_, err := Parse("/dev/zero", zeros{}, nil)
+	var pe *ParseError
+	require.ErrorAs(t, err, &pe)
+	require.ErrorIs(t, err, ErrMalformed)
+	assert.Equal(t, 1, pe.Line)
+	assert.Contains(t, err.Error(), "/dev/zero:1: no line end in ")
+	assert.Contains(t, err.Error(), "bytes: not a symbol list")
+
+	text, err := os.ReadFile("../testdata/kallsyms/example.txt")
+	require.NoError(t, err)
+	_, err = Parse("in", io.MultiReader(bytes.NewReader(text), zeros{}), nil)
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, bytes.Count(text, []byte{'\n'})+1, pe.Line)
+	assert.Equal(t, "in", pe.File)
+}
+
 func TestParseAcceptsCRLFAndBlanks(t *testing.T) {
 	ix := mustParse(t, "ffffffff81000000 T a \r\n\r\nffffffffc0000000 t b\t[m]  \r\n", nil)
 	s, err := ix.Lookup("m", "b", 0)

@@ -163,6 +163,9 @@ func (p *parser) stream(r io.Reader, hint int64) (*Index, error) {
 	}()
 	if err != nil {
 		p.abort()
+		if _, ok := err.(*ParseError); ok {
+			return nil, err // it names the input
+		}
 		return nil, fmt.Errorf("%s: %w", p.name, err)
 	}
 	if isSnapshot(buf) {
@@ -704,13 +707,19 @@ func (p *parser) readStream(r io.Reader, hint int64) (buf, m []byte, err error) 
 			return nil, m, err
 		}
 		if len(buf)-done >= minChunk {
-			if i := bytes.LastIndexByte(buf[done:], '\n'); i >= 0 {
-				if p.st == nil {
-					p.st = newStream(cap(buf) / streamLine)
-				}
-				p.dispatch(buf, done, done+i+1, nil)
-				done += i + 1
+			i := bytes.LastIndexByte(buf[done:], '\n')
+			if i < 0 {
+				// No symbol line is that long: /dev/zero, a disk or a
+				// binary file given by mistake would otherwise be read
+				// to the 4 GiB limit before its first line is looked at.
+				return nil, m, &ParseError{File: p.name, Line: bytes.Count(buf[:done], []byte{'\n'}) + 1,
+					Msg: fmt.Sprintf("no line end in %d bytes: not a symbol list (give /proc/kallsyms, a System.map or a snapshot)", len(buf)-done)}
 			}
+			if p.st == nil {
+				p.st = newStream(cap(buf) / streamLine)
+			}
+			p.dispatch(buf, done, done+i+1, nil)
+			done += i + 1
 		}
 	}
 }
