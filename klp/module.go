@@ -77,7 +77,9 @@ type Relocation struct {
 
 // Open reads a module from path (plain, or gzip/zstd/xz compressed).
 func Open(path string) (*Module, error) {
-	data, err := input.ReadFile(path, maxModuleFileSize)
+	// A pipe or a device is refused at its first bytes if they are not
+	// a module's (elfobj.CheckHead), not read up to the limit.
+	data, err := input.ReadFileChecked(path, maxModuleFileSize, func(head []byte) error { return elfobj.CheckHead(path, head) })
 	if err != nil {
 		return nil, err
 	}

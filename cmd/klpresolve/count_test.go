@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,9 +35,15 @@ func TestObjectsOneObject(t *testing.T) {
 // Lists from a file or standard input: blanks and line ends separate the
 // items, CRLF included; a line starting with '#' is a comment.
 func TestListItems(t *testing.T) {
-	assert.Equal(t, []string{"vfs_read", "jiffies", "ext4:x,2", "0x10"},
-		listItems([]byte("# specs\nvfs_read\r\n\n  jiffies  ext4:x,2\n\t# more\n0x10")))
-	assert.Empty(t, listItems([]byte("#\n \n")))
+	items, err := readList("l", strings.NewReader("# specs\nvfs_read\r\n\n  jiffies  ext4:x,2\n\t# more\n0x10"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"vfs_read", "jiffies", "ext4:x,2", "0x10"}, items)
+	items, err = readList("l", strings.NewReader("#\n \n"))
+	require.NoError(t, err)
+	assert.Empty(t, items)
+	// A stream that is no list (/dev/zero) stops at its first long line.
+	_, err = readList("<stdin>", io.MultiReader(strings.NewReader("vfs_read\njiffies\n"), zeroReader{}))
+	assert.EqualError(t, err, "<stdin>:3: line longer than 1048576 bytes: not a list of specs or addresses")
 	var out, errs bytes.Buffer
 	code := run([]string{"lookup", "-", "--kallsyms", filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")},
 		strings.NewReader("vfs_read\n# a comment\n"), &out, &errs)

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/klpresolve/klpresolve/internal/atomicfile"
+	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/input"
 )
 
@@ -50,11 +51,15 @@ func (a *app) readModule(path string) (name string, data []byte, err error) {
 	if err := a.oneStdin(path); err != nil {
 		return "", nil, err
 	}
+	// A stream (standard input, a pipe, a device) that does not start
+	// as a module does is refused there, not read up to the limit.
 	if path != "-" {
-		data, err = input.ReadFile(path, input.DefaultMaxSize)
+		data, err = input.ReadFileChecked(path, input.DefaultMaxSize, func(head []byte) error { return elfobj.CheckHead(path, head) })
 	} else {
 		path = "<stdin>"
-		if data, err = input.ReadAll(a.stdin, 0, input.DefaultMaxSize); err != nil {
+		data, err = input.ReadAllChecked(a.stdin, input.DefaultMaxSize, func(head []byte) error { return elfobj.CheckHead(path, head) })
+		var fe *elfobj.FormatError
+		if err != nil && !errors.As(err, &fe) {
 			err = fmt.Errorf("%s: %w", path, err)
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -99,7 +100,7 @@ Exit status 0 when every spec resolves, 1 when any does not.`,
 }
 
 // argsOrStdin returns args with each "-" replaced by the items of standard
-// input (listItems). what names them in the error when the symbols come
+// input (readList). what names them in the error when the symbols come
 // from standard input too.
 func (a *app) argsOrStdin(args []string, what string) ([]string, error) {
 	var out []string
@@ -116,11 +117,11 @@ func (a *app) argsOrStdin(args []string, what string) ([]string, error) {
 			continue // one stream: a second "-" finds it read
 		}
 		read = true
-		b, err := io.ReadAll(a.stdin)
+		items, err := readList("<stdin>", a.stdin)
 		if err != nil {
-			return nil, &exitError{exitUsage, fmt.Errorf("standard input: %w", err)}
+			return nil, &exitError{exitUsage, err}
 		}
-		out = append(out, listItems(b)...)
+		out = append(out, items...)
 	}
 	return out, nil
 }
@@ -138,17 +139,33 @@ func parseHex(s string) (uint64, error) {
 	return v, nil
 }
 
-// listItems are the specs or addresses of a list read from a file or
-// standard input: separated by blanks or line ends, with a line whose
-// first non-blank is '#' a comment (no symbol name or address starts so).
-func listItems(b []byte) []string {
+// maxListLine bounds a line of a list of specs or addresses: a spec is at
+// most a module name, a 511-byte symbol name and a position, and a line of
+// a megabyte is no list (/dev/zero given by mistake, a binary file).
+const maxListLine = 1 << 20
+
+// readList reads the specs or addresses of a list from a file or standard
+// input (name, for errors): separated by blanks or line ends, with a line
+// whose first non-blank is '#' a comment (no symbol name or address starts
+// so). It reads line by line, and stops at a line past maxListLine.
+func readList(name string, r io.Reader) ([]string, error) {
 	var out []string
-	for l := range strings.Lines(string(b)) {
-		if f := strings.Fields(l); len(f) > 0 && !strings.HasPrefix(f[0], "#") {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxListLine)
+	line := 0
+	for sc.Scan() {
+		line++
+		if f := strings.Fields(sc.Text()); len(f) > 0 && !strings.HasPrefix(f[0], "#") {
 			out = append(out, f...)
 		}
 	}
-	return out
+	switch err := sc.Err(); {
+	case errors.Is(err, bufio.ErrTooLong):
+		return nil, fmt.Errorf("%s:%d: line longer than %d bytes: not a list of specs or addresses", name, line+1, maxListLine)
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return out, nil
 }
 
 func newAddrCmd(a *app) *cobra.Command {

@@ -1115,3 +1115,28 @@ func TestStdoutWriteError(t *testing.T) {
 	code := run([]string{"lookup", "no_such_symbol", "--kallsyms", example}, strings.NewReader(""), fullWriter{}, &errb)
 	assert.Equal(t, 1, code)
 }
+
+// zeroReader is /dev/zero on standard input: it never ends.
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// A module read from a stream that is no module is refused at its first
+// bytes: '/dev/zero' or '-' fed zeros read 2 GiB (6.3 GB resident, 21 s)
+// before saying the input was too large.
+func TestModuleStreamRefusedAtOnce(t *testing.T) {
+	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	for _, args := range [][]string{
+		{"-", "--kallsyms", example},
+		{"plt", "-"},
+		{"link", "-", "--kallsyms", example},
+	} {
+		var out, errb bytes.Buffer
+		code := run(args, zeroReader{}, &out, &errb)
+		assert.Equal(t, 2, code, "%q", args)
+		assert.Equal(t, "klpresolve: <stdin>: not an ELF file (no \\x7fELF magic)\n", errb.String(), "%q", args)
+	}
+}

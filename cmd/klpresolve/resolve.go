@@ -452,11 +452,16 @@ them), or written name@ADDRESS to pick the occurrence at that address.`,
 				return err
 			}
 			if from != "" {
-				b, err := os.ReadFile(from)
+				f, err := os.Open(from)
 				if err != nil {
 					return &exitError{exitUsage, err}
 				}
-				symbols = append(symbols, listItems(b)...)
+				items, err := readList(from, f)
+				f.Close()
+				if err != nil {
+					return &exitError{exitUsage, err}
+				}
+				symbols = append(symbols, items...)
 			}
 			if len(symbols) == 0 {
 				return &exitError{exitUsage, errors.New("convert needs --symbol or --symbols-from")}

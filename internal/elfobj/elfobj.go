@@ -11,6 +11,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/klpresolve/klpresolve/internal/input"
 )
 
 // ErrMalformed is wrapped by every *FormatError.
@@ -130,6 +132,20 @@ func isSymbolLine(line []byte) bool {
 
 // Is64 reports a 64-bit file.
 func (f *File) Is64() bool { return f.Class == elf.ELFCLASS64 }
+
+// CheckHead returns the error Parse would give a file that begins with
+// head when head is neither ELF (its magic) nor compressed (whose
+// content Parse's callers decompress first), and nil otherwise: a reader
+// of a stream (input.ReadFileChecked) stops at a text or /dev/zero
+// instead of reading it all. A head shorter than the magic is left to
+// Parse.
+func CheckHead(name string, head []byte) error {
+	if bytes.HasPrefix(head, []byte(elf.ELFMAG)) || bytes.HasPrefix([]byte(elf.ELFMAG), head) || input.Detect(head) != input.None {
+		return nil
+	}
+	f := &File{Name: name, Data: head}
+	return f.errf("", "not an ELF file (no \\x7fELF magic)%s", notELF(head))
+}
 
 // ParseHeader reads only data's ELF header: its class, byte order, type,
 // machine and flags (for a caller that hands the bytes on, as the CLI's

@@ -139,3 +139,20 @@ func TestParseHeader(t *testing.T) {
 	_, err = ParseHeader("text.o", []byte("ffffffff81000000 T vfs_read\n"))
 	assert.ErrorIs(t, err, ErrMalformed)
 }
+
+// CheckHead passes what may begin a module (ELF's magic, a compressed
+// file's, fewer bytes than the magic) and refuses the rest with Parse's
+// error and its hint.
+func TestCheckHead(t *testing.T) {
+	for _, head := range []string{"\x7fELF\x02\x01\x01", "\x28\xb5\x2f\xfd\x00", "\x1f\x8b\x08", "\xfd7zXZ\x00\x00", "\x7fE", ""} {
+		assert.NoError(t, CheckHead("m.ko", []byte(head)), "%q", head)
+	}
+	err := CheckHead("m.ko", make([]byte, 256))
+	require.ErrorIs(t, err, ErrMalformed)
+	assert.EqualError(t, err, `m.ko: not an ELF file (no \x7fELF magic)`)
+	err = CheckHead("m.ko", []byte("ffffffff81000000 T _stext\nffffffff81000010 T x\n"))
+	require.ErrorIs(t, err, ErrMalformed)
+	assert.EqualError(t, err, `m.ko: not an ELF file (no \x7fELF magic): it reads like a kernel symbol list (kallsyms, System.map), not a module`)
+	_, perr := Parse("m.ko", make([]byte, 256))
+	assert.Equal(t, perr.Error(), err.Error()[:len(perr.Error())], "the same words as Parse")
+}

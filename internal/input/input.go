@@ -291,6 +291,59 @@ func decodeZstd(name string, data []byte, hint, max int64) ([]byte, Compression,
 	return out, Zstd, nil
 }
 
+// headLen is how much of a stream ReadFileChecked and ReadAllChecked show
+// their check: enough for every magic and a line of text.
+const headLen = 256
+
+// ReadFileChecked is ReadFile for a file whose first bytes say what it is
+// (an object file's magic): when path is not a regular file (a pipe, a
+// device), its first bytes (all of them when it is shorter) go to check
+// before the rest is read, and an error from check is returned, so that
+// /dev/zero or a disk given by mistake is refused at once instead of read
+// up to max. A regular file's size is known, and bounded, before it is
+// read; check sees nothing of it (its parser does).
+func ReadFileChecked(path string, max int64, check func(head []byte) error) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		return readOpenFile(path, f, st.Size(), max)
+	}
+	var checkErr error // returned as it is: it names the file already
+	data, err := ReadAllChecked(f, max, func(head []byte) error {
+		checkErr = check(head)
+		return checkErr
+	})
+	if err != nil && err != checkErr {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return data, err
+}
+
+// ReadAllChecked is ReadAll of a stream whose first bytes go to check
+// first (see ReadFileChecked): check's error is returned as it is.
+func ReadAllChecked(r io.Reader, max int64, check func(head []byte) error) ([]byte, error) {
+	head := make([]byte, headLen)
+	n, err := io.ReadFull(r, head)
+	head = head[:n]
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		return head, check(head)
+	case err != nil:
+		return nil, err
+	}
+	if err := check(head); err != nil {
+		return nil, err
+	}
+	rest, err := ReadAll(r, 0, max-int64(n))
+	if err != nil {
+		return nil, err
+	}
+	return append(head, rest...), nil
+}
+
 // ReadFile reads path whole, refusing a file larger than max before
 // reading it (a vmlinux or a disk image given by mistake is not read into
 // memory first).
@@ -304,10 +357,20 @@ func ReadFile(path string, max int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.Mode().IsRegular() && st.Size() > max {
-		return nil, fmt.Errorf("%s: %w (%d bytes, more than %d)", path, ErrTooLarge, st.Size(), max)
+	size := int64(0)
+	if st.Mode().IsRegular() {
+		size = st.Size()
 	}
-	data, err := ReadAll(f, st.Size(), max)
+	return readOpenFile(path, f, size, max)
+}
+
+// readOpenFile reads f (path) whole: size is its size when it is a
+// regular file (0 otherwise), refused past max before anything is read.
+func readOpenFile(path string, f *os.File, size, max int64) ([]byte, error) {
+	if size > max {
+		return nil, fmt.Errorf("%s: %w (%d bytes, more than %d)", path, ErrTooLarge, size, max)
+	}
+	data, err := ReadAll(f, size, max)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

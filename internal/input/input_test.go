@@ -246,3 +246,50 @@ func TestReadFile(t *testing.T) {
 	_, err = ReadFile(filepath.Join(t.TempDir(), "absent"), 1<<30)
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
+
+// zeros is /dev/zero: it never ends.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// A stream's first bytes go to the check before the rest is read: one
+// that never ends is refused at once, and one that passes is read whole,
+// shorter than the head or longer.
+func TestReadAllChecked(t *testing.T) {
+	refuse := errors.New("not a module")
+	var seen []byte
+	_, err := ReadAllChecked(zeros{}, DefaultMaxSize, func(head []byte) error {
+		seen = head
+		return refuse
+	})
+	require.ErrorIs(t, err, refuse)
+	assert.Len(t, seen, headLen)
+
+	pass := func([]byte) error { return nil }
+	for _, n := range []int{0, 10, headLen, headLen + 1, 100000} {
+		data := bytes.Repeat([]byte{'x'}, n)
+		got, err := ReadAllChecked(bytes.NewReader(data), DefaultMaxSize, pass)
+		require.NoError(t, err, n)
+		assert.Equal(t, data, got, n)
+	}
+	// A short stream still goes to the check.
+	_, err = ReadAllChecked(strings.NewReader("short"), DefaultMaxSize, func(head []byte) error {
+		assert.Equal(t, "short", string(head))
+		return refuse
+	})
+	require.ErrorIs(t, err, refuse)
+	// The limit still holds past the head.
+	_, err = ReadAllChecked(zeros{}, 1<<20, pass)
+	require.ErrorIs(t, err, ErrTooLarge)
+
+	// A regular file is read whole without the check (its size is known);
+	// a named pipe is checked.
+	path := filepath.Join(t.TempDir(), "f")
+	require.NoError(t, os.WriteFile(path, []byte("text"), 0o644))
+	got, err := ReadFileChecked(path, DefaultMaxSize, func([]byte) error { return refuse })
+	require.NoError(t, err)
+	assert.Equal(t, "text", string(got))
+}
