@@ -1,14 +1,12 @@
 package klp
 
 import (
-	"os"
-	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/modplt"
 )
 
@@ -20,21 +18,7 @@ func TestOpenEndlessPipe(t *testing.T) {
 		func(p string) error { _, err := Open(p); return err },
 		func(p string) error { _, err := modplt.Open(p); return err },
 	} {
-		fifo := filepath.Join(t.TempDir(), "patch.ko")
-		require.NoError(t, syscall.Mkfifo(fifo, 0o600))
-		go func() {
-			f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
-			if err != nil {
-				return
-			}
-			defer f.Close()
-			zeros := make([]byte, 1<<16)
-			for {
-				if _, err := f.Write(zeros); err != nil {
-					return
-				}
-			}
-		}()
+		fifo := testutil.EndlessFIFO(t, "patch.ko")
 		err := open(fifo)
 		require.ErrorIs(t, err, ErrMalformed)
 		assert.EqualError(t, err, fifo+`: not an ELF file (no \x7fELF magic)`)
