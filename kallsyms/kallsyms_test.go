@@ -298,6 +298,29 @@ func TestStreamWithoutLineEnds(t *testing.T) {
 	assert.Equal(t, "in", pe.File)
 }
 
+// A snapshot on a stream of unknown size is read as far as its header
+// declares and a byte more: followed by bytes that never end, or a
+// header followed by zeros, it is refused at once instead of read to the
+// 4 GiB input limit; on its own it loads as from a file (every format,
+// version 1 too, which declares no size).
+func TestSnapshotStreamBounded(t *testing.T) {
+	ix := mustParse(t, sample, nil)
+	for format, write := range writers {
+		var b bytes.Buffer
+		require.NoError(t, write(ix, &b), format)
+		got, err := Parse("stdin", bytes.NewReader(b.Bytes()), nil)
+		require.NoError(t, err, format)
+		assert.Equal(t, ix.Len(), got.Len(), format)
+		if format == "zstd v1" {
+			continue // it declares no size: read to the end
+		}
+		_, err = Parse("stdin", io.MultiReader(bytes.NewReader(b.Bytes()), zeros{}), nil)
+		require.ErrorIs(t, err, ErrMalformed, format)
+		_, err = Parse("stdin", io.MultiReader(bytes.NewReader(b.Bytes()[:12]), zeros{}), nil)
+		require.ErrorIs(t, err, ErrMalformed, format)
+	}
+}
+
 func TestParseAcceptsCRLFAndBlanks(t *testing.T) {
 	ix := mustParse(t, "ffffffff81000000 T a \r\n\r\nffffffffc0000000 t b\t[m]  \r\n", nil)
 	s, err := ix.Lookup("m", "b", 0)

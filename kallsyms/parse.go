@@ -680,6 +680,11 @@ func (p *parser) readStream(r io.Reader, hint int64) (buf, m []byte, err error) 
 						return nil, m, err
 					}
 					buf = nb
+				} else if hint <= 0 {
+					// A stream: read what the header declares and a byte
+					// more (the loader refuses trailing bytes), not on to
+					// the input limit (a forged header, zeros after it).
+					return readSnapshotStream(r, buf, m)
 				}
 				rest, err := input.ReadAll(r, 0, maxInput)
 				if err != nil {
@@ -720,6 +725,45 @@ func (p *parser) readStream(r io.Reader, hint int64) (buf, m []byte, err error) 
 			}
 			p.dispatch(buf, done, done+i+1, nil)
 			done += i + 1
+		}
+	}
+}
+
+// readSnapshotStream reads the rest of a snapshot that began with got on
+// a stream of unknown size, as far as its header declares (storedSize)
+// and a byte more, so that a stream that goes on past it is still refused
+// by the loader, without reading it to the end. A version 1 snapshot,
+// which declares no size, is read to the end. m is passed through.
+func readSnapshotStream(r io.Reader, got, m []byte) (buf, _ []byte, err error) {
+	buf = bytes.Clone(got) // got may sit in the stream's mapping
+	for {
+		size, need, known := storedSize(buf)
+		if !known && need == 0 {
+			rest, err := input.ReadAll(r, 0, maxInput)
+			if err != nil {
+				return nil, m, err
+			}
+			return append(buf, rest...), m, nil
+		}
+		want := need
+		if known {
+			want = size + 1
+		}
+		if int64(len(buf)) >= want {
+			return buf, m, nil
+		}
+		nb := make([]byte, want)
+		copy(nb, buf)
+		n, err := io.ReadFull(r, nb[len(buf):])
+		buf = nb[:len(buf)+n]
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return buf, m, nil // the loader says what is missing
+		}
+		if err != nil {
+			return nil, m, err
+		}
+		if known {
+			return buf, m, nil
 		}
 	}
 }

@@ -216,6 +216,48 @@ func expansionBound(size int) int {
 	return int(min(max(uint64(size)*maxExpansion, minExpansionBound), maxInput))
 }
 
+// storedSize is the size of the snapshot whose first bytes are b, as its
+// header declares it, for a reader of a stream of unknown size: need > 0
+// asks for that many bytes of it first (the header, then a compact
+// snapshot's frame table); known with size is the whole snapshot (size
+// is len(b) when the header is one the loader will refuse: there is
+// nothing more worth reading). A version 1 snapshot does not declare its
+// size (known false: read to the end).
+func storedSize(b []byte) (size, need int64, known bool) {
+	le := binary.LittleEndian
+	if len(b) < headerSize {
+		return 0, headerSize, false
+	}
+	switch le.Uint32(b[8:]) {
+	case snapshotVersion:
+		nframe := int64(le.Uint32(b[16:]))
+		if nframe < 3 || nframe%2 == 0 || nframe > 1+2*maxChunks {
+			return int64(len(b)), 0, true
+		}
+		table := headerSize + 8*nframe
+		if int64(len(b)) < table {
+			return 0, table, false
+		}
+		size = table
+		for k := range nframe {
+			size += int64(le.Uint32(b[headerSize+8*k:]))
+		}
+		return min(size, maxInput), 0, true
+	case rawVersion:
+		if len(b) < rawHeaderSize {
+			return 0, rawHeaderSize, false
+		}
+		plen := le.Uint64(b[16:])
+		if plen > maxInput-rawHeaderSize {
+			return int64(len(b)), 0, true
+		}
+		return rawHeaderSize + int64(plen), 0, true
+	case snapshotV1:
+		return 0, 0, false
+	}
+	return int64(len(b)), 0, true // an unknown version: the loader says so
+}
+
 func snapErr(name, format string, args ...any) error {
 	return fmt.Errorf("%s: snapshot: %w: %s", name, ErrMalformed, fmt.Sprintf(format, args...))
 }
