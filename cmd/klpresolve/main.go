@@ -250,14 +250,22 @@ func needArgs(min, max int, what string) cobra.PositionalArgs {
 }
 
 // checkKallsymsPaths refuses what --kallsyms cannot mean: an empty path,
-// and several paths for a command that reads one kernel's symbols (only
-// check takes one per kernel), where the last would have been taken
-// without a word.
+// standard input twice (check read it once, then found it empty), and
+// several paths for a command that reads one kernel's symbols (only check
+// takes one per kernel), where the last would have been taken without a
+// word.
 func (a *app) checkKallsymsPaths(cmd *cobra.Command) error {
+	stdin := 0
 	for _, p := range a.kallsymsPaths {
-		if p == "" {
+		switch p {
+		case "":
 			return &exitError{exitUsage, errors.New("--kallsyms: empty path")}
+		case "-":
+			stdin++
 		}
+	}
+	if stdin > 1 {
+		return &exitError{exitUsage, fmt.Errorf("--kallsyms - given %d times: standard input holds one kernel's symbols", stdin)}
 	}
 	if len(a.kallsymsPaths) > 1 && cmd.Name() != "check" {
 		return &exitError{exitUsage, fmt.Errorf("--kallsyms given %d times: %s reads one kernel's symbols (check takes one --kallsyms per kernel)", len(a.kallsymsPaths), strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "))}

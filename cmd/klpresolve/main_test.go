@@ -855,6 +855,7 @@ func TestArgumentMessages(t *testing.T) {
 		{[]string{"x.ko", "--kallsyms", "a", "--kallsyms", "b", "--kallsyms", "c"}, "klpresolve: --kallsyms given 3 times: klpresolve reads one kernel's symbols"},
 		{[]string{"objects", "--kallsyms", ""}, "klpresolve: --kallsyms: empty path"},
 		{[]string{"check", "x.ko", "--kallsyms", "a", "--kallsyms", ""}, "klpresolve: --kallsyms: empty path"},
+		{[]string{"check", "x.ko", "--kallsyms", "-", "--kallsyms", "a", "--kallsyms", "-"}, "klpresolve: --kallsyms - given 2 times: standard input holds one kernel's symbols"},
 	} {
 		code, out, errs := runCLI(t, c.args...)
 		require.Equal(t, 2, code, c.args)
