@@ -250,6 +250,9 @@ func kernelFiles(dir string) ([]string, error) {
 		}
 		cands = m // sorted
 	} else {
+		if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+			return nil, fmt.Errorf("--kernels %s: a file, not a folder: give one kernel's symbols with --kallsyms (repeatable), or a folder or quoted glob pattern to --kernels", dir)
+		}
 		ents, err := os.ReadDir(dir)
 		if err != nil {
 			return nil, err

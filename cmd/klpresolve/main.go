@@ -264,6 +264,11 @@ func (a *app) checkKallsymsPaths(cmd *cobra.Command) error {
 			stdin++
 		}
 	}
+	for _, p := range a.kallsymsPaths {
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			return &exitError{exitUsage, fmt.Errorf("--kallsyms %s: a folder, not a symbol file: check --kernels %s takes a folder of them", p, p)}
+		}
+	}
 	if stdin > 1 {
 		return &exitError{exitUsage, fmt.Errorf("--kallsyms - given %d times: standard input holds one kernel's symbols", stdin)}
 	}

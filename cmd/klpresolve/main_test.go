@@ -856,6 +856,9 @@ func TestArgumentMessages(t *testing.T) {
 		{[]string{"objects", "--kallsyms", ""}, "klpresolve: --kallsyms: empty path"},
 		{[]string{"check", "x.ko", "--kallsyms", "a", "--kallsyms", ""}, "klpresolve: --kallsyms: empty path"},
 		{[]string{"check", "x.ko", "--kallsyms", "-", "--kallsyms", "a", "--kallsyms", "-"}, "klpresolve: --kallsyms - given 2 times: standard input holds one kernel's symbols"},
+		// --kallsyms and --kernels swapped.
+		{[]string{"objects", "--kallsyms", "../../testdata"}, "klpresolve: --kallsyms ../../testdata: a folder, not a symbol file: check --kernels ../../testdata takes a folder of them"},
+		{[]string{"check", fixture("livepatch-sample.ko"), "--kernels", "../../testdata/kallsyms/example.txt"}, "klpresolve: --kernels ../../testdata/kallsyms/example.txt: a file, not a folder: give one kernel's symbols with --kallsyms (repeatable), or a folder or quoted glob pattern to --kernels"},
 	} {
 		code, out, errs := runCLI(t, c.args...)
 		require.Equal(t, 2, code, c.args)
