@@ -276,6 +276,17 @@ func TestRelocTypeNames(t *testing.T) {
 		{elf.EM_ARM, 28, "R_ARM_CALL"},
 		{elf.EM_PPC64, 10, "R_PPC64_REL24"},
 		{elf.EM_S390, 19, "R_390_PC32DBL"},
+		// debug/elf has no name for these, and printed the nearest lower
+		// one "+N" ("R_AARCH64_LDST64_ABS_LO12_NC+1"): the ABI's names,
+		// or the number where the ABI has none.
+		{elf.EM_AARCH64, 287, "R_AARCH64_MOVW_PREL_G0"},
+		{elf.EM_AARCH64, 293, "R_AARCH64_MOVW_PREL_G3"},
+		{elf.EM_AARCH64, 308, "R_AARCH64_GOTREL32"},
+		{elf.EM_AARCH64, 294, "R_AARCH64_294"},
+		{elf.EM_AARCH64, 281, "R_AARCH64_281"},
+		{elf.EM_X86_64, 43, "R_X86_64_CODE_4_GOTPCRELX"},
+		{elf.EM_X86_64, 46, "R_X86_64_46"},
+		{elf.EM_ARM, 150, "R_ARM_150"},
 	} {
 		assert.Equal(t, tt.want, RelocTypeName(tt.m, tt.t))
 	}
