@@ -295,8 +295,8 @@ func decodeZstd(name string, data []byte, hint, max int64) ([]byte, Compression,
 // their check: enough for every magic and a line of text.
 const headLen = 256
 
-// ReadFileChecked is ReadFile for a file whose first bytes say what it is
-// (an object file's magic): when path is not a regular file (a pipe, a
+// ReadFileChecked reads path whole, for a file whose first bytes say what
+// it is (an object file's magic): when path is not a regular file (a pipe, a
 // device), its first bytes (all of them when it is shorter) go to check
 // before the rest is read, and an error from check is returned, so that
 // /dev/zero or a disk given by mistake is refused at once instead of read
@@ -309,7 +309,16 @@ func ReadFileChecked(path string, max int64, check func(head []byte) error) ([]b
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-		return readOpenFile(path, f, st.Size(), max)
+		// Refused past max before anything is read: a vmlinux or a disk
+		// image given by mistake is not read into memory first.
+		if st.Size() > max {
+			return nil, fmt.Errorf("%s: %w (%d bytes, more than %d)", path, ErrTooLarge, st.Size(), max)
+		}
+		data, err := ReadAll(f, st.Size(), max)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return data, nil
 	}
 	var checkErr error // returned as it is: it names the file already
 	data, err := ReadAllChecked(f, max, func(head []byte) error {
@@ -342,39 +351,6 @@ func ReadAllChecked(r io.Reader, max int64, check func(head []byte) error) ([]by
 		return nil, err
 	}
 	return append(head, rest...), nil
-}
-
-// ReadFile reads path whole, refusing a file larger than max before
-// reading it (a vmlinux or a disk image given by mistake is not read into
-// memory first).
-func ReadFile(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	size := int64(0)
-	if st.Mode().IsRegular() {
-		size = st.Size()
-	}
-	return readOpenFile(path, f, size, max)
-}
-
-// readOpenFile reads f (path) whole: size is its size when it is a
-// regular file (0 otherwise), refused past max before anything is read.
-func readOpenFile(path string, f *os.File, size, max int64) ([]byte, error) {
-	if size > max {
-		return nil, fmt.Errorf("%s: %w (%d bytes, more than %d)", path, ErrTooLarge, size, max)
-	}
-	data, err := ReadAll(f, size, max)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return data, nil
 }
 
 // ReadAt reads size bytes from r, refusing a size past max before

@@ -231,19 +231,22 @@ func TestDecompressPresized(t *testing.T) {
 
 // ReadFile reads a file whole and refuses one past max before reading it
 // (a sparse file claims its size at no cost).
-func TestReadFile(t *testing.T) {
+// A regular file is read whole without the check (its size is known),
+// and refused past the limit before it is read.
+func TestReadFileChecked(t *testing.T) {
+	refuse := func([]byte) error { return errors.New("the check ran") }
 	plain, _ := encodings(t)
-	got, err := ReadFile(example, 1<<20)
+	got, err := ReadFileChecked(example, 1<<20, refuse)
 	require.NoError(t, err)
 	assert.Equal(t, plain, got)
 
 	big := filepath.Join(t.TempDir(), "big.ko")
 	require.NoError(t, os.WriteFile(big, nil, 0o644))
 	require.NoError(t, os.Truncate(big, 3<<30))
-	_, err = ReadFile(big, 1<<30)
+	_, err = ReadFileChecked(big, 1<<30, refuse)
 	require.ErrorIs(t, err, ErrTooLarge)
 	assert.EqualError(t, err, big+": input larger than the limit (3221225472 bytes, more than 1073741824)")
-	_, err = ReadFile(filepath.Join(t.TempDir(), "absent"), 1<<30)
+	_, err = ReadFileChecked(filepath.Join(t.TempDir(), "absent"), 1<<30, refuse)
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 
@@ -285,11 +288,4 @@ func TestReadAllChecked(t *testing.T) {
 	_, err = ReadAllChecked(zeros{}, 1<<20, pass)
 	require.ErrorIs(t, err, ErrTooLarge)
 
-	// A regular file is read whole without the check (its size is known);
-	// a named pipe is checked.
-	path := filepath.Join(t.TempDir(), "f")
-	require.NoError(t, os.WriteFile(path, []byte("text"), 0o644))
-	got, err := ReadFileChecked(path, DefaultMaxSize, func([]byte) error { return refuse })
-	require.NoError(t, err)
-	assert.Equal(t, "text", string(got))
 }
