@@ -231,7 +231,7 @@ func storedSize(b []byte) (size, need int64, known bool) {
 	switch le.Uint32(b[8:]) {
 	case snapshotVersion:
 		nframe := int64(le.Uint32(b[16:]))
-		if nframe < 3 || nframe%2 == 0 || nframe > 1+2*maxChunks {
+		if !frameCountOK(uint64(nframe)) {
 			return int64(len(b)), 0, true
 		}
 		table := headerSize + 8*nframe
@@ -257,6 +257,10 @@ func storedSize(b []byte) (size, need int64, known bool) {
 	}
 	return int64(len(b)), 0, true // an unknown version: the loader says so
 }
+
+// frameCountOK: a compact snapshot has its table of contents and two
+// frames for each of 1 to maxChunks chunks.
+func frameCountOK(n uint64) bool { return n >= 3 && n%2 == 1 && n <= 1+2*maxChunks }
 
 func snapErr(name, format string, args ...any) error {
 	return fmt.Errorf("%s: snapshot: %w: %s", name, ErrMalformed, fmt.Sprintf(format, args...))
@@ -302,7 +306,7 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 		return nil, snapErr(name, "unknown flags %#x", flags)
 	}
 	nframe := uint64(le.Uint32(b[16:]))
-	if nframe < 3 || nframe%2 == 0 || nframe > 1+2*maxChunks || le.Uint32(b[20:]) != 0 {
+	if !frameCountOK(nframe) || le.Uint32(b[20:]) != 0 {
 		return nil, snapErr(name, "bad frame count %d", nframe)
 	}
 	body := uint64(headerSize) + 8*nframe
