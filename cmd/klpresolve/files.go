@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"slices"
 
@@ -57,11 +56,7 @@ func (a *app) readModule(path string) (name string, data []byte, err error) {
 		data, err = input.ReadFileChecked(path, input.DefaultMaxSize, func(head []byte) error { return elfobj.CheckHead(path, head) })
 	} else {
 		path = "<stdin>"
-		data, err = input.ReadAllChecked(a.stdin, input.DefaultMaxSize, func(head []byte) error { return elfobj.CheckHead(path, head) })
-		var fe *elfobj.FormatError
-		if err != nil && !errors.As(err, &fe) {
-			err = fmt.Errorf("%s: %w", path, err)
-		}
+		data, err = input.ReadAllChecked(path, a.stdin, input.DefaultMaxSize, func(head []byte) error { return elfobj.CheckHead(path, head) })
 	}
 	if err != nil {
 		return "", nil, &exitError{exitUsage, err}

@@ -257,15 +257,12 @@ func needArgs(min, max int, what string) cobra.PositionalArgs {
 func (a *app) checkKallsymsPaths(cmd *cobra.Command) error {
 	stdin := 0
 	for _, p := range a.kallsymsPaths {
-		switch p {
-		case "":
+		switch st, err := os.Stat(p); {
+		case p == "":
 			return &exitError{exitUsage, errors.New("--kallsyms: empty path")}
-		case "-":
+		case p == "-":
 			stdin++
-		}
-	}
-	for _, p := range a.kallsymsPaths {
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
+		case err == nil && st.IsDir():
 			return &exitError{exitUsage, fmt.Errorf("--kallsyms %s: a folder, not a symbol file: check --kernels %s takes a folder of them", p, p)}
 		}
 	}

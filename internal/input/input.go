@@ -320,20 +320,13 @@ func ReadFileChecked(path string, max int64, check func(head []byte) error) ([]b
 		}
 		return data, nil
 	}
-	var checkErr error // returned as it is: it names the file already
-	data, err := ReadAllChecked(f, max, func(head []byte) error {
-		checkErr = check(head)
-		return checkErr
-	})
-	if err != nil && err != checkErr {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return data, err
+	return ReadAllChecked(path, f, max, check)
 }
 
-// ReadAllChecked is ReadAll of a stream whose first bytes go to check
-// first (see ReadFileChecked): check's error is returned as it is.
-func ReadAllChecked(r io.Reader, max int64, check func(head []byte) error) ([]byte, error) {
+// ReadAllChecked is ReadAll of a stream, name, whose first bytes go to
+// check first (see ReadFileChecked). check's error is returned as it is
+// (it names the input itself); the others are prefixed with name.
+func ReadAllChecked(name string, r io.Reader, max int64, check func(head []byte) error) ([]byte, error) {
 	head := make([]byte, headLen)
 	n, err := io.ReadFull(r, head)
 	head = head[:n]
@@ -341,14 +334,17 @@ func ReadAllChecked(r io.Reader, max int64, check func(head []byte) error) ([]by
 	case err == io.EOF || err == io.ErrUnexpectedEOF:
 		return head, check(head)
 	case err != nil:
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := check(head); err != nil {
 		return nil, err
 	}
 	rest, err := ReadAll(r, 0, max-int64(n))
-	if err != nil {
-		return nil, err
+	switch {
+	case errors.Is(err, ErrTooLarge): // the limit of the whole, not of the rest
+		return nil, fmt.Errorf("%s: %w (%d bytes)", name, ErrTooLarge, max)
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return append(head, rest...), nil
 }

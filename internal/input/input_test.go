@@ -264,7 +264,7 @@ func (zeros) Read(p []byte) (int, error) {
 func TestReadAllChecked(t *testing.T) {
 	refuse := errors.New("not a module")
 	var seen []byte
-	_, err := ReadAllChecked(zeros{}, DefaultMaxSize, func(head []byte) error {
+	_, err := ReadAllChecked("in", zeros{}, DefaultMaxSize, func(head []byte) error {
 		seen = head
 		return refuse
 	})
@@ -274,18 +274,19 @@ func TestReadAllChecked(t *testing.T) {
 	pass := func([]byte) error { return nil }
 	for _, n := range []int{0, 10, headLen, headLen + 1, 100000} {
 		data := bytes.Repeat([]byte{'x'}, n)
-		got, err := ReadAllChecked(bytes.NewReader(data), DefaultMaxSize, pass)
+		got, err := ReadAllChecked("in", bytes.NewReader(data), DefaultMaxSize, pass)
 		require.NoError(t, err, n)
 		assert.Equal(t, data, got, n)
 	}
 	// A short stream still goes to the check.
-	_, err = ReadAllChecked(strings.NewReader("short"), DefaultMaxSize, func(head []byte) error {
+	_, err = ReadAllChecked("in", strings.NewReader("short"), DefaultMaxSize, func(head []byte) error {
 		assert.Equal(t, "short", string(head))
 		return refuse
 	})
 	require.ErrorIs(t, err, refuse)
 	// The limit still holds past the head.
-	_, err = ReadAllChecked(zeros{}, 1<<20, pass)
+	_, err = ReadAllChecked("in", zeros{}, 1<<20, pass)
 	require.ErrorIs(t, err, ErrTooLarge)
+	assert.EqualError(t, err, "in: input larger than the limit (1048576 bytes)")
 
 }
