@@ -132,9 +132,18 @@ type Report struct {
 	// livepatch relocations); linking checks them with the rest of the
 	// module (Image.Unresolved).
 	LoaderMissing []string
-	// NotExported: of the unresolved names (Image.Unresolved, or
-	// LoaderMissing), those the kernel has but does not export to this
-	// module.
+	// Explanation is why the unresolved names (Image.Unresolved, or
+	// LoaderMissing) may be unresolved.
+	Explanation
+	// Times of the phases.
+	ResolveTime, LinkTime time.Duration
+}
+
+// Explanation says why a module's ordinary symbols may not resolve
+// against a kernel (Explain).
+type Explanation struct {
+	// NotExported: of the unresolved names, those the kernel has but does
+	// not export to this module.
 	NotExported map[string]Hidden
 	// CodeOnly: some ordinary symbols did not resolve, and the kernel's
 	// symbol list has no data symbols (kallsyms.Index.ListsData: a
@@ -145,8 +154,18 @@ type Report struct {
 	// the kernel's symbols, which may be why: modprobe would load them
 	// first (see UnloadedDepends).
 	UnloadedDepends []string
-	// Times of the phases.
-	ResolveTime, LinkTime time.Duration
+}
+
+// Explain says why the names m left unresolved against ix (a link's
+// Image.Unresolved, or Report.LoaderMissing) may be unresolved:
+// NotExported, CodeOnly and UnloadedDepends for m's license and depends=.
+func Explain(m *klp.Module, ix *kallsyms.Index, unresolved []string) Explanation {
+	f := m.ELF()
+	return Explanation{
+		NotExported:     NotExported(ix, unresolved, modplt.GPLCompatible(f.ModInfo("license"))),
+		CodeOnly:        CodeOnly(ix, unresolved),
+		UnloadedDepends: UnloadedDepends(f.ModInfo("depends"), ix, unresolved),
+	}
 }
 
 // Hidden is a symbol the kernel has but the loader does not give the
@@ -226,12 +245,9 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 	}
 	t0 := time.Now()
 	rep := &Report{Resolution: m.Resolve(ix)}
-	gplOK := modplt.GPLCompatible(m.ELF().ModInfo("license"))
 	if !opts.Link {
-		rep.LoaderMissing = loaderMissing(m.ELF(), ix, gplOK)
-		rep.NotExported = NotExported(ix, rep.LoaderMissing, gplOK)
-		rep.CodeOnly = CodeOnly(ix, rep.LoaderMissing)
-		rep.UnloadedDepends = UnloadedDepends(m.ELF().ModInfo("depends"), ix, rep.LoaderMissing)
+		rep.LoaderMissing = loaderMissing(m.ELF(), ix, modplt.GPLCompatible(m.ELF().ModInfo("license")))
+		rep.Explanation = Explain(m, ix, rep.LoaderMissing)
 		rep.ResolveTime = time.Since(t0)
 		return rep, nil
 	}
@@ -242,9 +258,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 		return nil, err
 	}
 	rep.Image = img
-	rep.NotExported = NotExported(ix, img.Unresolved, gplOK)
-	rep.CodeOnly = CodeOnly(ix, img.Unresolved)
-	rep.UnloadedDepends = UnloadedDepends(m.ELF().ModInfo("depends"), ix, img.Unresolved)
+	rep.Explanation = Explain(m, ix, img.Unresolved)
 	rep.CFI, err = recordCFI(img)
 	if err != nil {
 		return nil, err

@@ -83,23 +83,11 @@ Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
 					return &exitError{exitUsage, err}
 				}
 			}
-			hidden := pipeline.NotExported(ix, img.Unresolved, img.Module.GPLCompatible())
-			codeOnly := pipeline.CodeOnly(ix, img.Unresolved)
-			deps := pipeline.UnloadedDepends(m.ELF().ModInfo("depends"), ix, img.Unresolved)
+			why := pipeline.Explain(m, ix, img.Unresolved)
 			if format == "json" {
-				j := linkReport(img, hidden)
-				j.KallsymsCodeOnly, j.UnloadedDepends = codeOnly, deps
-				err = writeJSON(a, j)
+				err = writeJSON(a, linkReport(img, why))
 			} else {
-				// Why the unresolved names may be unresolved.
-				var why []string
-				if codeOnly {
-					why = append(why, codeOnlyNote(ix.Source()))
-				}
-				if len(deps) > 0 {
-					why = append(why, dependsNote(deps, ix.Source()))
-				}
-				writeLinkText(a, img, hidden, out, why)
+				writeLinkText(a, img, why.NotExported, out, whyNotes(why, ix.Source()))
 			}
 			if err != nil {
 				return err
@@ -186,11 +174,12 @@ type errorJSON struct {
 	Error   string `json:"error"`
 }
 
-func linkReport(img *modplt.Image, hidden map[string]pipeline.Hidden) linkJSON {
+func linkReport(img *modplt.Image, why pipeline.Explanation) linkJSON {
 	j := linkJSON{Module: img.Module.Name, Arch: img.Module.Arch, OK: img.Linked(),
 		Relocs: img.Relocs, Errors: []errorJSON{}, Unresolved: img.Unresolved,
 		PLTCore: [2]int{img.PLTCoreUsed, img.PLTCoreMax}, PLTInit: [2]int{img.PLTInitUsed, img.PLTInitMax},
-		GOT: [2]int{img.GOTUsed, img.GOTMax}, NotExported: notExportedList(img.Unresolved, hidden)}
+		GOT: [2]int{img.GOTUsed, img.GOTMax}, NotExported: notExportedList(img.Unresolved, why.NotExported),
+		KallsymsCodeOnly: why.CodeOnly, UnloadedDepends: why.UnloadedDepends}
 	if j.Unresolved == nil {
 		j.Unresolved = []string{}
 	}

@@ -104,9 +104,7 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 			j.KallsymsCodeOnly = rep.CodeOnly
 			j.UnloadedDepends = rep.UnloadedDepends
 		} else {
-			lj := linkReport(rep.Image, rep.NotExported)
-			lj.KallsymsCodeOnly = rep.CodeOnly
-			lj.UnloadedDepends = rep.UnloadedDepends
+			lj := linkReport(rep.Image, rep.Explanation)
 			j.Link = &lj
 			j.CFI = cfiJSON(rep.CFI)
 		}
@@ -144,11 +142,8 @@ func writeLinkSummary(w io.Writer, rep *pipeline.Report, out string) {
 	for _, u := range img.Unresolved {
 		fmt.Fprintf(w, "  %s\n", unresolvedLine(u, rep.NotExported))
 	}
-	if rep.CodeOnly {
-		fmt.Fprintf(w, "  %s\n", codeOnlyNote(rep.Resolution.Source))
-	}
-	if len(rep.UnloadedDepends) > 0 {
-		fmt.Fprintf(w, "  %s\n", dependsNote(rep.UnloadedDepends, rep.Resolution.Source))
+	for _, n := range whyNotes(rep.Explanation, rep.Resolution.Source) {
+		fmt.Fprintf(w, "  %s\n", n)
 	}
 	for i, e := range img.Errors {
 		if i == 20 {
@@ -310,6 +305,19 @@ func dependsNote(deps []string, source string) string {
 		strings.Join(deps, ", "), source, pick(len(deps), "its exports are", "their exports are"))
 }
 
+// whyNotes are the notes on why symbols may be unresolved against source
+// (codeOnlyNote, dependsNote), for the text reports.
+func whyNotes(why pipeline.Explanation, source string) []string {
+	var out []string
+	if why.CodeOnly {
+		out = append(out, codeOnlyNote(source))
+	}
+	if len(why.UnloadedDepends) > 0 {
+		out = append(out, dependsNote(why.UnloadedDepends, source))
+	}
+	return out
+}
+
 // loaderNote lists the ordinary symbols insmod would refuse (the main
 // job without --link; check's JUnit report), each with why when the
 // kernel has it (hidden).
@@ -397,11 +405,8 @@ func writeResolution(w io.Writer, rep *pipeline.Report, given string) {
 	}
 	if len(rep.LoaderMissing) > 0 {
 		fmt.Fprintln(w, loaderNote(rep.LoaderMissing, rep.NotExported))
-		if rep.CodeOnly {
-			fmt.Fprintf(w, "  %s\n", codeOnlyNote(res.Source))
-		}
-		if len(rep.UnloadedDepends) > 0 {
-			fmt.Fprintf(w, "  %s\n", dependsNote(rep.UnloadedDepends, res.Source))
+		for _, n := range whyNotes(rep.Explanation, res.Source) {
+			fmt.Fprintf(w, "  %s\n", n)
 		}
 	}
 }
