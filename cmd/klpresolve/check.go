@@ -189,39 +189,32 @@ func checkJSON(m *klp.Module, rows []pipeline.KernelResult) *checkOut {
 // module's ordinary symbols (checked without --link; they do not fail a
 // row), naming the first.
 func writeLoaderNote(w io.Writer, rows []pipeline.KernelResult) {
-	n, first := 0, ""
+	// On how many kernels each note holds, and the first such kernel's
+	// missing symbol or dependencies.
+	missing, codeOnly, deps := 0, 0, 0
+	var firstMissing string
+	var firstDeps []string
 	for _, r := range rows {
 		if len(r.LoaderMissing) > 0 {
-			if n == 0 {
-				first = r.LoaderMissing[0]
+			if missing++; missing == 1 {
+				firstMissing = r.LoaderMissing[0]
 			}
-			n++
 		}
-	}
-	if n > 0 {
-		fmt.Fprintf(w, "note: insmod would refuse ordinary symbols on %s (first: %s, \"Unknown symbol\"); --link checks the whole module\n", count(n, "kernel", "kernels"), first)
-	}
-	codeOnly := 0
-	for _, r := range rows {
 		if r.CodeOnly {
 			codeOnly++
 		}
-	}
-	if codeOnly > 0 {
-		lists, them := "list", "them; their System.maps list them"
-		if codeOnly == 1 {
-			lists, them = "lists", "it; its System.map lists them"
-		}
-		fmt.Fprintf(w, "note: %s with unresolved symbols %s code symbols only (a kallsyms without CONFIG_KALLSYMS_ALL): data symbols cannot resolve against %s\n", count(codeOnly, "kernel", "kernels"), lists, them)
-	}
-	deps, firstDeps := 0, []string(nil)
-	for _, r := range rows {
 		if len(r.UnloadedDepends) > 0 {
-			if deps == 0 {
+			if deps++; deps == 1 {
 				firstDeps = r.UnloadedDepends
 			}
-			deps++
 		}
+	}
+	if missing > 0 {
+		fmt.Fprintf(w, "note: insmod would refuse ordinary symbols on %s (first: %s, \"Unknown symbol\"); --link checks the whole module\n", count(missing, "kernel", "kernels"), firstMissing)
+	}
+	if codeOnly > 0 {
+		fmt.Fprintf(w, "note: %s with unresolved symbols %s code symbols only (a kallsyms without CONFIG_KALLSYMS_ALL): data symbols cannot resolve against %s\n",
+			count(codeOnly, "kernel", "kernels"), pick(codeOnly, "lists", "list"), pick(codeOnly, "it; its System.map lists them", "them; their System.maps list them"))
 	}
 	if deps > 0 {
 		fmt.Fprintf(w, "note: %s with unresolved symbols %s not loaded what the module depends on (.modinfo depends=; first: %s): modprobe loads a module's dependencies first, insmod does not\n",

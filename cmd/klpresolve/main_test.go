@@ -1026,6 +1026,8 @@ func TestCodeOnlyJSON(t *testing.T) {
 	amd64 := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
 	_, out, _ = runCLI(t, "check", fixture("livepatch-sample.ko"), "--kallsyms", amd64, "--kallsyms", host)
 	assert.Contains(t, out, "note: 1 kernel with unresolved symbols lists code symbols only")
+	_, out, _ = runCLI(t, "check", fixture("livepatch-sample.ko"), "--kallsyms", host, "--kallsyms", host)
+	assert.Contains(t, out, "note: 2 kernels with unresolved symbols list code symbols only (a kallsyms without CONFIG_KALLSYMS_ALL): data symbols cannot resolve against them; their System.maps list them\n")
 	_, out, _ = runCLI(t, "check", fixture("livepatch-sample.ko"), "--kallsyms", amd64, "--kallsyms", host, "--format", "json")
 	var c struct {
 		Kernels []struct {
