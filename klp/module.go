@@ -79,7 +79,7 @@ type Relocation struct {
 func Open(path string) (*Module, error) {
 	// A pipe or a device is refused at its first bytes if they are not
 	// a module's (elfobj.CheckHead), not read up to the limit.
-	data, err := input.ReadFileChecked(path, maxModuleFileSize, func(head []byte) error { return elfobj.CheckHead(path, head) })
+	data, err := input.ReadFileChecked(path, maxModuleFileSize, elfobj.CheckHead)
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,7 @@ type Module struct {
 func Open(path string) (*Module, error) {
 	// A pipe or a device is refused at its first bytes if they are not
 	// a module's (elfobj.CheckHead), not read up to the limit.
-	data, err := input.ReadFileChecked(path, maxModuleSize, func(head []byte) error { return elfobj.CheckHead(path, head) })
+	data, err := input.ReadFileChecked(path, maxModuleSize, elfobj.CheckHead)
 	if err != nil {
 		return nil, err
 	}

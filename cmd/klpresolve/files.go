@@ -53,10 +53,10 @@ func (a *app) readModule(path string) (name string, data []byte, err error) {
 	// A stream (standard input, a pipe, a device) that does not start
 	// as a module does is refused there, not read up to the limit.
 	if path != "-" {
-		data, err = input.ReadFileChecked(path, input.DefaultMaxSize, func(head []byte) error { return elfobj.CheckHead(path, head) })
+		data, err = input.ReadFileChecked(path, input.DefaultMaxSize, elfobj.CheckHead)
 	} else {
 		path = "<stdin>"
-		data, err = input.ReadAllChecked(path, a.stdin, input.DefaultMaxSize, func(head []byte) error { return elfobj.CheckHead(path, head) })
+		data, err = input.ReadAllChecked(path, a.stdin, input.DefaultMaxSize, elfobj.CheckHead)
 	}
 	if err != nil {
 		return "", nil, &exitError{exitUsage, err}

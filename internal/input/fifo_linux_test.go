@@ -13,6 +13,6 @@ import (
 // refusal ends the read there, whatever the writer still has to send.
 func TestReadFileCheckedFIFO(t *testing.T) {
 	refuse := errors.New("zeros are no module")
-	_, err := ReadFileChecked(testutil.EndlessFIFO(t, "fifo"), DefaultMaxSize, func([]byte) error { return refuse })
+	_, err := ReadFileChecked(testutil.EndlessFIFO(t, "fifo"), DefaultMaxSize, func(string, []byte) error { return refuse })
 	require.Equal(t, refuse, err, "returned as it is")
 }

@@ -297,12 +297,12 @@ const headLen = 256
 
 // ReadFileChecked reads path whole, for a file whose first bytes say what
 // it is (an object file's magic): when path is not a regular file (a pipe, a
-// device), its first bytes (all of them when it is shorter) go to check
-// before the rest is read, and an error from check is returned, so that
+// device), its first bytes (all of them when it is shorter) go to check,
+// with path, before the rest is read, and an error from check is returned, so that
 // /dev/zero or a disk given by mistake is refused at once instead of read
 // up to max. A regular file's size is known, and bounded, before it is
 // read; check sees nothing of it (its parser does).
-func ReadFileChecked(path string, max int64, check func(head []byte) error) ([]byte, error) {
+func ReadFileChecked(path string, max int64, check func(name string, head []byte) error) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -326,17 +326,17 @@ func ReadFileChecked(path string, max int64, check func(head []byte) error) ([]b
 // ReadAllChecked is ReadAll of a stream, name, whose first bytes go to
 // check first (see ReadFileChecked). check's error is returned as it is
 // (it names the input itself); the others are prefixed with name.
-func ReadAllChecked(name string, r io.Reader, max int64, check func(head []byte) error) ([]byte, error) {
+func ReadAllChecked(name string, r io.Reader, max int64, check func(name string, head []byte) error) ([]byte, error) {
 	head := make([]byte, headLen)
 	n, err := io.ReadFull(r, head)
 	head = head[:n]
 	switch {
 	case err == io.EOF || err == io.ErrUnexpectedEOF:
-		return head, check(head)
+		return head, check(name, head)
 	case err != nil:
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if err := check(head); err != nil {
+	if err := check(name, head); err != nil {
 		return nil, err
 	}
 	rest, err := ReadAll(r, 0, max-int64(n))

@@ -234,7 +234,7 @@ func TestDecompressPresized(t *testing.T) {
 // A regular file is read whole without the check (its size is known),
 // and refused past the limit before it is read.
 func TestReadFileChecked(t *testing.T) {
-	refuse := func([]byte) error { return errors.New("the check ran") }
+	refuse := func(string, []byte) error { return errors.New("the check ran") }
 	plain, _ := encodings(t)
 	got, err := ReadFileChecked(example, 1<<20, refuse)
 	require.NoError(t, err)
@@ -264,14 +264,14 @@ func (zeros) Read(p []byte) (int, error) {
 func TestReadAllChecked(t *testing.T) {
 	refuse := errors.New("not a module")
 	var seen []byte
-	_, err := ReadAllChecked("in", zeros{}, DefaultMaxSize, func(head []byte) error {
+	_, err := ReadAllChecked("in", zeros{}, DefaultMaxSize, func(_ string, head []byte) error {
 		seen = head
 		return refuse
 	})
 	require.ErrorIs(t, err, refuse)
 	assert.Len(t, seen, headLen)
 
-	pass := func([]byte) error { return nil }
+	pass := func(string, []byte) error { return nil }
 	for _, n := range []int{0, 10, headLen, headLen + 1, 100000} {
 		data := bytes.Repeat([]byte{'x'}, n)
 		got, err := ReadAllChecked("in", bytes.NewReader(data), DefaultMaxSize, pass)
@@ -279,7 +279,7 @@ func TestReadAllChecked(t *testing.T) {
 		assert.Equal(t, data, got, n)
 	}
 	// A short stream still goes to the check.
-	_, err = ReadAllChecked("in", strings.NewReader("short"), DefaultMaxSize, func(head []byte) error {
+	_, err = ReadAllChecked("in", strings.NewReader("short"), DefaultMaxSize, func(_ string, head []byte) error {
 		assert.Equal(t, "short", string(head))
 		return refuse
 	})
