@@ -26,6 +26,8 @@
 //     module is not in the kallsyms input. klp_module_coming() compares
 //     module names exactly, and kbuild's names (KBUILD_MODNAME) have no
 //     dashes: a section for a dashed object never applies (ErrNeverLoads).
+//     Nor does one for a module built into the kernel: find_module() and
+//     klp_module_coming() only know loaded modules (Resolution.BuiltIn).
 //   - klp_enable_patch() refuses a module without livepatch=Y in its
 //     .modinfo (a warning here), and apply_relocate_add(), which applies
 //     every livepatch section, reads RELA only (Convert refuses REL).

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -374,4 +375,79 @@ func TestNotMarkedLivepatch(t *testing.T) {
 	assert.Equal(t, FormatNone, m.Format)
 	require.Len(t, m.Warnings, 1)
 	assert.Contains(t, m.Warnings[0], "not a livepatch module: no livepatch relocations")
+}
+
+// TestBuiltIn: a deferred object whose symbols vmlinux has looks built in
+// (its relocations would never apply); one whose symbols vmlinux lacks,
+// even one of them, is a module not loaded.
+func TestBuiltIn(t *testing.T) {
+	example, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "testdata/kallsyms/example.txt"))
+	require.NoError(t, err)
+	var vmlinuxOnly []byte // the example as a System.map would list it: no module
+	for line := range bytes.Lines(example) {
+		if !bytes.Contains(line, []byte("\t[")) {
+			vmlinuxOnly = append(vmlinuxOnly, line...)
+		}
+	}
+	index := func(text string) *kallsyms.Index {
+		ix, err := kallsyms.Parse("k", strings.NewReader(text), nil)
+		require.NoError(t, err)
+		return ix
+	}
+	sample, err := Open(fixture("livepatch-sample.ko"))
+	require.NoError(t, err)
+	kp, err := Open(fixture("kpatch-sample.ko"))
+	require.NoError(t, err)
+
+	for _, tc := range []struct {
+		name     string
+		m        *Module
+		kernel   string
+		deferred []string
+		want     []BuiltIn
+	}{
+		{"xfs a module, not loaded", sample, string(example), []string{"xfs"}, nil},
+		{"xfs built in", sample, string(example) + "ffffffff81400000 t xfs_iget\n", []string{"xfs"},
+			[]BuiltIn{{Object: "xfs", Names: []string{"xfs_iget"}}}},
+		// A System.map lists no module: ext4 built in, xfs a module.
+		{"System.map, ext4 built in", sample, string(vmlinuxOnly) + "ffffffff81500000 t ext4_read_inode_bitmap\n", []string{"ext4", "xfs"},
+			[]BuiltIn{{Object: "ext4", Names: []string{"ext4_read_inode_bitmap"}}}},
+		{"kpatch, xfs built in", kp, string(example) + "ffffffff81400000 t xfs_iget\n", []string{"xfs"},
+			[]BuiltIn{{Object: "xfs", Names: []string{"xfs_iget"}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := tc.m.Resolve(index(tc.kernel))
+			assert.Equal(t, tc.deferred, res.DeferredObjects)
+			assert.Equal(t, tc.want, res.BuiltIn)
+			for _, b := range res.BuiltIn {
+				for _, r := range res.Results {
+					if r.Object == b.Object {
+						assert.Equal(t, Deferred, r.Status, "the kernel defers it all the same")
+					}
+				}
+			}
+		})
+	}
+
+	// Two xfs symbols, and a vmlinux one from the xfs section: vmlinux
+	// having one of the two is chance, not a built-in xfs; having both
+	// is, and the vmlinux symbol is no evidence either way.
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	text := b.AddSection(elfobj.BuildSection{Name: ".text.fn", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 32), Addralign: 16})
+	b.AddSymbol(elfobj.BuildSymbol{Name: "fn", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC), Shndx: uint16(text), Size: 32})
+	var rels []elfobj.Reloc
+	for i, n := range []string{"xfs_iget", "xfs_ilock", "vfs_read"} {
+		s := b.AddSymbol(elfobj.BuildSymbol{Name: n, Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+		rels = append(rels, elfobj.Reloc{Offset: uint64(1 + 8*i), Sym: s, Type: uint32(elf.R_X86_64_PLT32), Addend: -4})
+	}
+	b.AddRelocs(".rela.text.fn", true, text, rels)
+	ko, err := Convert("obj.o", b.Bytes(), []ConvertSymbol{{Object: "xfs", Name: "xfs_iget"}, {Object: "xfs", Name: "xfs_ilock"}, {Object: "vmlinux", Name: "vfs_read"}})
+	require.NoError(t, err)
+	two, err := Parse("two.ko", ko)
+	require.NoError(t, err)
+	one := two.Resolve(index(string(example) + "ffffffff81400000 t xfs_iget\n"))
+	assert.Equal(t, []string{"xfs"}, one.DeferredObjects)
+	assert.Empty(t, one.BuiltIn, "xfs_ilock is not in vmlinux")
+	both := two.Resolve(index(string(example) + "ffffffff81400000 t xfs_iget\nffffffff81400100 t xfs_ilock\n"))
+	assert.Equal(t, []BuiltIn{{Object: "xfs", Names: []string{"xfs_iget", "xfs_ilock"}}}, both.BuiltIn)
 }

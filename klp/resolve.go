@@ -43,8 +43,27 @@ type Resolution struct {
 	Resolved int
 	Deferred int
 	Errors   int
-	// DeferredObjects lists the modules whose sections wait for them.
+	// DeferredObjects lists the modules whose sections (or kpatch's
+	// patched functions) wait for them.
 	DeferredObjects []string
+	// BuiltIn lists the deferred objects that look built into this
+	// kernel, whose sections would wait for them forever (see BuiltIn).
+	BuiltIn []BuiltIn
+}
+
+// BuiltIn is a deferred object that looks built into the kernel: every
+// symbol the patch names in it is in vmlinux (kallsyms and System.map list
+// a built-in module's symbols as vmlinux's). A built-in module has no
+// struct module: klp_find_object_module() never finds it and
+// klp_module_coming() never runs for it, so livepatch would never apply
+// its relocations nor patch its functions, and say nothing. (The kernel
+// defers it all the same; Status stays Deferred.)
+type BuiltIn struct {
+	Object string
+	// Names are the object's symbols the patch names (its deferred
+	// relocations' .klp.sym symbols, or kpatch's patched functions),
+	// distinct and sorted; vmlinux has every one.
+	Names []string
 }
 
 // FuncResult is a kpatch patched function resolved to its current address.
@@ -124,7 +143,53 @@ func (m *Module) Resolve(ix *kallsyms.Index) *Resolution {
 		res.DeferredObjects = append(res.DeferredObjects, o)
 	}
 	slices.Sort(res.DeferredObjects)
+	res.BuiltIn = builtIn(ix, res, deferred)
 	return res
+}
+
+// builtIn finds the deferred objects of res that look built into ix's
+// kernel (see BuiltIn). Only the symbols a deferred object's relocations
+// name in that object are evidence (a .klp.rela.xfs section may name
+// vmlinux symbols too), and they must all be in vmlinux: one that is not
+// says the module is a module. An object whose names are all in vmlinux
+// by chance (a common static name, such as type_show) could be taken for
+// built in; the names are given so that a reader can judge.
+func builtIn(ix *kallsyms.Index, res *Resolution, deferred map[string]bool) []BuiltIn {
+	if len(deferred) == 0 {
+		return nil
+	}
+	names := map[string][]string{}
+	for i := range res.Results {
+		r := &res.Results[i]
+		if r.Status == Deferred && deferred[r.Object] {
+			names[r.Object] = append(names[r.Object], r.Name)
+		}
+	}
+	for _, f := range res.Funcs {
+		if deferred[f.Object] {
+			names[f.Object] = append(names[f.Object], f.Name)
+		}
+	}
+	var out []BuiltIn
+	for _, o := range res.DeferredObjects {
+		ns := names[o]
+		if len(ns) == 0 {
+			continue
+		}
+		slices.Sort(ns)
+		ns = slices.Compact(ns)
+		inVmlinux := true
+		for _, n := range ns {
+			if _, ok := ix.Find(kallsyms.Vmlinux, n, 1); !ok {
+				inVmlinux = false
+				break
+			}
+		}
+		if inVmlinux {
+			out = append(out, BuiltIn{Object: o, Names: ns})
+		}
+	}
+	return out
 }
 
 func (res *Resolution) add(r Result) {
@@ -225,6 +290,7 @@ func (m *Module) resolveKpatch(ix *kallsyms.Index, res *Resolution, deferred map
 		fr := FuncResult{Func: fn}
 		if fn.Object != kallsyms.Vmlinux && !ix.HasObject(fn.Object) {
 			fr.Err = fmt.Errorf("module %s not loaded: deferred", fn.Object)
+			deferred[fn.Object] = true
 		} else if s, err := ix.Lookup(fn.Object, fn.Name, fn.Pos); err != nil {
 			fr.Err = err
 		} else {

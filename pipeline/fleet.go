@@ -35,6 +35,9 @@ type KernelResult struct {
 	// unresolved, and modules the module depends on not in the kernel's
 	// symbols).
 	UnloadedDepends []string
+	// BuiltIn: the deferred objects that look built into this kernel
+	// (klp.Resolution.BuiltIn): their relocations would never apply.
+	BuiltIn []klp.BuiltIn
 	// Err is set when the kernel's symbols could not be read, or are
 	// another architecture's (ErrArchMismatch): the row has no counts.
 	Err  error
@@ -119,6 +122,7 @@ func checkOne(m *klp.Module, kernel string, o FleetOptions) KernelResult {
 	res := rep.Resolution
 	kr.Resolved, kr.Deferred, kr.Errors = res.Resolved, res.Deferred, res.Errors
 	kr.LoaderMissing, kr.CodeOnly, kr.UnloadedDepends = rep.LoaderMissing, rep.CodeOnly, rep.UnloadedDepends
+	kr.BuiltIn = res.BuiltIn
 	for _, r := range res.Results {
 		if r.Err != nil {
 			kr.FirstError, kr.FirstErrorKind = r.Err.Kernel, r.Err.Kind()
@@ -127,6 +131,9 @@ func checkOne(m *klp.Module, kernel string, o FleetOptions) KernelResult {
 	}
 	if kr.FirstError == "" && o.Strict && res.Deferred > 0 && len(res.DeferredObjects) > 0 {
 		kr.FirstError = "deferred: module " + res.DeferredObjects[0] + " is not loaded (--strict)"
+		if len(res.BuiltIn) > 0 && res.BuiltIn[0].Object == res.DeferredObjects[0] {
+			kr.FirstError = "deferred: module " + res.DeferredObjects[0] + " looks built in, and would never load (--strict)"
+		}
 		kr.FirstErrorKind = "deferred"
 	}
 	if img := rep.Image; img != nil {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -68,6 +69,11 @@ func FuzzRun(f *testing.F) {
 		for _, r := range res.Results {
 			if (r.Status == klp.Failed) != (r.Err != nil) {
 				t.Fatalf("result %+v: status %v with error %v", r, r.Status, r.Err)
+			}
+		}
+		for _, b := range res.BuiltIn {
+			if !slices.Contains(res.DeferredObjects, b.Object) || len(b.Names) == 0 {
+				t.Fatalf("built-in %+v: not a deferred object of %v, or no evidence", b, res.DeferredObjects)
 			}
 		}
 		if rep.Image == nil || rep.CFI == nil {

@@ -145,8 +145,10 @@ type checkRow struct {
 	KallsymsCodeOnly bool `json:"kallsyms_code_only,omitempty"`
 	// UnloadedDepends: pipeline.KernelResult.UnloadedDepends.
 	UnloadedDepends []string `json:"unloaded_depends,omitempty"`
-	ReadError       *string  `json:"read_error,omitempty"`
-	Millis          float64  `json:"ms"`
+	// BuiltIn: pipeline.KernelResult.BuiltIn.
+	BuiltIn   []builtInJSON `json:"builtin_objects,omitempty"`
+	ReadError *string       `json:"read_error,omitempty"`
+	Millis    float64       `json:"ms"`
 }
 
 type checkOut struct {
@@ -170,6 +172,7 @@ func checkJSON(m *klp.Module, rows []pipeline.KernelResult) *checkOut {
 			row.FirstError, row.FirstErrorKind = &s, r.FirstErrorKind
 		}
 		row.LoaderUnresolved, row.KallsymsCodeOnly, row.UnloadedDepends = r.LoaderMissing, r.CodeOnly, r.UnloadedDepends
+		row.BuiltIn = builtInList(r.BuiltIn)
 		if r.Err != nil {
 			s := r.Err.Error()
 			row.ReadError = &s
@@ -191,10 +194,17 @@ func checkJSON(m *klp.Module, rows []pipeline.KernelResult) *checkOut {
 func writeLoaderNote(w io.Writer, rows []pipeline.KernelResult) {
 	// On how many kernels each note holds, and the first such kernel's
 	// missing symbol or dependencies.
-	missing, codeOnly, deps := 0, 0, 0
+	missing, codeOnly, deps, builtIn := 0, 0, 0, 0
 	var firstMissing string
 	var firstDeps []string
+	var firstBuiltIn klp.BuiltIn
+	var firstBuiltInKernel string
 	for _, r := range rows {
+		if len(r.BuiltIn) > 0 {
+			if builtIn++; builtIn == 1 {
+				firstBuiltIn, firstBuiltInKernel = r.BuiltIn[0], r.Kernel
+			}
+		}
 		if len(r.LoaderMissing) > 0 {
 			if missing++; missing == 1 {
 				firstMissing = r.LoaderMissing[0]
@@ -208,6 +218,10 @@ func writeLoaderNote(w io.Writer, rows []pipeline.KernelResult) {
 				firstDeps = r.UnloadedDepends
 			}
 		}
+	}
+	if builtIn > 0 {
+		fmt.Fprintf(w, "warning: on %s a module the patch waits for looks built in (first: %s on %s, whose vmlinux has %s): livepatch would never apply its relocations nor patch its functions there; --strict fails such kernels\n",
+			count(builtIn, "kernel", "kernels"), firstBuiltIn.Object, firstBuiltInKernel, firstBuiltIn.Names[0])
 	}
 	if missing > 0 {
 		fmt.Fprintf(w, "note: insmod would refuse ordinary symbols on %s (first: %s, \"Unknown symbol\"); --link checks the whole module\n", count(missing, "kernel", "kernels"), firstMissing)

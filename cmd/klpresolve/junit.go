@@ -77,6 +77,9 @@ func checkJUnit(m *klp.Module, rows []pipeline.KernelResult, elapsed time.Durati
 		if c.Failure == nil && c.Error == nil {
 			out = append(out, counts)
 		}
+		for _, b := range r.BuiltIn {
+			out = append(out, "warning: "+builtInNote(b))
+		}
 		if len(r.LoaderMissing) > 0 {
 			out = append(out, loaderNote(r.LoaderMissing, nil))
 		}

@@ -1146,3 +1146,76 @@ func TestModuleStreamRefusedAtOnce(t *testing.T) {
 		assert.Equal(t, "klpresolve: <stdin>: not an ELF file (no \\x7fELF magic)\n", errb.String(), "%q", args)
 	}
 }
+
+// A patch for fuse, which Debian builds as a module and the 6.18
+// firecracker kernel builds in: against Debian's kallsyms it resolves
+// (fuse loaded), against its System.map it waits for fuse, and against
+// the firecracker kernel it would wait forever, which every report says.
+func TestBuiltInCLI(t *testing.T) {
+	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	sysmap := testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64")
+	fc := testutil.Corpus(t, "host/kallsyms-6.18.44-firecracker.txt")
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	text := b.AddSection(elfobj.BuildSection{Name: ".text.livepatch_fuse", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 16), Addralign: 16})
+	gr := b.AddSymbol(elfobj.BuildSymbol{Name: "fuse_get_req", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+	dr := b.AddSymbol(elfobj.BuildSymbol{Name: "fuse_dev_release", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+	b.AddRelocs(".rela.text.livepatch_fuse", true, text, []elfobj.Reloc{
+		{Offset: 1, Sym: gr, Type: uint32(elf.R_X86_64_PLT32), Addend: -4},
+		{Offset: 9, Sym: dr, Type: uint32(elf.R_X86_64_PLT32), Addend: -4},
+	})
+	dir := t.TempDir()
+	obj, ko := filepath.Join(dir, "fuse.o"), filepath.Join(dir, "fuse.ko")
+	require.NoError(t, os.WriteFile(obj, b.Bytes(), 0o644))
+	code, _, stderr := runCLI(t, "convert", obj, "-o", ko, "--kallsyms", k, "--symbol", "fuse:fuse_get_req", "--symbol", "fuse:fuse_dev_release")
+	require.Equal(t, 0, code, stderr)
+
+	code, out, _ := runCLI(t, ko, "--kallsyms", k)
+	assert.Equal(t, 0, code)
+	assert.NotContains(t, out, "built in")
+	code, out, _ = runCLI(t, ko, "--kallsyms", sysmap)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "deferred: module fuse is not loaded in this kernel")
+	assert.NotContains(t, out, "built in")
+	code, out, _ = runCLI(t, ko, "--kallsyms", fc)
+	assert.Equal(t, 0, code, "the kernel loads the patch all the same")
+	assert.Contains(t, out, "warning: module fuse looks built into this kernel (vmlinux has fuse_dev_release, fuse_get_req, which the patch names in fuse): a built-in module never loads")
+	assert.NotContains(t, out, "deferred: module fuse")
+	code, _, _ = runCLI(t, ko, "--kallsyms", fc, "--strict")
+	assert.Equal(t, 1, code)
+
+	var j struct {
+		Deferred []string `json:"deferred_objects"`
+		BuiltIn  []struct {
+			Object string
+			Names  []string
+		} `json:"builtin_objects"`
+	}
+	_, out, _ = runCLI(t, ko, "--kallsyms", fc, "--format", "json")
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	assert.Equal(t, []string{"fuse"}, j.Deferred)
+	require.Len(t, j.BuiltIn, 1)
+	assert.Equal(t, "fuse", j.BuiltIn[0].Object)
+	assert.Equal(t, []string{"fuse_dev_release", "fuse_get_req"}, j.BuiltIn[0].Names)
+	_, out, _ = runCLI(t, ko, "--kallsyms", sysmap, "--format", "json")
+	assert.NotContains(t, out, "builtin_objects")
+
+	code, out, _ = runCLI(t, "check", ko, "--kallsyms", k, "--kallsyms", sysmap, "--kallsyms", fc)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "warning: on 1 kernel a module the patch waits for looks built in (first: fuse on "+fc+", whose vmlinux has fuse_dev_release)")
+	code, out, _ = runCLI(t, "check", ko, "--kallsyms", sysmap, "--kallsyms", fc, "--strict", "--format", "json")
+	assert.Equal(t, 1, code)
+	var c struct {
+		Kernels []struct {
+			FirstError string                    `json:"first_error"`
+			BuiltIn    []struct{ Object string } `json:"builtin_objects"`
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &c))
+	require.Len(t, c.Kernels, 2)
+	assert.Equal(t, "deferred: module fuse is not loaded (--strict)", c.Kernels[0].FirstError)
+	assert.Empty(t, c.Kernels[0].BuiltIn)
+	assert.Equal(t, "deferred: module fuse looks built in, and would never load (--strict)", c.Kernels[1].FirstError)
+	require.Len(t, c.Kernels[1].BuiltIn, 1)
+	_, out, _ = runCLI(t, "check", ko, "--kallsyms", fc, "--format", "junit")
+	assert.Contains(t, out, "warning: module fuse looks built into this kernel")
+}

@@ -228,7 +228,10 @@ type jsonOut struct {
 	Relocations []jsonReloc `json:"relocations"`
 	Funcs       []jsonFunc  `json:"funcs,omitempty"`
 	Deferred    []string    `json:"deferred_objects"`
-	Warnings    []string    `json:"warnings,omitempty"`
+	// BuiltIn: the deferred objects that look built into the kernel
+	// (klp.BuiltIn), whose relocations would never apply.
+	BuiltIn  []builtInJSON `json:"builtin_objects,omitempty"`
+	Warnings []string      `json:"warnings,omitempty"`
 	// LoaderUnresolved (without --link): the ordinary undefined symbols
 	// the module loader would not find; LoaderNotExported: those of them
 	// the kernel has but does not export to the module.
@@ -257,7 +260,7 @@ type jsonOut struct {
 func jsonResolution(res *klp.Resolution) *jsonOut {
 	m := res.Module
 	out := &jsonOut{Module: m.Path, Name: m.Name, Arch: m.Arch, Format: string(m.Format), Kallsyms: res.Source,
-		Relocations: []jsonReloc{}, Deferred: res.DeferredObjects, Warnings: m.Warnings}
+		Relocations: []jsonReloc{}, Deferred: res.DeferredObjects, BuiltIn: builtInList(res.BuiltIn), Warnings: m.Warnings}
 	if out.Deferred == nil {
 		out.Deferred = []string{}
 	}
@@ -289,6 +292,43 @@ func jsonResolution(res *klp.Resolution) *jsonOut {
 		out.Funcs = append(out.Funcs, j)
 	}
 	out.Summary.Resolved, out.Summary.Deferred, out.Summary.Errors = res.Resolved, res.Deferred, res.Errors
+	return out
+}
+
+// builtInOf returns res's klp.BuiltIn for the deferred object o, if o
+// looks built in.
+func builtInOf(res *klp.Resolution, o string) (klp.BuiltIn, bool) {
+	for _, b := range res.BuiltIn {
+		if b.Object == o {
+			return b, true
+		}
+	}
+	return klp.BuiltIn{}, false
+}
+
+// builtInNote says that a deferred object looks built into the kernel
+// (klp.BuiltIn), and what follows: livepatch waits for it forever.
+func builtInNote(b klp.BuiltIn) string {
+	names := b.Names
+	more := ""
+	if len(names) > 3 {
+		names, more = names[:3], fmt.Sprintf(" and %d more", len(b.Names)-3)
+	}
+	return fmt.Sprintf("module %s looks built into this kernel (vmlinux has %s%s, which the patch names in %s): a built-in module never loads, so livepatch would never apply %s's relocations nor patch its functions here, and insmod says nothing; for this kernel, build the patch with them as vmlinux's symbols",
+		b.Object, strings.Join(names, ", "), more, b.Object, b.Object)
+}
+
+// builtInJSON is a klp.BuiltIn in the JSON reports.
+type builtInJSON struct {
+	Object string   `json:"object"`
+	Names  []string `json:"names"`
+}
+
+func builtInList(bs []klp.BuiltIn) []builtInJSON {
+	var out []builtInJSON
+	for _, b := range bs {
+		out = append(out, builtInJSON{b.Object, b.Names})
+	}
 	return out
 }
 
@@ -384,6 +424,10 @@ func writeResolution(w io.Writer, rep *pipeline.Report, given string) {
 		fmt.Fprintf(w, "  %-*s  %s\n", width, s, strings.Join(parts, ", "))
 	}
 	for _, o := range res.DeferredObjects {
+		if b, ok := builtInOf(res, o); ok {
+			fmt.Fprintf(w, "warning: %s\n", builtInNote(b))
+			continue
+		}
 		fmt.Fprintf(w, "deferred: module %s is not loaded in this kernel; its relocations are applied when it loads\n", o)
 	}
 	for _, f := range res.Funcs {
