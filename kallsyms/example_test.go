@@ -120,3 +120,19 @@ ffffffffc0001000 t helper	[xfs]
 	// 0xffffffffc0001010: helper+0x10/? [xfs]
 	// 0xffffffffc0002000: in no object (past xfs's last symbol: true)
 }
+
+// Sniff tells a symbol list from the other files of a folder by its first
+// bytes, as check --kernels does.
+func ExampleSniff() {
+	for _, head := range []string{
+		"ffffffff81000000 T _stext\nffffffff81000010 t foo\n",
+		"ffffffffc0350000 t ext4_free_inode\t[ext4]\n",
+		"# Kernels\n\nOne System.map per build.\n",
+	} {
+		fmt.Println(kallsyms.Sniff([]byte(head)))
+	}
+	// Output:
+	// true
+	// true
+	// false
+}

@@ -23,6 +23,11 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("index %v with error %v", ix, err)
 		}
 		sameAsSlowPath(t, data, ix, err)
+		// Sniff takes what parses for a symbol list (check --kernels
+		// leaves out what it does not).
+		if err == nil && ix.Len() > 0 && !Sniff(data[:min(len(data), SniffLen)]) {
+			t.Fatalf("Sniff refuses a symbol list that parses: %q", data[:min(len(data), 200)])
+		}
 		if err != nil {
 			inputErrorKind(t, err)
 			return

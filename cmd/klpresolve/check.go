@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/klpresolve/klpresolve/internal/input"
+	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/pipeline"
 )
@@ -33,7 +35,8 @@ func newCheckCmd(a *app) *cobra.Command {
   klpresolve check livepatch-fix.ko --kernels kernels/ --link --format junit > report.xml
   klpresolve check livepatch-fix.ko --kernels 'kernels/*/System.map' --strict`,
 		Long: `Resolves PATCH.ko against every kernel given (--kallsyms, repeatable, or every file of
---kernels DIR: kallsyms files, System.maps or snapshots, or links to them), in parallel
+--kernels DIR: kallsyms files, System.maps or snapshots, or links to them; files that
+begin as none of these, such as a README, are left out and named on standard error), in parallel
 on all cores, sharing the parsed module, and prints one row per kernel: relocations
 resolved, deferred and failed, and the first error. With --link each kernel also links
 the whole module. --format junit writes a JUnit XML report for CI systems (Jenkins,
@@ -53,9 +56,13 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 				kernels = append(kernels, a.kallsymsPaths...)
 			}
 			if dir != "" {
-				found, err := kernelFiles(dir)
+				found, skipped, err := kernelFiles(dir)
 				if err != nil {
 					return &exitError{exitUsage, err}
+				}
+				if len(skipped) > 0 {
+					fmt.Fprintf(a.stderr, "note: --kernels %s: left out %s that %s not a symbol list or snapshot: %s\n",
+						dir, count(len(skipped), "file", "files"), pick(len(skipped), "is", "are"), strings.Join(baseNames(skipped, 5), ", "))
 				}
 				kernels = append(kernels, found...)
 			}
@@ -244,31 +251,32 @@ func drawProgress(w io.Writer, done, total int) {
 
 // kernelFiles lists the kernel symbol files of dir, in name order: its
 // regular files and symbolic links to regular files (a folder of links to
-// /boot/System.map-*), names starting with "." left out. dir may be a glob
-// pattern instead ('kernels/*/System.map', quoted so that the shell leaves
-// it), for a tree with a folder per kernel. None is an error that says so.
-func kernelFiles(dir string) ([]string, error) {
+// /boot/System.map-*), names starting with "." left out, that begin as a
+// symbol list or snapshot does (kallsyms.Sniff); the others (a README, a
+// checksum list) are returned as skipped. dir may be a glob pattern
+// instead ('kernels/*/System.map', quoted so that the shell leaves it),
+// for a tree with a folder per kernel. None is an error that says so.
+func kernelFiles(dir string) (files, skipped []string, err error) {
 	var cands []string
 	pattern := strings.ContainsAny(dir, "*?[")
 	if pattern {
 		m, err := filepath.Glob(dir)
 		if err != nil {
-			return nil, fmt.Errorf("--kernels %s: %w", dir, err)
+			return nil, nil, fmt.Errorf("--kernels %s: %w", dir, err)
 		}
 		cands = m // sorted
 	} else {
 		if st, err := os.Stat(dir); err == nil && !st.IsDir() {
-			return nil, fmt.Errorf("--kernels %s: a file, not a folder: give one kernel's symbols with --kallsyms (repeatable), or a folder or quoted glob pattern to --kernels", dir)
+			return nil, nil, fmt.Errorf("--kernels %s: a file, not a folder: give one kernel's symbols with --kallsyms (repeatable), or a folder or quoted glob pattern to --kernels", dir)
 		}
 		ents, err := os.ReadDir(dir)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, e := range ents {
 			cands = append(cands, filepath.Join(dir, e.Name()))
 		}
 	}
-	var out []string
 	for _, p := range cands {
 		if strings.HasPrefix(filepath.Base(p), ".") {
 			continue
@@ -276,14 +284,70 @@ func kernelFiles(dir string) ([]string, error) {
 		if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
 			continue // a folder, a dangling link, a link to a folder
 		}
-		out = append(out, p)
+		if ok, err := sniffFile(p); err == nil && !ok {
+			skipped = append(skipped, p)
+			continue
+		}
+		files = append(files, p) // one that cannot be read is its row's error
 	}
-	if len(out) == 0 {
+	if len(files) == 0 {
 		where := "in it"
 		if pattern {
 			where = "match it"
 		}
-		return nil, fmt.Errorf("--kernels %s: no kernel symbol files %s (regular files or links to them)", dir, where)
+		err := fmt.Errorf("--kernels %s: no kernel symbol files %s (regular files or links to them)", dir, where)
+		if len(skipped) > 0 {
+			err = fmt.Errorf("--kernels %s: no kernel symbol files %s: %s a symbol list or snapshot (%s)", dir, where,
+				pick(len(skipped), "the one file is not", "none of the "+count(len(skipped), "file", "files")+" is"), strings.Join(baseNames(skipped, 5), ", "))
+		}
+		return nil, nil, err
 	}
-	return out, nil
+	return files, skipped, nil
+}
+
+// sniffFile reports whether the file at p begins as a symbol list or a
+// snapshot does (kallsyms.Sniff), once decompressed: a compressed module
+// is not a kernel.
+func sniffFile(p string) (bool, error) {
+	head, err := readHead(p, false)
+	if err != nil || input.Detect(head) == input.None {
+		return kallsyms.Sniff(head), err
+	}
+	head, err = readHead(p, true)
+	return err == nil && kallsyms.Sniff(head), nil // a corrupt stream is its row's error
+}
+
+// readHead reads the first kallsyms.SniffLen bytes of the file at p, or
+// of its decompressed content.
+func readHead(p string, decompress bool) ([]byte, error) {
+	var r io.ReadCloser
+	var err error
+	if decompress {
+		r, err = input.Open(p)
+	} else {
+		r, err = os.Open(p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	head := make([]byte, kallsyms.SniffLen)
+	n, err := io.ReadFull(r, head)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		err = nil
+	}
+	return head[:n], err
+}
+
+// baseNames are the base names of the first max paths, and how many more.
+func baseNames(paths []string, max int) []string {
+	var out []string
+	for i, p := range paths {
+		if i == max {
+			out = append(out, fmt.Sprintf("%d more", len(paths)-max))
+			break
+		}
+		out = append(out, filepath.Base(p))
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"debug/elf"
 	"encoding/binary"
 	"encoding/json"
@@ -569,10 +570,28 @@ func TestCheckKernelsFolder(t *testing.T) {
 	require.NoError(t, os.Symlink(filepath.Join(dir, "absent"), filepath.Join(dir, "c-dangling")))
 	require.NoError(t, os.Symlink(t.TempDir(), filepath.Join(dir, "d-folder")))
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "e-sub"), 0o755))
+	// Files that are no kernel's symbols are left out, and named: a
+	// README, a list, a module compressed (a kallsyms compressed, or a
+	// snapshot, is a kernel).
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("# Kernels\n\nOne per build.\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "hosts.tsv"), []byte("host\tkernel\n"), 0o644))
+	ko, err := os.ReadFile(fixture("livepatch-sample.ko"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "patch.ko.gz"), gzipBytes(t, ko), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "f.txt.gz"), gzipBytes(t, b), 0o644))
+	code, _, errs := runCLI(t, "snapshot", "--kallsyms", example, "-o", filepath.Join(dir, "g.snap"))
+	require.Equal(t, 0, code, errs)
 	code, out, errs := runCLI(t, "check", fixture("livepatch-sample.ko"), "--kernels", dir)
 	assert.Equal(t, 0, code, errs)
-	assert.Regexp(t, `(?s)a\.txt\s+6\s+1\s+0\s+-\n.*b-link\.txt\s+6\s+1\s+0\s+-\n`, out)
-	assert.Contains(t, out, "2 kernels: 2 OK, 0 failed")
+	assert.Regexp(t, `(?s)a\.txt\s+6\s+1\s+0\s+-\n.*b-link\.txt\s+6\s+1\s+0\s+-\n.*f\.txt\.gz\s+6\s+1\s+0\s+-\n.*g\.snap\s+6\s+1\s+0\s+-\n`, out)
+	assert.Contains(t, out, "4 kernels: 4 OK, 0 failed")
+	assert.Equal(t, "note: --kernels "+dir+": left out 3 files that are not a symbol list or snapshot: README.md, hosts.tsv, patch.ko.gz\n", errs)
+
+	nothing := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(nothing, "README"), []byte("kernels go here\n"), 0o644))
+	code, _, errs = runCLI(t, "check", fixture("livepatch-sample.ko"), "--kernels", nothing)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "--kernels "+nothing+": no kernel symbol files in it: the one file is not a symbol list or snapshot (README)")
 
 	empty := t.TempDir()
 	require.NoError(t, os.Symlink(filepath.Join(empty, "absent"), filepath.Join(empty, "dangling")))
@@ -1218,4 +1237,14 @@ func TestBuiltInCLI(t *testing.T) {
 	require.Len(t, c.Kernels[1].BuiltIn, 1)
 	_, out, _ = runCLI(t, "check", ko, "--kallsyms", fc, "--format", "junit")
 	assert.Contains(t, out, "warning: module fuse looks built into this kernel")
+}
+
+func gzipBytes(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := gzip.NewWriter(&buf)
+	_, err := w.Write(b)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	return buf.Bytes()
 }

@@ -1,0 +1,52 @@
+package kallsyms
+
+import (
+	"bytes"
+	"compress/gzip"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestSniff(t *testing.T) {
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	_, _ = w.Write([]byte("anything"))
+	require.NoError(t, w.Close())
+	ix, err := Parse("k", strings.NewReader("ffffffff81000000 T _stext\n"), nil)
+	require.NoError(t, err)
+	var snap, raw bytes.Buffer
+	require.NoError(t, ix.WriteSnapshot(&snap))
+	require.NoError(t, ix.WriteSnapshotRaw(&raw))
+	long := strings.Repeat("x", SniffLen+10)
+
+	for _, tc := range []struct {
+		name string
+		head string
+		want bool
+	}{
+		{"kallsyms", "ffffffff81000000 T _stext\nffffffff81000010 t foo\n", true},
+		{"a module's line", "ffffffffc0350000 t ext4_free_inode\t[ext4]\n", true},
+		{"32-bit System.map", "c0008000 T stext\n", true},
+		{"CRLF and blank lines first", "\r\n\nffffffff81000000 T _stext  \r\n", true},
+		{"kptr_restrict's zeros", "0000000000000000 T _stext\n", true},
+		{"one line, no line end", "ffffffff81000000 T _stext", true},
+		{"cut after SniffLen", "ffffffff81000000 T _stext\n" + long, true},
+		{"compact snapshot", snap.String(), true},
+		{"raw snapshot", raw.String(), true},
+		{"gzip", gz.String(), true},
+		{"README", "# Kernels\n\nOne System.map per kernel.\n", false},
+		{"expected-plt.tsv", "module\ttotal_relocs\tjc\n", false},
+		{"a hex word alone", "deadbeef\n", false},
+		{"ELF", "\x7fELF\x02\x01\x01", false},
+		{"empty", "", false},
+		{"blank lines only", "\n\n  \n", false},
+		{"a line longer than SniffLen", long, false},
+		{"a module name past SniffLen", "0 t x\t[" + long + "]\n", true},
+		{"a bracket past SniffLen, no name", "0 t [" + long, false},
+	} {
+		assert.Equal(t, tc.want, Sniff([]byte(tc.head)), tc.name)
+	}
+}
