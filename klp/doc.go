@@ -5,9 +5,10 @@
 //
 // Parse first, resolve second: Open (or Parse/NewFile) describes a module —
 // its .klp.rela.<obj>.<sec> sections, the .klp.sym.<obj>.<name>,<pos>
-// symbols their relocations use, or a legacy kpatch module's dynrelas and
-// patched functions — independently of any kernel. Module.Resolve then
-// answers each relocation against a kallsyms.Index.
+// symbols their relocations use, or a legacy kpatch module's dynrelas, and
+// the functions it patches — independently of any kernel. Module.Resolve
+// then answers each relocation and each patched function against a
+// kallsyms.Index.
 //
 // # Kernel code mirrored
 //
@@ -28,6 +29,10 @@
 //     dashes: a section for a dashed object never applies (ErrNeverLoads).
 //     Nor does one for a module built into the kernel: find_module() and
 //     klp_module_coming() only know loaded modules (Resolution.BuiltIn).
+//   - klp_init_object_loaded() looks each klp_func's old_name and
+//     old_sympos up with klp_find_object_symbol() too (Module.Funcs), and
+//     klp_init_func()/klp_init_object() refuse a name too long or two
+//     sysfs entries of one name (checkFuncs).
 //   - klp_enable_patch() refuses a module without livepatch=Y in its
 //     .modinfo (a warning here), and apply_relocate_add(), which applies
 //     every livepatch section, reads RELA only (Convert refuses REL).

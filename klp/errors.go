@@ -29,6 +29,14 @@ var (
 	// name loads (klp_module_coming() compares names exactly), which never
 	// happens, and says nothing.
 	ErrNeverLoads = errors.New("no module can have the section's object name")
+	// ErrNameTooLong: a patched function's name is KSYM_NAME_LEN bytes or
+	// longer, or its object's MODULE_NAME_LEN or longer: klp_init_func()
+	// or klp_init_object() fails with -EINVAL, and says nothing.
+	ErrNameTooLong = errors.New("name longer than the kernel takes")
+	// ErrDuplicate: a patch declares a function twice in one object, or
+	// two objects of one name: their sysfs directories collide and
+	// kobject_add() fails with -EEXIST.
+	ErrDuplicate = errors.New("declared twice in one patch")
 	// ErrMalformed is wrapped by every error about a malformed module file:
 	// an offset, size, count or index that the file does not hold, naming
 	// the file and, where there is one, the section.
@@ -141,12 +149,15 @@ var relocKinds = []struct {
 	{ErrBadSectionName, "bad_section_name"},
 	{ErrVmlinuxFromModule, "vmlinux_from_module"},
 	{ErrNeverLoads, "never_loads"},
+	{ErrNameTooLong, "name_too_long"},
+	{ErrDuplicate, "duplicate"},
 }
 
 // Kind names the failure for programs (the CLI's JSON "kind"), one of
 // "not_found", "ambiguous", "no_such_position", "object_not_loaded",
 // "index_closed", "not_livepatch_symbol", "bad_symbol_name",
-// "bad_section_name", "vmlinux_from_module", "never_loads", "malformed"
+// "bad_section_name", "vmlinux_from_module", "never_loads",
+// "name_too_long", "duplicate" (patched functions), "malformed"
 // (the module's bytes), or "other". The names do not change between
 // releases; errors.Is on the sentinels is the library's way.
 func (e *RelocError) Kind() string {

@@ -11,7 +11,7 @@ import (
 	"github.com/klpresolve/klpresolve/internal/testutil"
 )
 
-var update = flag.Bool("update", false, "rewrite the fixtures in testdata/klp from testdata/klp/patch.o")
+var update = flag.Bool("update", false, "rewrite the fixtures in testdata/klp from the objects testdata/klp/Makefile compiles")
 
 // The symbols of testdata/klp/patch.c, converted for the Debian
 // 6.1.0-57-amd64 kernel of the corpus.
@@ -29,16 +29,23 @@ var fixtureVariants = []struct {
 	file  string
 	syms  []ConvertSymbol
 	hooks *convertHooks
+	obj   string // the object converted; patch.o when empty
 }{
-	{"livepatch-sample.ko", sampleSymbols, nil},
-	{"err-not-livepatch.ko", sampleSymbols, &convertHooks{keepUndef: map[string]bool{"vfs_read": true}}},
-	{"err-bad-name.ko", sampleSymbols, &convertHooks{rawName: map[string]string{"vfs_read": ".klp.sym.vmlinux.vfs_read"}}},
-	{"err-ambiguous.ko", replace(sampleSymbols, ConvertSymbol{Object: "vmlinux", Name: "type_show", Pos: 0}), nil},
-	{"err-position.ko", replace(sampleSymbols, ConvertSymbol{Object: "vmlinux", Name: "type_show", Pos: 18}), nil},
-	{"err-vmlinux-from-module.ko", sampleSymbols, &convertHooks{sectionObj: map[string]string{"vfs_read": "ext4"}}},
-	{"err-not-found.ko", append(append([]ConvertSymbol(nil), sampleSymbols...), ConvertSymbol{Object: "vmlinux", Name: "no_such_function"}), nil},
-	{"err-object-name-too-long.ko", sampleSymbols, &convertHooks{sectionObj: map[string]string{"xfs_iget": "a_module_name_that_is_longer_than_fifty_five_bytes_xxxxxxx"}}},
+	{"livepatch-sample.ko", sampleSymbols, nil, ""},
+	{"err-not-livepatch.ko", sampleSymbols, &convertHooks{keepUndef: map[string]bool{"vfs_read": true}}, ""},
+	{"err-bad-name.ko", sampleSymbols, &convertHooks{rawName: map[string]string{"vfs_read": ".klp.sym.vmlinux.vfs_read"}}, ""},
+	{"err-ambiguous.ko", replace(sampleSymbols, ConvertSymbol{Object: "vmlinux", Name: "type_show", Pos: 0}), nil, ""},
+	{"err-position.ko", replace(sampleSymbols, ConvertSymbol{Object: "vmlinux", Name: "type_show", Pos: 18}), nil, ""},
+	{"err-vmlinux-from-module.ko", sampleSymbols, &convertHooks{sectionObj: map[string]string{"vfs_read": "ext4"}}, ""},
+	{"err-not-found.ko", append(append([]ConvertSymbol(nil), sampleSymbols...), ConvertSymbol{Object: "vmlinux", Name: "no_such_function"}), nil, ""},
+	{"err-object-name-too-long.ko", sampleSymbols, &convertHooks{sectionObj: map[string]string{"xfs_iget": "a_module_name_that_is_longer_than_fifty_five_bytes_xxxxxxx"}}, ""},
+	// Patched functions (klp-patch.c, klp-build.c).
+	{"klp-patch.ko", vfsRead, nil, "klp-patch.o"},
+	{"klp-patch-broken.ko", vfsRead, nil, "klp-patch-broken.o"},
+	{"klp-build.ko", vfsRead, nil, "klp-build.o"},
 }
+
+var vfsRead = []ConvertSymbol{{Object: "vmlinux", Name: "vfs_read"}}
 
 func replace(syms []ConvertSymbol, c ConvertSymbol) []ConvertSymbol {
 	out := append([]ConvertSymbol(nil), syms...)
@@ -58,10 +65,14 @@ func fixture(name string) string {
 // with -update (make fixtures); otherwise it checks that the committed
 // fixtures are what the current converter writes.
 func TestGenerateFixtures(t *testing.T) {
-	obj, err := os.ReadFile(fixture("patch.o"))
-	require.NoError(t, err)
 	for _, v := range fixtureVariants {
-		out, err := convert("patch.o", obj, v.syms, v.hooks)
+		name := v.obj
+		if name == "" {
+			name = "patch.o"
+		}
+		obj, err := os.ReadFile(fixture(name))
+		require.NoError(t, err)
+		out, err := convert(name, obj, v.syms, v.hooks)
 		require.NoError(t, err, v.file)
 		if *update {
 			require.NoError(t, os.WriteFile(fixture(v.file), out, 0o644))

@@ -7,15 +7,15 @@ import (
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 )
 
-// Kpatch is what a legacy kpatch module (kpatch.ko core, before kernel
-// livepatch) carries: dynrelas to resolve at load time, and the functions
-// it patches.
+// Kpatch is what a kpatch-build module carries in its .kpatch.* sections:
+// a legacy kpatch module (kpatch.ko core, before kernel livepatch) its
+// dynrelas to resolve at load time; both legacy and livepatch ones the
+// functions they patch (in Module.Funcs, FuncsKpatch).
 type Kpatch struct {
 	// Layout names the struct layout found: "sympos" (kpatch 0.4 and
 	// later: a sympos field in both structs) or "nosympos" (older).
 	Layout   string
 	Dynrelas []Dynrela
-	Funcs    []Func
 }
 
 // Dynrela is one struct kpatch_patch_dynrela.
@@ -29,14 +29,6 @@ type Dynrela struct {
 	Object   string
 	External bool // exported symbol, looked up by name alone
 	Addend   int64
-}
-
-// Func is one struct kpatch_patch_func: a function the module replaces.
-type Func struct {
-	Index  int
-	Name   string
-	Object string
-	Pos    uint64
 }
 
 // kpatch struct layouts, in words (w = 8 on 64-bit, 4 on 32-bit):
@@ -159,7 +151,7 @@ func (m *Module) readKpatch() error {
 		data := f.SectionData(funcs)
 		for i := 0; (i+1)*lay.funcSize <= len(data); i++ {
 			b, base := data[i*lay.funcSize:], uint64(i*lay.funcSize)
-			fn := Func{Index: i}
+			fn := Func{Index: i, Section: funcs.Name, Offset: base}
 			if lay.funcSympos >= 0 {
 				fn.Pos = word(b[lay.funcSympos:])
 			}
@@ -169,10 +161,13 @@ func (m *Module) readKpatch() error {
 			if fn.Object, err = str(frel, base+uint64(lay.funcObj), funcs.Name); err != nil {
 				return err
 			}
-			k.Funcs = append(k.Funcs, fn)
+			m.Funcs = append(m.Funcs, fn)
 		}
 	}
 	m.Kpatch = k
+	if len(m.Funcs) > 0 {
+		m.FuncSource = FuncsKpatch
+	}
 	return nil
 }
 

@@ -38,8 +38,12 @@ type Module struct {
 	Format      Format
 	Compression input.Compression
 	Sections    []*RelaSection
-	// Kpatch holds a legacy kpatch module's dynrelas and functions.
+	// Kpatch holds what a kpatch-build module's .kpatch.* sections hold.
 	Kpatch *Kpatch
+	// Funcs are the functions the patch replaces, as the module declares
+	// them (FuncSource says where), in its order.
+	Funcs      []Func
+	FuncSource FuncSource
 	// Warnings are things a patch author wants to know that are not a
 	// relocation's failure: what the kernel would silently do (a .klp.rela
 	// section without SHF_RELA_LIVEPATCH, one whose target is not
@@ -119,6 +123,9 @@ func Parse(name string, data []byte) (*Module, error) {
 	if err := m.readKpatch(); err != nil {
 		return nil, err
 	}
+	if err := m.readFuncs(); err != nil {
+		return nil, err
+	}
 	switch {
 	case len(m.Sections) > 0:
 		m.Format = FormatKLP
@@ -129,7 +136,9 @@ func Parse(name string, data []byte) (*Module, error) {
 		if !m.Livepatch && f.SectionByName(".modinfo") != nil {
 			m.Warnings = append(m.Warnings, fmt.Sprintf("no livepatch=Y in .modinfo (MODULE_INFO(livepatch, \"Y\")): klp_enable_patch() refuses the module: \"module %s is not marked as a livepatch module\"", m.displayName()))
 		}
-	case m.Kpatch != nil:
+	case m.Kpatch != nil && (len(m.Kpatch.Dynrelas) > 0 || !m.Livepatch):
+		// A livepatch module that kpatch-build made carries
+		// .kpatch.funcs too, and is no legacy one.
 		m.Format = FormatKpatch
 	default:
 		m.Format = FormatNone
@@ -140,6 +149,7 @@ func Parse(name string, data []byte) (*Module, error) {
 			m.Warnings = append(m.Warnings, "not a livepatch module: no livepatch relocations (.klp.rela sections or kpatch dynrelas) and no livepatch=Y; nothing here for livepatch to resolve (klpresolve convert makes a livepatch module of an object)")
 		}
 	}
+	checkFuncs(m.Funcs, m.FuncSource == FuncsStatic)
 	return m, nil
 }
 

@@ -39,10 +39,13 @@ type Resolution struct {
 	Module   *Module
 	Source   string // the kallsyms input
 	Results  []Result
-	Funcs    []FuncResult // kpatch: the patched functions
-	Resolved int
+	Resolved int // relocations
 	Deferred int
 	Errors   int
+	// Funcs are the patched functions (Module.Funcs) looked up, and
+	// their counts.
+	Funcs                                  []FuncResult
+	FuncResolved, FuncDeferred, FuncErrors int
 	// DeferredObjects lists the modules whose sections (or kpatch's
 	// patched functions) wait for them.
 	DeferredObjects []string
@@ -66,16 +69,19 @@ type BuiltIn struct {
 	Names []string
 }
 
-// FuncResult is a kpatch patched function resolved to its current address.
+// FuncResult is a patched function looked up: the address of the code
+// it replaces, or why it cannot be found.
 type FuncResult struct {
 	Func
+	Status  Status
 	Address uint64
-	Err     error
+	Err     *RelocError // when Status is Failed
 }
 
-// OK reports whether nothing failed (deferred is allowed unless strict).
+// OK reports whether nothing failed, relocations and patched functions
+// (deferred is allowed unless strict).
 func (r *Resolution) OK(strict bool) bool {
-	return r.Errors == 0 && (!strict || r.Deferred == 0)
+	return r.Errors == 0 && r.FuncErrors == 0 && (!strict || r.Deferred+r.FuncDeferred == 0)
 }
 
 // Resolve answers every livepatch relocation of m against ix, as the kernel
@@ -138,6 +144,19 @@ func (m *Module) Resolve(ix *kallsyms.Index) *Resolution {
 	}
 	if m.Kpatch != nil {
 		m.resolveKpatch(ix, res, deferred)
+	}
+	for _, fn := range m.Funcs {
+		fr := m.resolveFunc(ix, fn)
+		switch fr.Status {
+		case Resolved:
+			res.FuncResolved++
+		case Deferred:
+			res.FuncDeferred++
+			deferred[fn.Object] = true
+		default:
+			res.FuncErrors++
+		}
+		res.Funcs = append(res.Funcs, fr)
 	}
 	for o := range deferred {
 		res.DeferredObjects = append(res.DeferredObjects, o)
@@ -246,6 +265,36 @@ func (m *Module) lookupErr(s *RelaSection, r *Relocation, err error) *RelocError
 	return e
 }
 
+// resolveFunc looks a patched function up as klp_init_object_loaded()
+// does when its object is loaded: klp_find_object_symbol(obj->name,
+// func->old_name, func->old_sympos), whose failure fails the patch. An
+// object that is not loaded defers it (klp_module_coming()).
+func (m *Module) resolveFunc(ix *kallsyms.Index, fn Func) FuncResult {
+	fr := FuncResult{Func: fn}
+	s := &RelaSection{Name: fn.Section, Object: fn.Object}
+	r := &Relocation{Index: fn.Index, Offset: fn.Offset, Symbol: fn.Name, Sym: SymbolName{Object: fn.Object, Name: fn.Name, Pos: fn.Pos}}
+	switch {
+	case fn.Err != nil:
+		fr.Status, fr.Err = Failed, m.relocErr(s, r, fn.Err)
+	case fn.Object != kallsyms.Vmlinux && !ix.HasObject(fn.Object):
+		fr.Status = Deferred
+	default:
+		sym, err := ix.Lookup(fn.Object, fn.Name, fn.Pos)
+		if err != nil {
+			fr.Status, fr.Err = Failed, m.lookupErr(s, r, err)
+			if errors.Is(err, kallsyms.ErrAmbiguous) {
+				// lookupErr's example is a .klp.sym name.
+				var le *kallsyms.LookupError
+				errors.As(err, &le)
+				fr.Err.Hint = le.Help() + " (as the klp_func's old_sympos)"
+			}
+		} else {
+			fr.Status, fr.Address = Resolved, sym.Address
+		}
+	}
+	return fr
+}
+
 // where is a dynrela as relocErr and lookupErr locate a failure.
 func (d Dynrela) where() (*RelaSection, *Relocation) {
 	return &RelaSection{Name: ".kpatch.dynrelas", Object: d.Object},
@@ -285,17 +334,5 @@ func (m *Module) resolveKpatch(ix *kallsyms.Index, res *Resolution, deferred map
 			out.Status, out.Address = Resolved, sym.Address
 		}
 		res.add(out)
-	}
-	for _, fn := range m.Kpatch.Funcs {
-		fr := FuncResult{Func: fn}
-		if fn.Object != kallsyms.Vmlinux && !ix.HasObject(fn.Object) {
-			fr.Err = fmt.Errorf("module %s not loaded: deferred", fn.Object)
-			deferred[fn.Object] = true
-		} else if s, err := ix.Lookup(fn.Object, fn.Name, fn.Pos); err != nil {
-			fr.Err = err
-		} else {
-			fr.Address = s.Address
-		}
-		res.Funcs = append(res.Funcs, fr)
 	}
 }

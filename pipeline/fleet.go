@@ -14,10 +14,13 @@ import (
 
 // KernelResult is one kernel's row of a fleet check.
 type KernelResult struct {
-	Kernel     string // the kallsyms, System.map or snapshot it was read from
+	Kernel string // the kallsyms, System.map or snapshot it was read from
+	// Livepatch relocations and patched functions (klp.Resolution's
+	// counts of both), resolved, deferred and failed (plus link
+	// failures, when linking).
 	Resolved   int
 	Deferred   int
-	Errors     int // livepatch relocations that failed (plus link failures, when linking)
+	Errors     int
 	FirstError string
 	// FirstErrorKind names it for programs: "unreadable",
 	// "wrong_architecture" or "unusable" (Err), a failed relocation's
@@ -120,7 +123,7 @@ func checkOne(m *klp.Module, kernel string, o FleetOptions) KernelResult {
 		return kr
 	}
 	res := rep.Resolution
-	kr.Resolved, kr.Deferred, kr.Errors = res.Resolved, res.Deferred, res.Errors
+	kr.Resolved, kr.Deferred, kr.Errors = res.Resolved+res.FuncResolved, res.Deferred+res.FuncDeferred, res.Errors+res.FuncErrors
 	kr.LoaderMissing, kr.CodeOnly, kr.UnloadedDepends = rep.LoaderMissing, rep.CodeOnly, rep.UnloadedDepends
 	kr.BuiltIn = res.BuiltIn
 	for _, r := range res.Results {
@@ -129,7 +132,12 @@ func checkOne(m *klp.Module, kernel string, o FleetOptions) KernelResult {
 			break
 		}
 	}
-	if kr.FirstError == "" && o.Strict && res.Deferred > 0 && len(res.DeferredObjects) > 0 {
+	for _, f := range res.Funcs {
+		if kr.FirstError == "" && f.Err != nil {
+			kr.FirstError, kr.FirstErrorKind = "patched function "+f.Object+":"+f.Name+": "+f.Err.Kernel, f.Err.Kind()
+		}
+	}
+	if kr.FirstError == "" && o.Strict && kr.Deferred > 0 && len(res.DeferredObjects) > 0 {
 		kr.FirstError = "deferred: module " + res.DeferredObjects[0] + " is not loaded (--strict)"
 		if len(res.BuiltIn) > 0 && res.BuiltIn[0].Object == res.DeferredObjects[0] {
 			kr.FirstError = "deferred: module " + res.DeferredObjects[0] + " looks built in, and would never load (--strict)"

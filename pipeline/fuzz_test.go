@@ -71,6 +71,14 @@ func FuzzRun(f *testing.F) {
 				t.Fatalf("result %+v: status %v with error %v", r, r.Status, r.Err)
 			}
 		}
+		if got := res.FuncResolved + res.FuncDeferred + res.FuncErrors; got != len(res.Funcs) {
+			t.Fatalf("function counts %d+%d+%d for %d functions", res.FuncResolved, res.FuncDeferred, res.FuncErrors, len(res.Funcs))
+		}
+		for _, f := range res.Funcs {
+			if (f.Status == klp.Failed) != (f.Err != nil) {
+				t.Fatalf("function %+v: status %v with error %v", f.Func, f.Status, f.Err)
+			}
+		}
 		for _, b := range res.BuiltIn {
 			if !slices.Contains(res.DeferredObjects, b.Object) || len(b.Names) == 0 {
 				t.Fatalf("built-in %+v: not a deferred object of %v, or no evidence", b, res.DeferredObjects)

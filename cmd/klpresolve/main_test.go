@@ -1248,3 +1248,68 @@ func gzipBytes(t *testing.T, b []byte) []byte {
 	require.NoError(t, w.Close())
 	return buf.Bytes()
 }
+
+// Patched functions: the main job tallies them beside the sections, names
+// each failure with the kernel's message, and fails on one; JSON lists
+// them; check counts them in its rows.
+func TestPatchedFuncsCLI(t *testing.T) {
+	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	code, out, _ := runCLI(t, fixture("klp-patch.ko"), "--kallsyms", k)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "  .klp.rela.vmlinux..text.livepatch_vfs_read  1 resolved\n  patched functions (klp_patch)               3 resolved, 1 deferred\n")
+	assert.Contains(t, out, "deferred: module xfs is not loaded in this kernel; its functions are patched when it loads\n")
+	assert.Contains(t, out, "OK: 1 relocation: 1 resolved, 0 deferred, 0 errors; 4 patched functions: 3 resolved, 1 deferred, 0 errors\n")
+	code, _, _ = runCLI(t, fixture("klp-patch.ko"), "--kallsyms", k, "--strict")
+	assert.Equal(t, 1, code, "a deferred function fails --strict")
+
+	code, out, _ = runCLI(t, fixture("klp-patch-broken.ko"), "--kallsyms", k)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "error: patched function vmlinux:no_such_function,0 (declared at .data+0x730)\n  livepatch: symbol 'no_such_function' not found in symbol table\n")
+	assert.Contains(t, out, "error: patched function vmlinux:type_show,0 (declared at .data+0x7c8)\n  livepatch: unresolvable ambiguity for symbol 'type_show' in object '(null)'\n  help: 17 symbols named \"type_show\" in vmlinux; give a sympos:")
+	assert.Contains(t, out, "FAILED: 1 relocation: 1 resolved, 0 deferred, 0 errors; 7 patched functions: 3 resolved, 1 deferred, 3 errors\n")
+
+	var j struct {
+		FuncSource string `json:"func_source"`
+		Funcs      []struct {
+			Name, Object, Declared, Status, Kind string
+			Sympos                               uint64
+			Address, Error                       *string
+		}
+		Summary struct {
+			OK bool
+			R  int `json:"func_resolved"`
+			D  int `json:"func_deferred"`
+			E  int `json:"func_errors"`
+		}
+	}
+	_, out, _ = runCLI(t, fixture("klp-patch-broken.ko"), "--kallsyms", k, "--format", "json")
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	assert.Equal(t, "klp_patch", j.FuncSource)
+	require.Len(t, j.Funcs, 7)
+	assert.Equal(t, "type_show", j.Funcs[1].Name)
+	assert.Equal(t, uint64(3), j.Funcs[1].Sympos)
+	assert.Equal(t, "resolved", j.Funcs[1].Status)
+	require.NotNil(t, j.Funcs[1].Address)
+	assert.Equal(t, "0xffffffff81120370", *j.Funcs[1].Address)
+	assert.Equal(t, "not_found", j.Funcs[2].Kind)
+	assert.Nil(t, j.Funcs[2].Address)
+	assert.Equal(t, ".data+0x730", j.Funcs[2].Declared)
+	assert.Equal(t, "deferred", j.Funcs[6].Status)
+	assert.Equal(t, []int{3, 1, 3}, []int{j.Summary.R, j.Summary.D, j.Summary.E})
+	assert.False(t, j.Summary.OK)
+
+	code, out, _ = runCLI(t, "check", fixture("klp-patch-broken.ko"), "--kallsyms", k, "--format", "json")
+	assert.Equal(t, 1, code)
+	var c struct {
+		Kernels []struct {
+			Resolved, Deferred, Errors int
+			FirstError                 string `json:"first_error"`
+			FirstErrorKind             string `json:"first_error_kind"`
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &c))
+	require.Len(t, c.Kernels, 1)
+	assert.Equal(t, []int{4, 1, 3}, []int{c.Kernels[0].Resolved, c.Kernels[0].Deferred, c.Kernels[0].Errors}, "relocations and functions together")
+	assert.Equal(t, "patched function vmlinux:no_such_function: symbol 'no_such_function' not found in symbol table", c.Kernels[0].FirstError)
+	assert.Equal(t, "not_found", c.Kernels[0].FirstErrorKind)
+}

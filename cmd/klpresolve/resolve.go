@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -212,11 +213,16 @@ type jsonReloc struct {
 }
 
 type jsonFunc struct {
-	Name    string  `json:"name"`
-	Object  string  `json:"object"`
-	Sympos  uint64  `json:"sympos"`
-	Address *string `json:"address"`
-	Error   *string `json:"error"`
+	Name   string `json:"name"`
+	Object string `json:"object"`
+	Sympos uint64 `json:"sympos"`
+	// Declared is where the module declares it: section+offset.
+	Declared string  `json:"declared"`
+	Address  *string `json:"address"`
+	Status   string  `json:"status"`
+	Error    *string `json:"error"`
+	Kind     string  `json:"kind,omitempty"`
+	Help     *string `json:"help,omitempty"`
 }
 
 type jsonOut struct {
@@ -226,8 +232,11 @@ type jsonOut struct {
 	Format      string      `json:"format"`
 	Kallsyms    string      `json:"kallsyms"`
 	Relocations []jsonReloc `json:"relocations"`
-	Funcs       []jsonFunc  `json:"funcs,omitempty"`
-	Deferred    []string    `json:"deferred_objects"`
+	// FuncSource says where the module declares the functions it
+	// patches (klp.FuncSource); Funcs are they, looked up.
+	FuncSource string     `json:"func_source,omitempty"`
+	Funcs      []jsonFunc `json:"funcs,omitempty"`
+	Deferred   []string   `json:"deferred_objects"`
 	// BuiltIn: the deferred objects that look built into the kernel
 	// (klp.BuiltIn), whose relocations would never apply.
 	BuiltIn  []builtInJSON `json:"builtin_objects,omitempty"`
@@ -254,6 +263,10 @@ type jsonOut struct {
 		Resolved int  `json:"resolved"`
 		Deferred int  `json:"deferred"`
 		Errors   int  `json:"errors"`
+		// The patched functions' counts.
+		FuncResolved int `json:"func_resolved"`
+		FuncDeferred int `json:"func_deferred"`
+		FuncErrors   int `json:"func_errors"`
 	} `json:"summary"`
 }
 
@@ -280,19 +293,45 @@ func jsonResolution(res *klp.Resolution) *jsonOut {
 		}
 		out.Relocations = append(out.Relocations, j)
 	}
+	out.FuncSource = string(m.FuncSource)
 	for _, f := range res.Funcs {
-		j := jsonFunc{Name: f.Name, Object: f.Object, Sympos: f.Pos}
-		if f.Err != nil {
-			s := f.Err.Error()
-			j.Error = &s
-		} else {
+		j := jsonFunc{Name: f.Name, Object: f.Object, Sympos: f.Pos, Declared: fmt.Sprintf("%s+%#x", f.Section, f.Offset), Status: string(f.Status)}
+		if f.Status == klp.Resolved {
 			s := hex(f.Address)
 			j.Address = &s
+		}
+		if f.Err != nil {
+			msg, help := f.Err.Kernel, f.Err.Hint
+			j.Error, j.Kind = &msg, f.Err.Kind()
+			if help != "" {
+				j.Help = &help
+			}
 		}
 		out.Funcs = append(out.Funcs, j)
 	}
 	out.Summary.Resolved, out.Summary.Deferred, out.Summary.Errors = res.Resolved, res.Deferred, res.Errors
+	out.Summary.FuncResolved, out.Summary.FuncDeferred, out.Summary.FuncErrors = res.FuncResolved, res.FuncDeferred, res.FuncErrors
 	return out
+}
+
+// deferredWhat says what waits for the deferred object o: its
+// relocations, its patched functions, or both.
+func deferredWhat(res *klp.Resolution, o string) string {
+	relocs := false
+	for _, s := range res.Module.Sections {
+		relocs = relocs || s.Object == o
+	}
+	relocs = relocs || slices.ContainsFunc(res.Results, func(r klp.Result) bool {
+		return r.Status == klp.Deferred && r.Section == ".kpatch.dynrelas" && r.Object == o
+	})
+	funcs := slices.ContainsFunc(res.Funcs, func(f klp.FuncResult) bool { return f.Status == klp.Deferred && f.Object == o })
+	switch {
+	case relocs && funcs:
+		return "its relocations are applied and its functions patched"
+	case funcs:
+		return "its functions are patched"
+	}
+	return "its relocations are applied"
 }
 
 // builtInOf returns res's klp.BuiltIn for the deferred object o, if o
@@ -405,6 +444,14 @@ func writeResolution(w io.Writer, rep *pipeline.Report, given string) {
 			t.bad++
 		}
 	}
+	var funcsLabel string
+	if len(res.Funcs) > 0 {
+		// The patched functions get a line of their own, after the
+		// sections.
+		funcsLabel = fmt.Sprintf("patched functions (%s)", m.FuncSource)
+		order = append(order, funcsLabel)
+		per[funcsLabel] = &tally{res.FuncResolved, res.FuncDeferred, res.FuncErrors}
+	}
 	width := 0
 	for _, s := range order {
 		width = max(width, len(s))
@@ -428,30 +475,35 @@ func writeResolution(w io.Writer, rep *pipeline.Report, given string) {
 			fmt.Fprintf(w, "warning: %s\n", builtInNote(b))
 			continue
 		}
-		fmt.Fprintf(w, "deferred: module %s is not loaded in this kernel; its relocations are applied when it loads\n", o)
-	}
-	for _, f := range res.Funcs {
-		if f.Err != nil {
-			fmt.Fprintf(w, "patched function %s:%s,%d: %v\n", f.Object, f.Name, f.Pos, f.Err)
-		} else {
-			fmt.Fprintf(w, "patched function %s:%s,%d at %s\n", f.Object, f.Name, f.Pos, hex(f.Address))
-		}
+		fmt.Fprintf(w, "deferred: module %s is not loaded in this kernel; %s when it loads\n", o, deferredWhat(res, o))
 	}
 	for _, r := range res.Results {
 		if r.Err == nil {
 			continue
 		}
 		fmt.Fprintf(w, "error: %s+%s %s %s\n", r.Section, hex(r.Offset), r.Type, r.Symbol)
-		fmt.Fprintf(w, "  livepatch: %s\n", r.Err.Kernel)
-		if r.Err.Hint != "" {
-			fmt.Fprintf(w, "  help: %s\n", r.Err.Hint)
+		writeErrLines(w, r.Err)
+	}
+	for _, f := range res.Funcs {
+		if f.Err == nil {
+			continue
 		}
+		fmt.Fprintf(w, "error: patched function %s:%s,%d (declared at %s+%s)\n", f.Object, f.Name, f.Pos, f.Section, hex(f.Offset))
+		writeErrLines(w, f.Err)
 	}
 	if len(rep.LoaderMissing) > 0 {
 		fmt.Fprintln(w, loaderNote(rep.LoaderMissing, rep.NotExported))
 		for _, n := range whyNotes(rep.Explanation, res.Source) {
 			fmt.Fprintf(w, "  %s\n", n)
 		}
+	}
+}
+
+// writeErrLines are a failure's kernel message and help.
+func writeErrLines(w io.Writer, e *klp.RelocError) {
+	fmt.Fprintf(w, "  livepatch: %s\n", e.Kernel)
+	if e.Hint != "" {
+		fmt.Fprintf(w, "  help: %s\n", e.Hint)
 	}
 }
 
@@ -465,6 +517,9 @@ func writeVerdict(w io.Writer, rep *pipeline.Report, strict bool) {
 		verdict = "FAILED"
 	}
 	fmt.Fprintf(w, "%s: %s: %d resolved, %d deferred, %s", verdict, count(len(res.Results), "relocation", "relocations"), res.Resolved, res.Deferred, count(res.Errors, "error", "errors"))
+	if len(res.Funcs) > 0 {
+		fmt.Fprintf(w, "; %s: %d resolved, %d deferred, %s", count(len(res.Funcs), "patched function", "patched functions"), res.FuncResolved, res.FuncDeferred, count(res.FuncErrors, "error", "errors"))
+	}
 	if img := rep.Image; img != nil && !img.Linked() {
 		fmt.Fprintf(w, "; the module does not link: %d failed, %s", len(img.Errors), count(len(img.Unresolved), "unresolved symbol", "unresolved symbols"))
 	}

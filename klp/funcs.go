@@ -1,0 +1,517 @@
+package klp
+
+import (
+	"debug/elf"
+	"fmt"
+	"slices"
+
+	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/kallsyms"
+)
+
+// Func is a function the patch replaces: a klp_func's old_name and
+// old_sympos, in its klp_object (or a kpatch_patch_func's name, sympos and
+// objname). When its object is loaded the kernel looks it up with
+// klp_find_object_symbol(), as it does a livepatch symbol, and a failure
+// fails the whole patch (klp_init_object_loaded()).
+type Func struct {
+	Index  int // in the order the module declares them
+	Name   string
+	Object string // "vmlinux" or a module's name
+	Pos    uint64
+	// Section and Offset are where the module declares it: its struct.
+	Section string
+	Offset  uint64
+	// Err is set when the kernel refuses the function whatever the
+	// kernel's symbols: klp_init_func() and klp_init_object() checks.
+	Err *CheckError
+}
+
+// FuncSource says where a module declares the functions it patches.
+type FuncSource string
+
+const (
+	// FuncsNone: no declaration found (a module that builds its
+	// klp_patch at run time, or one that patches nothing).
+	FuncsNone FuncSource = ""
+	// FuncsKpatch: .kpatch.funcs, kpatch-build's struct
+	// kpatch_patch_func array (legacy kpatch modules, and the livepatch
+	// modules whose patch hook builds the klp_patch from it).
+	FuncsKpatch FuncSource = ".kpatch.funcs"
+	// FuncsKlpBuild: .init.klp_objects and .init.klp_funcs, the struct
+	// klp_object_ext and klp_func_ext arrays that objtool's klp-build
+	// writes (Linux 6.19 and later).
+	FuncsKlpBuild FuncSource = ".init.klp_funcs"
+	// FuncsStatic: a struct klp_patch in the module's data, with its
+	// klp_object and klp_func arrays (samples/livepatch, hand-written
+	// modules), found by its shape: see readStaticPatch.
+	FuncsStatic FuncSource = "klp_patch"
+)
+
+// checkFuncs marks what klp_init_object() and klp_init_func() refuse
+// whatever the kernel: a name of KSYM_NAME_LEN bytes or more, a module
+// name of MODULE_NAME_LEN or more, and two objects, or two functions of
+// one object, with the same sysfs name (kobject_add() fails with -EEXIST:
+// an object's directory is its name, a function's "<name>,<sympos or 1>",
+// so sympos 0 and 1 of one name collide). A module name with a dash never
+// loads (ErrNeverLoads).
+func checkFuncs(fs []Func, static bool) {
+	seen := map[string]bool{}
+	for i := range fs {
+		fn := &fs[i]
+		pos := max(fn.Pos, 1)
+		key := fmt.Sprintf("%s/%s,%d", fn.Object, fn.Name, pos)
+		switch {
+		case len(fn.Name) > SymbolNameMax:
+			fn.Err = &CheckError{Kind: ErrNameTooLong, Hint: fmt.Sprintf("the function's name is %d bytes, longer than KSYM_NAME_LEN-1 (%d): klp_init_func() fails with -EINVAL", len(fn.Name), SymbolNameMax)}
+		case fn.Object != kallsyms.Vmlinux && len(fn.Object) > ModuleNameMax:
+			fn.Err = &CheckError{Kind: ErrNameTooLong, Hint: fmt.Sprintf("the object's name is %d bytes, longer than MODULE_NAME_LEN-1 (%d): klp_init_object() fails with -EINVAL", len(fn.Object), ModuleNameMax)}
+		case neverLoads(fn.Object):
+			fn.Err = neverLoadsError(fn.Object)
+		case seen[key]:
+			fn.Err = &CheckError{Kind: ErrDuplicate,
+				Kernel: fmt.Sprintf("kobject_add_internal failed for %s,%d with -EEXIST, don't try to register things with the same name in the same directory.", fn.Name, pos),
+				Hint:   fmt.Sprintf("%s patches %s,%d twice (sysfs names a function %s,<sympos or 1>, so positions 0 and 1 are one name): klp_init_func() fails, and the patch with it", fn.Object, fn.Name, pos, fn.Name)}
+		}
+		seen[key] = true
+	}
+	if !static {
+		return
+	}
+	// A static klp_patch's objects are its own entries: two with one name
+	// collide in sysfs (the other sources group functions by object).
+	var objs []string
+	last := ""
+	for i, fn := range fs {
+		if i > 0 && fn.Object == last {
+			continue
+		}
+		last = fn.Object
+		if slices.Contains(objs, fn.Object) && fs[i].Err == nil {
+			fs[i].Err = &CheckError{Kind: ErrDuplicate,
+				Kernel: fmt.Sprintf("kobject_add_internal failed for %s with -EEXIST, don't try to register things with the same name in the same directory.", fn.Object),
+				Hint:   fmt.Sprintf("the klp_patch has two klp_objects for %s: klp_init_object() fails, and the patch with it; put their functions in one", fn.Object)}
+		}
+		objs = append(objs, fn.Object)
+	}
+}
+
+// dataRelocs holds a module's relocations that apply to its allocated,
+// non-executable sections, by target section and offset, for reading the
+// structs its data declares.
+type dataRelocs struct {
+	m   *Module
+	w   uint64                          // pointer size
+	rel map[int]map[uint64]elfobj.Reloc // target section -> offset -> relocation
+	// sizes are the sizes of the module's sized data objects, by
+	// section and offset (made on first use).
+	sizes map[[2]uint64]uint64
+	// For readStaticPatch: each section's relocation offsets in order,
+	// the klp_func arrays read, and how many more relocations it may
+	// look at.
+	sorted map[int][]uint64
+	memo   map[[2]uint64]funcArray
+	budget int
+}
+
+type funcArray struct {
+	funcs []Func
+	ok    bool
+}
+
+func (m *Module) dataRelocs() (*dataRelocs, error) {
+	f := m.elf
+	d := &dataRelocs{m: m, w: 4, rel: map[int]map[uint64]elfobj.Reloc{},
+		sorted: map[int][]uint64{}, memo: map[[2]uint64]funcArray{}}
+	if f.Is64() {
+		d.w = 8
+	}
+	for i := range f.Sections {
+		s := &f.Sections[i]
+		if !elfobj.IsReloc(s) || int(s.Info) >= len(f.Sections) || s.Flags&SHFRelaLivepatch != 0 {
+			continue
+		}
+		t := &f.Sections[s.Info]
+		if t.Flags&elf.SHF_ALLOC == 0 || t.Flags&elf.SHF_EXECINSTR != 0 || t.Type == elf.SHT_NOBITS {
+			continue
+		}
+		rs, err := f.Relocs(s)
+		if err != nil {
+			return nil, err
+		}
+		byOff := d.rel[t.Index]
+		if byOff == nil {
+			byOff = map[uint64]elfobj.Reloc{}
+			d.rel[t.Index] = byOff
+		}
+		tdata := f.SectionData(t)
+		d.budget += 64 * len(rs)
+		for _, r := range rs {
+			if s.Type == elf.SHT_REL && r.Offset+d.w <= uint64(len(tdata)) {
+				r.Addend = int64(d.word(tdata[r.Offset:])) // REL: the addend is in place
+				if d.w == 4 {
+					r.Addend = int64(int32(r.Addend))
+				}
+			}
+			byOff[r.Offset] = r
+		}
+	}
+	return d, nil
+}
+
+func (d *dataRelocs) word(b []byte) uint64 {
+	if d.w == 8 {
+		return d.m.elf.Order.Uint64(b)
+	}
+	return uint64(d.m.elf.Order.Uint32(b))
+}
+
+// at returns the relocation at sec+off, if any.
+func (d *dataRelocs) at(sec int, off uint64) (elfobj.Reloc, bool) {
+	r, ok := d.rel[sec][off]
+	return r, ok
+}
+
+// target is where a pointer relocation points: its symbol's section and
+// the offset in it (ok false for an undefined or absolute symbol).
+func (d *dataRelocs) target(r elfobj.Reloc) (sec int, off uint64, ok bool) {
+	f := d.m.elf
+	sym := &f.Symbols[r.Sym]
+	if sym.Shndx == uint16(elf.SHN_UNDEF) || int(sym.Shndx) >= len(f.Sections) {
+		return 0, 0, false
+	}
+	return int(sym.Shndx), sym.Value + uint64(r.Addend), true
+}
+
+// pointsTo reports whether r points into an allocated section whose
+// executable flag is exec.
+func (d *dataRelocs) pointsTo(r elfobj.Reloc, exec bool) (sec int, off uint64, ok bool) {
+	sec, off, ok = d.target(r)
+	if !ok {
+		return 0, 0, false
+	}
+	s := &d.m.elf.Sections[sec]
+	if s.Flags&elf.SHF_ALLOC == 0 || (s.Flags&elf.SHF_EXECINSTR != 0) != exec {
+		return 0, 0, false
+	}
+	return sec, off, true
+}
+
+// str reads the string r points to.
+func (d *dataRelocs) str(r elfobj.Reloc, sec int) (string, error) {
+	return d.m.relocString(r, d.m.elf.Sections[sec].Name)
+}
+
+// wordAt reads the word at sec+off (0 past the section's data).
+func (d *dataRelocs) wordAt(sec int, off uint64) uint64 {
+	data := d.m.elf.SectionData(&d.m.elf.Sections[sec])
+	if off+d.w > uint64(len(data)) || off+d.w < off {
+		return 0
+	}
+	return d.word(data[off:])
+}
+
+// arraySize is the size of the array that starts at sec+off, from the
+// symbol that names it (an STT_OBJECT with its size; gcc refers to static
+// arrays through the section symbol, but keeps theirs).
+func (d *dataRelocs) arraySize(sec int, off uint64) (uint64, bool) {
+	if d.sizes == nil {
+		d.sizes = map[[2]uint64]uint64{}
+		for i := range d.m.elf.Symbols {
+			s := &d.m.elf.Symbols[i]
+			if s.Type() == elf.STT_OBJECT && s.Size > 0 {
+				d.sizes[[2]uint64{uint64(s.Shndx), s.Value}] = s.Size
+			}
+		}
+	}
+	size, ok := d.sizes[[2]uint64{uint64(sec), off}]
+	// An array lies within its section's data.
+	n := uint64(len(d.m.elf.SectionData(&d.m.elf.Sections[sec])))
+	if !ok || off > n || size > n-off {
+		return 0, false
+	}
+	return size, true
+}
+
+func (d *dataRelocs) secName(sec int) string { return d.m.elf.Sections[sec].Name }
+
+// readKlpBuild reads the functions of a module that objtool's klp-build
+// made (include/linux/livepatch_external.h): .init.klp_objects holds
+// struct klp_object_ext { const char *name; struct klp_func_ext *funcs;
+// ... }, and .init.klp_funcs struct klp_func_ext { const char *old_name;
+// void *new_func; unsigned long sympos; }, three words. An object's
+// functions run from where its funcs points to the next object's (or the
+// section's end), which does not depend on the layout of the rest of
+// klp_object_ext (its callbacks come and go between versions).
+func (m *Module) readKlpBuild(d *dataRelocs) ([]Func, error) {
+	f := m.elf
+	objs, funcs := f.SectionByName(".init.klp_objects"), f.SectionByName(".init.klp_funcs")
+	if objs == nil || funcs == nil {
+		return nil, nil
+	}
+	type object struct {
+		name  string
+		start uint64 // its first function's offset in .init.klp_funcs
+	}
+	var list []object
+	offs := make([]uint64, 0, len(d.rel[objs.Index]))
+	for off := range d.rel[objs.Index] {
+		offs = append(offs, off)
+	}
+	slices.Sort(offs)
+	for _, off := range offs {
+		r := d.rel[objs.Index][off]
+		sec, start, ok := d.target(r)
+		if !ok || sec != funcs.Index || off < d.w {
+			continue // a callback, or the name
+		}
+		o := object{name: kallsyms.Vmlinux, start: start}
+		if nr, ok := d.at(objs.Index, off-d.w); ok {
+			s, err := d.str(nr, objs.Index)
+			if err != nil {
+				return nil, err
+			}
+			o.name = s
+		}
+		list = append(list, o)
+	}
+	// An object's functions end where the next one's (in the section)
+	// begin; they are listed in the objects' order.
+	starts := make([]uint64, 0, len(list))
+	for _, o := range list {
+		starts = append(starts, o.start)
+	}
+	slices.Sort(starts)
+	stride := 3 * d.w
+	var out []Func
+	for _, o := range list {
+		end := uint64(len(f.SectionData(funcs)))
+		if i, _ := slices.BinarySearch(starts, o.start+1); i < len(starts) {
+			end = starts[i]
+		}
+		for off := o.start; off+stride <= end; off += stride {
+			r, ok := d.at(funcs.Index, off)
+			if !ok {
+				return nil, &elfobj.FormatError{File: m.Path, Section: funcs.Name, Msg: fmt.Sprintf("klp_func_ext at %#x has no old_name", off)}
+			}
+			name, err := d.str(r, funcs.Index)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, Func{Index: len(out), Name: name, Object: o.name, Pos: d.wordAt(funcs.Index, off+2*d.w), Section: funcs.Name, Offset: off})
+		}
+	}
+	return out, nil
+}
+
+// readStaticPatch finds a static struct klp_patch in the module's data and
+// reads its objects' functions. Only the leading, "external" fields of the
+// structs are read, which every kernel since 4.x lays out alike:
+//
+//	struct klp_patch  { struct module *mod; struct klp_object *objs; ... }
+//	struct klp_object { const char *name; struct klp_func *funcs; ... }
+//	struct klp_func   { const char *old_name; void *new_func; unsigned long old_sympos; ... }
+//
+// The rest (kobjects, lists) depends on the kernel's configuration, so
+// the arrays' strides come from their symbols' sizes: each array ends
+// with a zeroed entry, so a stride is the size over the entries plus one.
+// A klp_patch is a pointer to __this_module (THIS_MODULE) followed by one
+// to data whose entries point, one word in, to arrays of (string, code)
+// pointer pairs; a struct file_operations, whose owner is also
+// THIS_MODULE, is followed by a function pointer instead.
+func (m *Module) readStaticPatch(d *dataRelocs) ([]Func, error) {
+	f := m.elf
+	secs := make([]int, 0, len(d.rel))
+	for s := range d.rel {
+		secs = append(secs, s)
+	}
+	slices.Sort(secs)
+	for _, sec := range secs {
+		offs := make([]uint64, 0, len(d.rel[sec]))
+		for off, r := range d.rel[sec] {
+			if f.Symbols[r.Sym].Name == "__this_module" {
+				offs = append(offs, off)
+			}
+		}
+		slices.Sort(offs)
+		for _, off := range offs {
+			or, ok := d.at(sec, off+d.w)
+			if !ok {
+				continue
+			}
+			osec, ooff, ok := d.pointsTo(or, false)
+			if !ok {
+				continue
+			}
+			if fs, ok := d.readObjects(osec, ooff); ok {
+				return fs, nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+// readObjects reads a klp_object array at sec+off (see readStaticPatch);
+// ok is false when it is not one.
+func (d *dataRelocs) readObjects(sec int, off uint64) (out []Func, ok bool) {
+	size, sized := d.arraySize(sec, off)
+	if !sized {
+		return nil, false
+	}
+	// The objects' funcs fields: pointers, one word into an entry, to
+	// arrays that read as klp_func arrays.
+	type entry struct {
+		at    uint64
+		funcs []Func
+	}
+	var entries []entry
+	for _, o := range d.offsetsIn(sec, off+d.w, off+size) {
+		fsec, foff, ok := d.pointsTo(d.rel[sec][o], false)
+		if !ok {
+			continue
+		}
+		if fs, ok := d.readFuncArray(fsec, foff); ok {
+			entries = append(entries, entry{o - d.w, fs})
+		}
+	}
+	n := uint64(len(entries))
+	if n == 0 || entries[0].at != off || size%(n+1) != 0 {
+		return nil, false
+	}
+	stride := size / (n + 1)
+	for i, e := range entries {
+		if e.at != off+uint64(i)*stride {
+			return nil, false
+		}
+	}
+	for _, e := range entries {
+		name := kallsyms.Vmlinux // "name being NULL means vmlinux"
+		if r, ok := d.at(sec, e.at); ok {
+			s, err := d.str(r, sec)
+			if err != nil {
+				return nil, false
+			}
+			name = s
+		}
+		for _, fn := range e.funcs {
+			fn.Index, fn.Object = len(out), name
+			out = append(out, fn)
+		}
+	}
+	return out, true
+}
+
+// readFuncArray reads a klp_func array at sec+off: entries of a string
+// pointer and a code pointer (old_name, new_func), then old_sympos, at a
+// stride that the array's size gives, up to the zeroed last entry. ok is
+// false when it is not one. Each array is read once (memo), and all of
+// them together look at no more entries than a budget the module's
+// relocations set, however its symbols overlap.
+func (d *dataRelocs) readFuncArray(sec int, off uint64) ([]Func, bool) {
+	key := [2]uint64{uint64(sec), off}
+	if a, ok := d.memo[key]; ok {
+		return a.funcs, a.ok
+	}
+	fs, ok := d.readFuncArrayOnce(sec, off)
+	d.memo[key] = funcArray{fs, ok}
+	return fs, ok
+}
+
+func (d *dataRelocs) readFuncArrayOnce(sec int, off uint64) ([]Func, bool) {
+	size, sized := d.arraySize(sec, off)
+	if !sized || size < 3*d.w {
+		return nil, false
+	}
+	isEntry := func(o uint64) bool {
+		n, _ := d.at(sec, o)
+		if _, _, ok := d.pointsTo(n, false); !ok {
+			return false
+		}
+		c, ok := d.at(sec, o+d.w)
+		if !ok {
+			return false
+		}
+		_, _, ok = d.pointsTo(c, true)
+		return ok
+	}
+	var starts []uint64
+	for _, o := range d.offsetsIn(sec, off, off+size-2*d.w+1) {
+		if isEntry(o) {
+			starts = append(starts, o)
+		}
+	}
+	n := uint64(len(starts))
+	if n == 0 || starts[0] != off || size%(n+1) != 0 || size/(n+1) < 3*d.w {
+		return nil, false
+	}
+	stride := size / (n + 1)
+	var out []Func
+	for i, o := range starts {
+		if o != off+uint64(i)*stride {
+			return nil, false
+		}
+		r, _ := d.at(sec, o)
+		name, err := d.str(r, sec)
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, Func{Name: name, Pos: d.wordAt(sec, o+2*d.w), Section: d.secName(sec), Offset: o})
+	}
+	return out, true
+}
+
+// offsetsIn returns the offsets of sec's relocations in [from, to), in
+// order, charging them to the budget (nil once it is spent).
+func (d *dataRelocs) offsetsIn(sec int, from, to uint64) []uint64 {
+	offs, ok := d.sorted[sec]
+	if !ok {
+		for o := range d.rel[sec] {
+			offs = append(offs, o)
+		}
+		slices.Sort(offs)
+		d.sorted[sec] = offs
+	}
+	i, _ := slices.BinarySearch(offs, from)
+	j, _ := slices.BinarySearch(offs, to)
+	if j < i {
+		return nil
+	}
+	if d.budget < j-i {
+		d.budget = 0
+		return nil
+	}
+	d.budget -= j - i
+	return offs[i:j]
+}
+
+// readFuncs finds the functions the module patches, when kpatch's
+// .kpatch.funcs did not give them: klp-build's sections, else, in a
+// livepatch module, a static klp_patch.
+func (m *Module) readFuncs() error {
+	if m.FuncSource != FuncsNone {
+		return nil
+	}
+	f := m.elf
+	klpBuild := f.SectionByName(".init.klp_funcs") != nil
+	if !klpBuild && !m.Livepatch && len(m.Sections) == 0 {
+		return nil // not a livepatch module: its data is not searched
+	}
+	d, err := m.dataRelocs()
+	if err != nil {
+		return err
+	}
+	if klpBuild {
+		if m.Funcs, err = m.readKlpBuild(d); err != nil {
+			return err
+		}
+		m.FuncSource = FuncsKlpBuild
+		return nil
+	}
+	if m.Funcs, err = m.readStaticPatch(d); err != nil {
+		return err
+	}
+	if len(m.Funcs) > 0 {
+		m.FuncSource = FuncsStatic
+	}
+	return nil
+}

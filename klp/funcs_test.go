@@ -1,0 +1,188 @@
+package klp
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/kallsyms"
+)
+
+// TestPatchedFuncs reads the functions each kind of module declares
+// (testdata/klp/klp-patch.c, klp-build.c, kpatch.c) and looks them up in
+// the corpus kernel as klp_init_object_loaded() does.
+func TestPatchedFuncs(t *testing.T) {
+	ix := amd64Index(t)
+	type want struct {
+		object, name string
+		pos          uint64
+		section      string
+		status       Status
+	}
+	sample := func(section string) []want {
+		return []want{
+			{"vmlinux", "vfs_read", 0, section, Resolved},
+			{"vmlinux", "type_show", 3, section, Resolved},
+			{"ext4", "ext4_read_inode_bitmap", 0, section, Resolved},
+			{"xfs", "xfs_iget", 0, section, Deferred},
+		}
+	}
+	for _, tc := range []struct {
+		file   string
+		source FuncSource
+		want   []want
+	}{
+		{"klp-patch.ko", FuncsStatic, sample(".data")},
+		{"klp-build.ko", FuncsKlpBuild, sample(".init.klp_funcs")},
+		{"kpatch-sample.ko", FuncsKpatch, []want{
+			{"vmlinux", "vfs_read", 0, ".kpatch.funcs", Resolved},
+			{"vmlinux", "type_show", 2, ".kpatch.funcs", Resolved},
+		}},
+		{"livepatch-sample.ko", FuncsNone, nil},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			m, err := Open(fixture(tc.file))
+			require.NoError(t, err)
+			assert.Equal(t, tc.source, m.FuncSource)
+			res := m.Resolve(ix)
+			var got []want
+			for i, f := range res.Funcs {
+				assert.Equal(t, i, f.Index)
+				got = append(got, want{f.Object, f.Name, f.Pos, f.Section, f.Status})
+				if f.Status == Resolved {
+					assert.Equal(t, wantAddr(t, ix, f.Object, f.Name, int(f.Pos)), f.Address, f.Name)
+				}
+				assert.Nil(t, f.Err)
+			}
+			assert.Equal(t, tc.want, got)
+			deferred := 0
+			for _, w := range tc.want {
+				if w.status == Deferred {
+					deferred++
+				}
+			}
+			assert.Equal(t, []int{len(tc.want) - deferred, deferred, 0}, []int{res.FuncResolved, res.FuncDeferred, res.FuncErrors})
+			assert.True(t, res.OK(false))
+			assert.Equal(t, deferred == 0 && res.Deferred == 0, res.OK(true))
+		})
+	}
+
+	// The static one's entries are where the struct layout puts them:
+	// klp_func is 152 bytes in 6.1 x86_64, and the decoy struct (an
+	// owner and a function pointer) is not taken for a klp_patch.
+	m, err := Open(fixture("klp-patch.ko"))
+	require.NoError(t, err)
+	assert.Equal(t, m.Funcs[0].Offset+152, m.Funcs[1].Offset)
+	// klp-build's: 24-byte klp_func_ext, in the objects' order whatever
+	// the order of the arrays in the section.
+	m, err = Open(fixture("klp-build.ko"))
+	require.NoError(t, err)
+	assert.Equal(t, m.Funcs[0].Offset+24, m.Funcs[1].Offset)
+}
+
+// TestPatchedFuncErrors: klp-patch-broken.ko patches a function no kernel
+// has, an ambiguous one without old_sympos, and vfs_read at old_sympos 1
+// beside old_sympos 0 (one sysfs name): the patch fails, each with the
+// kernel's message and kind.
+func TestPatchedFuncErrors(t *testing.T) {
+	ix := amd64Index(t)
+	m, err := Open(fixture("klp-patch-broken.ko"))
+	require.NoError(t, err)
+	res := m.Resolve(ix)
+	assert.Equal(t, []int{3, 1, 3}, []int{res.FuncResolved, res.FuncDeferred, res.FuncErrors})
+	assert.False(t, res.OK(false))
+	assert.Equal(t, 0, res.Errors, "the relocations resolve")
+	var kinds, msgs []string
+	for _, f := range res.Funcs {
+		if f.Err != nil {
+			kinds = append(kinds, f.Err.Kind())
+			msgs = append(msgs, f.Err.Kernel)
+		}
+	}
+	assert.Equal(t, []string{"not_found", "ambiguous", "duplicate"}, kinds)
+	assert.Equal(t, "symbol 'no_such_function' not found in symbol table", msgs[0])
+	assert.Equal(t, "unresolvable ambiguity for symbol 'type_show' in object '(null)'", msgs[1])
+	assert.Equal(t, "kobject_add_internal failed for vfs_read,1 with -EEXIST, don't try to register things with the same name in the same directory.", msgs[2])
+	assert.True(t, errors.Is(res.Funcs[4].Err, ErrDuplicate))
+	assert.True(t, errors.Is(res.Funcs[2].Err, kallsyms.ErrNotFound))
+}
+
+// TestCheckFuncs: what klp_init_object() and klp_init_func() refuse
+// whatever the kernel.
+func TestCheckFuncs(t *testing.T) {
+	fs := []Func{
+		{Object: "vmlinux", Name: "a"},
+		{Object: "vmlinux", Name: "a", Pos: 2},
+		{Object: "vmlinux", Name: "a", Pos: 1}, // a,1 is a,0's sysfs name
+		{Object: "vmlinux", Name: strings.Repeat("n", 512)},
+		{Object: strings.Repeat("m", 56), Name: "b"},
+		{Object: "nf-conntrack", Name: "c"},
+		{Object: "ext4", Name: "a"},
+		{Object: "xfs", Name: "d"},
+		{Object: "ext4", Name: "e"}, // a second ext4 klp_object
+	}
+	checkFuncs(fs, true)
+	var kinds []string
+	for _, f := range fs {
+		k := ""
+		if f.Err != nil {
+			k = (&RelocError{Err: f.Err}).Kind()
+		}
+		kinds = append(kinds, k)
+	}
+	assert.Equal(t, []string{"", "", "duplicate", "name_too_long", "name_too_long", "never_loads", "", "", "duplicate"}, kinds)
+	assert.Contains(t, fs[8].Err.Kernel, "kobject_add_internal failed for ext4 with -EEXIST")
+	assert.Contains(t, fs[3].Err.Hint, "512 bytes, longer than KSYM_NAME_LEN-1 (511)")
+	assert.Empty(t, fs[3].Err.Kernel, "the kernel says nothing")
+}
+
+// TestStaticPatchNeedsSizes: the arrays' strides come from their symbols'
+// sizes; without them (a module stripped of its local symbols) nothing is
+// guessed, and a struct that only starts like a klp_patch is no patch.
+func TestStaticPatchNeedsSizes(t *testing.T) {
+	data, err := readFixture("klp-patch.ko")
+	require.NoError(t, err)
+	f, err := elfobj.Parse("klp-patch.ko", data)
+	require.NoError(t, err)
+	symtab := f.Sections[f.Symtab]
+	for _, s := range f.Symbols {
+		if s.Name == "objs" {
+			// Elf64_Sym: st_size at byte 16.
+			at := symtab.Offset + uint64(s.Index)*24 + 16
+			binary.LittleEndian.PutUint64(data[at:], 0)
+		}
+	}
+	m, err := Parse("stripped.ko", data)
+	require.NoError(t, err)
+	assert.Equal(t, FuncsNone, m.FuncSource)
+	assert.Empty(t, m.Funcs)
+
+	// THIS_MODULE followed by a pointer to a sized array of (string,
+	// code) pairs that is no klp_object array: its entries do not
+	// point, one word in, at such arrays.
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 16), Addralign: 16})
+	str := b.AddSection(elfobj.BuildSection{Name: ".rodata.str", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_MERGE | elf.SHF_STRINGS, Data: []byte("vfs_read\x00"), Addralign: 1})
+	dat := b.AddSection(elfobj.BuildSection{Name: ".data", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 64), Addralign: 8})
+	b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("livepatch=Y\x00"), Addralign: 1})
+	this := b.AddSymbol(elfobj.BuildSymbol{Name: "__this_module", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+	fn := b.AddSymbol(elfobj.BuildSymbol{Name: "fn", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC), Shndx: uint16(text), Size: 16})
+	ss := b.AddSymbol(elfobj.BuildSymbol{Name: "s", Info: elf.ST_INFO(elf.STB_LOCAL, elf.STT_OBJECT), Shndx: uint16(str), Size: 9})
+	b.AddSymbol(elfobj.BuildSymbol{Name: "pairs", Info: elf.ST_INFO(elf.STB_LOCAL, elf.STT_OBJECT), Shndx: uint16(dat), Value: 16, Size: 48})
+	dsym := b.AddSymbol(elfobj.BuildSymbol{Name: "d", Info: elf.ST_INFO(elf.STB_LOCAL, elf.STT_SECTION), Shndx: uint16(dat)})
+	b.AddRelocs(".rela.data", true, dat, []elfobj.Reloc{
+		{Offset: 0, Sym: this, Type: uint32(elf.R_X86_64_64)},
+		{Offset: 8, Sym: dsym, Type: uint32(elf.R_X86_64_64), Addend: 16},
+		{Offset: 16, Sym: ss, Type: uint32(elf.R_X86_64_64)},
+		{Offset: 24, Sym: fn, Type: uint32(elf.R_X86_64_64)},
+	})
+	m, err = Parse("decoy.ko", b.Bytes())
+	require.NoError(t, err)
+	assert.Equal(t, FuncsNone, m.FuncSource)
+}
