@@ -29,6 +29,10 @@ var (
 	// name loads (klp_module_coming() compares names exactly), which never
 	// happens, and says nothing.
 	ErrNeverLoads = errors.New("no module can have the section's object name")
+	// ErrNoLivepatch: the kernel was built without CONFIG_LIVEPATCH, and
+	// its module loader refuses every module marked livepatch
+	// (check_modinfo_livepatch(): -ENOEXEC).
+	ErrNoLivepatch = errors.New("the kernel has no livepatch support")
 	// ErrNameTooLong: a patched function's name is KSYM_NAME_LEN bytes or
 	// longer, or its object's MODULE_NAME_LEN or longer: klp_init_func()
 	// or klp_init_object() fails with -EINVAL, and says nothing.
@@ -149,6 +153,7 @@ var relocKinds = []struct {
 	{ErrBadSectionName, "bad_section_name"},
 	{ErrVmlinuxFromModule, "vmlinux_from_module"},
 	{ErrNeverLoads, "never_loads"},
+	{ErrNoLivepatch, "no_livepatch"},
 	{ErrNameTooLong, "name_too_long"},
 	{ErrDuplicate, "duplicate"},
 }
@@ -157,7 +162,8 @@ var relocKinds = []struct {
 // "not_found", "ambiguous", "no_such_position", "object_not_loaded",
 // "index_closed", "not_livepatch_symbol", "bad_symbol_name",
 // "bad_section_name", "vmlinux_from_module", "never_loads",
-// "name_too_long", "duplicate" (patched functions), "malformed"
+// "name_too_long", "duplicate" (patched functions), "no_livepatch" (the
+// module as a whole), "malformed"
 // (the module's bytes), or "other". The names do not change between
 // releases; errors.Is on the sentinels is the library's way.
 func (e *RelocError) Kind() string {

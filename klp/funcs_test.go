@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/kallsyms"
 )
 
@@ -185,4 +186,40 @@ func TestStaticPatchNeedsSizes(t *testing.T) {
 	m, err = Parse("decoy.ko", b.Bytes())
 	require.NoError(t, err)
 	assert.Equal(t, FuncsNone, m.FuncSource)
+}
+
+// TestNoLivepatchSupport: a kernel without CONFIG_LIVEPATCH (no
+// klp_enable_patch beside start_kernel) refuses every module marked
+// livepatch, before livepatch sees it (check_modinfo_livepatch()).
+func TestNoLivepatchSupport(t *testing.T) {
+	index := func(text string) *kallsyms.Index {
+		ix, err := kallsyms.Parse("k", strings.NewReader(text), nil)
+		require.NoError(t, err)
+		return ix
+	}
+	lp, err := Open(fixture("klp-patch.ko"))
+	require.NoError(t, err)
+	kp, err := Open(fixture("kpatch-sample.ko"))
+	require.NoError(t, err)
+	const base = "ffffffff81000000 T start_kernel\nffffffff81010180 T vfs_read\n"
+	res := lp.Resolve(index(base))
+	require.NotNil(t, res.LoadErr)
+	assert.True(t, errors.Is(res.LoadErr, ErrNoLivepatch))
+	assert.Equal(t, "no_livepatch", res.LoadErr.Kind())
+	assert.Equal(t, "klp_patch: module is marked as livepatch module, but livepatch support is disabled", res.LoadErr.Kernel)
+	assert.False(t, res.OK(false))
+	assert.Equal(t, 1, res.Resolved, "the relocations are resolved all the same")
+
+	assert.Nil(t, lp.Resolve(index(base+"ffffffff81020000 T klp_enable_patch\n")).LoadErr)
+	assert.Nil(t, lp.Resolve(index("ffffffff81010180 T vfs_read\n")).LoadErr, "no start_kernel: no whole kernel's list")
+	assert.Nil(t, kp.Resolve(index(base)).LoadErr, "a legacy kpatch module is not marked livepatch")
+
+	// The corpus: Debian's 6.1 has livepatch, the 6.18 firecracker
+	// kernel does not.
+	assert.Nil(t, lp.Resolve(amd64Index(t)).LoadErr)
+	fc, err := kallsyms.Open(testutil.Corpus(t, "host/kallsyms-6.18.44-firecracker.txt"), nil)
+	require.NoError(t, err)
+	res = lp.Resolve(fc)
+	require.NotNil(t, res.LoadErr)
+	assert.Equal(t, "no_livepatch", res.LoadErr.Kind())
 }

@@ -52,6 +52,11 @@ type Resolution struct {
 	// BuiltIn lists the deferred objects that look built into this
 	// kernel, whose sections would wait for them forever (see BuiltIn).
 	BuiltIn []BuiltIn
+	// LoadErr is set when the kernel refuses the module as a whole,
+	// before livepatch sees it: ErrNoLivepatch. The relocations and
+	// functions are resolved all the same, to show what else would
+	// fail.
+	LoadErr *RelocError
 }
 
 // BuiltIn is a deferred object that looks built into the kernel: every
@@ -81,7 +86,7 @@ type FuncResult struct {
 // OK reports whether nothing failed, relocations and patched functions
 // (deferred is allowed unless strict).
 func (r *Resolution) OK(strict bool) bool {
-	return r.Errors == 0 && r.FuncErrors == 0 && (!strict || r.Deferred+r.FuncDeferred == 0)
+	return r.LoadErr == nil && r.Errors == 0 && r.FuncErrors == 0 && (!strict || r.Deferred+r.FuncDeferred == 0)
 }
 
 // Resolve answers every livepatch relocation of m against ix, as the kernel
@@ -163,7 +168,30 @@ func (m *Module) Resolve(ix *kallsyms.Index) *Resolution {
 	}
 	slices.Sort(res.DeferredObjects)
 	res.BuiltIn = builtIn(ix, res, deferred)
+	res.LoadErr = m.checkLivepatchSupport(ix)
 	return res
+}
+
+// checkLivepatchSupport: check_modinfo_livepatch() (kernel/module/main.c)
+// refuses a module with a livepatch modinfo key, whatever its value, when
+// the kernel was built without CONFIG_LIVEPATCH. Such a kernel has no
+// klp_enable_patch (kernel/livepatch/core.c, a global function, so in
+// every kallsyms and System.map of a kernel that has it). A symbol list
+// that lacks start_kernel too is no whole kernel's (a test's, or a
+// fragment), and says nothing either way.
+func (m *Module) checkLivepatchSupport(ix *kallsyms.Index) *RelocError {
+	if m.elf.ModInfo("livepatch") == "" {
+		return nil
+	}
+	if _, ok := ix.Find(kallsyms.Vmlinux, "klp_enable_patch", 1); ok {
+		return nil
+	}
+	if _, ok := ix.Find(kallsyms.Vmlinux, "start_kernel", 1); !ok {
+		return nil
+	}
+	return &RelocError{File: m.Path, Section: ".modinfo", Symbol: "livepatch", Err: ErrNoLivepatch,
+		Kernel: m.displayName() + ": module is marked as livepatch module, but livepatch support is disabled",
+		Hint:   "this kernel was built without CONFIG_LIVEPATCH (its symbols have start_kernel but no klp_enable_patch): its module loader refuses every livepatch module (insmod: Exec format error), so nothing here can load on it"}
 }
 
 // builtIn finds the deferred objects of res that look built into ix's

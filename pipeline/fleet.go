@@ -126,8 +126,11 @@ func checkOne(m *klp.Module, kernel string, o FleetOptions) KernelResult {
 	kr.Resolved, kr.Deferred, kr.Errors = res.Resolved+res.FuncResolved, res.Deferred+res.FuncDeferred, res.Errors+res.FuncErrors
 	kr.LoaderMissing, kr.CodeOnly, kr.UnloadedDepends = rep.LoaderMissing, rep.CodeOnly, rep.UnloadedDepends
 	kr.BuiltIn = res.BuiltIn
+	if e := res.LoadErr; e != nil {
+		kr.FirstError, kr.FirstErrorKind = e.Kernel, e.Kind()
+	}
 	for _, r := range res.Results {
-		if r.Err != nil {
+		if kr.FirstError == "" && r.Err != nil {
 			kr.FirstError, kr.FirstErrorKind = r.Err.Kernel, r.Err.Kind()
 			break
 		}

@@ -302,9 +302,14 @@ func TestArchMismatch(t *testing.T) {
 	assert.Equal(t, 6, rows[1].Resolved)
 	assert.Empty(t, rows[1].FirstErrorKind)
 	// A kernel that does not resolve the patch names the first failure's
-	// kind; one that cannot be read, "unreadable".
+	// kind (the 6.18 kernel refuses every livepatch module first: it has
+	// no CONFIG_LIVEPATCH); one that cannot be read, "unreadable".
 	rows = Fleet(m, []string{testutil.Corpus(t, "host/kallsyms-6.18.44-firecracker.txt"), "/nonexistent"}, FleetOptions{})
-	assert.Equal(t, []string{"not_found", "unreadable"}, []string{rows[0].FirstErrorKind, rows[1].FirstErrorKind})
+	assert.Equal(t, []string{"no_livepatch", "unreadable"}, []string{rows[0].FirstErrorKind, rows[1].FirstErrorKind})
+	nf, err := klp.Open(filepath.Join(testutil.RepoRoot(), "testdata", "klp", "err-not-found.ko"))
+	require.NoError(t, err)
+	rows = Fleet(nf, []string{amd64}, FleetOptions{})
+	assert.Equal(t, "not_found", rows[0].FirstErrorKind)
 
 	ix, err := kallsyms.Open(amd64, nil)
 	require.NoError(t, err)

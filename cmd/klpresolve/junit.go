@@ -71,7 +71,11 @@ func checkJUnit(m *klp.Module, rows []pipeline.KernelResult, elapsed time.Durati
 			c.Error = &junitProblem{Message: r.FirstError, Type: r.FirstErrorKind, Text: r.Err.Error()}
 		case !r.OK:
 			suite.Failures++
-			c.Failure = &junitProblem{Message: r.FirstError, Type: "unresolved", Text: counts + "\nfirst error: " + r.FirstError}
+			kind := r.FirstErrorKind
+			if kind == "" {
+				kind = "unresolved"
+			}
+			c.Failure = &junitProblem{Message: r.FirstError, Type: kind, Text: counts + "\nfirst error: " + r.FirstError}
 		}
 		var out []string
 		if c.Failure == nil && c.Error == nil {

@@ -535,10 +535,15 @@ func TestCheckJUnit(t *testing.T) {
 	assert.Equal(t, "unreadable", cs[1].Error.Type)
 	assert.Equal(t, "open /nonexistent: no such file or directory", cs[1].Error.Message)
 
-	// The 6.18 host has no jiffies symbol (and no xfs or ext4).
+	// The 6.18 host has no livepatch support, first, and no jiffies
+	// symbol (it builds ext4 and xfs in: their sections are deferred,
+	// forever).
 	require.NotNil(t, cs[2].Failure)
-	assert.Equal(t, "symbol 'jiffies' not found in symbol table", cs[2].Failure.Message)
-	assert.Equal(t, "2 resolved, 2 deferred, 3 errors\nfirst error: symbol 'jiffies' not found in symbol table", cs[2].Failure.Text)
+	const refused = "livepatch_sample: module is marked as livepatch module, but livepatch support is disabled"
+	assert.Equal(t, refused, cs[2].Failure.Message)
+	assert.Equal(t, "no_livepatch", cs[2].Failure.Type)
+	assert.Equal(t, "2 resolved, 2 deferred, 3 errors\nfirst error: "+refused, cs[2].Failure.Text)
+	assert.Contains(t, cs[2].SystemOut, "warning: module xfs looks built into this kernel")
 
 	// A kernel of another architecture is an error of its own type.
 	arm64 := testutil.Corpus(t, "arm64/kallsyms-6.1.0-57-arm64.txt")
@@ -1312,4 +1317,27 @@ func TestPatchedFuncsCLI(t *testing.T) {
 	assert.Equal(t, []int{4, 1, 3}, []int{c.Kernels[0].Resolved, c.Kernels[0].Deferred, c.Kernels[0].Errors}, "relocations and functions together")
 	assert.Equal(t, "patched function vmlinux:no_such_function: symbol 'no_such_function' not found in symbol table", c.Kernels[0].FirstError)
 	assert.Equal(t, "not_found", c.Kernels[0].FirstErrorKind)
+}
+
+// The 6.18 firecracker kernel has no CONFIG_LIVEPATCH: every report says
+// the kernel refuses the module, and it fails.
+func TestNoLivepatchCLI(t *testing.T) {
+	fc := testutil.Corpus(t, "host/kallsyms-6.18.44-firecracker.txt")
+	code, out, _ := runCLI(t, fixture("klp-patch.ko"), "--kallsyms", fc)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "error: the kernel refuses the module\n  kernel: klp_patch: module is marked as livepatch module, but livepatch support is disabled\n  help: this kernel was built without CONFIG_LIVEPATCH")
+	assert.Contains(t, out, "; the kernel has no livepatch support\n")
+	var j struct {
+		LoadError *struct{ Error, Kind, Help string } `json:"load_error"`
+	}
+	_, out, _ = runCLI(t, fixture("klp-patch.ko"), "--kallsyms", fc, "--format", "json")
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	require.NotNil(t, j.LoadError)
+	assert.Equal(t, "no_livepatch", j.LoadError.Kind)
+	_, out, _ = runCLI(t, fixture("klp-patch.ko"), "--kallsyms", testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), "--format", "json")
+	assert.NotContains(t, out, "load_error")
+
+	code, out, _ = runCLI(t, "check", fixture("livepatch-sample.ko"), "--kallsyms", fc, "--format", "junit")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, `<failure message="livepatch_sample: module is marked as livepatch module, but livepatch support is disabled" type="no_livepatch">`)
 }

@@ -212,6 +212,12 @@ type jsonReloc struct {
 	Help    *string `json:"help,omitempty"`
 }
 
+type jsonLoadError struct {
+	Error string `json:"error"`
+	Kind  string `json:"kind"`
+	Help  string `json:"help"`
+}
+
 type jsonFunc struct {
 	Name   string `json:"name"`
 	Object string `json:"object"`
@@ -234,9 +240,12 @@ type jsonOut struct {
 	Relocations []jsonReloc `json:"relocations"`
 	// FuncSource says where the module declares the functions it
 	// patches (klp.FuncSource); Funcs are they, looked up.
-	FuncSource string     `json:"func_source,omitempty"`
-	Funcs      []jsonFunc `json:"funcs,omitempty"`
-	Deferred   []string   `json:"deferred_objects"`
+	FuncSource string `json:"func_source,omitempty"`
+	// LoadError: the kernel refuses the module as a whole
+	// (klp.Resolution.LoadErr).
+	LoadError *jsonLoadError `json:"load_error,omitempty"`
+	Funcs     []jsonFunc     `json:"funcs,omitempty"`
+	Deferred  []string       `json:"deferred_objects"`
 	// BuiltIn: the deferred objects that look built into the kernel
 	// (klp.BuiltIn), whose relocations would never apply.
 	BuiltIn  []builtInJSON `json:"builtin_objects,omitempty"`
@@ -294,6 +303,9 @@ func jsonResolution(res *klp.Resolution) *jsonOut {
 		out.Relocations = append(out.Relocations, j)
 	}
 	out.FuncSource = string(m.FuncSource)
+	if e := res.LoadErr; e != nil {
+		out.LoadError = &jsonLoadError{e.Kernel, e.Kind(), e.Hint}
+	}
 	for _, f := range res.Funcs {
 		j := jsonFunc{Name: f.Name, Object: f.Object, Sympos: f.Pos, Declared: fmt.Sprintf("%s+%#x", f.Section, f.Offset), Status: string(f.Status)}
 		if f.Status == klp.Resolved {
@@ -477,6 +489,9 @@ func writeResolution(w io.Writer, rep *pipeline.Report, given string) {
 		}
 		fmt.Fprintf(w, "deferred: module %s is not loaded in this kernel; %s when it loads\n", o, deferredWhat(res, o))
 	}
+	if e := res.LoadErr; e != nil {
+		fmt.Fprintf(w, "error: the kernel refuses the module\n  kernel: %s\n  help: %s\n", e.Kernel, e.Hint)
+	}
 	for _, r := range res.Results {
 		if r.Err == nil {
 			continue
@@ -519,6 +534,9 @@ func writeVerdict(w io.Writer, rep *pipeline.Report, strict bool) {
 	fmt.Fprintf(w, "%s: %s: %d resolved, %d deferred, %s", verdict, count(len(res.Results), "relocation", "relocations"), res.Resolved, res.Deferred, count(res.Errors, "error", "errors"))
 	if len(res.Funcs) > 0 {
 		fmt.Fprintf(w, "; %s: %d resolved, %d deferred, %s", count(len(res.Funcs), "patched function", "patched functions"), res.FuncResolved, res.FuncDeferred, count(res.FuncErrors, "error", "errors"))
+	}
+	if res.LoadErr != nil {
+		fmt.Fprintf(w, "; %v", res.LoadErr.Err)
 	}
 	if img := rep.Image; img != nil && !img.Linked() {
 		fmt.Fprintf(w, "; the module does not link: %d failed, %s", len(img.Errors), count(len(img.Unresolved), "unresolved symbol", "unresolved symbols"))
