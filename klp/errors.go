@@ -33,6 +33,10 @@ var (
 	// its module loader refuses every module marked livepatch
 	// (check_modinfo_livepatch(): -ENOEXEC).
 	ErrNoLivepatch = errors.New("the kernel has no livepatch support")
+	// ErrInitFunction: a patched function is vmlinux init code, freed
+	// after boot along with its ftrace record: klp_patch_func() finds no
+	// ftrace location for it and fails the patch.
+	ErrInitFunction = errors.New("patched function is init code")
 	// ErrNameTooLong: a patched function's name is KSYM_NAME_LEN bytes or
 	// longer, or its object's MODULE_NAME_LEN or longer: klp_init_func()
 	// or klp_init_object() fails with -EINVAL, and says nothing.
@@ -154,6 +158,7 @@ var relocKinds = []struct {
 	{ErrVmlinuxFromModule, "vmlinux_from_module"},
 	{ErrNeverLoads, "never_loads"},
 	{ErrNoLivepatch, "no_livepatch"},
+	{ErrInitFunction, "init_function"},
 	{ErrNameTooLong, "name_too_long"},
 	{ErrDuplicate, "duplicate"},
 }
@@ -162,7 +167,7 @@ var relocKinds = []struct {
 // "not_found", "ambiguous", "no_such_position", "object_not_loaded",
 // "index_closed", "not_livepatch_symbol", "bad_symbol_name",
 // "bad_section_name", "vmlinux_from_module", "never_loads",
-// "name_too_long", "duplicate" (patched functions), "no_livepatch" (the
+// "name_too_long", "duplicate", "init_function" (patched functions), "no_livepatch" (the
 // module as a whole), "malformed"
 // (the module's bytes), or "other". The names do not change between
 // releases; errors.Is on the sentinels is the library's way.

@@ -223,3 +223,45 @@ func TestNoLivepatchSupport(t *testing.T) {
 	require.NotNil(t, res.LoadErr)
 	assert.Equal(t, "no_livepatch", res.LoadErr.Kind())
 }
+
+// TestInitMemory: vmlinux's init code and data are freed after boot. A
+// patched init function cannot be patched (ftrace has forgotten it); a
+// relocation to init memory is applied, and would use freed memory.
+func TestInitMemory(t *testing.T) {
+	ix := amd64Index(t)
+	m, err := Open(fixture("klp-patch.ko"))
+	require.NoError(t, err)
+	m.Funcs = append([]Func(nil), m.Funcs...)
+	m.Funcs[0].Name = "start_kernel" // __init, at 0xffffffff83079e46
+	res := m.Resolve(ix)
+	require.NotNil(t, res.Funcs[0].Err)
+	assert.Equal(t, "init_function", res.Funcs[0].Err.Kind())
+	assert.Equal(t, "failed to find location for function 'start_kernel'", res.Funcs[0].Err.Kernel)
+	assert.Contains(t, res.Funcs[0].Err.Hint, "0xffffffff83079e46, in vmlinux's init code (0xffffffff83079000-0xffffffff830e7c04)")
+	assert.Equal(t, 1, res.FuncErrors)
+	assert.Empty(t, res.InitRefs, "vfs_read is no init memory")
+
+	// A call to start_kernel and a load of boot_command_line (__initdata,
+	// 0xffffffff8312e920), beside vfs_read.
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	text := b.AddSection(elfobj.BuildSection{Name: ".text.fn", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 32), Addralign: 16})
+	var rels []elfobj.Reloc
+	var syms []ConvertSymbol
+	for i, n := range []string{"vfs_read", "start_kernel", "boot_command_line"} {
+		s := b.AddSymbol(elfobj.BuildSymbol{Name: n, Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+		rels = append(rels, elfobj.Reloc{Offset: uint64(1 + 8*i), Sym: s, Type: uint32(elf.R_X86_64_PC32), Addend: -4})
+		syms = append(syms, ConvertSymbol{Object: "vmlinux", Name: n})
+	}
+	b.AddRelocs(".rela.text.fn", true, text, rels)
+	ko, err := Convert("obj.o", b.Bytes(), syms)
+	require.NoError(t, err)
+	mm, err := Parse("init.ko", ko)
+	require.NoError(t, err)
+	res = mm.Resolve(ix)
+	assert.True(t, res.OK(false), "the kernel applies them")
+	var names []string
+	for _, i := range res.InitRefs {
+		names = append(names, res.Results[i].Name)
+	}
+	assert.Equal(t, []string{"start_kernel", "boot_command_line"}, names)
+}

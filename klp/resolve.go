@@ -52,6 +52,11 @@ type Resolution struct {
 	// BuiltIn lists the deferred objects that look built into this
 	// kernel, whose sections would wait for them forever (see BuiltIn).
 	BuiltIn []BuiltIn
+	// InitRefs are the indexes in Results of the relocations resolved to
+	// vmlinux's init memory, which the kernel frees after boot: the
+	// patched code would use freed memory. The kernel applies them
+	// without a word.
+	InitRefs []int
 	// LoadErr is set when the kernel refuses the module as a whole,
 	// before livepatch sees it: ErrNoLivepatch. The relocations and
 	// functions are resolved all the same, to show what else would
@@ -150,8 +155,14 @@ func (m *Module) Resolve(ix *kallsyms.Index) *Resolution {
 	if m.Kpatch != nil {
 		m.resolveKpatch(ix, res, deferred)
 	}
+	init := initMemory(ix)
+	for i := range res.Results {
+		if r := &res.Results[i]; r.Status == Resolved && r.Object == kallsyms.Vmlinux && init.any(r.Address) {
+			res.InitRefs = append(res.InitRefs, i)
+		}
+	}
 	for _, fn := range m.Funcs {
-		fr := m.resolveFunc(ix, fn)
+		fr := m.resolveFunc(ix, fn, init)
 		switch fr.Status {
 		case Resolved:
 			res.FuncResolved++
@@ -297,7 +308,7 @@ func (m *Module) lookupErr(s *RelaSection, r *Relocation, err error) *RelocError
 // does when its object is loaded: klp_find_object_symbol(obj->name,
 // func->old_name, func->old_sympos), whose failure fails the patch. An
 // object that is not loaded defers it (klp_module_coming()).
-func (m *Module) resolveFunc(ix *kallsyms.Index, fn Func) FuncResult {
+func (m *Module) resolveFunc(ix *kallsyms.Index, fn Func, init initMem) FuncResult {
 	fr := FuncResult{Func: fn}
 	s := &RelaSection{Name: fn.Section, Object: fn.Object}
 	r := &Relocation{Index: fn.Index, Offset: fn.Offset, Symbol: fn.Name, Sym: SymbolName{Object: fn.Object, Name: fn.Name, Pos: fn.Pos}}
@@ -316,12 +327,50 @@ func (m *Module) resolveFunc(ix *kallsyms.Index, fn Func) FuncResult {
 				errors.As(err, &le)
 				fr.Err.Hint = le.Help() + " (as the klp_func's old_sympos)"
 			}
+		} else if fn.Object == kallsyms.Vmlinux && init.text(sym.Address) {
+			// klp_patch_func(): ftrace_location() of freed init code is 0.
+			fr.Status, fr.Err = Failed, m.relocErr(s, r, &CheckError{Kind: ErrInitFunction,
+				Kernel: fmt.Sprintf("failed to find location for function '%s'", fn.Name),
+				Hint:   fmt.Sprintf("%s is at %#x, in vmlinux's init code (%#x-%#x): freed after boot, and ftrace with it, so livepatch cannot patch it; patch what calls it instead", fn.Name, sym.Address, init.textLo, init.textHi)})
 		} else {
 			fr.Status, fr.Address = Resolved, sym.Address
 		}
 	}
 	return fr
 }
+
+// initMem is where vmlinux's init memory is, which the kernel frees after
+// boot (free_initmem()): its init code (_sinittext.._einittext, which
+// every kallsyms lists) and all of it (__init_begin..__init_end, data
+// symbols that a kallsyms without CONFIG_KALLSYMS_ALL lacks). Zero when
+// the kernel's symbols do not say.
+type initMem struct {
+	textLo, textHi, lo, hi uint64
+}
+
+func initMemory(ix *kallsyms.Index) initMem {
+	addr := func(name string) uint64 {
+		s, ok := ix.Find(kallsyms.Vmlinux, name, 1)
+		if !ok {
+			return 0
+		}
+		return s.Address
+	}
+	m := initMem{textLo: addr("_sinittext"), textHi: addr("_einittext"), lo: addr("__init_begin"), hi: addr("__init_end")}
+	if m.textLo >= m.textHi {
+		m.textLo, m.textHi = 0, 0
+	}
+	if m.lo >= m.hi {
+		m.lo, m.hi = m.textLo, m.textHi
+	}
+	return m
+}
+
+// text reports whether a is vmlinux init code.
+func (m initMem) text(a uint64) bool { return a >= m.textLo && a < m.textHi }
+
+// any reports whether a is in vmlinux's init memory, code or data.
+func (m initMem) any(a uint64) bool { return m.text(a) || a >= m.lo && a < m.hi }
 
 // where is a dynrela as relocErr and lookupErr locate a failure.
 func (d Dynrela) where() (*RelaSection, *Relocation) {

@@ -1341,3 +1341,28 @@ func TestNoLivepatchCLI(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, out, `<failure message="livepatch_sample: module is marked as livepatch module, but livepatch support is disabled" type="no_livepatch">`)
 }
+
+// A relocation to vmlinux's init memory is applied, and warned about.
+func TestInitMemoryCLI(t *testing.T) {
+	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	text := b.AddSection(elfobj.BuildSection{Name: ".text.fn", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 16), Addralign: 16})
+	s := b.AddSymbol(elfobj.BuildSymbol{Name: "boot_command_line", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+	b.AddRelocs(".rela.text.fn", true, text, []elfobj.Reloc{{Offset: 3, Sym: s, Type: uint32(elf.R_X86_64_PC32), Addend: -4}})
+	ko, err := klp.Convert("obj.o", b.Bytes(), []klp.ConvertSymbol{{Object: "vmlinux", Name: "boot_command_line"}})
+	require.NoError(t, err)
+	mod := filepath.Join(t.TempDir(), "init.ko")
+	require.NoError(t, os.WriteFile(mod, ko, 0o644))
+	code, out, _ := runCLI(t, mod, "--kallsyms", k)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "warning: 1 relocation refers to vmlinux's init memory, which the kernel frees after boot: the patched code would use freed memory\n  .klp.rela.vmlinux..text.fn+0x3 .klp.sym.vmlinux.boot_command_line,0 at 0xffffffff8312e920\n")
+	var j struct {
+		Relocations []struct {
+			InitMemory bool `json:"init_memory"`
+		}
+	}
+	_, out, _ = runCLI(t, mod, "--kallsyms", k, "--format", "json")
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	require.Len(t, j.Relocations, 1)
+	assert.True(t, j.Relocations[0].InitMemory)
+}

@@ -207,9 +207,12 @@ type jsonReloc struct {
 	Sympos  uint64  `json:"sympos"`
 	Address *string `json:"address"`
 	Status  string  `json:"status"`
-	Error   *string `json:"error"`
-	Kind    string  `json:"kind,omitempty"` // klp.RelocError.Kind, on errors
-	Help    *string `json:"help,omitempty"`
+	// InitMemory: resolved to vmlinux's init memory, freed after boot
+	// (klp.Resolution.InitRefs).
+	InitMemory bool    `json:"init_memory,omitempty"`
+	Error      *string `json:"error"`
+	Kind       string  `json:"kind,omitempty"` // klp.RelocError.Kind, on errors
+	Help       *string `json:"help,omitempty"`
 }
 
 type jsonLoadError struct {
@@ -286,8 +289,12 @@ func jsonResolution(res *klp.Resolution) *jsonOut {
 	if out.Deferred == nil {
 		out.Deferred = []string{}
 	}
-	for _, r := range res.Results {
-		j := jsonReloc{Section: r.Section, Offset: hex(r.Offset), Type: r.Type, Symbol: r.Symbol, Object: r.Object,
+	initRef := map[int]bool{}
+	for _, i := range res.InitRefs {
+		initRef[i] = true
+	}
+	for i, r := range res.Results {
+		j := jsonReloc{InitMemory: initRef[i], Section: r.Section, Offset: hex(r.Offset), Type: r.Type, Symbol: r.Symbol, Object: r.Object,
 			Name: r.Name, Sympos: r.Pos, Status: string(r.Status)}
 		if r.Status == klp.Resolved {
 			s := hex(r.Address)
@@ -488,6 +495,17 @@ func writeResolution(w io.Writer, rep *pipeline.Report, given string) {
 			continue
 		}
 		fmt.Fprintf(w, "deferred: module %s is not loaded in this kernel; %s when it loads\n", o, deferredWhat(res, o))
+	}
+	if n := len(res.InitRefs); n > 0 {
+		fmt.Fprintf(w, "warning: %s to vmlinux's init memory, which the kernel frees after boot: the patched code would use freed memory\n", count(n, "relocation refers", "relocations refer"))
+		for k, i := range res.InitRefs {
+			if k == 5 {
+				fmt.Fprintf(w, "  ... and %d more (--format json lists them: init_memory)\n", n-k)
+				break
+			}
+			r := res.Results[i]
+			fmt.Fprintf(w, "  %s+%s %s at %s\n", r.Section, hex(r.Offset), r.Symbol, hex(r.Address))
+		}
 	}
 	if e := res.LoadErr; e != nil {
 		fmt.Fprintf(w, "error: the kernel refuses the module\n  kernel: %s\n  help: %s\n", e.Kernel, e.Hint)
