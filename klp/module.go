@@ -134,7 +134,7 @@ func Parse(name string, data []byte) (*Module, error) {
 		// the sections of modules that load later. Only for a built
 		// module: an object without .modinfo gets one from kbuild.
 		if !m.Livepatch && f.SectionByName(".modinfo") != nil {
-			m.Warnings = append(m.Warnings, fmt.Sprintf("no livepatch=Y in .modinfo (MODULE_INFO(livepatch, \"Y\")): klp_enable_patch() refuses the module: \"module %s is not marked as a livepatch module\"", m.displayName()))
+			m.Warnings = append(m.Warnings, fmt.Sprintf("no livepatch=Y in .modinfo (MODULE_INFO(livepatch, \"Y\")): klp_enable_patch() refuses the module: \"module %s is not marked as a livepatch module\"", m.KernelName()))
 		}
 	case m.Kpatch != nil && (len(m.Kpatch.Dynrelas) > 0 || !m.Livepatch):
 		// A livepatch module that kpatch-build made carries
@@ -153,9 +153,9 @@ func Parse(name string, data []byte) (*Module, error) {
 	return m, nil
 }
 
-// displayName is the module's name as the kernel gives it: .modinfo's
+// KernelName is the module's name as the kernel gives it: .modinfo's
 // name, else the file's base name up to its first dot.
-func (m *Module) displayName() string {
+func (m *Module) KernelName() string {
 	if m.Name != "" {
 		return m.Name
 	}

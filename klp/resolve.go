@@ -201,7 +201,7 @@ func (m *Module) checkLivepatchSupport(ix *kallsyms.Index) *RelocError {
 		return nil
 	}
 	return &RelocError{File: m.Path, Section: ".modinfo", Symbol: "livepatch", Err: ErrNoLivepatch,
-		Kernel: m.displayName() + ": module is marked as livepatch module, but livepatch support is disabled",
+		Kernel: m.KernelName() + ": module is marked as livepatch module, but livepatch support is disabled",
 		Hint:   "this kernel was built without CONFIG_LIVEPATCH (its symbols have start_kernel but no klp_enable_patch): its module loader refuses every livepatch module (insmod: Exec format error), so nothing here can load on it"}
 }
 

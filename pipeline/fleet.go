@@ -41,6 +41,9 @@ type KernelResult struct {
 	// BuiltIn: the deferred objects that look built into this kernel
 	// (klp.Resolution.BuiltIn): their relocations would never apply.
 	BuiltIn []klp.BuiltIn
+	// InitRefs: how many relocations resolve into vmlinux's init memory,
+	// freed after boot (klp.Resolution.InitRefs).
+	InitRefs int
 	// Err is set when the kernel's symbols could not be read, or are
 	// another architecture's (ErrArchMismatch): the row has no counts.
 	Err  error
@@ -125,7 +128,7 @@ func checkOne(m *klp.Module, kernel string, o FleetOptions) KernelResult {
 	res := rep.Resolution
 	kr.Resolved, kr.Deferred, kr.Errors = res.Resolved+res.FuncResolved, res.Deferred+res.FuncDeferred, res.Errors+res.FuncErrors
 	kr.LoaderMissing, kr.CodeOnly, kr.UnloadedDepends = rep.LoaderMissing, rep.CodeOnly, rep.UnloadedDepends
-	kr.BuiltIn = res.BuiltIn
+	kr.BuiltIn, kr.InitRefs = res.BuiltIn, len(res.InitRefs)
 	if e := res.LoadErr; e != nil {
 		kr.FirstError, kr.FirstErrorKind = e.Kernel, e.Kind()
 	}

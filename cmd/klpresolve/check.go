@@ -153,9 +153,11 @@ type checkRow struct {
 	// UnloadedDepends: pipeline.KernelResult.UnloadedDepends.
 	UnloadedDepends []string `json:"unloaded_depends,omitempty"`
 	// BuiltIn: pipeline.KernelResult.BuiltIn.
-	BuiltIn   []builtInJSON `json:"builtin_objects,omitempty"`
-	ReadError *string       `json:"read_error,omitempty"`
-	Millis    float64       `json:"ms"`
+	BuiltIn []builtInJSON `json:"builtin_objects,omitempty"`
+	// InitMemoryRefs: pipeline.KernelResult.InitRefs.
+	InitMemoryRefs int     `json:"init_memory_refs,omitempty"`
+	ReadError      *string `json:"read_error,omitempty"`
+	Millis         float64 `json:"ms"`
 }
 
 type checkOut struct {
@@ -179,7 +181,7 @@ func checkJSON(m *klp.Module, rows []pipeline.KernelResult) *checkOut {
 			row.FirstError, row.FirstErrorKind = &s, r.FirstErrorKind
 		}
 		row.LoaderUnresolved, row.KallsymsCodeOnly, row.UnloadedDepends = r.LoaderMissing, r.CodeOnly, r.UnloadedDepends
-		row.BuiltIn = builtInList(r.BuiltIn)
+		row.BuiltIn, row.InitMemoryRefs = builtInList(r.BuiltIn), r.InitRefs
 		if r.Err != nil {
 			s := r.Err.Error()
 			row.ReadError = &s
@@ -201,12 +203,15 @@ func checkJSON(m *klp.Module, rows []pipeline.KernelResult) *checkOut {
 func writeLoaderNote(w io.Writer, rows []pipeline.KernelResult) {
 	// On how many kernels each note holds, and the first such kernel's
 	// missing symbol or dependencies.
-	missing, codeOnly, deps, builtIn := 0, 0, 0, 0
+	missing, codeOnly, deps, builtIn, initRefs := 0, 0, 0, 0, 0
 	var firstMissing string
 	var firstDeps []string
 	var firstBuiltIn klp.BuiltIn
 	var firstBuiltInKernel string
 	for _, r := range rows {
+		if r.InitRefs > 0 {
+			initRefs++
+		}
 		if len(r.BuiltIn) > 0 {
 			if builtIn++; builtIn == 1 {
 				firstBuiltIn, firstBuiltInKernel = r.BuiltIn[0], r.Kernel
@@ -229,6 +234,9 @@ func writeLoaderNote(w io.Writer, rows []pipeline.KernelResult) {
 	if builtIn > 0 {
 		fmt.Fprintf(w, "warning: on %s a module the patch waits for looks built in (first: %s on %s, whose vmlinux has %s): livepatch would never apply its relocations nor patch its functions there; --strict fails such kernels\n",
 			count(builtIn, "kernel", "kernels"), firstBuiltIn.Object, firstBuiltInKernel, firstBuiltIn.Names[0])
+	}
+	if initRefs > 0 {
+		fmt.Fprintf(w, "warning: on %s the patch refers to vmlinux's init memory, which the kernel frees after boot (the main job lists the relocations)\n", count(initRefs, "kernel", "kernels"))
 	}
 	if missing > 0 {
 		fmt.Fprintf(w, "note: insmod would refuse ordinary symbols on %s (first: %s, \"Unknown symbol\"); --link checks the whole module\n", count(missing, "kernel", "kernels"), firstMissing)

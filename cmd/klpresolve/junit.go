@@ -61,9 +61,9 @@ func seconds(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
 // checkJUnit is check's report as JUnit XML: one suite named after the
 // module, one case per kernel in the order checked.
 func checkJUnit(m *klp.Module, rows []pipeline.KernelResult, elapsed time.Duration) *junitSuites {
-	suite := junitSuite{Name: fmt.Sprintf("klpresolve check %s (%s)", m.Name, m.Path), Tests: len(rows), Time: seconds(elapsed)}
+	suite := junitSuite{Name: fmt.Sprintf("klpresolve check %s (%s)", m.KernelName(), m.Path), Tests: len(rows), Time: seconds(elapsed)}
 	for _, r := range rows {
-		c := junitCase{Name: r.Kernel, ClassName: "klpresolve.check." + m.Name, Time: seconds(r.Time)}
+		c := junitCase{Name: r.Kernel, ClassName: "klpresolve.check." + m.KernelName(), Time: seconds(r.Time)}
 		counts := fmt.Sprintf("%d resolved, %d deferred, %s", r.Resolved, r.Deferred, count(r.Errors, "error", "errors"))
 		switch {
 		case r.Err != nil:
@@ -83,6 +83,9 @@ func checkJUnit(m *klp.Module, rows []pipeline.KernelResult, elapsed time.Durati
 		}
 		for _, b := range r.BuiltIn {
 			out = append(out, "warning: "+builtInNote(b))
+		}
+		if r.InitRefs > 0 {
+			out = append(out, fmt.Sprintf("warning: %s to vmlinux's init memory, which the kernel frees after boot", count(r.InitRefs, "relocation refers", "relocations refer")))
 		}
 		if len(r.LoaderMissing) > 0 {
 			out = append(out, loaderNote(r.LoaderMissing, nil))

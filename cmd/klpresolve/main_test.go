@@ -1365,4 +1365,11 @@ func TestInitMemoryCLI(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &j))
 	require.Len(t, j.Relocations, 1)
 	assert.True(t, j.Relocations[0].InitMemory)
+	_, out, _ = runCLI(t, "check", mod, "--kallsyms", k)
+	assert.Contains(t, out, "warning: on 1 kernel the patch refers to vmlinux's init memory")
+	_, out, _ = runCLI(t, "check", mod, "--kallsyms", k, "--format", "json")
+	assert.Contains(t, out, `"init_memory_refs": 1`)
+	_, out, _ = runCLI(t, "check", mod, "--kallsyms", k, "--format", "junit")
+	assert.Contains(t, out, "warning: 1 relocation refers to vmlinux's init memory")
+	assert.Contains(t, out, `classname="klpresolve.check.init"`, "a module without .modinfo is named after its file")
 }
