@@ -12,6 +12,7 @@ import (
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/testutil"
+	"github.com/klpresolve/klpresolve/internal/testutil/testelf"
 	"github.com/klpresolve/klpresolve/kallsyms"
 )
 
@@ -243,25 +244,20 @@ func TestInitMemory(t *testing.T) {
 
 	// A call to start_kernel and a load of boot_command_line (__initdata,
 	// 0xffffffff8312e920), beside vfs_read.
-	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
-	text := b.AddSection(elfobj.BuildSection{Name: ".text.fn", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 32), Addralign: 16})
-	var rels []elfobj.Reloc
+	names := []string{"vfs_read", "start_kernel", "boot_command_line"}
 	var syms []ConvertSymbol
-	for i, n := range []string{"vfs_read", "start_kernel", "boot_command_line"} {
-		s := b.AddSymbol(elfobj.BuildSymbol{Name: n, Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
-		rels = append(rels, elfobj.Reloc{Offset: uint64(1 + 8*i), Sym: s, Type: uint32(elf.R_X86_64_PC32), Addend: -4})
+	for _, n := range names {
 		syms = append(syms, ConvertSymbol{Object: "vmlinux", Name: n})
 	}
-	b.AddRelocs(".rela.text.fn", true, text, rels)
-	ko, err := Convert("obj.o", b.Bytes(), syms)
+	ko, err := Convert("obj.o", testelf.X86Calls(".text.fn", elf.R_X86_64_PC32, names...), syms)
 	require.NoError(t, err)
 	mm, err := Parse("init.ko", ko)
 	require.NoError(t, err)
 	res = mm.Resolve(ix)
 	assert.True(t, res.OK(false), "the kernel applies them")
-	var names []string
+	var refs []string
 	for _, i := range res.InitRefs {
-		names = append(names, res.Results[i].Name)
+		refs = append(refs, res.Results[i].Name)
 	}
-	assert.Equal(t, []string{"start_kernel", "boot_command_line"}, names)
+	assert.Equal(t, []string{"start_kernel", "boot_command_line"}, refs)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/testutil"
+	"github.com/klpresolve/klpresolve/internal/testutil/testelf"
 	"github.com/klpresolve/klpresolve/kallsyms"
 )
 
@@ -432,16 +433,8 @@ func TestBuiltIn(t *testing.T) {
 	// Two xfs symbols, and a vmlinux one from the xfs section: vmlinux
 	// having one of the two is chance, not a built-in xfs; having both
 	// is, and the vmlinux symbol is no evidence either way.
-	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
-	text := b.AddSection(elfobj.BuildSection{Name: ".text.fn", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 32), Addralign: 16})
-	b.AddSymbol(elfobj.BuildSymbol{Name: "fn", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC), Shndx: uint16(text), Size: 32})
-	var rels []elfobj.Reloc
-	for i, n := range []string{"xfs_iget", "xfs_ilock", "vfs_read"} {
-		s := b.AddSymbol(elfobj.BuildSymbol{Name: n, Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
-		rels = append(rels, elfobj.Reloc{Offset: uint64(1 + 8*i), Sym: s, Type: uint32(elf.R_X86_64_PLT32), Addend: -4})
-	}
-	b.AddRelocs(".rela.text.fn", true, text, rels)
-	ko, err := Convert("obj.o", b.Bytes(), []ConvertSymbol{{Object: "xfs", Name: "xfs_iget"}, {Object: "xfs", Name: "xfs_ilock"}, {Object: "vmlinux", Name: "vfs_read"}})
+	obj := testelf.X86Calls(".text.fn", elf.R_X86_64_PLT32, "xfs_iget", "xfs_ilock", "vfs_read")
+	ko, err := Convert("obj.o", obj, []ConvertSymbol{{Object: "xfs", Name: "xfs_iget"}, {Object: "xfs", Name: "xfs_ilock"}, {Object: "vmlinux", Name: "vfs_read"}})
 	require.NoError(t, err)
 	two, err := Parse("two.ko", ko)
 	require.NoError(t, err)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/testutil"
+	"github.com/klpresolve/klpresolve/internal/testutil/testelf"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
 )
@@ -330,16 +331,8 @@ func TestPLTCommandCorpus(t *testing.T) {
 // text and JSON, as insmod would ("Unknown symbol").
 func TestLinkNotExported(t *testing.T) {
 	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
-	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
-	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 16), Addralign: 16})
-	vr := b.AddSymbol(elfobj.BuildSymbol{Name: "vfs_read", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
-	pk := b.AddSymbol(elfobj.BuildSymbol{Name: "_printk", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
-	b.AddRelocs(".rela.text", true, text, []elfobj.Reloc{
-		{Offset: 1, Sym: vr, Type: uint32(elf.R_X86_64_PLT32), Addend: -4},
-		{Offset: 9, Sym: pk, Type: uint32(elf.R_X86_64_PLT32), Addend: -4},
-	})
 	mod := filepath.Join(t.TempDir(), "calls.ko")
-	require.NoError(t, os.WriteFile(mod, b.Bytes(), 0o644))
+	require.NoError(t, os.WriteFile(mod, testelf.X86Calls(".text", elf.R_X86_64_PLT32, "vfs_read", "_printk"), 0o644))
 	code, stdout, _ := runCLI(t, "link", mod, "--kallsyms", k)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stdout, `unresolved: vfs_read (vmlinux has it at 0xffffffff813669e0, T, but does not export it: insmod says "Unknown symbol")`)
@@ -357,9 +350,9 @@ func TestLinkNotExported(t *testing.T) {
 	assert.Equal(t, "0xffffffff813669e0", j.NotExported[0].Address)
 
 	// A module without a GPL-compatible license and a GPL-only export.
-	b = &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
 	b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("license=Proprietary\x00"), Addralign: 1})
-	text = b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 8), Addralign: 16})
+	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 8), Addralign: 16})
 	cr := b.AddSymbol(elfobj.BuildSymbol{Name: "call_rcu", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
 	b.AddRelocs(".rela.text", true, text, []elfobj.Reloc{{Offset: 1, Sym: cr, Type: uint32(elf.R_X86_64_PLT32), Addend: -4}})
 	require.NoError(t, os.WriteFile(mod, b.Bytes(), 0o644))
@@ -1179,17 +1172,9 @@ func TestBuiltInCLI(t *testing.T) {
 	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
 	sysmap := testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64")
 	fc := testutil.Corpus(t, "host/kallsyms-6.18.44-firecracker.txt")
-	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
-	text := b.AddSection(elfobj.BuildSection{Name: ".text.livepatch_fuse", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 16), Addralign: 16})
-	gr := b.AddSymbol(elfobj.BuildSymbol{Name: "fuse_get_req", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
-	dr := b.AddSymbol(elfobj.BuildSymbol{Name: "fuse_dev_release", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
-	b.AddRelocs(".rela.text.livepatch_fuse", true, text, []elfobj.Reloc{
-		{Offset: 1, Sym: gr, Type: uint32(elf.R_X86_64_PLT32), Addend: -4},
-		{Offset: 9, Sym: dr, Type: uint32(elf.R_X86_64_PLT32), Addend: -4},
-	})
 	dir := t.TempDir()
 	obj, ko := filepath.Join(dir, "fuse.o"), filepath.Join(dir, "fuse.ko")
-	require.NoError(t, os.WriteFile(obj, b.Bytes(), 0o644))
+	require.NoError(t, os.WriteFile(obj, testelf.X86Calls(".text.livepatch_fuse", elf.R_X86_64_PLT32, "fuse_get_req", "fuse_dev_release"), 0o644))
 	code, _, stderr := runCLI(t, "convert", obj, "-o", ko, "--kallsyms", k, "--symbol", "fuse:fuse_get_req", "--symbol", "fuse:fuse_dev_release")
 	require.Equal(t, 0, code, stderr)
 
@@ -1345,17 +1330,13 @@ func TestNoLivepatchCLI(t *testing.T) {
 // A relocation to vmlinux's init memory is applied, and warned about.
 func TestInitMemoryCLI(t *testing.T) {
 	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
-	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
-	text := b.AddSection(elfobj.BuildSection{Name: ".text.fn", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 16), Addralign: 16})
-	s := b.AddSymbol(elfobj.BuildSymbol{Name: "boot_command_line", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
-	b.AddRelocs(".rela.text.fn", true, text, []elfobj.Reloc{{Offset: 3, Sym: s, Type: uint32(elf.R_X86_64_PC32), Addend: -4}})
-	ko, err := klp.Convert("obj.o", b.Bytes(), []klp.ConvertSymbol{{Object: "vmlinux", Name: "boot_command_line"}})
+	ko, err := klp.Convert("obj.o", testelf.X86Calls(".text.fn", elf.R_X86_64_PC32, "boot_command_line"), []klp.ConvertSymbol{{Object: "vmlinux", Name: "boot_command_line"}})
 	require.NoError(t, err)
 	mod := filepath.Join(t.TempDir(), "init.ko")
 	require.NoError(t, os.WriteFile(mod, ko, 0o644))
 	code, out, _ := runCLI(t, mod, "--kallsyms", k)
 	assert.Equal(t, 0, code)
-	assert.Contains(t, out, "warning: 1 relocation refers to vmlinux's init memory, which the kernel frees after boot: the patched code would use freed memory\n  .klp.rela.vmlinux..text.fn+0x3 .klp.sym.vmlinux.boot_command_line,0 at 0xffffffff8312e920\n")
+	assert.Contains(t, out, "warning: 1 relocation refers to vmlinux's init memory, which the kernel frees after boot: the patched code would use freed memory\n  .klp.rela.vmlinux..text.fn+0x1 .klp.sym.vmlinux.boot_command_line,0 at 0xffffffff8312e920\n")
 	var j struct {
 		Relocations []struct {
 			InitMemory bool `json:"init_memory"`
