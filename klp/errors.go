@@ -12,7 +12,7 @@ import (
 
 // Errors of the kernel's checks, in the order klp_resolve_symbols() makes
 // them. A failed lookup wraps the kallsyms sentinels instead
-// (kallsyms.ErrNotFound, ErrAmbiguous, ErrNoSuchPosition, ErrNoObject).
+// (kallsyms.ErrNotFound, ErrAmbiguous, ErrNoSuchPosition, ErrObjectNotInPatch).
 var (
 	// ErrNotLivepatchSymbol: the symbol's st_shndx is not SHN_LIVEPATCH.
 	ErrNotLivepatchSymbol = errors.New("not a livepatch symbol")
@@ -33,6 +33,9 @@ var (
 	// its module loader refuses every module marked livepatch
 	// (check_modinfo_livepatch(): -ENOEXEC).
 	ErrNoLivepatch = errors.New("the kernel has no livepatch support")
+	// ErrObjectNotInPatch: a .klp.rela section for a module the patch declares no
+	// klp_object for: livepatch never applies it, and says nothing.
+	ErrObjectNotInPatch = errors.New("no klp_object for the section's module")
 	// ErrInitFunction: a patched function is vmlinux init code, freed
 	// after boot along with its ftrace record: klp_patch_func() finds no
 	// ftrace location for it and fails the patch.
@@ -158,6 +161,7 @@ var relocKinds = []struct {
 	{ErrVmlinuxFromModule, "vmlinux_from_module"},
 	{ErrNeverLoads, "never_loads"},
 	{ErrNoLivepatch, "no_livepatch"},
+	{ErrObjectNotInPatch, "no_klp_object"},
 	{ErrInitFunction, "init_function"},
 	{ErrNameTooLong, "name_too_long"},
 	{ErrDuplicate, "duplicate"},
@@ -167,7 +171,8 @@ var relocKinds = []struct {
 // "not_found", "ambiguous", "no_such_position", "object_not_loaded",
 // "index_closed", "not_livepatch_symbol", "bad_symbol_name",
 // "bad_section_name", "vmlinux_from_module", "never_loads",
-// "name_too_long", "duplicate", "init_function" (patched functions), "no_livepatch" (the
+// "name_too_long", "duplicate", "init_function" (patched functions),
+// "no_klp_object", "no_livepatch" (the
 // module as a whole), "malformed"
 // (the module's bytes), or "other". The names do not change between
 // releases; errors.Is on the sentinels is the library's way.

@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/kallsyms"
@@ -225,8 +226,12 @@ func (d *dataRelocs) arraySize(sec int, off uint64) (uint64, bool) {
 		}
 	}
 	size, ok := d.sizes[[2]uint64{uint64(sec), off}]
-	// An array lies within its section's data.
+	// An array lies within its section's data (or its size, for a
+	// zeroed array that the compiler put in .bss).
 	n := uint64(len(d.m.elf.SectionData(&d.m.elf.Sections[sec])))
+	if s := &d.m.elf.Sections[sec]; s.Type == elf.SHT_NOBITS {
+		n = s.Size
+	}
 	if !ok || off > n || size > n-off {
 		return 0, false
 	}
@@ -243,11 +248,11 @@ func (d *dataRelocs) secName(sec int) string { return d.m.elf.Sections[sec].Name
 // functions run from where its funcs points to the next object's (or the
 // section's end), which does not depend on the layout of the rest of
 // klp_object_ext (its callbacks come and go between versions).
-func (m *Module) readKlpBuild(d *dataRelocs) ([]Func, error) {
+func (m *Module) readKlpBuild(d *dataRelocs) ([]Func, []string, error) {
 	f := m.elf
 	objs, funcs := f.SectionByName(".init.klp_objects"), f.SectionByName(".init.klp_funcs")
 	if objs == nil || funcs == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	type object struct {
 		name  string
@@ -269,7 +274,7 @@ func (m *Module) readKlpBuild(d *dataRelocs) ([]Func, error) {
 		if nr, ok := d.at(objs.Index, off-d.w); ok {
 			s, err := d.str(nr, objs.Index)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			o.name = s
 		}
@@ -292,16 +297,20 @@ func (m *Module) readKlpBuild(d *dataRelocs) ([]Func, error) {
 		for off := o.start; off+stride <= end; off += stride {
 			r, ok := d.at(funcs.Index, off)
 			if !ok {
-				return nil, &elfobj.FormatError{File: m.Path, Section: funcs.Name, Msg: fmt.Sprintf("klp_func_ext at %#x has no old_name", off)}
+				return nil, nil, &elfobj.FormatError{File: m.Path, Section: funcs.Name, Msg: fmt.Sprintf("klp_func_ext at %#x has no old_name", off)}
 			}
 			name, err := d.str(r, funcs.Index)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			out = append(out, Func{Index: len(out), Name: name, Object: o.name, Pos: d.wordAt(funcs.Index, off+2*d.w), Section: funcs.Name, Offset: off})
 		}
 	}
-	return out, nil
+	names := make([]string, len(list))
+	for i, o := range list {
+		names[i] = o.name
+	}
+	return out, names, nil
 }
 
 // readStaticPatch finds a static struct klp_patch in the module's data and
@@ -319,7 +328,7 @@ func (m *Module) readKlpBuild(d *dataRelocs) ([]Func, error) {
 // to data whose entries point, one word in, to arrays of (string, code)
 // pointer pairs; a struct file_operations, whose owner is also
 // THIS_MODULE, is followed by a function pointer instead.
-func (m *Module) readStaticPatch(d *dataRelocs) ([]Func, error) {
+func (m *Module) readStaticPatch(d *dataRelocs) ([]Func, []string) {
 	f := m.elf
 	secs := make([]int, 0, len(d.rel))
 	for s := range d.rel {
@@ -343,8 +352,8 @@ func (m *Module) readStaticPatch(d *dataRelocs) ([]Func, error) {
 			if !ok {
 				continue
 			}
-			if fs, ok := d.readObjects(osec, ooff); ok {
-				return fs, nil
+			if fs, objs, ok := d.readObjects(osec, ooff); ok {
+				return fs, objs
 			}
 		}
 	}
@@ -353,10 +362,10 @@ func (m *Module) readStaticPatch(d *dataRelocs) ([]Func, error) {
 
 // readObjects reads a klp_object array at sec+off (see readStaticPatch);
 // ok is false when it is not one.
-func (d *dataRelocs) readObjects(sec int, off uint64) (out []Func, ok bool) {
+func (d *dataRelocs) readObjects(sec int, off uint64) (out []Func, objs []string, ok bool) {
 	size, sized := d.arraySize(sec, off)
 	if !sized {
-		return nil, false
+		return nil, nil, false
 	}
 	// The objects' funcs fields: pointers, one word into an entry, to
 	// arrays that read as klp_func arrays.
@@ -376,12 +385,12 @@ func (d *dataRelocs) readObjects(sec int, off uint64) (out []Func, ok bool) {
 	}
 	n := uint64(len(entries))
 	if n == 0 || entries[0].at != off || size%(n+1) != 0 {
-		return nil, false
+		return nil, nil, false
 	}
 	stride := size / (n + 1)
 	for i, e := range entries {
 		if e.at != off+uint64(i)*stride {
-			return nil, false
+			return nil, nil, false
 		}
 	}
 	for _, e := range entries {
@@ -389,16 +398,17 @@ func (d *dataRelocs) readObjects(sec int, off uint64) (out []Func, ok bool) {
 		if r, ok := d.at(sec, e.at); ok {
 			s, err := d.str(r, sec)
 			if err != nil {
-				return nil, false
+				return nil, nil, false
 			}
 			name = s
 		}
+		objs = append(objs, name)
 		for _, fn := range e.funcs {
 			fn.Index, fn.Object = len(out), name
 			out = append(out, fn)
 		}
 	}
-	return out, true
+	return out, objs, true
 }
 
 // readFuncArray reads a klp_func array at sec+off: entries of a string
@@ -441,7 +451,12 @@ func (d *dataRelocs) readFuncArrayOnce(sec int, off uint64) ([]Func, bool) {
 		}
 	}
 	n := uint64(len(starts))
-	if n == 0 || starts[0] != off || size%(n+1) != 0 || size/(n+1) < 3*d.w {
+	if n == 0 {
+		// An object that patches no function (klp_enable_patch() wants
+		// funcs set, not filled): a zeroed array, the terminator alone.
+		return nil, len(d.offsetsIn(sec, off, off+size)) == 0
+	}
+	if starts[0] != off || size%(n+1) != 0 || size/(n+1) < 3*d.w {
 		return nil, false
 	}
 	stride := size / (n + 1)
@@ -501,17 +516,34 @@ func (m *Module) readFuncs() error {
 		return err
 	}
 	if klpBuild {
-		if m.Funcs, err = m.readKlpBuild(d); err != nil {
+		if m.Funcs, m.Objects, err = m.readKlpBuild(d); err != nil {
 			return err
 		}
 		m.FuncSource = FuncsKlpBuild
 		return nil
 	}
-	if m.Funcs, err = m.readStaticPatch(d); err != nil {
-		return err
-	}
-	if len(m.Funcs) > 0 {
+	if m.Funcs, m.Objects = m.readStaticPatch(d); m.Objects != nil {
 		m.FuncSource = FuncsStatic
 	}
 	return nil
+}
+
+// checkObjects marks the .klp.rela sections of modules the patch declares
+// no klp_object for, when its objects are known (Objects): livepatch
+// applies a module's sections only while it initializes one of the
+// patch's objects (klp_init_object_loaded() calls
+// klp_apply_object_relocs() for klp_objects alone), so theirs are never
+// applied, and the patched code would use what the relocations left in
+// place (zero, plus the addend). vmlinux's are applied at load, whatever
+// the objects.
+func (m *Module) checkObjects() {
+	if m.Objects == nil {
+		return
+	}
+	for _, s := range m.Sections {
+		if s.Err == nil && s.Object != kallsyms.Vmlinux && !slices.Contains(m.Objects, s.Object) {
+			s.Err = &CheckError{Kind: ErrObjectNotInPatch, // the kernel says nothing
+				Hint: fmt.Sprintf("the patch declares no klp_object for %s (its objects: %s), and livepatch applies %s's sections only for one: never applied, the patched code would use unrelocated addresses; add a klp_object for %s", s.Object, strings.Join(m.Objects, ", "), s.Object, s.Object)}
+		}
+	}
 }

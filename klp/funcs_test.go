@@ -261,3 +261,49 @@ func TestInitMemory(t *testing.T) {
 	}
 	assert.Equal(t, []string{"start_kernel", "boot_command_line"}, refs)
 }
+
+// TestObjectsDeclared: the klp_objects a patch declares, and what a
+// .klp.rela section for a module the patch has no klp_object for means:
+// it is never applied.
+func TestObjectsDeclared(t *testing.T) {
+	for file, want := range map[string][]string{
+		"klp-patch.ko":        {"vmlinux", "ext4", "xfs"},
+		"klp-patch-broken.ko": {"vmlinux", "ext4", "xfs", "nfs"}, // nfs's funcs: empty, in .bss
+		"klp-build.ko":        {"vmlinux", "ext4", "xfs"},
+		"kpatch-sample.ko":    nil, // kpatch-build's hook builds them: unknown
+		"livepatch-sample.ko": nil,
+	} {
+		m, err := Open(fixture(file))
+		require.NoError(t, err)
+		assert.Equal(t, want, m.Objects, file)
+	}
+
+	// klp-patch.c's vfs_read call made a relocation against nfs's
+	// symbol: klp-patch.ko has no nfs object, the broken one has.
+	ix := amd64Index(t)
+	ix2, err := kallsyms.Parse("k", strings.NewReader("ffffffff81000000 T start_kernel\nffffffff81020000 T klp_enable_patch\nffffffffc0100000 t vfs_read\t[nfs]\n"), nil)
+	require.NoError(t, err)
+	for file, kind := range map[string]string{"klp-patch.o": "no_klp_object", "klp-patch-broken.o": ""} {
+		obj, err := readFixture(file)
+		require.NoError(t, err)
+		ko, err := Convert(file, obj, []ConvertSymbol{{Object: "nfs", Name: "vfs_read"}})
+		require.NoError(t, err)
+		m, err := Parse(file, ko)
+		require.NoError(t, err)
+		require.Len(t, m.Sections, 1)
+		assert.Equal(t, "nfs", m.Sections[0].Object)
+		res := m.Resolve(ix2)
+		if kind == "" {
+			assert.Equal(t, 1, res.Resolved, file)
+			continue
+		}
+		require.Len(t, res.Results, 1)
+		require.NotNil(t, res.Results[0].Err)
+		assert.Equal(t, kind, res.Results[0].Err.Kind())
+		assert.True(t, errors.Is(res.Results[0].Err, ErrObjectNotInPatch))
+		assert.Contains(t, res.Results[0].Err.Hint, "the patch declares no klp_object for nfs (its objects: vmlinux, ext4, xfs)")
+		// Against a kernel without nfs it fails all the same: the
+		// section would never be applied anywhere.
+		assert.Equal(t, 1, m.Resolve(ix).Errors)
+	}
+}

@@ -44,6 +44,10 @@ type Module struct {
 	// them (FuncSource says where), in its order.
 	Funcs      []Func
 	FuncSource FuncSource
+	// Objects are the klp_objects the patch declares ("vmlinux" for the
+	// one without a name), in its order, when FuncSource says where
+	// (FuncsStatic, FuncsKlpBuild); nil when unknown.
+	Objects []string
 	// Warnings are things a patch author wants to know that are not a
 	// relocation's failure: what the kernel would silently do (a .klp.rela
 	// section without SHF_RELA_LIVEPATCH, one whose target is not
@@ -150,6 +154,7 @@ func Parse(name string, data []byte) (*Module, error) {
 		}
 	}
 	checkFuncs(m.Funcs, m.FuncSource == FuncsStatic)
+	m.checkObjects()
 	return m, nil
 }
 

@@ -1254,8 +1254,8 @@ func TestPatchedFuncsCLI(t *testing.T) {
 
 	code, out, _ = runCLI(t, fixture("klp-patch-broken.ko"), "--kallsyms", k)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, out, "error: patched function vmlinux:no_such_function,0 (declared at .data+0x730)\n  livepatch: symbol 'no_such_function' not found in symbol table\n")
-	assert.Contains(t, out, "error: patched function vmlinux:type_show,0 (declared at .data+0x7c8)\n  livepatch: unresolvable ambiguity for symbol 'type_show' in object '(null)'\n  help: 17 symbols named \"type_show\" in vmlinux; give a sympos:")
+	assert.Contains(t, out, "error: patched function vmlinux:no_such_function,0 (declared at .data+0x7f0)\n  livepatch: symbol 'no_such_function' not found in symbol table\n")
+	assert.Contains(t, out, "error: patched function vmlinux:type_show,0 (declared at .data+0x888)\n  livepatch: unresolvable ambiguity for symbol 'type_show' in object '(null)'\n  help: 17 symbols named \"type_show\" in vmlinux; give a sympos:")
 	assert.Contains(t, out, "FAILED: 1 relocation: 1 resolved, 0 deferred, 0 errors; 7 patched functions: 3 resolved, 1 deferred, 3 errors\n")
 
 	var j struct {
@@ -1283,7 +1283,7 @@ func TestPatchedFuncsCLI(t *testing.T) {
 	assert.Equal(t, "0xffffffff81120370", *j.Funcs[1].Address)
 	assert.Equal(t, "not_found", j.Funcs[2].Kind)
 	assert.Nil(t, j.Funcs[2].Address)
-	assert.Equal(t, ".data+0x730", j.Funcs[2].Declared)
+	assert.Equal(t, ".data+0x7f0", j.Funcs[2].Declared)
 	assert.Equal(t, "deferred", j.Funcs[6].Status)
 	assert.Equal(t, []int{3, 1, 3}, []int{j.Summary.R, j.Summary.D, j.Summary.E})
 	assert.False(t, j.Summary.OK)

@@ -17,7 +17,8 @@
  * Built with -DBROKEN (klp-patch-broken.ko): vmlinux also patches
  * no_such_function (not found), type_show with old_sympos 0 (ambiguous)
  * and vfs_read with old_sympos 1, which sysfs names like the first
- * (vfs_read,1: -EEXIST).
+ * (vfs_read,1: -EEXIST); and a fourth object, nfs, patches nothing (an
+ * empty klp_func array, which klp_enable_patch() takes).
  */
 struct list_head { struct list_head *next, *prev; };
 struct kref { int refcount; };
@@ -106,10 +107,18 @@ static struct klp_func xfs_funcs[] = {
 	{ .old_name = "xfs_iget", .new_func = livepatch_xfs, },
 	{ }
 };
+#ifdef BROKEN
+static struct klp_func nfs_funcs[] = {
+	{ }
+};
+#endif
 static struct klp_object objs[] = {
 	{ /* name being NULL means vmlinux */ .funcs = vmlinux_funcs, },
 	{ .name = "ext4", .funcs = ext4_funcs, },
 	{ .name = "xfs", .funcs = xfs_funcs, },
+#ifdef BROKEN
+	{ .name = "nfs", .funcs = nfs_funcs, },
+#endif
 	{ }
 };
 static struct klp_patch patch = {
