@@ -38,7 +38,7 @@ func newCheckCmd(a *app) *cobra.Command {
 --kernels DIR: kallsyms files, System.maps or snapshots, or links to them; files that
 begin as none of these, such as a README, are left out and named on standard error), in parallel
 on all cores, sharing the parsed module, and prints one row per kernel: relocations
-resolved, deferred and failed, and the first error. With --link each kernel also links
+and patched functions resolved, deferred and failed, and the first error. With --link each kernel also links
 the whole module. --format junit writes a JUnit XML report for CI systems (Jenkins,
 GitLab, GitHub): one test case per kernel, failed or unreadable kernels as failures
 and errors.

@@ -176,16 +176,18 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
   # For CI: JSON, and a relocation waiting for a module that is not loaded fails
   klpresolve livepatch-fix.ko.xz --kallsyms kernels/host.snap --format json --strict`,
 		Long: `klpresolve resolves every livepatch relocation of PATCH.ko (.klp.rela.<obj>.<sec>
-sections, .klp.sym.<obj>.<name>,<pos> symbols, or legacy kpatch dynrelas) against a
-kernel's symbols (/proc/kallsyms, a System.map or a snapshot), with the kernel's own
-rules and error messages, and says what would fix each failure. With --link it also
+sections, .klp.sym.<obj>.<name>,<pos> symbols, or legacy kpatch dynrelas), and every
+function it patches (klp_func old_name/old_sympos, kpatch-build's .kpatch.funcs,
+klp-build's .init.klp_funcs), against a kernel's symbols (/proc/kallsyms, a System.map
+or a snapshot), with the kernel's own rules and error messages, and says what would
+fix each failure; a kernel built without CONFIG_LIVEPATCH refuses the module. With --link it also
 links the whole module against those symbols and records it in a CFI shadow; without
 it, a note names the ordinary undefined symbols insmod would refuse ("Unknown symbol").
 PATCH.ko may be compressed (zstd, gzip, xz), or - for standard input.
 
-Exit status: 0 all resolved (deferred allowed), 1 a relocation failed (or was deferred
-under --strict, or the module did not link), 2 unusable input or usage, 3 --max-time
-exceeded.`,
+Exit status: 0 all resolved (deferred allowed), 1 a relocation or patched function
+failed (or was deferred under --strict, or the module did not link, or the kernel
+refuses it), 2 unusable input or usage, 3 --max-time exceeded.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          needArgs(1, 1, "one livepatch module, PATCH.ko"),
