@@ -40,6 +40,11 @@ var (
 	// after boot along with its ftrace record: klp_patch_func() finds no
 	// ftrace location for it and fails the patch.
 	ErrInitFunction = errors.New("patched function is init code")
+	// ErrNotTraceable: a patched function is vmlinux code built without
+	// an ftrace call site (noinstr, cpuidle or entry code):
+	// klp_patch_func() finds no ftrace location for it and fails the
+	// patch.
+	ErrNotTraceable = errors.New("patched function cannot be traced")
 	// ErrNameTooLong: a patched function's name is KSYM_NAME_LEN bytes or
 	// longer, or its object's MODULE_NAME_LEN or longer: klp_init_func()
 	// or klp_init_object() fails with -EINVAL, and says nothing.
@@ -163,6 +168,7 @@ var relocKinds = []struct {
 	{ErrNoLivepatch, "no_livepatch"},
 	{ErrObjectNotInPatch, "no_klp_object"},
 	{ErrInitFunction, "init_function"},
+	{ErrNotTraceable, "not_traceable"},
 	{ErrNameTooLong, "name_too_long"},
 	{ErrDuplicate, "duplicate"},
 }
@@ -171,7 +177,8 @@ var relocKinds = []struct {
 // "not_found", "ambiguous", "no_such_position", "object_not_loaded",
 // "index_closed", "not_livepatch_symbol", "bad_symbol_name",
 // "bad_section_name", "vmlinux_from_module", "never_loads",
-// "name_too_long", "duplicate", "init_function" (patched functions),
+// "name_too_long", "duplicate", "init_function", "not_traceable"
+// (patched functions),
 // "no_klp_object", "no_livepatch" (the
 // module as a whole), "malformed"
 // (the module's bytes), or "other". The names do not change between

@@ -242,6 +242,18 @@ func TestInitMemory(t *testing.T) {
 	assert.Equal(t, 1, res.FuncErrors)
 	assert.Empty(t, res.InitRefs, "vfs_read is no init memory")
 
+	// do_syscall_64 is noinstr (no ftrace call site), entry_SYSCALL_64
+	// entry code: neither can be patched either.
+	m.Funcs[0].Name, m.Funcs[1].Name, m.Funcs[1].Pos = "do_syscall_64", "entry_SYSCALL_64", 0
+	res = m.Resolve(ix)
+	require.NotNil(t, res.Funcs[0].Err)
+	require.NotNil(t, res.Funcs[1].Err)
+	assert.Equal(t, []string{"not_traceable", "not_traceable"}, []string{res.Funcs[0].Err.Kind(), res.Funcs[1].Err.Kind()})
+	assert.Equal(t, "failed to find location for function 'do_syscall_64'", res.Funcs[0].Err.Kernel)
+	assert.Contains(t, res.Funcs[0].Err.Hint, "in vmlinux's noinstr code (__noinstr_text_start..__noinstr_text_end, 0xffffffff81a43c50-0xffffffff81a4903c)")
+	assert.Contains(t, res.Funcs[1].Err.Hint, "in vmlinux's entry code (__entry_text_start..__entry_text_end")
+	assert.True(t, errors.Is(res.Funcs[1].Err, ErrNotTraceable))
+
 	// A call to start_kernel and a load of boot_command_line (__initdata,
 	// 0xffffffff8312e920), beside vfs_read.
 	names := []string{"vfs_read", "start_kernel", "boot_command_line"}

@@ -332,6 +332,12 @@ func (m *Module) resolveFunc(ix *kallsyms.Index, fn Func, init initMem) FuncResu
 			fr.Status, fr.Err = Failed, m.relocErr(s, r, &CheckError{Kind: ErrInitFunction,
 				Kernel: fmt.Sprintf("failed to find location for function '%s'", fn.Name),
 				Hint:   fmt.Sprintf("%s is at %#x, in vmlinux's init code (%#x-%#x): freed after boot, and ftrace with it, so livepatch cannot patch it; patch what calls it instead", fn.Name, sym.Address, init.textLo, init.textHi)})
+		} else if t, ok := init.untraced(sym.Address); fn.Object == kallsyms.Vmlinux && ok {
+			// klp_patch_func(): code built without an ftrace call site
+			// has no ftrace location.
+			fr.Status, fr.Err = Failed, m.relocErr(s, r, &CheckError{Kind: ErrNotTraceable,
+				Kernel: fmt.Sprintf("failed to find location for function '%s'", fn.Name),
+				Hint:   fmt.Sprintf("%s is at %#x, in vmlinux's %s (%s..%s, %#x-%#x), which is built without ftrace call sites, so livepatch cannot patch it; patch what it calls, or what calls it, instead", fn.Name, sym.Address, t.what, t.start, t.end, t.lo, t.hi)})
 		} else {
 			fr.Status, fr.Address = Resolved, sym.Address
 		}
@@ -346,6 +352,28 @@ func (m *Module) resolveFunc(ix *kallsyms.Index, fn Func, init initMem) FuncResu
 // the kernel's symbols do not say.
 type initMem struct {
 	textLo, textHi, lo, hi uint64
+	// noTrace are vmlinux's text sections whose code has no ftrace call
+	// site: noinstr code (noinstr is notrace) and the entry code.
+	// (.cpuidle.text is not among them: 6.1's __cpuidle is a section
+	// alone, traceable; from 6.2 it is noinstr, and lies within
+	// .noinstr.text's bounds.)
+	noTrace []textRange
+}
+
+type textRange struct {
+	what, start, end string
+	lo, hi           uint64
+}
+
+// untraced returns the range of code without ftrace call sites that a is
+// in, if any.
+func (m initMem) untraced(a uint64) (textRange, bool) {
+	for _, t := range m.noTrace {
+		if a >= t.lo && a < t.hi {
+			return t, true
+		}
+	}
+	return textRange{}, false
 }
 
 func initMemory(ix *kallsyms.Index) initMem {
@@ -362,6 +390,14 @@ func initMemory(ix *kallsyms.Index) initMem {
 	}
 	if m.lo >= m.hi {
 		m.lo, m.hi = m.textLo, m.textHi
+	}
+	for _, t := range []textRange{
+		{what: "noinstr code", start: "__noinstr_text_start", end: "__noinstr_text_end"},
+		{what: "entry code", start: "__entry_text_start", end: "__entry_text_end"},
+	} {
+		if t.lo, t.hi = addr(t.start), addr(t.end); t.lo < t.hi {
+			m.noTrace = append(m.noTrace, t)
+		}
 	}
 	return m
 }
