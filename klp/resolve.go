@@ -155,14 +155,14 @@ func (m *Module) Resolve(ix *kallsyms.Index) *Resolution {
 	if m.Kpatch != nil {
 		m.resolveKpatch(ix, res, deferred)
 	}
-	init := initMemory(ix)
+	reg := regionsOf(ix)
 	for i := range res.Results {
-		if r := &res.Results[i]; r.Status == Resolved && r.Object == kallsyms.Vmlinux && init.any(r.Address) {
+		if r := &res.Results[i]; r.Status == Resolved && r.Object == kallsyms.Vmlinux && reg.init(r.Address) {
 			res.InitRefs = append(res.InitRefs, i)
 		}
 	}
 	for _, fn := range m.Funcs {
-		fr := m.resolveFunc(ix, fn, init)
+		fr := m.resolveFunc(ix, fn, reg)
 		switch fr.Status {
 		case Resolved:
 			res.FuncResolved++
@@ -308,7 +308,7 @@ func (m *Module) lookupErr(s *RelaSection, r *Relocation, err error) *RelocError
 // does when its object is loaded: klp_find_object_symbol(obj->name,
 // func->old_name, func->old_sympos), whose failure fails the patch. An
 // object that is not loaded defers it (klp_module_coming()).
-func (m *Module) resolveFunc(ix *kallsyms.Index, fn Func, init initMem) FuncResult {
+func (m *Module) resolveFunc(ix *kallsyms.Index, fn Func, reg regions) FuncResult {
 	fr := FuncResult{Func: fn}
 	s := &RelaSection{Name: fn.Section, Object: fn.Object}
 	r := &Relocation{Index: fn.Index, Offset: fn.Offset, Symbol: fn.Name, Sym: SymbolName{Object: fn.Object, Name: fn.Name, Pos: fn.Pos}}
@@ -327,12 +327,12 @@ func (m *Module) resolveFunc(ix *kallsyms.Index, fn Func, init initMem) FuncResu
 				errors.As(err, &le)
 				fr.Err.Hint = le.Help() + " (as the klp_func's old_sympos)"
 			}
-		} else if fn.Object == kallsyms.Vmlinux && init.text(sym.Address) {
+		} else if fn.Object == kallsyms.Vmlinux && reg.initText(sym.Address) {
 			// klp_patch_func(): ftrace_location() of freed init code is 0.
 			fr.Status, fr.Err = Failed, m.relocErr(s, r, &CheckError{Kind: ErrInitFunction,
 				Kernel: fmt.Sprintf("failed to find location for function '%s'", fn.Name),
-				Hint:   fmt.Sprintf("%s is at %#x, in vmlinux's init code (%#x-%#x): freed after boot, and ftrace with it, so livepatch cannot patch it; patch what calls it instead", fn.Name, sym.Address, init.textLo, init.textHi)})
-		} else if t, ok := init.untraced(sym.Address); fn.Object == kallsyms.Vmlinux && ok {
+				Hint:   fmt.Sprintf("%s is at %#x, in vmlinux's init code (%#x-%#x): freed after boot, and ftrace with it, so livepatch cannot patch it; patch what calls it instead", fn.Name, sym.Address, reg.textLo, reg.textHi)})
+		} else if t, ok := reg.untraced(sym.Address); fn.Object == kallsyms.Vmlinux && ok {
 			// klp_patch_func(): code built without an ftrace call site
 			// has no ftrace location.
 			fr.Status, fr.Err = Failed, m.relocErr(s, r, &CheckError{Kind: ErrNotTraceable,
@@ -345,12 +345,13 @@ func (m *Module) resolveFunc(ix *kallsyms.Index, fn Func, init initMem) FuncResu
 	return fr
 }
 
-// initMem is where vmlinux's init memory is, which the kernel frees after
-// boot (free_initmem()): its init code (_sinittext.._einittext, which
-// every kallsyms lists) and all of it (__init_begin..__init_end, data
-// symbols that a kallsyms without CONFIG_KALLSYMS_ALL lacks). Zero when
-// the kernel's symbols do not say.
-type initMem struct {
+// regions are the parts of vmlinux that livepatch cannot use: its init
+// memory, which the kernel frees after boot (free_initmem()): init code
+// (_sinittext.._einittext, which every kallsyms lists) and all of it
+// (__init_begin..__init_end, data symbols that a kallsyms without
+// CONFIG_KALLSYMS_ALL lacks); and the code ftrace cannot patch. Empty
+// where the kernel's symbols do not say.
+type regions struct {
 	textLo, textHi, lo, hi uint64
 	// noTrace are vmlinux's text sections whose code has no ftrace call
 	// site: noinstr code (noinstr is notrace) and the entry code.
@@ -367,7 +368,7 @@ type textRange struct {
 
 // untraced returns the range of code without ftrace call sites that a is
 // in, if any.
-func (m initMem) untraced(a uint64) (textRange, bool) {
+func (m regions) untraced(a uint64) (textRange, bool) {
 	for _, t := range m.noTrace {
 		if a >= t.lo && a < t.hi {
 			return t, true
@@ -376,7 +377,8 @@ func (m initMem) untraced(a uint64) (textRange, bool) {
 	return textRange{}, false
 }
 
-func initMemory(ix *kallsyms.Index) initMem {
+// regionsOf reads ix's regions.
+func regionsOf(ix *kallsyms.Index) regions {
 	addr := func(name string) uint64 {
 		s, ok := ix.Find(kallsyms.Vmlinux, name, 1)
 		if !ok {
@@ -384,7 +386,7 @@ func initMemory(ix *kallsyms.Index) initMem {
 		}
 		return s.Address
 	}
-	m := initMem{textLo: addr("_sinittext"), textHi: addr("_einittext"), lo: addr("__init_begin"), hi: addr("__init_end")}
+	m := regions{textLo: addr("_sinittext"), textHi: addr("_einittext"), lo: addr("__init_begin"), hi: addr("__init_end")}
 	if m.textLo >= m.textHi {
 		m.textLo, m.textHi = 0, 0
 	}
@@ -402,11 +404,11 @@ func initMemory(ix *kallsyms.Index) initMem {
 	return m
 }
 
-// text reports whether a is vmlinux init code.
-func (m initMem) text(a uint64) bool { return a >= m.textLo && a < m.textHi }
+// initText reports whether a is vmlinux init code.
+func (m regions) initText(a uint64) bool { return a >= m.textLo && a < m.textHi }
 
-// any reports whether a is in vmlinux's init memory, code or data.
-func (m initMem) any(a uint64) bool { return m.text(a) || a >= m.lo && a < m.hi }
+// init reports whether a is in vmlinux's init memory, code or data.
+func (m regions) init(a uint64) bool { return m.initText(a) || a >= m.lo && a < m.hi }
 
 // where is a dynrela as relocErr and lookupErr locate a failure.
 func (d Dynrela) where() (*RelaSection, *Relocation) {
