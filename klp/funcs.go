@@ -63,6 +63,7 @@ func checkFuncs(fs []Func, static bool) {
 		pos := max(fn.Pos, 1)
 		key := fmt.Sprintf("%s/%s,%d", fn.Object, fn.Name, pos)
 		switch {
+		case fn.Err != nil: // found while reading (namedVmlinux)
 		case len(fn.Name) > SymbolNameMax:
 			fn.Err = &CheckError{Kind: ErrNameTooLong, Hint: fmt.Sprintf("the function's name is %d bytes, longer than KSYM_NAME_LEN-1 (%d): klp_init_func() fails with -EINVAL", len(fn.Name), SymbolNameMax)}
 		case fn.Object != kallsyms.Vmlinux && len(fn.Object) > ModuleNameMax:
@@ -95,6 +96,19 @@ func checkFuncs(fs []Func, static bool) {
 		}
 		objs = append(objs, fn.Object)
 	}
+}
+
+// namedVmlinux is the error of a klp_object whose name is the string
+// "vmlinux": livepatch takes an object with a name for a module
+// (klp_is_module() tests the pointer), and no module can be called
+// vmlinux ("vmlinux.ko: invalid module name"), so its functions would wait
+// forever, silently. vmlinux's object leaves its name NULL.
+func namedVmlinux(name string, named bool) *CheckError {
+	if !named || name != kallsyms.Vmlinux {
+		return nil
+	}
+	return &CheckError{Kind: ErrNeverLoads, // the kernel says nothing
+		Hint: `the klp_object's name is the string "vmlinux": livepatch takes an object with a name for a module, and waits for a module called vmlinux, which cannot load ("vmlinux.ko: invalid module name"); vmlinux's klp_object leaves name NULL`}
 }
 
 // dataRelocs holds a module's relocations that apply to its allocated,
@@ -256,6 +270,7 @@ func (m *Module) readKlpBuild(d *dataRelocs) ([]Func, []string, error) {
 	}
 	type object struct {
 		name  string
+		named bool   // name is a string, not NULL
 		start uint64 // its first function's offset in .init.klp_funcs
 	}
 	var list []object
@@ -276,7 +291,7 @@ func (m *Module) readKlpBuild(d *dataRelocs) ([]Func, []string, error) {
 			if err != nil {
 				return nil, nil, err
 			}
-			o.name = s
+			o.name, o.named = s, true
 		}
 		list = append(list, o)
 	}
@@ -303,7 +318,8 @@ func (m *Module) readKlpBuild(d *dataRelocs) ([]Func, []string, error) {
 			if err != nil {
 				return nil, nil, err
 			}
-			out = append(out, Func{Index: len(out), Name: name, Object: o.name, Pos: d.wordAt(funcs.Index, off+2*d.w), Section: funcs.Name, Offset: off})
+			out = append(out, Func{Index: len(out), Name: name, Object: o.name, Pos: d.wordAt(funcs.Index, off+2*d.w), Section: funcs.Name, Offset: off,
+				Err: namedVmlinux(o.name, o.named)})
 		}
 	}
 	names := make([]string, len(list))
@@ -394,17 +410,17 @@ func (d *dataRelocs) readObjects(sec int, off uint64) (out []Func, objs []string
 		}
 	}
 	for _, e := range entries {
-		name := kallsyms.Vmlinux // "name being NULL means vmlinux"
+		name, named := kallsyms.Vmlinux, false // "name being NULL means vmlinux"
 		if r, ok := d.at(sec, e.at); ok {
 			s, err := d.str(r, sec)
 			if err != nil {
 				return nil, nil, false
 			}
-			name = s
+			name, named = s, true
 		}
 		objs = append(objs, name)
 		for _, fn := range e.funcs {
-			fn.Index, fn.Object = len(out), name
+			fn.Index, fn.Object, fn.Err = len(out), name, namedVmlinux(name, named)
 			out = append(out, fn)
 		}
 	}

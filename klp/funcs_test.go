@@ -319,3 +319,17 @@ func TestObjectsDeclared(t *testing.T) {
 		assert.Equal(t, 1, m.Resolve(ix).Errors)
 	}
 }
+
+// TestNamedVmlinux: a klp_object named "vmlinux" (a string, not NULL)
+// waits for a module of that name, which cannot load.
+func TestNamedVmlinux(t *testing.T) {
+	assert.Nil(t, namedVmlinux("vmlinux", false), "NULL: vmlinux")
+	assert.Nil(t, namedVmlinux("ext4", true))
+	e := namedVmlinux("vmlinux", true)
+	require.NotNil(t, e)
+	assert.Equal(t, "never_loads", (&RelocError{Err: e}).Kind())
+	fs := []Func{{Object: "vmlinux", Name: "a", Err: e}, {Object: "vmlinux", Name: "a", Pos: 1}}
+	checkFuncs(fs, false)
+	assert.Same(t, e, fs[0].Err, "kept")
+	assert.Equal(t, "duplicate", (&RelocError{Err: fs[1].Err}).Kind(), "one sysfs directory, vmlinux, all the same")
+}
