@@ -74,7 +74,7 @@ type Resolution struct {
 type BuiltIn struct {
 	Object string
 	// Names are the object's symbols the patch names (its deferred
-	// relocations' .klp.sym symbols, or kpatch's patched functions),
+	// relocations' .klp.sym symbols, and its patched functions),
 	// distinct and sorted; vmlinux has every one.
 	Names []string
 }
@@ -94,10 +94,11 @@ func (r *Resolution) OK(strict bool) bool {
 	return r.LoadErr == nil && r.Errors == 0 && r.FuncErrors == 0 && (!strict || r.Deferred+r.FuncDeferred == 0)
 }
 
-// Resolve answers every livepatch relocation of m against ix, as the kernel
-// would when the patch (and later each patched module) loads. Each distinct
-// symbol is looked up once. It is safe to call concurrently on one module
-// with different indexes.
+// Resolve answers every livepatch relocation and every patched function
+// of m against ix, as the kernel would when the patch (and later each
+// patched module) loads, and checks what the kernel would refuse of the
+// module as a whole. Each distinct symbol is looked up once. It is safe
+// to call concurrently on one module with different indexes.
 func (m *Module) Resolve(ix *kallsyms.Index) *Resolution {
 	res := &Resolution{Module: m, Source: ix.Source(), Results: make([]Result, 0, m.NumRelocs())}
 	type answer struct {
