@@ -33,6 +33,11 @@ var (
 	// its module loader refuses every module marked livepatch
 	// (check_modinfo_livepatch(): -ENOEXEC).
 	ErrNoLivepatch = errors.New("the kernel has no livepatch support")
+	// ErrLoadTimeSection: a module's .klp.rela section patches a section
+	// the module loader reads while it loads the patch module (a jump
+	// table, static call sites, alternatives...), long before livepatch
+	// applies the section, when that module loads.
+	ErrLoadTimeSection = errors.New("module-specific relocations of a section read at load")
 	// ErrObjectNotInPatch: a .klp.rela section for a module the patch declares no
 	// klp_object for: livepatch never applies it, and says nothing.
 	ErrObjectNotInPatch = errors.New("no klp_object for the section's module")
@@ -167,6 +172,7 @@ var relocKinds = []struct {
 	{ErrNeverLoads, "never_loads"},
 	{ErrNoLivepatch, "no_livepatch"},
 	{ErrObjectNotInPatch, "no_klp_object"},
+	{ErrLoadTimeSection, "load_time_section"},
 	{ErrInitFunction, "init_function"},
 	{ErrNotTraceable, "not_traceable"},
 	{ErrNameTooLong, "name_too_long"},
@@ -179,7 +185,7 @@ var relocKinds = []struct {
 // "bad_section_name", "vmlinux_from_module", "never_loads",
 // "name_too_long", "duplicate", "init_function", "not_traceable"
 // (patched functions),
-// "no_klp_object", "no_livepatch" (the
+// "no_klp_object", "load_time_section", "no_livepatch" (the
 // module as a whole), "malformed"
 // (the module's bytes), or "other". The names do not change between
 // releases; errors.Is on the sentinels is the library's way.

@@ -333,3 +333,36 @@ func TestNamedVmlinux(t *testing.T) {
 	assert.Same(t, e, fs[0].Err, "kept")
 	assert.Equal(t, "duplicate", (&RelocError{Err: fs[1].Err}).Kind(), "one sysfs directory, vmlinux, all the same")
 }
+
+// TestLoadTimeSection: a jump table entry for a module's static key
+// would be read by the module loader long before livepatch relocates it;
+// one for vmlinux's key is relocated first, at load.
+func TestLoadTimeSection(t *testing.T) {
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	jt := b.AddSection(elfobj.BuildSection{Name: "__jump_table", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 32), Addralign: 8})
+	mk := b.AddSymbol(elfobj.BuildSymbol{Name: "ext4_key", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+	vk := b.AddSymbol(elfobj.BuildSymbol{Name: "vmlinux_key", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+	b.AddRelocs(".rela__jump_table", true, jt, []elfobj.Reloc{
+		{Offset: 8, Sym: mk, Type: uint32(elf.R_X86_64_PC64)},
+		{Offset: 24, Sym: vk, Type: uint32(elf.R_X86_64_PC64)},
+	})
+	ko, err := Convert("obj.o", b.Bytes(), []ConvertSymbol{{Object: "ext4", Name: "ext4_key"}, {Object: "vmlinux", Name: "vmlinux_key"}})
+	require.NoError(t, err)
+	m, err := Parse("jt.ko", ko)
+	require.NoError(t, err)
+	require.Len(t, m.Sections, 2)
+	kinds := map[string]string{}
+	for _, s := range m.Sections {
+		k := ""
+		if s.Err != nil {
+			k = (&RelocError{Err: s.Err}).Kind()
+			assert.True(t, errors.Is(s.Err, ErrLoadTimeSection))
+		}
+		kinds[s.Name] = k
+	}
+	assert.Equal(t, map[string]string{".klp.rela.ext4.__jump_table": "load_time_section", ".klp.rela.vmlinux.__jump_table": ""}, kinds)
+	ix, err := kallsyms.Parse("k", strings.NewReader("ffffffff81000000 D vmlinux_key\nffffffffc0000000 d ext4_key\t[ext4]\n"), nil)
+	require.NoError(t, err)
+	res := m.Resolve(ix)
+	assert.Equal(t, []int{1, 0, 1}, []int{res.Resolved, res.Deferred, res.Errors}, "failed, loaded or not")
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/input"
+	"github.com/klpresolve/klpresolve/kallsyms"
 )
 
 // Livepatch ELF constants (include/uapi/linux/elf.h).
@@ -211,6 +212,10 @@ func (m *Module) readKLP() error {
 			rs.Err = neverLoadsError(obj)
 		default:
 			rs.Object = obj
+			if obj != kallsyms.Vmlinux && loadTimeSections[rs.Target] {
+				rs.Err = &CheckError{Kind: ErrLoadTimeSection, // the kernel says nothing
+					Hint: fmt.Sprintf("the module loader reads %s when the patch module loads (module_finalize(), jump labels, static calls), but livepatch applies this section only when %s loads (klp_module_coming()): the loader would use the unrelocated entries. vmlinux's such sections are applied first, at load; a module's symbol cannot be used there (kpatch-build and klp-build refuse it too): use static_key_enabled() instead of a static branch, a plain call instead of a static call", rs.Target, obj)}
+			}
 		}
 		if s.Type != elf.SHT_RELA {
 			if rs.Err == nil {
@@ -232,6 +237,20 @@ func (m *Module) readKLP() error {
 		}
 	}
 	return nil
+}
+
+// loadTimeSections are the sections the module loader reads while it
+// loads a module, after applying its relocations (module_finalize():
+// alternatives, paravirt, SMP locks, retpoline, return and ENDBR sites,
+// ORC, bug table; the jump label and static call notifiers at
+// MODULE_STATE_COMING; the exception table and mcount locations). A
+// patch module's .klp.rela sections for vmlinux are applied before that
+// (apply_relocations()); one for a module later, when it loads.
+var loadTimeSections = map[string]bool{
+	"__jump_table": true, ".static_call_sites": true, ".altinstructions": true,
+	".parainstructions": true, ".smp_locks": true, ".retpoline_sites": true,
+	".return_sites": true, ".ibt_endbr_seal": true, ".orc_unwind_ip": true,
+	"__bug_table": true, "__ex_table": true, "__mcount_loc": true,
 }
 
 // checkSymbol makes klp_resolve_symbols()'s static checks, in its order.
