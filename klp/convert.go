@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/kallsyms"
 )
 
 // ConvertSymbol names a symbol to turn into a livepatch symbol: the
@@ -123,6 +124,10 @@ func convert(name string, obj []byte, syms []ConvertSymbol, hooks *convertHooks)
 			secObj := c.Object
 			if o, ok := hooks.sectionObj[c.Name]; ok {
 				secObj = o
+			}
+			if t := f.Sections[s.Info].Name; c.Object != kallsyms.Vmlinux && loadTimeSections[t] {
+				// The section would be ErrLoadTimeSection's.
+				return nil, fmt.Errorf("%s: %w: %s refers to %s's %s, and the module loader reads %s when the patch loads, before livepatch would relocate it for %s (use static_key_enabled() instead of a static branch, a plain call instead of a static call)", name, ErrLoadTimeSection, t, c.Object, c.Name, t, c.Object)
 			}
 			if _, seen := moved[secObj]; !seen {
 				order = append(order, secObj)

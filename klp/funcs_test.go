@@ -346,7 +346,12 @@ func TestLoadTimeSection(t *testing.T) {
 		{Offset: 8, Sym: mk, Type: uint32(elf.R_X86_64_PC64)},
 		{Offset: 24, Sym: vk, Type: uint32(elf.R_X86_64_PC64)},
 	})
-	ko, err := Convert("obj.o", b.Bytes(), []ConvertSymbol{{Object: "ext4", Name: "ext4_key"}, {Object: "vmlinux", Name: "vmlinux_key"}})
+	// Convert refuses to make one.
+	_, err := Convert("obj.o", b.Bytes(), []ConvertSymbol{{Object: "ext4", Name: "ext4_key"}, {Object: "vmlinux", Name: "vmlinux_key"}})
+	require.ErrorIs(t, err, ErrLoadTimeSection)
+	assert.ErrorContains(t, err, "obj.o: module-specific relocations of a section read at load: __jump_table refers to ext4's ext4_key")
+	ko, err := convert("obj.o", b.Bytes(), []ConvertSymbol{{Object: "vmlinux", Name: "ext4_key"}, {Object: "vmlinux", Name: "vmlinux_key"}},
+		&convertHooks{rawName: map[string]string{"ext4_key": ".klp.sym.ext4.ext4_key,0"}, sectionObj: map[string]string{"ext4_key": "ext4"}})
 	require.NoError(t, err)
 	m, err := Parse("jt.ko", ko)
 	require.NoError(t, err)
