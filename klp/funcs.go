@@ -162,7 +162,7 @@ func (m *Module) dataRelocs() (*dataRelocs, error) {
 		tdata := f.SectionData(t)
 		d.budget += 64 * len(rs)
 		for _, r := range rs {
-			if s.Type == elf.SHT_REL && r.Offset+d.w <= uint64(len(tdata)) {
+			if s.Type == elf.SHT_REL && r.Offset <= uint64(len(tdata)) && uint64(len(tdata))-r.Offset >= d.w {
 				r.Addend = int64(d.word(tdata[r.Offset:])) // REL: the addend is in place
 				if d.w == 4 {
 					r.Addend = int64(int32(r.Addend))

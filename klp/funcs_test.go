@@ -371,3 +371,17 @@ func TestLoadTimeSection(t *testing.T) {
 	res := m.Resolve(ix)
 	assert.Equal(t, []int{1, 0, 1}, []int{res.Resolved, res.Deferred, res.Errors}, "failed, loaded or not")
 }
+
+// TestRELOffsetPastData: a REL entry's in-place addend is read only where
+// the section has the bytes, whatever its offset (one near 2^64 wrapped a
+// bounds check).
+func TestRELOffsetPastData(t *testing.T) {
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	dat := b.AddSection(elfobj.BuildSection{Name: ".data", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 16), Addralign: 8})
+	b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("livepatch=Y\x00"), Addralign: 1})
+	s := b.AddSymbol(elfobj.BuildSymbol{Name: "__this_module", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+	b.AddRelocs(".rel.data", false, dat, []elfobj.Reloc{{Offset: ^uint64(0) - 3, Sym: s, Type: uint32(elf.R_X86_64_64)}})
+	m, err := Parse("rel.ko", b.Bytes())
+	require.NoError(t, err)
+	assert.Equal(t, FuncsNone, m.FuncSource)
+}
