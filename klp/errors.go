@@ -50,6 +50,10 @@ var (
 	// klp_patch_func() finds no ftrace location for it and fails the
 	// patch.
 	ErrNotTraceable = errors.New("patched function cannot be traced")
+	// ErrNotMarked: a built livepatch module without a livepatch key in
+	// its .modinfo: klp_enable_patch() refuses it ("module %s is not
+	// marked as a livepatch module").
+	ErrNotMarked = errors.New("the module is not marked as a livepatch module")
 	// ErrNameTooLong: a patched function's name is KSYM_NAME_LEN bytes or
 	// longer, or its object's MODULE_NAME_LEN or longer: klp_init_func()
 	// or klp_init_object() fails with -EINVAL, and says nothing.
@@ -171,6 +175,7 @@ var relocKinds = []struct {
 	{ErrVmlinuxFromModule, "vmlinux_from_module"},
 	{ErrNeverLoads, "never_loads"},
 	{ErrNoLivepatch, "no_livepatch"},
+	{ErrNotMarked, "not_marked_livepatch"},
 	{ErrObjectNotInPatch, "no_klp_object"},
 	{ErrLoadTimeSection, "load_time_section"},
 	{ErrInitFunction, "init_function"},
@@ -179,16 +184,16 @@ var relocKinds = []struct {
 	{ErrDuplicate, "duplicate"},
 }
 
-// Kind names the failure for programs (the CLI's JSON "kind"), one of
-// "not_found", "ambiguous", "no_such_position", "object_not_loaded",
-// "index_closed", "not_livepatch_symbol", "bad_symbol_name",
-// "bad_section_name", "vmlinux_from_module", "never_loads",
-// "name_too_long", "duplicate", "init_function", "not_traceable"
-// (patched functions),
-// "no_klp_object", "load_time_section", "no_livepatch" (the
-// module as a whole), "malformed"
-// (the module's bytes), or "other". The names do not change between
-// releases; errors.Is on the sentinels is the library's way.
+// Kind names the failure for programs (the CLI's JSON "kind"): a
+// lookup's "not_found", "ambiguous", "no_such_position",
+// "object_not_loaded" or "index_closed"; a section's or symbol's
+// "not_livepatch_symbol", "bad_symbol_name", "bad_section_name",
+// "vmlinux_from_module", "never_loads", "no_klp_object" or
+// "load_time_section"; a patched function's "name_too_long",
+// "duplicate", "init_function" or "not_traceable"; the module's as a
+// whole, "no_livepatch" or "not_marked_livepatch"; "malformed" (the
+// module's bytes), or "other". The names do not change between releases;
+// errors.Is on the sentinels is the library's way.
 func (e *RelocError) Kind() string {
 	var le *kallsyms.LookupError
 	if errors.As(e.Err, &le) {

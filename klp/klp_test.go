@@ -333,9 +333,10 @@ func TestConvertRefusals(t *testing.T) {
 }
 
 // TestNotMarkedLivepatch: a built module (it has a .modinfo) with
-// livepatch sections but no livepatch=Y is warned about, as
-// klp_enable_patch() refuses it; the sample (marked) and an object
-// without .modinfo (convert's output before kbuild) are not.
+// livepatch sections but no livepatch key fails on every kernel, as
+// klp_enable_patch() refuses it; the sample (marked), one marked
+// livepatch=N (the kernel tests the key, not its value) and an object
+// without .modinfo (convert's output before kbuild) do not.
 func TestNotMarkedLivepatch(t *testing.T) {
 	data, err := readFixture("livepatch-sample.ko")
 	require.NoError(t, err)
@@ -351,7 +352,18 @@ func TestNotMarkedLivepatch(t *testing.T) {
 	m, err = Parse("unmarked.ko", unmarked)
 	require.NoError(t, err)
 	assert.False(t, m.Livepatch)
-	assert.Equal(t, []string{`no livepatch=Y in .modinfo (MODULE_INFO(livepatch, "Y")): klp_enable_patch() refuses the module: "module livepatch_sample is not marked as a livepatch module"`}, m.Warnings)
+	assert.Empty(t, m.Warnings)
+	ix, err := kallsyms.Parse("k", strings.NewReader("ffffffff81000000 T vfs_read\n"), nil)
+	require.NoError(t, err)
+	res := m.Resolve(ix)
+	require.NotNil(t, res.LoadErr)
+	assert.Equal(t, "not_marked_livepatch", res.LoadErr.Kind())
+	assert.Equal(t, "module livepatch_sample is not marked as a livepatch module", res.LoadErr.Kernel)
+	assert.False(t, res.OK(false))
+	copy(unmarked[i:], "livepatch=N")
+	m, err = Parse("marked-n.ko", unmarked)
+	require.NoError(t, err)
+	assert.Nil(t, m.Resolve(ix).LoadErr, "is_livepatch_module(): the key is there")
 
 	obj, err := readFixture("patch.o")
 	require.NoError(t, err)

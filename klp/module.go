@@ -55,7 +55,8 @@ type Module struct {
 	// allocated) or refuse when the patch is enabled (no livepatch=Y).
 	Warnings []string
 
-	elf *elfobj.File
+	elf       *elfobj.File
+	notMarked *RelocError // checkMarked
 }
 
 // RelaSection is one .klp.rela.<obj>.<sec> section.
@@ -134,13 +135,7 @@ func Parse(name string, data []byte) (*Module, error) {
 	switch {
 	case len(m.Sections) > 0:
 		m.Format = FormatKLP
-		// klp_enable_patch() refuses a module without livepatch=Y, and
-		// load_module() keeps no copy of its ELF (copy_module_elf()) for
-		// the sections of modules that load later. Only for a built
-		// module: an object without .modinfo gets one from kbuild.
-		if !m.Livepatch && f.SectionByName(".modinfo") != nil {
-			m.Warnings = append(m.Warnings, fmt.Sprintf("no livepatch=Y in .modinfo (MODULE_INFO(livepatch, \"Y\")): klp_enable_patch() refuses the module: \"module %s is not marked as a livepatch module\"", m.KernelName()))
-		}
+
 	case m.Kpatch != nil && (len(m.Kpatch.Dynrelas) > 0 || !m.Livepatch):
 		// A livepatch module that kpatch-build made carries
 		// .kpatch.funcs too, and is no legacy one.
@@ -156,7 +151,25 @@ func Parse(name string, data []byte) (*Module, error) {
 	}
 	checkFuncs(m.Funcs, m.FuncSource == FuncsStatic)
 	m.checkObjects()
+	m.checkMarked()
 	return m, nil
+}
+
+// checkMarked: klp_enable_patch() refuses a module that the loader did
+// not mark a livepatch module (is_livepatch_module(): a livepatch key in
+// its .modinfo, whatever its value; MODULE_INFO(livepatch, "Y")), and
+// load_module() keeps no copy of its ELF (copy_module_elf()) for the
+// sections of modules that load later. Only for a built module that is a
+// patch (livepatch sections, or a klp_patch found): an object without
+// .modinfo gets one from kbuild.
+func (m *Module) checkMarked() {
+	if m.elf.SectionByName(".modinfo") == nil || m.elf.ModInfo("livepatch") != "" ||
+		(m.Format != FormatKLP && m.FuncSource != FuncsStatic && m.FuncSource != FuncsKlpBuild) {
+		return
+	}
+	m.notMarked = &RelocError{File: m.Path, Section: ".modinfo", Symbol: "livepatch", Err: ErrNotMarked,
+		Kernel: fmt.Sprintf("module %s is not marked as a livepatch module", m.KernelName()),
+		Hint:   `its .modinfo has no livepatch=Y (MODULE_INFO(livepatch, "Y")), so klp_enable_patch() refuses it on every kernel`}
 }
 
 // KernelName is the module's name as the kernel gives it: .modinfo's

@@ -57,8 +57,9 @@ type Resolution struct {
 	// patched code would use freed memory. The kernel applies them
 	// without a word.
 	InitRefs []int
-	// LoadErr is set when the kernel refuses the module as a whole,
-	// before livepatch sees it: ErrNoLivepatch. The relocations and
+	// LoadErr is set when the kernel refuses the module as a whole:
+	// ErrNoLivepatch (the module loader, on this kernel) or ErrNotMarked
+	// (klp_enable_patch(), on every kernel). The relocations and
 	// functions are resolved all the same, to show what else would
 	// fail.
 	LoadErr *RelocError
@@ -181,6 +182,9 @@ func (m *Module) Resolve(ix *kallsyms.Index) *Resolution {
 	slices.Sort(res.DeferredObjects)
 	res.BuiltIn = builtIn(ix, res, deferred)
 	res.LoadErr = m.checkLivepatchSupport(ix)
+	if res.LoadErr == nil {
+		res.LoadErr = m.notMarked
+	}
 	return res
 }
 
