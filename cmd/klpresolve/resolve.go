@@ -336,12 +336,16 @@ func jsonResolution(res *klp.Resolution) *jsonOut {
 // deferredWhat says what waits for the deferred object o: its
 // relocations, its patched functions, or both.
 func deferredWhat(res *klp.Resolution, o string) string {
-	relocs := false
+	secObj := map[string]string{".kpatch.dynrelas": ""} // a dynrela's object is its own
 	for _, s := range res.Module.Sections {
-		relocs = relocs || s.Object == o
+		secObj[s.Name] = s.Object
 	}
-	relocs = relocs || slices.ContainsFunc(res.Results, func(r klp.Result) bool {
-		return r.Status == klp.Deferred && r.Section == ".kpatch.dynrelas" && r.Object == o
+	relocs := slices.ContainsFunc(res.Results, func(r klp.Result) bool {
+		obj, ok := secObj[r.Section]
+		if !ok || obj == "" {
+			obj = r.Object
+		}
+		return r.Status == klp.Deferred && obj == o
 	})
 	funcs := slices.ContainsFunc(res.Funcs, func(f klp.FuncResult) bool { return f.Status == klp.Deferred && f.Object == o })
 	switch {
