@@ -42,7 +42,7 @@ func exampleCommands(example string) [][]string {
 // command line klpresolve accepts: its command exists, its flags parse,
 // and its arguments are as many as the command takes.
 func TestExamples(t *testing.T) {
-	root := newRoot(strings.NewReader(""), io.Discard, io.Discard)
+	root := newRoot(strings.NewReader(""), io.Discard, io.Discard, nil)
 	var cmds []*cobra.Command
 	cmds = append(cmds, root)
 	for _, c := range root.Commands() {
@@ -56,7 +56,7 @@ func TestExamples(t *testing.T) {
 		lines := exampleCommands(c.Example)
 		require.NotEmpty(t, lines, "%s: no klpresolve command line in its examples", c.CommandPath())
 		for _, args := range lines {
-			fresh := newRoot(strings.NewReader(""), io.Discard, io.Discard)
+			fresh := newRoot(strings.NewReader(""), io.Discard, io.Discard, nil)
 			found, rest, err := fresh.Find(args)
 			require.NoError(t, err, "%q", args)
 			if c != root {

@@ -5,7 +5,6 @@ import (
 	"io"
 	"slices"
 
-	"github.com/klpresolve/klpresolve/internal/atomicfile"
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/input"
 )
@@ -20,7 +19,7 @@ import (
 // standard error when standard output carries the data.
 func (a *app) writeOutput(path string, fill func(io.Writer) error) (io.Writer, error) {
 	if path != "-" {
-		if err := atomicfile.Write(path, fill); err != nil {
+		if err := a.temps.Write(path, fill); err != nil {
 			return nil, &exitError{exitUsage, err}
 		}
 		return a.stdout, nil

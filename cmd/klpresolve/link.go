@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/klpresolve/klpresolve/internal/atomicfile"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
 	"github.com/klpresolve/klpresolve/pipeline"
@@ -79,7 +78,7 @@ Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
 				return &exitError{exitUsage, err}
 			}
 			if out != "" {
-				if err := atomicfile.WriteBytes(out, img.ELF()); err != nil {
+				if err := a.temps.WriteBytes(out, img.ELF()); err != nil {
 					return &exitError{exitUsage, err}
 				}
 			}

@@ -8,15 +8,18 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/klpresolve/klpresolve/internal/atomicfile"
 	"github.com/klpresolve/klpresolve/kallsyms"
 )
 
@@ -67,7 +70,9 @@ func setGC(percent int) {
 // run executes the command line and returns the exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	out := &checkedWriter{w: stdout}
-	root := newRoot(stdin, out, stderr)
+	temps := &atomicfile.Temps{}
+	defer stopOnSignal(temps, stderr)()
+	root := newRoot(stdin, out, stderr, temps)
 	root.SetArgs(args)
 	err := root.Execute()
 	if out.err != nil && (err == nil || errors.Is(err, out.err)) {
@@ -88,6 +93,38 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "klpresolve: %v\n", err)
 	return exitUsage
+}
+
+// stopOnSignal makes an interrupt, a termination or a hangup remove the
+// temporary files of the outputs being written (temps) before the
+// process exits, with the shell's status for the signal (128 + its
+// number); the process would otherwise die leaving them beside the
+// outputs. It returns the function that stops watching.
+func stopOnSignal(temps *atomicfile.Temps, stderr io.Writer) (stop func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			os.Exit(onSignal(s, temps, stderr))
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+	}
+}
+
+// onSignal cleans up for a signal and returns the exit status.
+func onSignal(s os.Signal, temps *atomicfile.Temps, stderr io.Writer) int {
+	temps.Cleanup()
+	fmt.Fprintf(stderr, "klpresolve: %v\n", s)
+	if n, ok := s.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return 128 + 2 // an interrupt (os.Interrupt on any system)
 }
 
 // checkedWriter is standard output, remembering the first error writing
@@ -130,6 +167,9 @@ type app struct {
 	kallsymsPaths  []string // every --kallsyms given (check uses them all)
 	lto            bool
 	noMap          bool
+	// temps are the temporary files of the outputs being written, which
+	// a signal removes (stopOnSignal).
+	temps *atomicfile.Temps
 }
 
 // kallsymsPath is the kernel symbols of a one-kernel command: the last
@@ -164,8 +204,8 @@ func (a *app) openIndex() (*kallsyms.Index, error) {
 	return ix, nil
 }
 
-func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+func newRoot(stdin io.Reader, stdout, stderr io.Writer, temps *atomicfile.Temps) *cobra.Command {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, temps: temps}
 	root := &cobra.Command{
 		Use:   "klpresolve PATCH.ko [--kallsyms PATH] [--format text|json] [--strict] [--stats] [--link [-o OUT]]",
 		Short: "Resolve a livepatch module's relocations against a kernel's symbols, as the kernel would",

@@ -9,6 +9,7 @@ import (
 	"encoding/xml"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/klpresolve/klpresolve/internal/atomicfile"
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/internal/testutil/testelf"
@@ -1353,4 +1355,23 @@ func TestInitMemoryCLI(t *testing.T) {
 	_, out, _ = runCLI(t, "check", mod, "--kallsyms", k, "--format", "junit")
 	assert.Contains(t, out, "warning: 1 relocation refers to vmlinux's init memory")
 	assert.Contains(t, out, `classname="klpresolve.check.init"`, "a module without .modinfo is named after its file")
+}
+
+// An interrupt removes the temporary files of the outputs being written,
+// and exits with the shell's status for the signal.
+func TestOnSignal(t *testing.T) {
+	dir := t.TempDir()
+	temps := &atomicfile.Temps{}
+	var errb bytes.Buffer
+	var code int
+	err := temps.Write(filepath.Join(dir, "snap"), func(w io.Writer) error {
+		code = onSignal(os.Interrupt, temps, &errb)
+		return nil
+	})
+	require.Error(t, err)
+	assert.Equal(t, 130, code)
+	assert.Equal(t, "klpresolve: interrupt\n", errb.String())
+	ents, _ := os.ReadDir(dir)
+	assert.Empty(t, ents, "no temporary file left")
+	assert.Equal(t, 143, onSignal(syscall.SIGTERM, temps, io.Discard))
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/klpresolve/klpresolve/internal/atomicfile"
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
@@ -92,7 +91,7 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 			rep.ResolveTime.Round(time.Microsecond), rep.LinkTime.Round(time.Microsecond), t3.Sub(t0).Round(time.Microsecond))
 	}
 	if o.out != "" && rep.Image != nil {
-		if err := atomicfile.WriteBytes(o.out, rep.Image.ELF()); err != nil {
+		if err := a.temps.WriteBytes(o.out, rep.Image.ELF()); err != nil {
 			return &exitError{exitUsage, err}
 		}
 	}

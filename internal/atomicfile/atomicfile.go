@@ -12,11 +12,84 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 )
+
+// Temps tracks the temporary files of the writes in progress, so that a
+// process stopped by a signal can remove them (Cleanup) instead of
+// leaving a ".out.tmp123" beside every output it was writing (a sync to
+// a slow disk can take seconds). The zero value is ready; a nil *Temps
+// tracks nothing.
+type Temps struct {
+	mu    sync.Mutex
+	names map[string]bool
+	done  bool // Cleanup ran: a temporary file made later is removed at once
+}
+
+func (t *Temps) add(name string) bool {
+	if t == nil {
+		return true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done {
+		return false
+	}
+	if t.names == nil {
+		t.names = map[string]bool{}
+	}
+	t.names[name] = true
+	return true
+}
+
+func (t *Temps) remove(name string) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	delete(t.names, name)
+	t.mu.Unlock()
+}
+
+// Cleanup removes every temporary file of the writes in progress; the
+// writes then fail, leaving their targets untouched. It is safe to call
+// from another goroutine (a signal handler's) while they run.
+func (t *Temps) Cleanup() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.done = true
+	for name := range t.names {
+		os.Remove(name)
+	}
+	t.names = nil
+}
+
+// Write is the package's Write, its temporary file tracked by t.
+func (t *Temps) Write(path string, fill func(io.Writer) error) error {
+	return write(path, fill, t)
+}
+
+// WriteBytes is the package's WriteBytes, tracked by t.
+func (t *Temps) WriteBytes(path string, b []byte) error {
+	return t.Write(path, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
+
+// errStopped: the process is stopping (Temps.Cleanup ran).
+var errStopped = errors.New("stopping: temporary file removed")
 
 // Write calls fill with a temporary file beside path, then renames it over
 // path. On any error the temporary file is removed and path is untouched.
-func Write(path string, fill func(io.Writer) error) (err error) {
+func Write(path string, fill func(io.Writer) error) error {
+	return write(path, fill, nil)
+}
+
+func write(path string, fill func(io.Writer) error, temps *Temps) (err error) {
 	if st, err := os.Stat(path); err == nil {
 		switch {
 		case st.IsDir():
@@ -43,7 +116,13 @@ func Write(path string, fill func(io.Writer) error) (err error) {
 		}
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	if !temps.add(f.Name()) {
+		f.Close()
+		os.Remove(f.Name())
+		return fmt.Errorf("write %s: %w", path, errStopped)
+	}
 	defer func() {
+		temps.remove(f.Name())
 		if err != nil {
 			f.Close()
 			os.Remove(f.Name())

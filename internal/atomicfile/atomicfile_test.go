@@ -43,3 +43,69 @@ func TestWriteErrors(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	assert.Empty(t, entries)
 }
+
+// TestTempsCleanup: a signal handler's Cleanup removes the temporary file
+// of a write in progress; the write fails, its target untouched, and a
+// write that starts afterwards makes nothing.
+func TestTempsCleanup(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "out")
+	require.NoError(t, WriteBytes(p, []byte("old")))
+	temps := &Temps{}
+	err := temps.Write(p, func(w io.Writer) error {
+		_, err := w.Write([]byte("new, half written"))
+		ents, _ := os.ReadDir(dir)
+		assert.Len(t, ents, 2, "the target and the temporary file")
+		temps.Cleanup() // the signal arrives
+		ents, _ = os.ReadDir(dir)
+		assert.Len(t, ents, 1, "the temporary file is gone")
+		return err
+	})
+	require.Error(t, err, "the rename finds no file")
+	b, _ := os.ReadFile(p)
+	assert.Equal(t, "old", string(b))
+
+	err = temps.WriteBytes(p, []byte("later"))
+	require.ErrorIs(t, err, errStopped)
+	ents, _ := os.ReadDir(dir)
+	assert.Len(t, ents, 1)
+
+	// A nil *Temps tracks nothing and writes as Write does.
+	var none *Temps
+	require.NoError(t, none.WriteBytes(p, []byte("nil")))
+	none.Cleanup()
+	b, _ = os.ReadFile(p)
+	assert.Equal(t, "nil", string(b))
+}
+
+// TestTempsConcurrent: Cleanup from another goroutine while writes run
+// (go test -race): each write either completes or leaves its target as
+// it was, and no temporary file remains.
+func TestTempsConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	temps := &Temps{}
+	done := make(chan struct{})
+	for i := range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			p := filepath.Join(dir, "out"+string(rune('a'+i)))
+			for range 20 {
+				if err := temps.WriteBytes(p, []byte("content")); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	temps.Cleanup()
+	for range 8 {
+		<-done
+	}
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range ents {
+		assert.NotContains(t, e.Name(), ".tmp")
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		require.NoError(t, err)
+		assert.Equal(t, "content", string(b))
+	}
+}
