@@ -94,6 +94,20 @@ func (ix *Index) objectErr(object string, why objectMiss) *LookupError {
 	return &LookupError{Object: object, Kind: ErrNoObject, Note: note}
 }
 
+// absentNear adds to the error of an object that is not loaded where
+// its symbol is all the same: the name in the objects that are (le.Near),
+// and, when vmlinux has it, that the object may be built into this kernel
+// (a built-in module's symbols are vmlinux's).
+func (ix *Index) absentNear(le *LookupError, why objectMiss) {
+	if why != missAbsent || le.Name == "" {
+		return
+	}
+	le.Near = ix.elsewhere(-1, le.Name)
+	if slices.ContainsFunc(le.Near, func(s Symbol) bool { return s.Object == Vmlinux && s.Name == le.Name }) {
+		le.Note += " (is " + le.Object + " built into this kernel? vmlinux has " + le.Name + ")"
+	}
+}
+
 // nearObject is the object whose name object is, as people write module
 // names: with dashes (the kernel's are KBUILD_MODNAME, where kbuild turns
 // them into underscores), in kallsyms's brackets, with .ko, in another
@@ -137,6 +151,7 @@ func (ix *Index) Lookup(object, name string, sympos uint64) (Symbol, error) {
 	if miss != objectOK {
 		le := ix.objectErr(object, miss)
 		le.Name, le.Pos = name, sympos
+		ix.absentNear(le, miss)
 		return Symbol{}, le
 	}
 	o := &ix.objs[oi]
@@ -326,7 +341,7 @@ func (ix *Index) near(oi int, name string) []Symbol {
 // elsewhere lists, at most maxNear, the first of near's suggestions: name
 // as it may have been mistyped (respellings) in any object, then name in
 // the objects other than oi, then the kernel's wrappers of name in oi;
-// pseudo-modules left out.
+// pseudo-modules left out. oi is -1 when the object asked is not loaded.
 func (ix *Index) elsewhere(oi int, name string) []Symbol {
 	var out []Symbol
 	add := func(j int, n string) {
@@ -348,8 +363,10 @@ func (ix *Index) elsewhere(oi int, name string) []Symbol {
 			add(j, name)
 		}
 	}
-	for _, n := range wrappers(name) {
-		add(oi, n)
+	if oi >= 0 {
+		for _, n := range wrappers(name) {
+			add(oi, n)
+		}
 	}
 	return out
 }
@@ -436,6 +453,7 @@ func (ix *Index) LookupName(spec string) (Symbol, error) {
 	case miss != objectOK:
 		le := ix.objectErr(obj, miss)
 		le.Name = name
+		ix.absentNear(le, miss)
 		return Symbol{}, le
 	case ok:
 		return ix.symbol(i, 1), nil

@@ -2,6 +2,7 @@ package kallsyms
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -257,4 +258,33 @@ func TestNearRespellings(t *testing.T) {
 	assert.Equal(t, []string{"vfs_read"}, respellings("vfs_read\t"))
 	assert.Equal(t, []string{"Vfs_read", "vfs_read"}, respellings(" Vfs_read"))
 	assert.Empty(t, respellings("vfs_read"))
+}
+
+// TestNearAbsentObject: a symbol asked of a module that is not loaded is
+// shown where it is; vmlinux having it says the module may be built in.
+func TestNearAbsentObject(t *testing.T) {
+	ix, err := Parse("k", strings.NewReader("ffffffff81000000 T ext4_iget\nffffffffc0000000 t xfs_iget\t[xfs]\n"), nil)
+	require.NoError(t, err)
+	_, err = ix.Lookup("ext4", "ext4_iget", 0)
+	var le *LookupError
+	require.ErrorAs(t, err, &le)
+	assert.ErrorIs(t, err, ErrNoObject)
+	assert.Equal(t, []string{"vmlinux:ext4_iget"}, nearNames(le.Near))
+	assert.Equal(t, "no such module in k (is ext4 built into this kernel? vmlinux has ext4_iget); nearest: vmlinux:ext4_iget", le.Help())
+	_, err = ix.LookupName("nfs:xfs_iget")
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, []string{"xfs:xfs_iget"}, nearNames(le.Near))
+	assert.NotContains(t, le.Help(), "built into", "xfs has it, vmlinux does not")
+	_, err = ix.Lookup("ext4", "nothing", 0)
+	require.ErrorAs(t, err, &le)
+	assert.Empty(t, le.Near)
+	assert.Equal(t, "no such module in k", le.Help())
+}
+
+func nearNames(ss []Symbol) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Object+":"+s.Name)
+	}
+	return out
 }
