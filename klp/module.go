@@ -55,8 +55,12 @@ type Module struct {
 	// allocated) or refuse when the patch is enabled (no livepatch=Y).
 	Warnings []string
 
-	elf       *elfobj.File
-	notMarked *RelocError // checkMarked
+	// NotMarked is set for a built patch module without a livepatch key
+	// in its .modinfo: klp_enable_patch() refuses it on every kernel
+	// (ErrNotMarked; Resolution.LoadErr carries it).
+	NotMarked *RelocError
+
+	elf *elfobj.File
 }
 
 // RelaSection is one .klp.rela.<obj>.<sec> section.
@@ -167,7 +171,7 @@ func (m *Module) checkMarked() {
 		(m.Format != FormatKLP && m.FuncSource != FuncsStatic && m.FuncSource != FuncsKlpBuild) {
 		return
 	}
-	m.notMarked = &RelocError{File: m.Path, Section: ".modinfo", Symbol: "livepatch", Err: ErrNotMarked,
+	m.NotMarked = &RelocError{File: m.Path, Section: ".modinfo", Symbol: "livepatch", Err: ErrNotMarked,
 		Kernel: fmt.Sprintf("module %s is not marked as a livepatch module", m.KernelName()),
 		Hint:   `its .modinfo has no livepatch=Y (MODULE_INFO(livepatch, "Y")), so klp_enable_patch() refuses it on every kernel`}
 }

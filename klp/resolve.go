@@ -183,7 +183,7 @@ func (m *Module) Resolve(ix *kallsyms.Index) *Resolution {
 	res.BuiltIn = builtIn(ix, res, deferred)
 	res.LoadErr = m.checkLivepatchSupport(ix)
 	if res.LoadErr == nil {
-		res.LoadErr = m.notMarked
+		res.LoadErr = m.NotMarked
 	}
 	return res
 }

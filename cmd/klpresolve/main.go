@@ -262,6 +262,7 @@ refuses it), 2 unusable input or usage, 3 --max-time exceeded.`,
 		newPLTCmd(a),
 		newLinkCmd(a),
 		newCheckCmd(a),
+		newInfoCmd(a),
 	)
 	return root
 }

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/klpresolve/klpresolve/klp"
+)
+
+func newInfoCmd(a *app) *cobra.Command {
+	var format string
+	c := &cobra.Command{
+		Use:   "info PATCH.ko [--format text|json]",
+		Short: "Describe a livepatch module without a kernel: its sections, symbols, objects and patched functions",
+		Example: `  klpresolve info livepatch-fix.ko
+  klpresolve info livepatch-fix.ko.zst --format json | jq '.funcs[].name'`,
+		Long: `Describes what PATCH.ko asks of a kernel, without one: its livepatch relocation
+sections (object, the section they patch, how many relocations), the livepatch symbols
+they use, the klp_objects it declares and the functions it patches (from a static
+klp_patch, klp-build's .init.klp_funcs or kpatch-build's .kpatch.funcs), and what the
+kernel would refuse on every kernel (a malformed name, a section for a module the patch
+declares no object for, a function declared twice, no livepatch=Y...).
+
+Exit status: 0 nothing is refused on every kernel, 1 something is, 2 unusable input.`,
+		Args: needArgs(1, 1, "one livepatch module, PATCH.ko"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			m, err := openModule(a, args[0], klp.Parse)
+			if err != nil {
+				return err
+			}
+			info := moduleInfo(m)
+			if format == "json" {
+				err = writeJSON(a, info)
+			} else {
+				writeInfoText(a.stdout, info)
+			}
+			if err != nil {
+				return err
+			}
+			if info.Errors > 0 {
+				return &exitError{exitFailed, errReported}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	return c
+}
+
+// infoOut is what info reports (also its JSON form).
+type infoOut struct {
+	Module      string        `json:"module"`
+	Name        string        `json:"name"` // as the kernel names it
+	Arch        string        `json:"arch"`
+	Format      string        `json:"format"`
+	Livepatch   bool          `json:"livepatch"` // .modinfo livepatch=Y
+	Compression string        `json:"compression,omitempty"`
+	Sections    []infoSection `json:"sections"`
+	Symbols     []string      `json:"symbols"` // distinct livepatch symbols, in first use
+	Objects     []string      `json:"objects,omitempty"`
+	FuncSource  string        `json:"func_source,omitempty"`
+	Funcs       []infoFunc    `json:"funcs"`
+	Refused     *infoProblem  `json:"refused,omitempty"` // the module as a whole (klp.Module.NotMarked)
+	Warnings    []string      `json:"warnings,omitempty"`
+	// Errors counts what every kernel refuses: failed sections,
+	// relocations and functions, and Refused.
+	Errors int `json:"errors"`
+}
+
+type infoSection struct {
+	Name        string       `json:"name"`
+	Object      string       `json:"object"`
+	Target      string       `json:"target"`
+	Relocations int          `json:"relocations"`
+	Error       *infoProblem `json:"error,omitempty"` // the section's, or its first relocation's
+	// ErrorSymbol is the symbol of the relocation Error is about ("" for
+	// the section's own).
+	ErrorSymbol string `json:"error_symbol,omitempty"`
+}
+
+type infoFunc struct {
+	Object   string       `json:"object"`
+	Name     string       `json:"name"`
+	Sympos   uint64       `json:"sympos"`
+	Declared string       `json:"declared"`
+	Error    *infoProblem `json:"error,omitempty"`
+}
+
+type infoProblem struct {
+	Error string `json:"error"` // the kernel's message, or what happens when it says nothing
+	Kind  string `json:"kind"`
+	Help  string `json:"help,omitempty"`
+}
+
+// problem describes a static failure as the reports do (klp.CheckError's
+// kernel line, or its hint when the kernel says nothing).
+func problem(err error) *infoProblem {
+	re := &klp.RelocError{Err: err, Kernel: err.Error()}
+	p := &infoProblem{Error: err.Error(), Kind: re.Kind()}
+	if ce, ok := err.(*klp.CheckError); ok {
+		p.Error, p.Help = ce.Kernel, ce.Hint
+		if p.Error == "" {
+			p.Error, p.Help = "(no message: the kernel fails silently)", ce.Hint
+		}
+	}
+	return p
+}
+
+func moduleInfo(m *klp.Module) *infoOut {
+	out := &infoOut{Module: m.Path, Name: m.KernelName(), Arch: m.Arch, Format: string(m.Format), Livepatch: m.Livepatch,
+		Compression: string(m.Compression), Sections: []infoSection{}, Symbols: []string{}, Funcs: []infoFunc{},
+		Objects: m.Objects, FuncSource: string(m.FuncSource), Warnings: m.Warnings}
+	seen := map[string]bool{}
+	for _, s := range m.Sections {
+		is := infoSection{Name: s.Name, Object: s.Object, Target: s.Target, Relocations: len(s.Relocs)}
+		switch {
+		case s.Err != nil:
+			is.Error = problem(s.Err)
+			out.Errors++
+		default:
+			for _, r := range s.Relocs {
+				if r.Err != nil {
+					is.Error, is.ErrorSymbol = problem(r.Err), r.Symbol
+					out.Errors++
+					break
+				}
+			}
+		}
+		for _, r := range s.Relocs {
+			if !seen[r.Symbol] {
+				seen[r.Symbol] = true
+				out.Symbols = append(out.Symbols, r.Symbol)
+			}
+		}
+		out.Sections = append(out.Sections, is)
+	}
+	if m.Kpatch != nil {
+		for _, d := range m.Kpatch.Dynrelas {
+			if n := klp.FormatSymbolName(d.Object, d.Name, d.Pos); !seen[n] {
+				seen[n] = true
+				out.Symbols = append(out.Symbols, n)
+			}
+		}
+	}
+	for _, f := range m.Funcs {
+		fi := infoFunc{Object: f.Object, Name: f.Name, Sympos: f.Pos, Declared: fmt.Sprintf("%s+%#x", f.Section, f.Offset)}
+		if f.Err != nil {
+			fi.Error = problem(f.Err)
+			out.Errors++
+		}
+		out.Funcs = append(out.Funcs, fi)
+	}
+	if e := m.NotMarked; e != nil {
+		out.Refused = &infoProblem{Error: e.Kernel, Kind: e.Kind(), Help: e.Hint}
+		out.Errors++
+	}
+	return out
+}
+
+func writeInfoText(w io.Writer, in *infoOut) {
+	fmt.Fprintf(w, "module %s (name %s): format %s, arch %s, livepatch=%s\n", in.Module, in.Name, in.Format, in.Arch, yesNo(in.Livepatch))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if len(in.Sections) > 0 {
+		fmt.Fprintf(tw, "livepatch sections (%d):\n", len(in.Sections))
+		for _, s := range in.Sections {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", s.Name, orDash(s.Object), count(s.Relocations, "relocation", "relocations"))
+		}
+	}
+	tw.Flush()
+	if len(in.Symbols) > 0 {
+		fmt.Fprintf(w, "livepatch symbols (%d): %s\n", len(in.Symbols), strings.Join(in.Symbols, " "))
+	}
+	if in.Objects != nil {
+		fmt.Fprintf(w, "objects (%s): %s\n", in.FuncSource, strings.Join(in.Objects, ", "))
+	}
+	if len(in.Funcs) > 0 {
+		fmt.Fprintf(tw, "patched functions (%s, %d):\n", in.FuncSource, len(in.Funcs))
+		for _, f := range in.Funcs {
+			fmt.Fprintf(tw, "  %s:%s,%d\tdeclared at %s\n", f.Object, f.Name, f.Sympos, f.Declared)
+		}
+		tw.Flush()
+	} else {
+		fmt.Fprintln(w, "patched functions: none found (a static klp_patch, .init.klp_funcs or .kpatch.funcs)")
+	}
+	problemLines := func(what string, p *infoProblem) {
+		fmt.Fprintf(w, "error: %s\n  kernel: %s\n", what, p.Error)
+		if p.Help != "" {
+			fmt.Fprintf(w, "  help: %s\n", p.Help)
+		}
+	}
+	for _, s := range in.Sections {
+		switch {
+		case s.Error != nil && s.ErrorSymbol != "":
+			problemLines(fmt.Sprintf("section %s, relocation against %s", s.Name, s.ErrorSymbol), s.Error)
+		case s.Error != nil:
+			problemLines("section "+s.Name, s.Error)
+		}
+	}
+	for _, f := range in.Funcs {
+		if f.Error != nil {
+			problemLines(fmt.Sprintf("patched function %s:%s,%d (declared at %s)", f.Object, f.Name, f.Sympos, f.Declared), f.Error)
+		}
+	}
+	if in.Refused != nil {
+		problemLines("the module", in.Refused)
+	}
+	for _, warn := range in.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+	if in.Errors > 0 {
+		fmt.Fprintf(w, "FAILED: %s on every kernel\n", count(in.Errors, "problem", "problems"))
+	} else {
+		fmt.Fprintln(w, "OK: nothing refused on every kernel; resolve it against one to know the rest")
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
