@@ -38,6 +38,9 @@ type KernelResult struct {
 	// unresolved, and modules the module depends on not in the kernel's
 	// symbols).
 	UnloadedDepends []string
+	// NoModules: Explanation.NoModules (the kernel's symbols list no
+	// module, as a System.map).
+	NoModules bool
 	// BuiltIn: the deferred objects that look built into this kernel
 	// (klp.Resolution.BuiltIn): their relocations would never apply.
 	BuiltIn []klp.BuiltIn
@@ -127,7 +130,7 @@ func checkOne(m *klp.Module, kernel string, o FleetOptions) KernelResult {
 	}
 	res := rep.Resolution
 	kr.Resolved, kr.Deferred, kr.Errors = res.Resolved+res.FuncResolved, res.Deferred+res.FuncDeferred, res.Errors+res.FuncErrors
-	kr.LoaderMissing, kr.CodeOnly, kr.UnloadedDepends = rep.LoaderMissing, rep.CodeOnly, rep.UnloadedDepends
+	kr.LoaderMissing, kr.CodeOnly, kr.UnloadedDepends, kr.NoModules = rep.LoaderMissing, rep.CodeOnly, rep.UnloadedDepends, rep.NoModules
 	kr.BuiltIn, kr.InitRefs = res.BuiltIn, len(res.InitRefs)
 	if e := res.LoadErr; e != nil {
 		kr.FirstError, kr.FirstErrorKind = e.Kernel, e.Kind()

@@ -154,6 +154,10 @@ type Explanation struct {
 	// the kernel's symbols, which may be why: modprobe would load them
 	// first (see UnloadedDepends).
 	UnloadedDepends []string
+	// NoModules: the kernel's symbols list no module at all (a
+	// System.map never does), which is why UnloadedDepends are not
+	// there.
+	NoModules bool
 }
 
 // Explain says why the names m left unresolved against ix (a link's
@@ -165,7 +169,18 @@ func Explain(m *klp.Module, ix *kallsyms.Index, unresolved []string) Explanation
 		NotExported:     NotExported(ix, unresolved, modplt.GPLCompatible(f.ModInfo("license"))),
 		CodeOnly:        CodeOnly(ix, unresolved),
 		UnloadedDepends: UnloadedDepends(f.ModInfo("depends"), ix, unresolved),
+		NoModules:       !listsModules(ix),
 	}
+}
+
+// listsModules reports whether ix lists a module (pseudo-modules aside).
+func listsModules(ix *kallsyms.Index) bool {
+	for _, o := range ix.Objects() {
+		if o.Name != kallsyms.Vmlinux && !o.Pseudo {
+			return true
+		}
+	}
+	return false
 }
 
 // Hidden is a symbol the kernel has but the loader does not give the

@@ -91,7 +91,7 @@ func checkJUnit(m *klp.Module, rows []pipeline.KernelResult, elapsed time.Durati
 			out = append(out, loaderNote(r.LoaderMissing, nil))
 		}
 		if len(r.UnloadedDepends) > 0 {
-			out = append(out, dependsNote(r.UnloadedDepends, r.Kernel))
+			out = append(out, dependsNote(r.UnloadedDepends, r.Kernel, r.NoModules))
 		}
 		if len(out) > 0 {
 			c.SystemOut = &junitText{strings.Join(out, "\n")}

@@ -401,9 +401,13 @@ func codeOnlyNote(source string) string {
 
 // dependsNote says why ordinary symbols may be unresolved: modules the
 // module depends on (pipeline.Report.UnloadedDepends) are not in source.
-func dependsNote(deps []string, source string) string {
-	return fmt.Sprintf("(the module depends on %s (.modinfo depends=), which %s does not have: %s not there to resolve against; modprobe loads a module's dependencies first, insmod does not)",
-		strings.Join(deps, ", "), source, pick(len(deps), "its exports are", "their exports are"))
+func dependsNote(deps []string, source string, noModules bool) string {
+	which := source + " does not have"
+	if noModules {
+		which = source + " does not have (it lists no module at all, as a System.map never does)"
+	}
+	return fmt.Sprintf("(the module depends on %s (.modinfo depends=), which %s: %s not there to resolve against; modprobe loads a module's dependencies first, insmod does not)",
+		strings.Join(deps, ", "), which, pick(len(deps), "its exports are", "their exports are"))
 }
 
 // whyNotes are the notes on why symbols may be unresolved against source
@@ -414,7 +418,7 @@ func whyNotes(why pipeline.Explanation, source string) []string {
 		out = append(out, codeOnlyNote(source))
 	}
 	if len(why.UnloadedDepends) > 0 {
-		out = append(out, dependsNote(why.UnloadedDepends, source))
+		out = append(out, dependsNote(why.UnloadedDepends, source, why.NoModules))
 	}
 	return out
 }
