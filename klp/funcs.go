@@ -524,7 +524,7 @@ func (m *Module) readFuncs() error {
 	}
 	f := m.elf
 	klpBuild := f.SectionByName(".init.klp_funcs") != nil
-	if !klpBuild && !m.Livepatch && len(m.Sections) == 0 {
+	if !klpBuild && m.elf.ModInfo("livepatch") == "" && len(m.Sections) == 0 && !m.callsKlpEnablePatch() {
 		return nil // not a livepatch module: its data is not searched
 	}
 	d, err := m.dataRelocs()
@@ -542,6 +542,18 @@ func (m *Module) readFuncs() error {
 		m.FuncSource = FuncsStatic
 	}
 	return nil
+}
+
+// callsKlpEnablePatch reports whether the module refers to
+// klp_enable_patch(), as a patch module's init does: one that is not
+// marked livepatch is a patch module all the same (checkMarked).
+func (m *Module) callsKlpEnablePatch() bool {
+	for i := range m.elf.Symbols {
+		if s := &m.elf.Symbols[i]; s.Name == "klp_enable_patch" && s.Shndx == uint16(elf.SHN_UNDEF) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkObjects marks the .klp.rela sections of modules the patch declares

@@ -360,6 +360,19 @@ func TestNotMarkedLivepatch(t *testing.T) {
 	assert.Equal(t, "not_marked_livepatch", res.LoadErr.Kind())
 	assert.Equal(t, "module livepatch_sample is not marked as a livepatch module", res.LoadErr.Kernel)
 	assert.False(t, res.OK(false))
+	// klp-patch.ko unmarked: no livepatch section left, but its init
+	// calls klp_enable_patch(), so its klp_patch is read, and refused.
+	kp, err := readFixture("klp-patch.o")
+	require.NoError(t, err)
+	j := bytes.Index(kp, []byte("livepatch=Y\x00"))
+	require.Positive(t, j)
+	copy(kp[j:], "livepatcX=Y")
+	km, err := Parse("klp-patch.o", kp)
+	require.NoError(t, err)
+	assert.Equal(t, FuncsStatic, km.FuncSource)
+	require.NotNil(t, km.NotMarked)
+	assert.Equal(t, "not_marked_livepatch", km.NotMarked.Kind())
+
 	copy(unmarked[i:], "livepatch=N")
 	m, err = Parse("marked-n.ko", unmarked)
 	require.NoError(t, err)
