@@ -544,6 +544,55 @@ func (m *Module) readFuncs() error {
 	return nil
 }
 
+// kpatchObjects are the klp_objects that kpatch-build's livepatch hook
+// (kmod/patch/livepatch-patch-hook.c, patch_init()) makes at run time:
+// one per objname of .kpatch.funcs and of the callbacks
+// (.kpatch.callbacks.*: a callback pointer, then the objname), vmlinux's
+// without a name; nil when a callbacks section does not read so.
+func (m *Module) kpatchObjects() []string {
+	f := m.elf
+	w := uint64(4)
+	if f.Is64() {
+		w = 8
+	}
+	var objs []string
+	add := func(o string) {
+		if !slices.Contains(objs, o) {
+			objs = append(objs, o)
+		}
+	}
+	for _, fn := range m.Funcs {
+		add(fn.Object)
+	}
+	for i := range f.Sections {
+		s := &f.Sections[i]
+		if !strings.HasPrefix(s.Name, ".kpatch.callbacks.") || s.Type == elf.SHT_NOBITS {
+			continue
+		}
+		for j := range f.Sections {
+			r := &f.Sections[j]
+			if !elfobj.IsReloc(r) || int(r.Info) != s.Index {
+				continue
+			}
+			rs, err := f.Relocs(r)
+			if err != nil {
+				return nil
+			}
+			for _, x := range rs {
+				if x.Offset%(2*w) != w {
+					continue // the callback
+				}
+				o, err := m.relocString(x, s.Name)
+				if err != nil {
+					return nil
+				}
+				add(o)
+			}
+		}
+	}
+	return objs
+}
+
 // callsKlpEnablePatch reports whether the module refers to
 // klp_enable_patch(), as a patch module's init does: one that is not
 // marked livepatch is a patch module all the same (checkMarked).
@@ -565,6 +614,9 @@ func (m *Module) callsKlpEnablePatch() bool {
 // place (zero, plus the addend). vmlinux's are applied at load, whatever
 // the objects.
 func (m *Module) checkObjects() {
+	if m.Objects == nil && m.Format == FormatKLP && m.FuncSource == FuncsKpatch {
+		m.Objects = m.kpatchObjects()
+	}
 	if m.Objects == nil {
 		return
 	}

@@ -385,3 +385,43 @@ func TestRELOffsetPastData(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, FuncsNone, m.FuncSource)
 }
+
+// TestKpatchBuildObjects: kpatch-build's livepatch hook makes one
+// klp_object per objname of .kpatch.funcs; a .klp.rela section for a
+// module without one is never applied.
+func TestKpatchBuildObjects(t *testing.T) {
+	build := func(name, objname string) *Module {
+		t.Helper()
+		b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+		text := b.AddSection(elfobj.BuildSection{Name: ".text.fn", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 16), Addralign: 16})
+		strs := []byte(name + "\x00" + objname + "\x00")
+		str := b.AddSection(elfobj.BuildSection{Name: ".kpatch.strings", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: strs, Addralign: 1})
+		funcs := b.AddSection(elfobj.BuildSection{Name: ".kpatch.funcs", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 56), Addralign: 8})
+		b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("livepatch=Y\x00"), Addralign: 1})
+		ss := b.AddSymbol(elfobj.BuildSymbol{Name: "", Info: elf.ST_INFO(elf.STB_LOCAL, elf.STT_SECTION), Shndx: uint16(str)})
+		fn := b.AddSymbol(elfobj.BuildSymbol{Name: "fn", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC), Shndx: uint16(text), Size: 16})
+		xi := b.AddSymbol(elfobj.BuildSymbol{Name: "xfs_iget", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+		b.AddRelocs(".rela.text.fn", true, text, []elfobj.Reloc{{Offset: 1, Sym: xi, Type: uint32(elf.R_X86_64_PLT32), Addend: -4}})
+		b.AddRelocs(".rela.kpatch.funcs", true, funcs, []elfobj.Reloc{
+			{Offset: 0, Sym: fn, Type: uint32(elf.R_X86_64_64)},
+			{Offset: 40, Sym: ss, Type: uint32(elf.R_X86_64_64)},
+			{Offset: 48, Sym: ss, Type: uint32(elf.R_X86_64_64), Addend: int64(len(name) + 1)},
+		})
+		ko, err := Convert("kpatch.o", b.Bytes(), []ConvertSymbol{{Object: "xfs", Name: "xfs_iget"}})
+		require.NoError(t, err)
+		m, err := Parse("kpatch.ko", ko)
+		require.NoError(t, err)
+		require.Equal(t, FormatKLP, m.Format)
+		require.Equal(t, FuncsKpatch, m.FuncSource)
+		return m
+	}
+	m := build("vfs_read", "vmlinux")
+	assert.Equal(t, []string{"vmlinux"}, m.Objects)
+	require.Len(t, m.Sections, 1)
+	require.NotNil(t, m.Sections[0].Err)
+	assert.ErrorIs(t, m.Sections[0].Err, ErrObjectNotInPatch)
+
+	m = build("xfs_iget", "xfs")
+	assert.Equal(t, []string{"xfs"}, m.Objects)
+	assert.Nil(t, m.Sections[0].Err)
+}

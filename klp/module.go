@@ -46,8 +46,9 @@ type Module struct {
 	Funcs      []Func
 	FuncSource FuncSource
 	// Objects are the klp_objects the patch declares ("vmlinux" for the
-	// one without a name), in its order, when FuncSource says where
-	// (FuncsStatic, FuncsKlpBuild); nil when unknown.
+	// one without a name), in its order, when known: a static klp_patch's
+	// and klp-build's, and for a livepatch module that kpatch-build made
+	// the ones its hook builds from .kpatch.funcs; nil otherwise.
 	Objects []string
 	// Warnings are things a patch author wants to know that are not a
 	// relocation's failure: what the kernel would silently do (a .klp.rela
