@@ -26,14 +26,17 @@ func Sniff(head []byte) bool {
 		if !complete && len(head) >= SniffLen {
 			// A line cut short: its name is shorter than SniffLen, but
 			// a "[module]" after it may not be; what comes before the
-			// module must parse.
+			// module must parse (the blanks before the bracket are a
+			// separator; a CR there is part of the name, as the parser
+			// takes it mid-line).
 			i := bytes.IndexByte(line, '[')
 			if i < 0 {
 				return false
 			}
-			line = line[:i]
+			line = bytes.TrimRight(line[:i], " \t")
+		} else {
+			line = bytes.TrimRight(line, " \t\r") // the line's end, as the parser trims it
 		}
-		line = bytes.TrimRight(line, " \t\r")
 		if len(line) > 0 {
 			_, _, _, _, _, msg := parseLine(line)
 			return msg == ""

@@ -50,3 +50,12 @@ func TestSniff(t *testing.T) {
 		assert.Equal(t, tc.want, Sniff([]byte(tc.head)), tc.name)
 	}
 }
+
+// TestSniffCutLineCR: in a line cut short, a CR before the module's
+// bracket is part of the name (the parser trims CRs at line ends only).
+func TestSniffCutLineCR(t *testing.T) {
+	line := "ffffffff81000000 0 \r [" + strings.Repeat("h", SniffLen) + "]\n"
+	_, err := ParseBytes("k", []byte(line), nil)
+	require.NoError(t, err, "the parser takes it")
+	assert.True(t, Sniff([]byte(line[:SniffLen])))
+}
