@@ -16,7 +16,9 @@ const SniffLen = 1024
 // text ("ADDRESS TYPE NAME[\t[module]]"; blank lines before it are
 // skipped). It is for picking the symbol lists out of a folder that holds
 // other files too (a README, a checksum list); it looks no further than
-// the first line, so a file it accepts may still fail to parse.
+// the first line (only at the start of one longer than SniffLen), so a
+// file it accepts may still fail to parse, but one that parses it always
+// accepts.
 func Sniff(head []byte) bool {
 	if isSnapshot(head) || input.Detect(head) != input.None {
 		return true
@@ -24,19 +26,17 @@ func Sniff(head []byte) bool {
 	for len(head) > 0 {
 		line, rest, complete := bytes.Cut(head, []byte("\n"))
 		if !complete && len(head) >= SniffLen {
-			// A line cut short: its name is shorter than SniffLen, but
-			// a "[module]" after it may not be; what comes before the
-			// module must parse (the blanks before the bracket are a
-			// separator; a CR there is part of the name, as the parser
-			// takes it mid-line).
-			i := bytes.IndexByte(line, '[')
-			if i < 0 {
-				return false
+			// A line cut short: it may run on for long (a module name,
+			// or blanks between the fields, have no limit), so only its
+			// start is checked: an address, 1 to 16 hex digits, and the
+			// blank after it, as every line that parses begins.
+			k := 0
+			for k < len(line) && hexval[line[k]] >= 0 {
+				k++
 			}
-			line = bytes.TrimRight(line[:i], " \t")
-		} else {
-			line = bytes.TrimRight(line, " \t\r") // the line's end, as the parser trims it
+			return k > 0 && k <= 16 && k < len(line) && line[k] == ' '
 		}
+		line = bytes.TrimRight(line, " \t\r") // the line's end, as the parser trims it
 		if len(line) > 0 {
 			_, _, _, _, _, msg := parseLine(line)
 			return msg == ""

@@ -45,7 +45,9 @@ func TestSniff(t *testing.T) {
 		{"blank lines only", "\n\n  \n", false},
 		{"a line longer than SniffLen", long, false},
 		{"a module name past SniffLen", "0 t x\t[" + long + "]\n", true},
-		{"a bracket past SniffLen, no name", "0 t [" + long, false},
+		{"a cut line, judged by its start", "0 t [" + long, true},
+		{"a cut line without an address", "t [" + long, false},
+		{"blanks past SniffLen", "0" + strings.Repeat(" ", SniffLen) + "T x\n", true},
 	} {
 		assert.Equal(t, tc.want, Sniff([]byte(tc.head)), tc.name)
 	}
