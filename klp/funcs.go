@@ -111,19 +111,20 @@ func namedVmlinux(name string, named bool) *CheckError {
 		Hint: `the klp_object's name is the string "vmlinux": livepatch takes an object with a name for a module, and waits for a module called vmlinux, which cannot load ("vmlinux.ko: invalid module name"); vmlinux's klp_object leaves name NULL`}
 }
 
-// dataRelocs holds a module's relocations that apply to its allocated,
-// non-executable sections, by target section and offset, for reading the
-// structs its data declares.
+// dataRelocs indexes a module's relocations by the section they apply to
+// and their offset, for reading the structs its data declares (kpatch's,
+// klp-build's, a static klp_patch). A section's are decoded on first use.
 type dataRelocs struct {
-	m   *Module
-	w   uint64                          // pointer size
-	rel map[int]map[uint64]elfobj.Reloc // target section -> offset -> relocation
+	m        *Module
+	w        uint64        // pointer size
+	byTarget map[int][]int // target section -> its relocation sections
+	rel      map[int]map[uint64]elfobj.Reloc
 	// sizes are the sizes of the module's sized data objects, by
 	// section and offset (made on first use).
 	sizes map[[2]uint64]uint64
 	// For readStaticPatch: each section's relocation offsets in order,
 	// the klp_func arrays read, and how many more relocations it may
-	// look at.
+	// look at (64 per relocation of the module's data).
 	sorted map[int][]uint64
 	memo   map[[2]uint64]funcArray
 	budget int
@@ -134,33 +135,47 @@ type funcArray struct {
 	ok    bool
 }
 
-func (m *Module) dataRelocs() (*dataRelocs, error) {
+func (m *Module) newDataRelocs() *dataRelocs {
 	f := m.elf
-	d := &dataRelocs{m: m, w: 4, rel: map[int]map[uint64]elfobj.Reloc{},
+	d := &dataRelocs{m: m, w: 4, byTarget: map[int][]int{}, rel: map[int]map[uint64]elfobj.Reloc{},
 		sorted: map[int][]uint64{}, memo: map[[2]uint64]funcArray{}}
 	if f.Is64() {
 		d.w = 8
 	}
 	for i := range f.Sections {
 		s := &f.Sections[i]
-		if !elfobj.IsReloc(s) || int(s.Info) >= len(f.Sections) || s.Flags&SHFRelaLivepatch != 0 {
+		if !elfobj.IsReloc(s) || s.Info == 0 || int(s.Info) >= len(f.Sections) || s.Flags&SHFRelaLivepatch != 0 {
 			continue
 		}
-		t := &f.Sections[s.Info]
-		if t.Flags&elf.SHF_ALLOC == 0 || t.Flags&elf.SHF_EXECINSTR != 0 || t.Type == elf.SHT_NOBITS {
-			continue
+		d.byTarget[int(s.Info)] = append(d.byTarget[int(s.Info)], i)
+		if isData(&f.Sections[s.Info]) {
+			d.budget += 64 * (len(f.SectionData(s)) / f.RelocEntSize(s.Type == elf.SHT_RELA))
 		}
+	}
+	return d
+}
+
+// isData: an allocated section that is neither code nor NOBITS, where a
+// module's structs are.
+func isData(t *elfobj.Section) bool {
+	return t.Flags&elf.SHF_ALLOC != 0 && t.Flags&elf.SHF_EXECINSTR == 0 && t.Type != elf.SHT_NOBITS
+}
+
+// relocsOf returns the relocations that apply to section sec, by offset
+// (a REL entry's addend read from its place).
+func (d *dataRelocs) relocsOf(sec int) (map[uint64]elfobj.Reloc, error) {
+	if byOff, ok := d.rel[sec]; ok {
+		return byOff, nil
+	}
+	f := d.m.elf
+	byOff := map[uint64]elfobj.Reloc{}
+	tdata := f.SectionData(&f.Sections[sec])
+	for _, i := range d.byTarget[sec] {
+		s := &f.Sections[i]
 		rs, err := f.Relocs(s)
 		if err != nil {
 			return nil, err
 		}
-		byOff := d.rel[t.Index]
-		if byOff == nil {
-			byOff = map[uint64]elfobj.Reloc{}
-			d.rel[t.Index] = byOff
-		}
-		tdata := f.SectionData(t)
-		d.budget += 64 * len(rs)
 		for _, r := range rs {
 			if s.Type == elf.SHT_REL && r.Offset <= uint64(len(tdata)) && uint64(len(tdata))-r.Offset >= d.w {
 				r.Addend = int64(d.word(tdata[r.Offset:])) // REL: the addend is in place
@@ -171,7 +186,18 @@ func (m *Module) dataRelocs() (*dataRelocs, error) {
 			byOff[r.Offset] = r
 		}
 	}
-	return d, nil
+	d.rel[sec] = byOff
+	return byOff, nil
+}
+
+// relocsOrNone is relocsOf for the shape searches, where a section whose
+// relocations do not decode holds nothing they can use.
+func (d *dataRelocs) relocsOrNone(sec int) map[uint64]elfobj.Reloc {
+	byOff, err := d.relocsOf(sec)
+	if err != nil {
+		return nil
+	}
+	return byOff
 }
 
 func (d *dataRelocs) word(b []byte) uint64 {
@@ -183,7 +209,7 @@ func (d *dataRelocs) word(b []byte) uint64 {
 
 // at returns the relocation at sec+off, if any.
 func (d *dataRelocs) at(sec int, off uint64) (elfobj.Reloc, bool) {
-	r, ok := d.rel[sec][off]
+	r, ok := d.relocsOrNone(sec)[off]
 	return r, ok
 }
 
@@ -274,13 +300,20 @@ func (m *Module) readKlpBuild(d *dataRelocs) ([]Func, []string, error) {
 		start uint64 // its first function's offset in .init.klp_funcs
 	}
 	var list []object
-	offs := make([]uint64, 0, len(d.rel[objs.Index]))
-	for off := range d.rel[objs.Index] {
+	orel, err := d.relocsOf(objs.Index)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := d.relocsOf(funcs.Index); err != nil {
+		return nil, nil, err
+	}
+	offs := make([]uint64, 0, len(orel))
+	for off := range orel {
 		offs = append(offs, off)
 	}
 	slices.Sort(offs)
 	for _, off := range offs {
-		r := d.rel[objs.Index][off]
+		r := orel[off]
 		sec, start, ok := d.target(r)
 		if !ok || sec != funcs.Index || off < d.w {
 			continue // a callback, or the name
@@ -346,14 +379,13 @@ func (m *Module) readKlpBuild(d *dataRelocs) ([]Func, []string, error) {
 // THIS_MODULE, is followed by a function pointer instead.
 func (m *Module) readStaticPatch(d *dataRelocs) ([]Func, []string) {
 	f := m.elf
-	secs := make([]int, 0, len(d.rel))
-	for s := range d.rel {
-		secs = append(secs, s)
-	}
-	slices.Sort(secs)
-	for _, sec := range secs {
-		offs := make([]uint64, 0, len(d.rel[sec]))
-		for off, r := range d.rel[sec] {
+	for sec := range f.Sections {
+		if !isData(&f.Sections[sec]) || len(d.byTarget[sec]) == 0 {
+			continue
+		}
+		rel := d.relocsOrNone(sec)
+		offs := make([]uint64, 0, len(rel))
+		for off, r := range rel {
 			if f.Symbols[r.Sym].Name == "__this_module" {
 				offs = append(offs, off)
 			}
@@ -391,7 +423,7 @@ func (d *dataRelocs) readObjects(sec int, off uint64) (out []Func, objs []string
 	}
 	var entries []entry
 	for _, o := range d.offsetsIn(sec, off+d.w, off+size) {
-		fsec, foff, ok := d.pointsTo(d.rel[sec][o], false)
+		fsec, foff, ok := d.pointsTo(d.relocsOrNone(sec)[o], false)
 		if !ok {
 			continue
 		}
@@ -496,7 +528,7 @@ func (d *dataRelocs) readFuncArrayOnce(sec int, off uint64) ([]Func, bool) {
 func (d *dataRelocs) offsetsIn(sec int, from, to uint64) []uint64 {
 	offs, ok := d.sorted[sec]
 	if !ok {
-		for o := range d.rel[sec] {
+		for o := range d.relocsOrNone(sec) {
 			offs = append(offs, o)
 		}
 		slices.Sort(offs)
@@ -518,7 +550,7 @@ func (d *dataRelocs) offsetsIn(sec int, from, to uint64) []uint64 {
 // readFuncs finds the functions the module patches, when kpatch's
 // .kpatch.funcs did not give them: klp-build's sections, else, in a
 // livepatch module, a static klp_patch.
-func (m *Module) readFuncs() error {
+func (m *Module) readFuncs(d *dataRelocs) error {
 	if m.FuncSource != FuncsNone {
 		return nil
 	}
@@ -527,10 +559,7 @@ func (m *Module) readFuncs() error {
 	if !klpBuild && m.elf.ModInfo("livepatch") == "" && len(m.Sections) == 0 && !m.callsKlpEnablePatch() {
 		return nil // not a livepatch module: its data is not searched
 	}
-	d, err := m.dataRelocs()
-	if err != nil {
-		return err
-	}
+	var err error
 	if klpBuild {
 		if m.Funcs, m.Objects, err = m.readKlpBuild(d); err != nil {
 			return err
@@ -549,7 +578,7 @@ func (m *Module) readFuncs() error {
 // one per objname of .kpatch.funcs and of the callbacks
 // (.kpatch.callbacks.*: a callback pointer, then the objname), vmlinux's
 // without a name; nil when a callbacks section does not read so.
-func (m *Module) kpatchObjects() []string {
+func (m *Module) kpatchObjects(d *dataRelocs) []string {
 	f := m.elf
 	w := uint64(4)
 	if f.Is64() {
@@ -569,25 +598,19 @@ func (m *Module) kpatchObjects() []string {
 		if !strings.HasPrefix(s.Name, ".kpatch.callbacks.") || s.Type == elf.SHT_NOBITS {
 			continue
 		}
-		for j := range f.Sections {
-			r := &f.Sections[j]
-			if !elfobj.IsReloc(r) || int(r.Info) != s.Index {
-				continue
+		rel, err := d.relocsOf(s.Index)
+		if err != nil {
+			return nil
+		}
+		for _, x := range rel {
+			if x.Offset%(2*w) != w {
+				continue // the callback
 			}
-			rs, err := f.Relocs(r)
+			o, err := m.relocString(x, s.Name)
 			if err != nil {
 				return nil
 			}
-			for _, x := range rs {
-				if x.Offset%(2*w) != w {
-					continue // the callback
-				}
-				o, err := m.relocString(x, s.Name)
-				if err != nil {
-					return nil
-				}
-				add(o)
-			}
+			add(o)
 		}
 	}
 	return objs
@@ -613,9 +636,9 @@ func (m *Module) callsKlpEnablePatch() bool {
 // applied, and the patched code would use what the relocations left in
 // place (zero, plus the addend). vmlinux's are applied at load, whatever
 // the objects.
-func (m *Module) checkObjects() {
+func (m *Module) checkObjects(d *dataRelocs) {
 	if m.Objects == nil && m.Format == FormatKLP && m.FuncSource == FuncsKpatch {
-		m.Objects = m.kpatchObjects()
+		m.Objects = m.kpatchObjects(d)
 	}
 	if m.Objects == nil {
 		return

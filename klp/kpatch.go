@@ -57,7 +57,7 @@ func layouts(w int) []layout {
 
 // readKpatch decodes .kpatch.dynrelas and .kpatch.funcs, whose string
 // pointers are relocations into .kpatch.strings.
-func (m *Module) readKpatch() error {
+func (m *Module) readKpatch(d *dataRelocs) error {
 	f := m.elf
 	dyn, funcs := f.SectionByName(".kpatch.dynrelas"), f.SectionByName(".kpatch.funcs")
 	if dyn == nil && funcs == nil {
@@ -68,23 +68,10 @@ func (m *Module) readKpatch() error {
 		w = 8
 	}
 	relocsFor := func(s *elfobj.Section) (map[uint64]elfobj.Reloc, error) {
-		out := map[uint64]elfobj.Reloc{}
 		if s == nil {
-			return out, nil
+			return nil, nil
 		}
-		for i := range f.Sections {
-			r := &f.Sections[i]
-			if elfobj.IsReloc(r) && int(r.Info) == s.Index {
-				rs, err := f.Relocs(r)
-				if err != nil {
-					return nil, err
-				}
-				for _, x := range rs {
-					out[x.Offset] = x
-				}
-			}
-		}
-		return out, nil
+		return d.relocsOf(s.Index)
 	}
 	drel, err := relocsFor(dyn)
 	if err != nil {

@@ -131,10 +131,11 @@ func Parse(name string, data []byte) (*Module, error) {
 	if err := m.readKLP(); err != nil {
 		return nil, err
 	}
-	if err := m.readKpatch(); err != nil {
+	d := m.newDataRelocs()
+	if err := m.readKpatch(d); err != nil {
 		return nil, err
 	}
-	if err := m.readFuncs(); err != nil {
+	if err := m.readFuncs(d); err != nil {
 		return nil, err
 	}
 	switch {
@@ -155,7 +156,7 @@ func Parse(name string, data []byte) (*Module, error) {
 		}
 	}
 	checkFuncs(m.Funcs, m.FuncSource == FuncsStatic)
-	m.checkObjects()
+	m.checkObjects(d)
 	m.checkMarked()
 	return m, nil
 }
