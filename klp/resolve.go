@@ -273,7 +273,17 @@ func (res *Resolution) count(s Status) {
 
 // relocErr locates a static error found by the module's own checks.
 func (m *Module) relocErr(s *RelaSection, r *Relocation, err error) *RelocError {
-	e := &RelocError{File: m.Path, Section: s.Name, Index: r.Index, Offset: r.Offset, Symbol: r.Symbol, Err: err, Kernel: err.Error()}
+	e := StaticError(err)
+	e.File, e.Section, e.Index, e.Offset, e.Symbol = m.Path, s.Name, r.Index, r.Offset, r.Symbol
+	return e
+}
+
+// StaticError is a failure found from the module alone (a section's,
+// relocation's or patched function's Err) as a RelocError, unlocated: a
+// *CheckError's kernel line and hint ("(no message: the kernel fails
+// silently)" where the kernel says nothing), or the error's text.
+func StaticError(err error) *RelocError {
+	e := &RelocError{Err: err, Kernel: err.Error()}
 	var ce *CheckError
 	if errors.As(err, &ce) {
 		e.Kernel, e.Hint = ce.Kernel, ce.Hint

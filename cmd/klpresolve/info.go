@@ -67,7 +67,7 @@ type infoOut struct {
 	Objects     []string      `json:"objects,omitempty"`
 	FuncSource  string        `json:"func_source,omitempty"`
 	Funcs       []infoFunc    `json:"funcs"`
-	Refused     *infoProblem  `json:"refused,omitempty"` // the module as a whole (klp.Module.NotMarked)
+	Refused     *problemJSON  `json:"refused,omitempty"` // the module as a whole (klp.Module.NotMarked)
 	Warnings    []string      `json:"warnings,omitempty"`
 	// Errors counts what every kernel refuses: failed sections,
 	// relocations and functions, and Refused.
@@ -79,7 +79,7 @@ type infoSection struct {
 	Object      string       `json:"object"`
 	Target      string       `json:"target"`
 	Relocations int          `json:"relocations"`
-	Error       *infoProblem `json:"error,omitempty"` // the section's, or its first relocation's
+	Error       *problemJSON `json:"error,omitempty"` // the section's, or its first relocation's
 	// ErrorSymbol is the symbol of the relocation Error is about ("" for
 	// the section's own).
 	ErrorSymbol string `json:"error_symbol,omitempty"`
@@ -90,28 +90,23 @@ type infoFunc struct {
 	Name     string       `json:"name"`
 	Sympos   uint64       `json:"sympos"`
 	Declared string       `json:"declared"`
-	Error    *infoProblem `json:"error,omitempty"`
+	Error    *problemJSON `json:"error,omitempty"`
 }
 
-type infoProblem struct {
-	Error string `json:"error"` // the kernel's message, or what happens when it says nothing
+// problemJSON is a failure in the JSON reports: the kernel's message (or
+// what happens where it says nothing), its klp.RelocError.Kind, the help.
+type problemJSON struct {
+	Error string `json:"error"`
 	Kind  string `json:"kind"`
 	Help  string `json:"help,omitempty"`
 }
 
-// problem describes a static failure as the reports do (klp.CheckError's
-// kernel line, or its hint when the kernel says nothing).
-func problem(err error) *infoProblem {
-	re := &klp.RelocError{Err: err, Kernel: err.Error()}
-	p := &infoProblem{Error: err.Error(), Kind: re.Kind()}
-	if ce, ok := err.(*klp.CheckError); ok {
-		p.Error, p.Help = ce.Kernel, ce.Hint
-		if p.Error == "" {
-			p.Error, p.Help = "(no message: the kernel fails silently)", ce.Hint
-		}
-	}
-	return p
+func problemOf(e *klp.RelocError) *problemJSON {
+	return &problemJSON{Error: e.Kernel, Kind: e.Kind(), Help: e.Hint}
 }
+
+// problem is a static failure (klp.StaticError) in the JSON reports.
+func problem(err error) *problemJSON { return problemOf(klp.StaticError(err)) }
 
 func moduleInfo(m *klp.Module) *infoOut {
 	out := &infoOut{Module: m.Path, Name: m.KernelName(), Arch: m.Arch, Format: string(m.Format), Livepatch: m.Livepatch,
@@ -158,7 +153,7 @@ func moduleInfo(m *klp.Module) *infoOut {
 		out.Funcs = append(out.Funcs, fi)
 	}
 	if e := m.NotMarked; e != nil {
-		out.Refused = &infoProblem{Error: e.Kernel, Kind: e.Kind(), Help: e.Hint}
+		out.Refused = problemOf(e)
 		out.Errors++
 	}
 	return out
@@ -189,7 +184,7 @@ func writeInfoText(w io.Writer, in *infoOut) {
 	} else {
 		fmt.Fprintln(w, "patched functions: none found (a static klp_patch, .init.klp_funcs or .kpatch.funcs)")
 	}
-	problemLines := func(what string, p *infoProblem) {
+	problemLines := func(what string, p *problemJSON) {
 		fmt.Fprintf(w, "error: %s\n  kernel: %s\n", what, p.Error)
 		if p.Help != "" {
 			fmt.Fprintf(w, "  help: %s\n", p.Help)

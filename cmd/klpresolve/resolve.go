@@ -214,12 +214,6 @@ type jsonReloc struct {
 	Help       *string `json:"help,omitempty"`
 }
 
-type jsonLoadError struct {
-	Error string `json:"error"`
-	Kind  string `json:"kind"`
-	Help  string `json:"help"`
-}
-
 type jsonFunc struct {
 	Name   string `json:"name"`
 	Object string `json:"object"`
@@ -245,9 +239,9 @@ type jsonOut struct {
 	FuncSource string `json:"func_source,omitempty"`
 	// LoadError: the kernel refuses the module as a whole
 	// (klp.Resolution.LoadErr).
-	LoadError *jsonLoadError `json:"load_error,omitempty"`
-	Funcs     []jsonFunc     `json:"funcs,omitempty"`
-	Deferred  []string       `json:"deferred_objects"`
+	LoadError *problemJSON `json:"load_error,omitempty"`
+	Funcs     []jsonFunc   `json:"funcs,omitempty"`
+	Deferred  []string     `json:"deferred_objects"`
 	// BuiltIn: the deferred objects that look built into the kernel
 	// (klp.BuiltIn), whose relocations would never apply.
 	BuiltIn  []builtInJSON `json:"builtin_objects,omitempty"`
@@ -300,17 +294,13 @@ func jsonResolution(res *klp.Resolution) *jsonOut {
 			j.Address = &s
 		}
 		if r.Err != nil {
-			msg, help := r.Err.Kernel, r.Err.Hint
-			j.Error, j.Kind = &msg, r.Err.Kind()
-			if help != "" {
-				j.Help = &help
-			}
+			j.Error, j.Kind, j.Help = errFields(r.Err)
 		}
 		out.Relocations = append(out.Relocations, j)
 	}
 	out.FuncSource = string(m.FuncSource)
 	if e := res.LoadErr; e != nil {
-		out.LoadError = &jsonLoadError{e.Kernel, e.Kind(), e.Hint}
+		out.LoadError = problemOf(e)
 	}
 	for _, f := range res.Funcs {
 		j := jsonFunc{Name: f.Name, Object: f.Object, Sympos: f.Pos, Declared: fmt.Sprintf("%s+%#x", f.Section, f.Offset), Status: string(f.Status)}
@@ -319,17 +309,23 @@ func jsonResolution(res *klp.Resolution) *jsonOut {
 			j.Address = &s
 		}
 		if f.Err != nil {
-			msg, help := f.Err.Kernel, f.Err.Hint
-			j.Error, j.Kind = &msg, f.Err.Kind()
-			if help != "" {
-				j.Help = &help
-			}
+			j.Error, j.Kind, j.Help = errFields(f.Err)
 		}
 		out.Funcs = append(out.Funcs, j)
 	}
 	out.Summary.Resolved, out.Summary.Deferred, out.Summary.Errors = res.Resolved, res.Deferred, res.Errors
 	out.Summary.FuncResolved, out.Summary.FuncDeferred, out.Summary.FuncErrors = res.FuncResolved, res.FuncDeferred, res.FuncErrors
 	return out
+}
+
+// errFields are a failure's error, kind and help (nil when empty) as
+// the main job's JSON entries carry them.
+func errFields(e *klp.RelocError) (msg *string, kind string, help *string) {
+	m, h := e.Kernel, e.Hint
+	if h != "" {
+		help = &h
+	}
+	return &m, e.Kind(), help
 }
 
 // deferredWhat says what waits for the deferred object o: its
