@@ -84,24 +84,33 @@ func TestTempsCleanup(t *testing.T) {
 func TestTempsConcurrent(t *testing.T) {
 	dir := t.TempDir()
 	temps := &Temps{}
-	done := make(chan struct{})
+	ready, done := make(chan struct{}), make(chan int)
 	for i := range 8 {
 		go func() {
-			defer func() { done <- struct{}{} }()
 			p := filepath.Join(dir, "out"+string(rune('a'+i)))
-			for range 20 {
+			n := 0
+			for ; ; n++ { // until Cleanup: every write after it fails
 				if err := temps.WriteBytes(p, []byte("content")); err != nil {
-					return
+					break
+				}
+				if n == 0 {
+					ready <- struct{}{} // one write done: Cleanup meets the later ones
 				}
 			}
+			done <- n
 		}()
+	}
+	for range 8 {
+		<-ready
 	}
 	temps.Cleanup()
 	for range 8 {
-		<-done
+		n := <-done
+		assert.Positive(t, n)
 	}
 	ents, err := os.ReadDir(dir)
 	require.NoError(t, err)
+	require.Len(t, ents, 8, "each target written, none replaced by a half")
 	for _, e := range ents {
 		assert.NotContains(t, e.Name(), ".tmp")
 		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
