@@ -159,7 +159,7 @@ func (m *Module) Resolve(ix *kallsyms.Index) *Resolution {
 	}
 	reg := regionsOf(ix)
 	for i := range res.Results {
-		if r := &res.Results[i]; r.Status == Resolved && r.Object == kallsyms.Vmlinux && reg.init(r.Address) {
+		if r := &res.Results[i]; r.Status == Resolved && r.Object == kallsyms.Vmlinux && reg.inInitMemory(r.Address) {
 			res.InitRefs = append(res.InitRefs, i)
 		}
 	}
@@ -342,7 +342,7 @@ func (m *Module) resolveFunc(ix *kallsyms.Index, fn Func, reg regions) FuncResul
 				errors.As(err, &le)
 				fr.Err.Hint = le.Help() + " (as the klp_func's old_sympos)"
 			}
-		} else if fn.Object == kallsyms.Vmlinux && reg.initText(sym.Address) {
+		} else if fn.Object == kallsyms.Vmlinux && reg.inInitText(sym.Address) {
 			// klp_patch_func(): ftrace_location() of freed init code is 0.
 			fr.Status, fr.Err = Failed, m.relocErr(s, r, &CheckError{Kind: ErrInitFunction,
 				Kernel: fmt.Sprintf("failed to find location for function '%s'", fn.Name),
@@ -419,11 +419,11 @@ func regionsOf(ix *kallsyms.Index) regions {
 	return m
 }
 
-// initText reports whether a is vmlinux init code.
-func (m regions) initText(a uint64) bool { return a >= m.textLo && a < m.textHi }
+// inInitText reports whether a is vmlinux init code.
+func (m regions) inInitText(a uint64) bool { return a >= m.textLo && a < m.textHi }
 
-// init reports whether a is in vmlinux's init memory, code or data.
-func (m regions) init(a uint64) bool { return m.initText(a) || a >= m.lo && a < m.hi }
+// inInitMemory reports whether a is in vmlinux's init memory, code or data.
+func (m regions) inInitMemory(a uint64) bool { return m.inInitText(a) || a >= m.lo && a < m.hi }
 
 // where is a dynrela as relocErr and lookupErr locate a failure.
 func (d Dynrela) where() (*RelaSection, *Relocation) {
