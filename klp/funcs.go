@@ -556,7 +556,7 @@ func (m *Module) readFuncs(d *dataRelocs) error {
 	}
 	f := m.elf
 	klpBuild := f.SectionByName(".init.klp_funcs") != nil
-	if !klpBuild && m.elf.ModInfo("livepatch") == "" && len(m.Sections) == 0 && !m.callsKlpEnablePatch() {
+	if !klpBuild && !m.marked && len(m.Sections) == 0 && !m.callsKlpEnablePatch() {
 		return nil // not a livepatch module: its data is not searched
 	}
 	var err error

@@ -62,6 +62,9 @@ type Module struct {
 	NotMarked *RelocError
 
 	elf *elfobj.File
+	// marked: .modinfo has a livepatch key, whatever its value, which is
+	// what the kernel tests (is_livepatch_module()).
+	marked bool
 }
 
 // RelaSection is one .klp.rela.<obj>.<sec> section.
@@ -125,7 +128,7 @@ func Parse(name string, data []byte) (*Module, error) {
 		return nil, fmt.Errorf("%s: %w (type %v)", name, ErrNotRelocatable, f.Type)
 	}
 	m := &Module{
-		Path: name, Name: f.ModInfo("name"), Livepatch: f.ModInfo("livepatch") == "Y",
+		Path: name, Name: f.ModInfo("name"), Livepatch: f.ModInfo("livepatch") == "Y", marked: f.ModInfo("livepatch") != "",
 		Machine: f.Machine, Arch: ArchName(f.Machine), Class: f.Class, Compression: comp, elf: f,
 	}
 	if err := m.readKLP(); err != nil {
@@ -169,7 +172,7 @@ func Parse(name string, data []byte) (*Module, error) {
 // patch (livepatch sections, or a klp_patch found): an object without
 // .modinfo gets one from kbuild.
 func (m *Module) checkMarked() {
-	if m.elf.SectionByName(".modinfo") == nil || m.elf.ModInfo("livepatch") != "" ||
+	if m.elf.SectionByName(".modinfo") == nil || m.marked ||
 		(m.Format != FormatKLP && m.FuncSource != FuncsStatic && m.FuncSource != FuncsKlpBuild) {
 		return
 	}

@@ -196,7 +196,7 @@ func (m *Module) Resolve(ix *kallsyms.Index) *Resolution {
 // that lacks start_kernel too is no whole kernel's (a test's, or a
 // fragment), and says nothing either way.
 func (m *Module) checkLivepatchSupport(ix *kallsyms.Index) *RelocError {
-	if m.elf.ModInfo("livepatch") == "" {
+	if !m.marked {
 		return nil
 	}
 	if _, ok := ix.Find(kallsyms.Vmlinux, "klp_enable_patch", 1); ok {
