@@ -33,6 +33,16 @@
 //     old_sympos up with klp_find_object_symbol() too (Module.Funcs), and
 //     klp_init_func()/klp_init_object() refuse a name too long or two
 //     sysfs entries of one name (checkFuncs).
+//   - kernel/module/kallsyms.c: what a deferred relocation or patched
+//     function will be resolved against when its module loads, read from
+//     the module's file (Target, Module.ResolveWith): while the module is
+//     COMING, klp_module_coming() counts in its whole symbol table
+//     (add_kallsyms() points mod->kallsyms at it); once its init is done,
+//     do_init_module() switches to the core symbols add_kallsyms() kept
+//     (is_core_symbol(); every symbol for a livepatch module), which a
+//     patch loaded later counts in and /proc/kallsyms lists, with
+//     elf_type()'s letters. A sympos can mean different symbols in the two
+//     (ErrLoadOrder).
 //   - klp_enable_patch() refuses a module without livepatch=Y in its
 //     .modinfo (a warning here), and apply_relocate_add(), which applies
 //     every livepatch section, reads RELA only (Convert refuses REL).

@@ -62,6 +62,12 @@ var (
 	// two objects of one name: their sysfs directories collide and
 	// kobject_add() fails with -EEXIST.
 	ErrDuplicate = errors.New("declared twice in one patch")
+	// ErrLoadOrder: a deferred relocation or patched function resolves
+	// when its module loads after the patch and not when the patch loads
+	// after the module, or the other way round, or resolves to another
+	// symbol: the kernel counts a module's whole symbol table while it
+	// loads and only its core symbols after (see Target).
+	ErrLoadOrder = errors.New("resolves differently with the module loaded before or after the patch")
 	// ErrMalformed is wrapped by every error about a malformed module file:
 	// an offset, size, count or index that the file does not hold, naming
 	// the file and, where there is one, the section.
@@ -182,6 +188,7 @@ var relocKinds = []struct {
 	{ErrNotTraceable, "not_traceable"},
 	{ErrNameTooLong, "name_too_long"},
 	{ErrDuplicate, "duplicate"},
+	{ErrLoadOrder, "load_order"},
 }
 
 // Kind names the failure for programs (the CLI's JSON "kind"): a
@@ -190,7 +197,8 @@ var relocKinds = []struct {
 // "not_livepatch_symbol", "bad_symbol_name", "bad_section_name",
 // "vmlinux_from_module", "never_loads", "no_klp_object" or
 // "load_time_section"; a patched function's "name_too_long",
-// "duplicate", "init_function" or "not_traceable"; the module's as a
+// "duplicate", "init_function" or "not_traceable"; a deferred one checked
+// against its module's file, "load_order" (or a lookup's); the module's as a
 // whole, "no_livepatch" or "not_marked_livepatch"; "malformed" (the
 // module's bytes), or "other". The names do not change between releases;
 // errors.Is on the sentinels is the library's way.

@@ -2,6 +2,7 @@ package klp_test
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
@@ -22,4 +23,30 @@ func ExampleModule_Resolve() {
 	// deferred xfs_iget               0x0
 	// resolved jiffies                0xffffffff82a00000
 	// resolved type_show              0xffffffff81010080
+}
+
+// A module that the kernel's symbols lack (here xfs) is checked against
+// its file, as the kernel will resolve the patch when it loads.
+func ExampleModule_ResolveWith() {
+	ix, _ := kallsyms.Open("../testdata/kallsyms/example.txt", nil)
+	m, _ := klp.Open("../testdata/klp/order-patch.ko")
+	xfs, _ := klp.Open("../testdata/klp/modules/xfs.ko")
+	target, _ := klp.NewTarget(xfs, ix.ListsData())
+	res := m.ResolveWith(ix, klp.ResolveOptions{Targets: map[string]*klp.Target{"xfs": target}})
+	for _, r := range res.Results {
+		kind := ""
+		if r.Err != nil {
+			kind = r.Err.Kind()
+		}
+		fmt.Println(strings.TrimSpace(fmt.Sprintf("%-8s %s,%d %s", r.Status, r.Name, r.Pos, kind)))
+	}
+	// Output:
+	// deferred xfs_iget,0
+	// error    xfs_setup,0 load_order
+	// deferred xfs_setup,1
+	// error    xfs_setup,2 load_order
+	// error    xfs_lookup,0 ambiguous
+	// error    xfs_igett,0 not_found
+	// error    xfs_mount,1 load_order
+	// deferred xfs_stats,0
 }

@@ -43,7 +43,23 @@ var fixtureVariants = []struct {
 	{"klp-patch.ko", vfsRead, nil, "klp-patch.o"},
 	{"klp-patch-broken.ko", vfsRead, nil, "klp-patch-broken.o"},
 	{"klp-build.ko", vfsRead, nil, "klp-build.o"},
+	// Relocations into the made-up module xfs (modules/xfs.ko).
+	{"order-patch.ko", orderSymbols, &convertHooks{rawName: orderNames}, "order-patch.o"},
 }
+
+// order-patch.c's externs, and the .klp.sym names they get (each a case
+// of TestTargetResolve).
+var (
+	orderSymbols = []ConvertSymbol{{Object: "xfs", Name: "p_iget"}, {Object: "xfs", Name: "p_setup0"},
+		{Object: "xfs", Name: "p_setup1"}, {Object: "xfs", Name: "p_setup2"}, {Object: "xfs", Name: "p_lookup0"},
+		{Object: "xfs", Name: "p_missing"}, {Object: "xfs", Name: "p_mount1"}, {Object: "xfs", Name: "p_stats"}}
+	orderNames = map[string]string{
+		"p_iget": ".klp.sym.xfs.xfs_iget,0", "p_setup0": ".klp.sym.xfs.xfs_setup,0",
+		"p_setup1": ".klp.sym.xfs.xfs_setup,1", "p_setup2": ".klp.sym.xfs.xfs_setup,2",
+		"p_lookup0": ".klp.sym.xfs.xfs_lookup,0", "p_missing": ".klp.sym.xfs.xfs_igett,0",
+		"p_mount1": ".klp.sym.xfs.xfs_mount,1", "p_stats": ".klp.sym.xfs.xfs_stats,0",
+	}
+)
 
 var vfsRead = []ConvertSymbol{{Object: "vmlinux", Name: "vfs_read"}}
 

@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/klpresolve/klpresolve/kallsyms"
 )
 
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob(fixture("*.ko"))
-	files = append(files, fixture("patch.o"))
+	files = append(files, fixture("patch.o"), fixture("modules/xfs.ko"))
 	for _, p := range files {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
@@ -36,6 +38,20 @@ func FuzzParse(f *testing.F) {
 			for _, r := range s.Relocs {
 				_ = r.TypeName
 			}
+		}
+		// Nor reading it as a target: what it lists is what it has.
+		for _, all := range []bool{true, false} {
+			tg, err := NewTarget(m, all)
+			if err != nil {
+				if !strings.HasPrefix(err.Error(), "fuzz") || !errors.Is(err, ErrMalformed) {
+					t.Fatalf("target error does not name the input, or of no documented kind: %v", err)
+				}
+				continue
+			}
+			if tg.Loaded.Len() > tg.Coming.Len() {
+				t.Fatalf("core symbols (%d) outnumber the whole table (%d)", tg.Loaded.Len(), tg.Coming.Len())
+			}
+			tg.Coming.Symbols(tg.Name, func(s kallsyms.Symbol) bool { _ = tg.Where(s.Address); return true })
 		}
 		// Converting must not panic either.
 		_, _ = Convert("fuzz", data, []ConvertSymbol{{Object: "vmlinux", Name: "vfs_read"}})

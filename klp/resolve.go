@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/klpresolve/klpresolve/kallsyms"
 )
@@ -57,12 +58,36 @@ type Resolution struct {
 	// patched code would use freed memory. The kernel applies them
 	// without a word.
 	InitRefs []int
+	// Checked lists the deferred objects checked against their module's
+	// file (ResolveOptions.Targets), in name order. A deferred relocation
+	// or patched function of such an object that will not resolve when
+	// the module loads is Failed, with the error the kernel will give
+	// then (or ErrLoadOrder); one that will stays Deferred.
+	Checked []CheckedObject
 	// LoadErr is set when the kernel refuses the module as a whole:
 	// ErrNoLivepatch (the module loader, on this kernel) or ErrNotMarked
 	// (klp_enable_patch(), on every kernel). The relocations and
 	// functions are resolved all the same, to show what else would
 	// fail.
 	LoadErr *RelocError
+}
+
+// CheckedObject is a deferred object checked against its module's file.
+type CheckedObject struct {
+	Object string
+	Path   string // the module's file (Target.Path)
+	// OK and Failed count its relocations and patched functions that
+	// resolve, and that fail, when the module loads.
+	OK, Failed int
+}
+
+// ResolveOptions are ResolveWith's choices.
+type ResolveOptions struct {
+	// Targets are modules' symbols read from their files, by module
+	// name. The deferred relocations and patched functions of an object
+	// that the kernel's symbol list lacks are checked against its target
+	// (see Target); an object without one stays deferred, unchecked.
+	Targets map[string]*Target
 }
 
 // BuiltIn is a deferred object that looks built into the kernel: every
@@ -101,6 +126,12 @@ func (r *Resolution) OK(strict bool) bool {
 // module as a whole. Each distinct symbol is looked up once. It is safe
 // to call concurrently on one module with different indexes.
 func (m *Module) Resolve(ix *kallsyms.Index) *Resolution {
+	return m.ResolveWith(ix, ResolveOptions{})
+}
+
+// ResolveWith is Resolve with opts: the deferred relocations and patched
+// functions of the objects opts.Targets has are checked against them.
+func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolution {
 	res := &Resolution{Module: m, Source: ix.Source(), Results: make([]Result, 0, m.NumRelocs())}
 	type answer struct {
 		done bool
@@ -108,7 +139,21 @@ func (m *Module) Resolve(ix *kallsyms.Index) *Resolution {
 		err  *RelocError
 	}
 	cache := make([]answer, len(m.elf.Symbols)) // by symbol index
+	var checked map[uint32]*RelocError          // a target's answers, by symbol index
 	deferred := map[string]bool{}
+	tally := map[string]*CheckedObject{}
+	count := func(object string, failed bool) {
+		c := tally[object]
+		if c == nil {
+			c = &CheckedObject{Object: object, Path: opts.Targets[object].Path}
+			tally[object] = c
+		}
+		if failed {
+			c.Failed++
+		} else {
+			c.OK++
+		}
+	}
 	for _, s := range m.Sections {
 		deferredSection := s.Err == nil && s.Object != kallsyms.Vmlinux && !ix.HasObject(s.Object)
 		for i := range s.Relocs {
@@ -131,6 +176,22 @@ func (m *Module) Resolve(ix *kallsyms.Index) *Resolution {
 			case deferredSection:
 				out.Status = Deferred
 				deferred[s.Object] = true
+				if t := opts.Targets[s.Object]; t != nil {
+					if checked == nil {
+						checked = map[uint32]*RelocError{}
+					}
+					e, done := checked[r.SymIndex]
+					if !done {
+						e = m.checkTarget(t, s, r)
+						checked[r.SymIndex] = e
+					}
+					if e != nil {
+						c := *e
+						c.Index, c.Offset = r.Index, r.Offset
+						out.Status, out.Err = Failed, &c
+					}
+					count(s.Object, e != nil)
+				}
 			default:
 				a := cache[r.SymIndex]
 				if !a.done {
@@ -165,6 +226,14 @@ func (m *Module) Resolve(ix *kallsyms.Index) *Resolution {
 	}
 	for _, fn := range m.Funcs {
 		fr := m.resolveFunc(ix, fn, reg)
+		if t := opts.Targets[fn.Object]; fr.Status == Deferred && t != nil {
+			s, r := fn.where()
+			if e := m.checkTarget(t, s, r); e != nil {
+				fr.Status, fr.Err = Failed, e
+				deferred[fn.Object] = true // its other functions wait for it all the same
+			}
+			count(fn.Object, fr.Err != nil)
+		}
 		switch fr.Status {
 		case Resolved:
 			res.FuncResolved++
@@ -180,6 +249,10 @@ func (m *Module) Resolve(ix *kallsyms.Index) *Resolution {
 		res.DeferredObjects = append(res.DeferredObjects, o)
 	}
 	slices.Sort(res.DeferredObjects)
+	for _, c := range tally {
+		res.Checked = append(res.Checked, *c)
+	}
+	slices.SortFunc(res.Checked, func(a, b CheckedObject) int { return strings.Compare(a.Object, b.Object) })
 	res.BuiltIn = builtIn(ix, res, deferred)
 	res.LoadErr = m.checkLivepatchSupport(ix)
 	if res.LoadErr == nil {
@@ -325,8 +398,7 @@ func (m *Module) lookupErr(s *RelaSection, r *Relocation, err error) *RelocError
 // object that is not loaded defers it (klp_module_coming()).
 func (m *Module) resolveFunc(ix *kallsyms.Index, fn Func, reg regions) FuncResult {
 	fr := FuncResult{Func: fn}
-	s := &RelaSection{Name: fn.Section, Object: fn.Object}
-	r := &Relocation{Index: fn.Index, Offset: fn.Offset, Symbol: fn.Name, Sym: SymbolName{Object: fn.Object, Name: fn.Name, Pos: fn.Pos}}
+	s, r := fn.where()
 	switch {
 	case fn.Err != nil:
 		fr.Status, fr.Err = Failed, m.relocErr(s, r, fn.Err)
@@ -358,6 +430,13 @@ func (m *Module) resolveFunc(ix *kallsyms.Index, fn Func, reg regions) FuncResul
 		}
 	}
 	return fr
+}
+
+// where is a patched function as a relocation of its declaration's
+// section, for the errors that locate one.
+func (fn Func) where() (*RelaSection, *Relocation) {
+	return &RelaSection{Name: fn.Section, Object: fn.Object},
+		&Relocation{Index: fn.Index, Offset: fn.Offset, Symbol: fn.Name, Sym: SymbolName{Object: fn.Object, Name: fn.Name, Pos: fn.Pos}}
 }
 
 // regions are the parts of vmlinux that livepatch cannot use: its init

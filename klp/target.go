@@ -1,0 +1,313 @@
+package klp
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/kallsyms"
+)
+
+// Target is an ordinary module's symbols as the kernel will hold them
+// once the module loads, read from its .ko file. A patch's relocations
+// and patched functions in a module that a kernel's symbol list lacks
+// (not loaded, or a System.map, which lists no module) are deferred:
+// livepatch resolves them when the module loads. Resolving them against
+// the module's Target says now whether they will resolve then.
+//
+// Which of the module's symbols the kernel counts depends on the order
+// of the two loads (kernel/module/kallsyms.c):
+//
+//   - the module loads after the patch: klp_module_coming() resolves
+//     while the module is COMING, when mod->kallsyms is the whole symbol
+//     table (add_kallsyms() points it there): Coming;
+//   - the module was loaded first: do_init_module() has switched
+//     mod->kallsyms to the core symbols (add_kallsyms() copies those
+//     is_core_symbol() keeps: no init code, no non-allocated section, and
+//     code only without CONFIG_KALLSYMS_ALL), which klp_init_object_loaded()
+//     counts in and /proc/kallsyms lists: Loaded.
+//
+// A name can be unique in one and not in the other (a static function in
+// init code and one of the same name in core code), or be in one only (data,
+// without CONFIG_KALLSYMS_ALL): then the patch resolves in one order and not
+// in the other (ErrLoadOrder).
+//
+// Addresses in the indexes are not the kernel's (the module is not
+// loaded): each section is placed after the previous one, from
+// targetBase; Where turns one into section+offset. A target is
+// immutable, and safe for concurrent use.
+type Target struct {
+	Name string // the module's name: .modinfo name=, else the file's with dashes as underscores
+	Path string
+	Arch string
+	// KallsymsAll is the kernel's CONFIG_KALLSYMS_ALL as NewTarget was
+	// told it: without it, Loaded lists code only.
+	KallsymsAll bool
+	Coming      *kallsyms.Index
+	Loaded      *kallsyms.Index
+	secs        []targetSection // in address order
+}
+
+type targetSection struct {
+	start, size uint64
+	name        string
+}
+
+// targetBase is where a target's first section is placed: low, and not
+// 0, which the kernel's lookup takes for "not found".
+const targetBase = 0x1000
+
+// NewTarget reads m, an ordinary module, as a target (see Target).
+// kallsymsAll is the kernel's CONFIG_KALLSYMS_ALL (kallsyms.Index.ListsData
+// tells it from a kallsyms file; a System.map lists data either way).
+func NewTarget(m *Module, kallsymsAll bool) (*Target, error) {
+	f := m.elf
+	t := &Target{Name: m.Name, Path: m.Path, Arch: m.Arch, KallsymsAll: kallsymsAll}
+	if t.Name == "" {
+		t.Name = ModuleNameFromFile(m.Path)
+	}
+	if t.Name == "" || strings.ContainsAny(t.Name, " \t\n\r[]") {
+		return nil, fmt.Errorf("%s: %w: module name %q", m.Path, ErrMalformed, t.Name)
+	}
+	// Sections the loader takes out of the module's memory before it lays
+	// it out: .modinfo and __versions (rewrite_section_headers()), and
+	// the per-cpu section, allocated apart (layout_and_allocate()).
+	pcpu, unalloc := 0, map[int]bool{}
+	for i, s := range f.Sections {
+		switch {
+		case s.Name == ".modinfo" || s.Name == "__versions":
+			unalloc[i] = true
+		case s.Name == ".data..percpu" && s.Flags&elf.SHF_ALLOC != 0 && pcpu == 0:
+			pcpu = i // find_sec(): the first allocated one
+			unalloc[i] = true
+		}
+	}
+	base := make([]uint64, len(f.Sections))
+	next := uint64(targetBase)
+	for i, s := range f.Sections {
+		if i == 0 {
+			continue
+		}
+		base[i] = next
+		t.secs = append(t.secs, targetSection{start: next, size: s.Size, name: s.Name})
+		// A gap after each, so that an address at a section's end is
+		// still that section's; sizes are the file's, bounded by it
+		// for all but NOBITS, which elfobj bounds too.
+		next = (next + min(s.Size, 1<<40) + 16) &^ 15
+	}
+	exported := map[string]bool{}
+	for _, s := range f.Symbols {
+		if n, ok := strings.CutPrefix(s.Name, "__ksymtab_"); ok && s.Shndx != uint16(elf.SHN_UNDEF) {
+			exported[n] = true
+		}
+	}
+	initPrefixes := []string{".init"} // module_init_section()
+	if m.Machine == elf.EM_ARM {
+		initPrefixes = append(initPrefixes, ".ARM.extab.init", ".ARM.exidx.init") // arm's override
+	}
+	isInit := func(name string) bool {
+		return slices.ContainsFunc(initPrefixes, func(p string) bool { return strings.HasPrefix(name, p) })
+	}
+	flags := func(i int) elf.SectionFlag {
+		fl := f.Sections[i].Flags
+		if unalloc[i] {
+			fl &^= elf.SHF_ALLOC
+		}
+		return fl
+	}
+	// isCore is is_core_symbol() (kernel/module/kallsyms.c); a livepatch
+	// module keeps every symbol (layout_symtab()).
+	isCore := func(s int) bool {
+		sym := &f.Symbols[s]
+		sh := int(sym.Shndx)
+		if s == 0 || m.marked {
+			return true
+		}
+		if sym.Shndx == uint16(elf.SHN_UNDEF) || sh >= len(f.Sections) || sym.NameOff == 0 {
+			return false
+		}
+		if kallsymsAll && sh == pcpu && pcpu != 0 {
+			return true
+		}
+		fl := flags(sh)
+		return fl&elf.SHF_ALLOC != 0 && (kallsymsAll || fl&elf.SHF_EXECINSTR != 0) && !isInit(f.Sections[sh].Name)
+	}
+	var coming, loaded []byte
+	for i := range f.Symbols {
+		sym := &f.Symbols[i]
+		// module_kallsyms_on_each_symbol() skips undefined symbols; an
+		// empty name never matches, and s_show() lists none. A name
+		// kallsyms could not list (a blank in it, or longer than the
+		// kernel's KSYM_NAME_LEN) no relocation can name either.
+		if sym.Shndx == uint16(elf.SHN_UNDEF) || sym.Name == "" || len(sym.Name) >= kallsyms.KSYMNameLen ||
+			strings.ContainsFunc(sym.Name, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+			continue
+		}
+		addr := sym.Value // SHN_ABS and other reserved indexes: as is
+		if sh := int(sym.Shndx); sh < len(f.Sections) {
+			addr += base[sh]
+		}
+		line := strconv.AppendUint(nil, addr, 16)
+		line = append(line, ' ', elfType(f.Sections, sym.Info, sym.Shndx, pcpu, flags, exported[sym.Name]), ' ')
+		line = append(line, sym.Name...)
+		line = append(line, "\t["...)
+		line = append(line, t.Name...)
+		line = append(line, "]\n"...)
+		coming = append(coming, line...)
+		if isCore(i) {
+			loaded = append(loaded, line...)
+		}
+	}
+	var err error
+	if t.Coming, err = kallsyms.ParseBytes(m.Path+" (whole symbol table)", coming, nil); err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Path, err)
+	}
+	if t.Loaded, err = kallsyms.ParseBytes(m.Path+" (core symbols)", loaded, nil); err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Path, err)
+	}
+	return t, nil
+}
+
+// elfType is the kernel's type letter for a module symbol (elf_type(),
+// kernel/module/kallsyms.c), upper case when the module exports it
+// (is_exported(), which this takes from the module's __ksymtab_<name>
+// symbols). ARCH_SHF_SMALL is 0 on the architectures here.
+func elfType(secs []elfobj.Section, info uint8, shndx uint16, pcpu int, flags func(int) elf.SectionFlag, exported bool) byte {
+	var c byte
+	bind, typ := elf.ST_BIND(info), elf.ST_TYPE(info)
+	switch sh := int(shndx); {
+	case bind == elf.STB_WEAK && typ == elf.STT_OBJECT:
+		c = 'v'
+	case bind == elf.STB_WEAK:
+		c = 'w'
+	case shndx == uint16(elf.SHN_ABS) || (sh == pcpu && pcpu != 0):
+		c = 'a'
+	case shndx >= uint16(elf.SHN_LORESERVE) || sh >= len(secs):
+		c = '?'
+	case flags(sh)&elf.SHF_EXECINSTR != 0:
+		c = 't'
+	case flags(sh)&elf.SHF_ALLOC != 0 && secs[sh].Type != elf.SHT_NOBITS:
+		c = 'd'
+		if flags(sh)&elf.SHF_WRITE == 0 {
+			c = 'r'
+		}
+	case secs[sh].Type == elf.SHT_NOBITS:
+		c = 'b'
+	case strings.HasPrefix(secs[sh].Name, ".debug"):
+		c = 'n'
+	default:
+		c = '?'
+	}
+	// s_show() (kernel/kallsyms.c): "global" if exported, "local" if not.
+	if exported && c >= 'a' && c <= 'z' {
+		c -= 'a' - 'A'
+	}
+	return c
+}
+
+// Where names addr, an address in t's indexes, as section+offset.
+func (t *Target) Where(addr uint64) string {
+	i, _ := slices.BinarySearchFunc(t.secs, addr, func(s targetSection, a uint64) int {
+		if s.start > a {
+			return 1
+		}
+		return -1
+	})
+	if i == 0 {
+		return fmt.Sprintf("*ABS*+%#x", addr)
+	}
+	s := t.secs[i-1]
+	return fmt.Sprintf("%s+%#x", s.name, addr-s.start)
+}
+
+// ModuleNameFromFile is the module name kbuild gives a file
+// (KBUILD_MODNAME): its base name without .ko and a compression suffix,
+// dashes as underscores. "" when the name has no .ko.
+func ModuleNameFromFile(path string) string {
+	b := filepath.Base(path)
+	for _, z := range []string{".xz", ".zst", ".gz"} {
+		b = strings.TrimSuffix(b, z)
+	}
+	b, ok := strings.CutSuffix(b, ".ko")
+	if !ok {
+		return ""
+	}
+	return strings.ReplaceAll(b, "-", "_")
+}
+
+// checkTarget looks r's symbol up in t as livepatch will when t's module
+// loads, in both orders (see Target): nil when both find the same
+// symbol, else the error, located at r.
+func (m *Module) checkTarget(t *Target, s *RelaSection, r *Relocation) *RelocError {
+	o, name, pos := r.Sym.Object, r.Sym.Name, r.Sym.Pos
+	cs, cerr := t.Coming.Lookup(o, name, pos)
+	ls, lerr := t.Loaded.Lookup(o, name, pos)
+	if cerr == nil && lerr == nil && t.Where(cs.Address) == t.Where(ls.Address) {
+		return nil
+	}
+	e := &RelocError{File: m.Path, Section: s.Name, Index: r.Index, Offset: r.Offset, Symbol: r.Symbol, Err: ErrLoadOrder}
+	checked := "checked against " + t.Path
+	var ce, le *kallsyms.LookupError
+	errors.As(cerr, &ce)
+	errors.As(lerr, &le)
+	switch {
+	case ce != nil && le != nil && ce.Kind == le.Kind && ce.Count == le.Count:
+		// Either order fails alike: the kernel's own error.
+		e.Err, e.Kernel = cerr, ce.KernelMessage()
+		e.Hint = fmt.Sprintf("%s; %s, as the kernel will resolve it when %s loads", t.help(ce), checked, o)
+	case ce != nil && le != nil:
+		e.Kernel = ce.KernelMessage()
+		e.Hint = fmt.Sprintf("fails whichever loads first, differently: if %s loads after the patch, %s; if it was loaded first, %s (%s); %s",
+			o, t.help(ce), t.help(le), le.KernelMessage(), checked)
+	case le != nil:
+		e.Kernel = le.KernelMessage()
+		e.Hint = fmt.Sprintf("if %s loads after the patch, this resolves (to %s: the kernel counts a loading module's whole symbol table); if %s was loaded first, it fails: the kernel then counts only its core symbols (is_core_symbol(): no init code, %s): %s; %s",
+			o, t.Where(cs.Address), o, t.coreNote(), t.help(le), checked)
+	case ce != nil:
+		e.Kernel = ce.KernelMessage()
+		e.Hint = fmt.Sprintf("if %s was loaded before the patch, this resolves (to %s, among its core symbols); if %s loads after the patch, it fails: while a module loads, the kernel counts its whole symbol table, init code included: %s; %s",
+			o, t.Where(ls.Address), o, t.help(ce), checked)
+	default:
+		e.Kernel = "(no message: the kernel resolves another symbol)"
+		e.Hint = fmt.Sprintf("%s,%d is %s if %s loads after the patch, but %s if it was loaded first (the kernel counts init code while a module loads, core symbols after): give the sympos of one symbol in both, or patch another; %s",
+			name, pos, t.Where(cs.Address), o, t.Where(ls.Address), checked)
+	}
+	return e
+}
+
+// help is a target lookup's help, with the candidates as sections and
+// offsets (the target's addresses are not the kernel's).
+func (t *Target) help(le *kallsyms.LookupError) string {
+	if le.Kind != kallsyms.ErrAmbiguous {
+		if h := le.Help(); h != "" {
+			return h
+		}
+		return fmt.Sprintf("%s has no symbol named %q", le.Object, le.Name)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d symbols named %q in %s; give a sympos:", le.Count, le.Name, le.Object)
+	for i, c := range le.Candidates {
+		if i == 8 {
+			fmt.Fprintf(&b, " ... %d more", len(le.Candidates)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		fmt.Fprintf(&b, " [%d] %s %c", c.Pos, t.Where(c.Address), c.Type)
+	}
+	return b.String()
+}
+
+// coreNote is what else the core symbols leave out.
+func (t *Target) coreNote() string {
+	if t.KallsymsAll {
+		return "no section the module's memory does not hold"
+	}
+	return "and code only: the kernel has no CONFIG_KALLSYMS_ALL"
+}

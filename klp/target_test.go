@@ -1,0 +1,161 @@
+package klp
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/testutil"
+	"github.com/klpresolve/klpresolve/kallsyms"
+)
+
+// kallsymsLines returns the lines of kallsyms file path tagged [mod]:
+// type and name, in file order.
+func kallsymsLines(t *testing.T, path, mod string) []string {
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line, ok := strings.CutSuffix(sc.Text(), "\t["+mod+"]")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(line)
+		require.Len(t, fields, 3, line)
+		out = append(out, fields[1]+" "+fields[2])
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+// targetLines are what ix lists: type and name, in its order.
+func targetLines(t *testing.T, ix *kallsyms.Index, mod string) []string {
+	var out []string
+	ix.Symbols(mod, func(s kallsyms.Symbol) bool {
+		out = append(out, string(s.Type)+" "+s.Name)
+		return true
+	})
+	return out
+}
+
+// TestTargetCorpus: a real module's core symbols, read from its .ko, are
+// the lines the corpus's kallsyms lists for it (derived from the real
+// modules with the kernel's rules: code only on arm64, which Debian
+// builds without CONFIG_KALLSYMS_ALL), in the same order, with the same
+// type letters.
+func TestTargetCorpus(t *testing.T) {
+	for _, c := range []struct {
+		arch, ko, name string
+		all            bool
+		want           int
+	}{
+		{"amd64", "crc-t10dif.ko", "crc_t10dif", true, 28},
+		{"arm64", "crc-t10dif.ko", "crc_t10dif", false, -1},
+		{"arm64", "btrfs.ko", "btrfs", false, -1},
+	} {
+		t.Run(c.arch+"/"+c.name, func(t *testing.T) {
+			m, err := Open(testutil.Corpus(t, c.arch+"/modules/"+c.ko))
+			require.NoError(t, err)
+			tg, err := NewTarget(m, c.all)
+			require.NoError(t, err)
+			require.Equal(t, c.name, tg.Name)
+			want := kallsymsLines(t, testutil.Corpus(t, c.arch+"/kallsyms-6.1.0-57-"+c.arch+".txt"), c.name)
+			if c.want >= 0 {
+				require.Len(t, want, c.want)
+			}
+			require.NotEmpty(t, want)
+			require.Equal(t, want, targetLines(t, tg.Loaded, c.name))
+			// The whole table has more: init code, .modinfo's strings.
+			require.Greater(t, tg.Coming.Len(), tg.Loaded.Len())
+		})
+	}
+}
+
+// TestTargetResolve checks order-patch.ko's relocations into the made-up
+// module xfs (testdata/klp/modules: a static xfs_setup in core code and
+// one in init code, two static xfs_lookup in core code, the data
+// xfs_stats) against an index that lacks xfs, as the kernel will resolve
+// them when xfs loads: after the patch (its whole symbol table) and
+// before it (core symbols).
+func TestTargetResolve(t *testing.T) {
+	m, err := Open(fixture("order-patch.ko"))
+	require.NoError(t, err)
+	ix, err := kallsyms.Open(filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt"), nil)
+	require.NoError(t, err)
+	require.False(t, ix.HasObject("xfs"))
+	xfs, err := Open(fixture("modules/xfs.ko"))
+	require.NoError(t, err)
+
+	type want struct {
+		err  error  // nil: stays deferred
+		hint string // a part of the hint
+	}
+	for _, all := range []bool{true, false} {
+		tg, err := NewTarget(xfs, all)
+		require.NoError(t, err)
+		require.Equal(t, "xfs", tg.Name)
+		stats := want{nil, ""}
+		if !all {
+			stats = want{ErrLoadOrder, "if xfs loads after the patch, this resolves (to .bss+0x0: the kernel counts a loading module's whole symbol table); if xfs was loaded first, it fails: the kernel then counts only its core symbols (is_core_symbol(): no init code, and code only: the kernel has no CONFIG_KALLSYMS_ALL): xfs has no symbol named \"xfs_stats\"; checked against " + xfs.Path}
+		}
+		cases := map[string]want{
+			"xfs_iget,0":   {nil, ""},
+			"xfs_setup,0":  {ErrLoadOrder, "if xfs was loaded before the patch, this resolves (to .text+0x0, among its core symbols); if xfs loads after the patch, it fails: while a module loads, the kernel counts its whole symbol table, init code included: 2 symbols named \"xfs_setup\" in xfs; give a sympos: [1] .text+0x0 t; [2] .init.text+0x10 t"},
+			"xfs_setup,1":  {nil, ""},
+			"xfs_setup,2":  {ErrLoadOrder, "if xfs loads after the patch, this resolves (to .init.text+0x10: the kernel counts a loading module's whole symbol table); if xfs was loaded first, it fails"},
+			"xfs_lookup,0": {kallsyms.ErrAmbiguous, `2 symbols named "xfs_lookup" in xfs; give a sympos: [1] .text+0x10 t; [2] .text+0x40 t`},
+			"xfs_igett,0":  {kallsyms.ErrNotFound, "xfs has no symbol named \"xfs_igett\"; checked against " + xfs.Path + ", as the kernel will resolve it when xfs loads"},
+			"xfs_stats,0":  stats,
+			"xfs_mount,1":  {ErrLoadOrder, "xfs_mount,1 is .init.text+0x0 if xfs loads after the patch, but .text+0x50 if it was loaded first"},
+		}
+		res := m.ResolveWith(ix, ResolveOptions{Targets: map[string]*Target{"xfs": tg}})
+		require.Len(t, res.Results, len(cases))
+		failed := 0
+		for _, r := range res.Results {
+			w := cases[strings.TrimPrefix(r.Symbol, ".klp.sym.xfs.")]
+			if w.err == nil {
+				require.Equal(t, Deferred, r.Status, "%s all=%v: %v", r.Symbol, all, r.Err)
+				continue
+			}
+			failed++
+			require.Equal(t, Failed, r.Status, r.Symbol)
+			require.ErrorIs(t, r.Err, w.err, r.Symbol)
+			require.Contains(t, r.Err.Hint, w.hint, r.Symbol)
+		}
+		require.Equal(t, []CheckedObject{{Object: "xfs", Path: xfs.Path, OK: len(cases) - failed, Failed: failed}}, res.Checked)
+		require.Equal(t, []string{"xfs"}, res.DeferredObjects)
+		require.Equal(t, len(cases)-failed, res.Deferred)
+		require.Equal(t, failed, res.Errors)
+		require.False(t, res.OK(false))
+	}
+
+	// The kernel's messages: the order that fails says it.
+	tg, err := NewTarget(xfs, true)
+	require.NoError(t, err)
+	res := m.ResolveWith(ix, ResolveOptions{Targets: map[string]*Target{"xfs": tg}})
+	msgs := map[string]string{}
+	for _, r := range res.Results {
+		if r.Err != nil {
+			msgs[r.Symbol] = r.Err.Kernel
+		}
+	}
+	require.Equal(t, map[string]string{
+		".klp.sym.xfs.xfs_setup,0":  "unresolvable ambiguity for symbol 'xfs_setup' in object 'xfs'",
+		".klp.sym.xfs.xfs_setup,2":  "symbol position 2 for symbol 'xfs_setup' in object 'xfs' not found",
+		".klp.sym.xfs.xfs_lookup,0": "unresolvable ambiguity for symbol 'xfs_lookup' in object 'xfs'",
+		".klp.sym.xfs.xfs_igett,0":  "symbol 'xfs_igett' not found in symbol table",
+		".klp.sym.xfs.xfs_mount,1":  "(no message: the kernel resolves another symbol)",
+	}, msgs)
+
+	// Without a target, all eight wait for xfs, unchecked.
+	res = m.Resolve(ix)
+	require.Equal(t, 8, res.Deferred)
+	require.Empty(t, res.Checked)
+	require.True(t, res.OK(false))
+}
