@@ -9,4 +9,10 @@
 // relocations, klp_apply_section_relocs() for its .klp.rela sections
 // (those of modules that are not loaded wait for klp_module_coming()),
 // and cfi_module_add().
+//
+// A module the kernel's symbols lack (not loaded, or a System.map, which
+// lists none) can be given as its file (FindModules, Options.Modules):
+// what the patch defers to it is then checked against the file as
+// klp_module_coming() will resolve it (klp.Target), rather than left
+// unchecked.
 package pipeline

@@ -118,6 +118,11 @@ type Options struct {
 	// LinkOptions are passed to modplt (Resolve and SkipSections are set
 	// by Run).
 	LinkOptions modplt.LinkOptions
+	// Modules, when set, are module files: what the patch defers to a
+	// module the kernel's symbol list lacks is checked against the
+	// module's file (klp.Target), as the kernel will resolve it when the
+	// module loads.
+	Modules *ModuleFiles
 }
 
 // Report is one module against one kernel.
@@ -135,6 +140,9 @@ type Report struct {
 	// Explanation is why the unresolved names (Image.Unresolved, or
 	// LoaderMissing) may be unresolved.
 	Explanation
+	// Unchecked, with Options.Modules: the modules the patch defers to
+	// that have no file there, sorted.
+	Unchecked []string
 	// Times of the phases.
 	ResolveTime, LinkTime time.Duration
 }
@@ -259,7 +267,15 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 		return nil, err
 	}
 	t0 := time.Now()
-	rep := &Report{Resolution: m.Resolve(ix)}
+	rep := &Report{}
+	var ro klp.ResolveOptions
+	if opts.Modules != nil {
+		var err error
+		if ro.Targets, rep.Unchecked, err = opts.Modules.targetsFor(m, ix); err != nil {
+			return nil, err
+		}
+	}
+	rep.Resolution = m.ResolveWith(ix, ro)
 	if !opts.Link {
 		rep.LoaderMissing = loaderMissing(m.ELF(), ix, modplt.GPLCompatible(m.ELF().ModInfo("license")))
 		rep.Explanation = Explain(m, ix, rep.LoaderMissing)

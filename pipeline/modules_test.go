@@ -1,0 +1,159 @@
+package pipeline
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/testutil"
+	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/klp"
+)
+
+func repoFile(parts ...string) string {
+	return filepath.Join(append([]string{testutil.RepoRoot(), "testdata"}, parts...)...)
+}
+
+// copyFile writes src's bytes (zstd-compressed when the name ends .zst)
+// to dst, making its directory.
+func copyFile(t *testing.T, src, dst string) {
+	b, err := os.ReadFile(src)
+	require.NoError(t, err)
+	if filepath.Ext(dst) == ".zst" {
+		enc, err := zstd.NewWriter(nil)
+		require.NoError(t, err)
+		b = enc.EncodeAll(b, nil)
+	}
+	require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
+	require.NoError(t, os.WriteFile(dst, b, 0o644))
+}
+
+// TestModuleFiles: a tree of modules, as /lib/modules/VERSION holds them
+// (nested, compressed, dashed names), is indexed by module name; what is
+// not one kernel's modules is refused, naming the files.
+func TestModuleFiles(t *testing.T) {
+	xfs := repoFile("klp", "modules", "xfs.ko")
+	dir := t.TempDir()
+	copyFile(t, xfs, filepath.Join(dir, "kernel", "fs", "xfs", "xfs.ko.zst"))
+	copyFile(t, xfs, filepath.Join(dir, "kernel", "lib", "crc-t10dif.ko"))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "modules.dep"), []byte("kernel/fs/xfs/xfs.ko.zst:\n"), 0o644))
+	require.NoError(t, os.Symlink("/nonexistent", filepath.Join(dir, "build")))
+
+	mf, err := FindModules([]string{dir})
+	require.NoError(t, err)
+	require.Equal(t, 2, mf.Len()) // modules.dep and the build link are no modules
+	p, err := mf.Path("xfs")
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(dir, "kernel", "fs", "xfs", "xfs.ko.zst"), p)
+	p, err = mf.Path("crc_t10dif") // KBUILD_MODNAME of crc-t10dif.ko
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(dir, "kernel", "lib", "crc-t10dif.ko"), p)
+	p, err = mf.Path("ext4")
+	require.NoError(t, err)
+	require.Empty(t, p)
+
+	tg, err := mf.Target("xfs", "x86_64", true)
+	require.NoError(t, err)
+	require.Equal(t, "xfs", tg.Name)
+	again, err := mf.Target("xfs", "x86_64", true)
+	require.NoError(t, err)
+	require.Same(t, tg, again, "read once")
+
+	// crc-t10dif.ko is xfs.ko under another name: its .modinfo says so.
+	_, err = mf.Target("crc_t10dif", "x86_64", true)
+	require.ErrorIs(t, err, ErrModuleFile)
+	require.ErrorContains(t, err, "crc-t10dif.ko: unusable module file: its .modinfo names module xfs, not crc_t10dif")
+	// Another architecture's module.
+	arm := filepath.Join(t.TempDir(), "thumb.ko")
+	copyFile(t, repoFile("modplt", "thumb.o"), arm)
+	mf2, err := FindModules([]string{arm})
+	require.NoError(t, err)
+	_, err = mf2.Target("thumb", "x86_64", true)
+	require.ErrorIs(t, err, ErrModuleFile)
+	require.ErrorContains(t, err, "a module for arm, and the patch is for x86_64")
+
+	// Two kernels' trees: two files of one module. One file named twice
+	// (the file and its directory, or a link to it) is one.
+	mf3, err := FindModules([]string{dir, filepath.Dir(xfs)})
+	require.NoError(t, err)
+	_, err = mf3.Path("xfs")
+	require.ErrorIs(t, err, ErrModuleFile)
+	require.ErrorContains(t, err, "2 files for module xfs")
+	link := filepath.Join(t.TempDir(), "xfs.ko")
+	require.NoError(t, os.Symlink(xfs, link))
+	mf4, err := FindModules([]string{xfs, filepath.Dir(xfs), link})
+	require.NoError(t, err)
+	p, err = mf4.Path("xfs")
+	require.NoError(t, err)
+	require.Equal(t, xfs, p)
+
+	_, err = FindModules([]string{repoFile("klp", "order-patch.c")})
+	require.ErrorContains(t, err, "order-patch.c: not a module file")
+	_, err = FindModules([]string{filepath.Join(dir, "nope")})
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// TestRunModules: Run checks what a patch defers to a module the kernel
+// lacks against the module's file, and names the modules it has no file
+// for.
+func TestRunModules(t *testing.T) {
+	ix, err := kallsyms.Open(repoFile("kallsyms", "example.txt"), nil)
+	require.NoError(t, err)
+	mf, err := FindModules([]string{repoFile("klp", "modules")})
+	require.NoError(t, err)
+
+	order, err := klp.Open(repoFile("klp", "order-patch.ko"))
+	require.NoError(t, err)
+	rep, err := Run(order, ix, Options{Modules: mf})
+	require.NoError(t, err)
+	res := rep.Resolution
+	require.Equal(t, []klp.CheckedObject{{Object: "xfs", Path: repoFile("klp", "modules", "xfs.ko"), OK: 3, Failed: 5}}, res.Checked)
+	require.Equal(t, 3, res.Deferred)
+	require.Equal(t, 5, res.Errors)
+	require.Empty(t, rep.Unchecked)
+	require.False(t, rep.OK(false))
+
+	// The sample's ext4 relocation is deferred on a System.map-like list
+	// without modules; ext4 has no file here.
+	sample, err := klp.Open(repoFile("klp", "livepatch-sample.ko"))
+	require.NoError(t, err)
+	noMods, err := kallsyms.ParseBytes("vmlinux-only", []byte("ffffffff81000000 T start_kernel\nffffffff81010180 T vfs_read\nffffffff81020000 D jiffies\n"), nil)
+	require.NoError(t, err)
+	rep, err = Run(sample, noMods, Options{Modules: mf})
+	require.NoError(t, err)
+	require.Equal(t, []string{"ext4"}, rep.Unchecked)
+	require.Equal(t, []klp.CheckedObject{{Object: "xfs", Path: repoFile("klp", "modules", "xfs.ko"), OK: 1}}, rep.Resolution.Checked)
+
+	// A patch for another architecture's module file is refused.
+	arm := filepath.Join(t.TempDir(), "xfs.ko")
+	copyFile(t, repoFile("modplt", "thumb.o"), arm)
+	mfArm, err := FindModules([]string{arm})
+	require.NoError(t, err)
+	_, err = Run(order, ix, Options{Modules: mfArm})
+	require.ErrorIs(t, err, ErrModuleFile)
+}
+
+// TestModuleFilesConcurrent: check's workers read a target at once; it is
+// read once, and all get it.
+func TestModuleFilesConcurrent(t *testing.T) {
+	mf, err := FindModules([]string{repoFile("klp", "modules")})
+	require.NoError(t, err)
+	got := make(chan *klp.Target, 8)
+	for range 8 {
+		go func() {
+			tg, err := mf.Target("xfs", "x86_64", false)
+			if err != nil {
+				tg = nil
+			}
+			got <- tg
+		}()
+	}
+	first := <-got
+	require.NotNil(t, first)
+	for range 7 {
+		require.Same(t, first, <-got)
+	}
+}
