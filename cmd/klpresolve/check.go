@@ -27,6 +27,7 @@ func newCheckCmd(a *app) *cobra.Command {
 	var strict, link bool
 	var maxTime time.Duration
 	var workers int
+	var modules []string
 	c := &cobra.Command{
 		Use:   "check PATCH.ko --kallsyms A --kallsyms B ... | --kernels DIR|'PATTERN' [--link] [--format text|json|junit]",
 		Short: "Resolve a patch against many kernel builds at once and print a matrix",
@@ -38,7 +39,8 @@ func newCheckCmd(a *app) *cobra.Command {
 --kernels DIR: kallsyms files, System.maps or snapshots, or links to them; files that
 begin as none of these, such as a README, are left out and named on standard error), in parallel
 on all cores, sharing the parsed module, and prints one row per kernel: relocations
-and patched functions resolved, deferred and failed, and the first error. With --link each kernel also links
+and patched functions resolved, deferred and failed, and the first error. --modules checks what
+each kernel defers to a module it lacks against the module's file (give one kernel's modules). With --link each kernel also links
 the whole module. --format junit writes a JUnit XML report for CI systems (Jenkins,
 GitLab, GitHub): one test case per kernel, failed or unreadable kernels as failures
 and errors.
@@ -73,7 +75,11 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 			if err != nil {
 				return err
 			}
-			o := pipeline.FleetOptions{Workers: workers, Strict: strict, LTO: a.lto, NoMap: a.noMap, Run: pipeline.Options{Link: link}}
+			mf, err := findModules(modules)
+			if err != nil {
+				return err
+			}
+			o := pipeline.FleetOptions{Workers: workers, Strict: strict, LTO: a.lto, NoMap: a.noMap, Run: pipeline.Options{Link: link, Modules: mf}}
 			if len(kernels) >= progressMin && isTerminal(a.stderr) {
 				o.Progress = func(done, total int) { drawProgress(a.stderr, done, total) }
 			}
@@ -116,6 +122,7 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 	c.Flags().BoolVar(&link, "link", false, "also link the whole module against each kernel")
 	c.Flags().DurationVar(&maxTime, "max-time", 0, "exit 3 when the check takes longer than this")
 	c.Flags().IntVar(&workers, "jobs", 0, "kernels checked at once (default: GOMAXPROCS)")
+	addModulesFlag(c, &modules)
 	return c
 }
 

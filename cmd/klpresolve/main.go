@@ -207,12 +207,14 @@ func (a *app) openIndex() (*kallsyms.Index, error) {
 func newRoot(stdin io.Reader, stdout, stderr io.Writer, temps *atomicfile.Temps) *cobra.Command {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, temps: temps}
 	root := &cobra.Command{
-		Use:   "klpresolve PATCH.ko [--kallsyms PATH] [--format text|json] [--strict] [--stats] [--link [-o OUT]]",
+		Use:   "klpresolve PATCH.ko [--kallsyms PATH] [--modules DIR] [--format text|json] [--strict] [--stats] [--link [-o OUT]]",
 		Short: "Resolve a livepatch module's relocations against a kernel's symbols, as the kernel would",
 		Example: `  # The running kernel (/proc/kallsyms)
   klpresolve livepatch-fix.ko
   # Another kernel's symbols; link the whole module too, and write it out
   klpresolve livepatch-fix.ko --kallsyms System.map-6.1.0-57-amd64 --link -o fix.linked
+  # A System.map lists no module: check what waits for modules against their files
+  klpresolve livepatch-fix.ko --kallsyms System.map-6.1.0-57-amd64 --modules /lib/modules/6.1.0-57-amd64
   # For CI: JSON, and a relocation waiting for a module that is not loaded fails
   klpresolve livepatch-fix.ko.xz --kallsyms kernels/host.snap --format json --strict`,
 		Long: `klpresolve resolves every livepatch relocation of PATCH.ko (.klp.rela.<obj>.<sec>
@@ -223,6 +225,9 @@ or a snapshot), with the kernel's own rules and error messages, and says what wo
 fix each failure; a kernel built without CONFIG_LIVEPATCH refuses the module. With --link it also
 links the whole module against those symbols and records it in a CFI shadow; without
 it, a note names the ordinary undefined symbols insmod would refuse ("Unknown symbol").
+What waits for a module the symbols lack (not loaded; a System.map lists none) is
+deferred; --modules checks it against the module's .ko file as the kernel will resolve
+it when the module loads, after the patch or before it (which can differ).
 PATCH.ko may be compressed (zstd, gzip, xz), or - for standard input.
 
 Exit status: 0 all resolved (deferred allowed), 1 a relocation or patched function

@@ -1425,3 +1425,61 @@ func TestInfo(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, out, "error: the module\n  kernel: module livepatch_sample is not marked as a livepatch module\n")
 }
+
+// TestModulesCLI: --modules checks what a patch defers to a module the
+// kernel's symbols lack against the module's file, in both commands that
+// resolve, text and JSON.
+func TestModulesCLI(t *testing.T) {
+	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	mods := filepath.Join(testutil.RepoRoot(), "testdata", "klp", "modules")
+	xfs := filepath.Join(mods, "xfs.ko")
+
+	code, out, _ := runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", example, "--modules", mods)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "deferred: module xfs is not loaded in this kernel; its relocations are applied when it loads\n  checked against "+xfs+": it resolves, whichever of xfs and the patch loads first\n")
+	assert.Contains(t, out, "OK: 7 relocations: 6 resolved, 1 deferred, 0 errors\n")
+
+	code, out, _ = runCLI(t, fixture("order-patch.ko"), "--kallsyms", example, "--modules", mods)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "  .klp.rela.xfs..text.livepatch_order  3 deferred, 5 FAILED\n")
+	assert.Contains(t, out, "  checked against "+xfs+": 5 of 8 will fail (errors below)\n")
+	assert.Contains(t, out, "error: .klp.rela.xfs..text.livepatch_order+0x2c R_X86_64_PLT32 .klp.sym.xfs.xfs_mount,1\n  livepatch: (no message: the kernel resolves another symbol)\n  help: xfs_mount,1 is .init.text+0x0 if xfs loads after the patch, but .text+0x50 if it was loaded first")
+	assert.Contains(t, out, "FAILED: 8 relocations: 0 resolved, 3 deferred, 5 errors\n")
+	// Without --modules, all eight wait for xfs, unchecked.
+	code, out, _ = runCLI(t, fixture("order-patch.ko"), "--kallsyms", example)
+	assert.Equal(t, 0, code)
+	assert.NotContains(t, out, "checked")
+
+	var j struct {
+		Relocations []struct{ Name, Status, Kind string }
+		Checked     []struct {
+			Object, Path string
+			OK, Failed   int
+		} `json:"checked_objects"`
+		Unchecked []string `json:"unchecked_objects"`
+	}
+	_, out, _ = runCLI(t, fixture("order-patch.ko"), "--kallsyms", example, "--modules", xfs, "--format", "json")
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	require.Len(t, j.Checked, 1)
+	assert.Equal(t, "xfs", j.Checked[0].Object)
+	assert.Equal(t, xfs, j.Checked[0].Path)
+	assert.Equal(t, [2]int{3, 5}, [2]int{j.Checked[0].OK, j.Checked[0].Failed})
+	assert.NotNil(t, j.Unchecked)
+	assert.Empty(t, j.Unchecked)
+	kinds := map[string]string{}
+	for _, r := range j.Relocations {
+		kinds[r.Name] = r.Status + " " + r.Kind
+	}
+	assert.Equal(t, "error load_order", kinds["xfs_mount"])
+	assert.Equal(t, "error ambiguous", kinds["xfs_lookup"])
+	assert.Equal(t, "deferred ", kinds["xfs_iget"])
+
+	// check: every kernel's row counts them.
+	code, out, _ = runCLI(t, "check", fixture("order-patch.ko"), "--kallsyms", example, "--kallsyms", example, "--modules", mods)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "0         3         5       unresolvable ambiguity for symbol 'xfs_setup' in object 'xfs'")
+
+	code, _, errOut := runCLI(t, fixture("order-patch.ko"), "--kallsyms", example, "--modules", filepath.Join(mods, "nope"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--modules: stat "+filepath.Join(mods, "nope")+": no such file or directory")
+}

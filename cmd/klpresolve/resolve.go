@@ -27,6 +27,7 @@ type resolveOpts struct {
 	base    string
 	out     string
 	erratum bool
+	modules []string
 }
 
 // addResolveFlags makes the root command the main job:
@@ -41,6 +42,7 @@ func addResolveFlags(root *cobra.Command, a *app) {
 	root.Flags().StringVar(&o.base, "base", "", "with --link: core load address (default: where module_alloc() starts: x86_64 0xffffffffc0000000, arm 0xbf000000, arm64 _etext - 128 MiB)")
 	root.Flags().StringVarP(&o.out, "output", "o", "", "with --link: write the linked image (ELF, sections at their load addresses)")
 	root.Flags().BoolVar(&o.erratum, "erratum-843419", false, "with --link: arm64 Cortex-A53 erratum 843419 workaround")
+	addModulesFlag(root, &o.modules)
 	root.RunE = func(cmd *cobra.Command, args []string) error {
 		return a.resolve(args[0], o)
 	}
@@ -72,6 +74,9 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 	}
 	t2 := time.Now()
 	var po pipeline.Options
+	if po.Modules, err = findModules(o.modules); err != nil {
+		return err
+	}
 	if o.link {
 		po.Link = true
 		if po.LinkOptions.Base, err = parseAddr(o.base); err != nil {
@@ -98,6 +103,10 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 	if o.format == "json" {
 		j := jsonResolution(res)
 		j.Summary.OK = rep.OK(o.strict)
+		if po.Modules != nil {
+			u := append([]string{}, rep.Unchecked...)
+			j.Unchecked = &u
+		}
 		if rep.Image == nil {
 			j.LoaderUnresolved = append([]string{}, rep.LoaderMissing...)
 			j.LoaderNotExported = notExportedList(rep.LoaderMissing, rep.NotExported)
@@ -244,8 +253,14 @@ type jsonOut struct {
 	Deferred  []string     `json:"deferred_objects"`
 	// BuiltIn: the deferred objects that look built into the kernel
 	// (klp.BuiltIn), whose relocations would never apply.
-	BuiltIn  []builtInJSON `json:"builtin_objects,omitempty"`
-	Warnings []string      `json:"warnings,omitempty"`
+	BuiltIn []builtInJSON `json:"builtin_objects,omitempty"`
+	// Checked (with --modules): the deferred objects checked against
+	// their module's file (klp.Resolution.Checked); Unchecked: those with
+	// no file there.
+	Checked []checkedJSON `json:"checked_objects,omitempty"`
+	// (a pointer: [] with --modules, left out without.)
+	Unchecked *[]string `json:"unchecked_objects,omitempty"`
+	Warnings  []string  `json:"warnings,omitempty"`
 	// LoaderUnresolved (without --link): the ordinary undefined symbols
 	// the module loader would not find; LoaderNotExported: those of them
 	// the kernel has but does not export to the module.
@@ -297,6 +312,9 @@ func jsonResolution(res *klp.Resolution) *jsonOut {
 			j.Error, j.Kind, j.Help = errFields(r.Err)
 		}
 		out.Relocations = append(out.Relocations, j)
+	}
+	for _, c := range res.Checked {
+		out.Checked = append(out.Checked, checkedJSON{c.Object, c.Path, c.OK, c.Failed})
 	}
 	out.FuncSource = string(m.FuncSource)
 	if e := res.LoadErr; e != nil {
@@ -350,6 +368,40 @@ func deferredWhat(res *klp.Resolution, o string) string {
 		return "its functions are patched"
 	}
 	return "its relocations are applied"
+}
+
+// checkedWhat says how a deferred object's check went.
+func checkedWhat(c klp.CheckedObject) string {
+	n := c.OK + c.Failed
+	if c.Failed == 0 {
+		return fmt.Sprintf("%s, whichever of %s and the patch loads first", pick(n, "it resolves", fmt.Sprintf("all %d resolve", n)), c.Object)
+	}
+	return fmt.Sprintf("%d of %d will fail (errors below)", c.Failed, n)
+}
+
+// checkedJSON is a klp.CheckedObject.
+type checkedJSON struct {
+	Object string `json:"object"`
+	Path   string `json:"path"`
+	OK     int    `json:"ok"`
+	Failed int    `json:"failed"`
+}
+
+// addModulesFlag is --modules, for the commands that resolve.
+func addModulesFlag(c *cobra.Command, paths *[]string) {
+	c.Flags().StringArrayVar(paths, "modules", nil, "module files (.ko, also compressed) or directories of them, such as /lib/modules/VERSION (repeatable): what the patch defers to a module the kernel's symbols lack is checked against its file, as the kernel will resolve it when the module loads")
+}
+
+// findModules indexes the --modules paths (nil when none).
+func findModules(paths []string) (*pipeline.ModuleFiles, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	mf, err := pipeline.FindModules(paths)
+	if err != nil {
+		return nil, &exitError{exitUsage, fmt.Errorf("--modules: %w", err)}
+	}
+	return mf, nil
 }
 
 // builtInOf returns res's klp.BuiltIn for the deferred object o, if o
@@ -498,6 +550,11 @@ func writeResolution(w io.Writer, rep *pipeline.Report, given string) {
 			continue
 		}
 		fmt.Fprintf(w, "deferred: module %s is not loaded in this kernel; %s when it loads\n", o, deferredWhat(res, o))
+		if i := slices.IndexFunc(res.Checked, func(c klp.CheckedObject) bool { return c.Object == o }); i >= 0 {
+			fmt.Fprintf(w, "  checked against %s: %s\n", res.Checked[i].Path, checkedWhat(res.Checked[i]))
+		} else if slices.Contains(rep.Unchecked, o) {
+			fmt.Fprintf(w, "  unchecked: --modules has no %s.ko\n", o)
+		}
 	}
 	if n := len(res.InitRefs); n > 0 {
 		fmt.Fprintf(w, "warning: %s to vmlinux's init memory, which the kernel frees after boot: the patched code would use freed memory\n", count(n, "relocation refers", "relocations refer"))
