@@ -63,6 +63,9 @@ type Index struct {
 	exportsOnce  sync.Once
 	exports      bool
 	gplLo, gplHi uint64
+	// kernel: what the kernel's own kallsyms holds (KernelKallsyms).
+	kernelOnce sync.Once
+	kernel     KernelKallsyms
 }
 
 // sym is one line of the input: 16 bytes, the name an offset into data.

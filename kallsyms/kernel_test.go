@@ -1,0 +1,185 @@
+package kallsyms
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/testutil"
+)
+
+// vmlinuxLines are the names of the vmlinux lines of a kallsyms file,
+// sorted.
+func vmlinuxLines(t *testing.T, path string) []string {
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 3 {
+			out = append(out, fields[2])
+		}
+	}
+	require.NoError(t, sc.Err())
+	slices.Sort(out)
+	return out
+}
+
+// TestKernelKallsymsCorpus: from a System.map alone, what the kernel's own
+// kallsyms holds is the corpus's kallsyms of the same build (derived with
+// the kernel's rules: everything on amd64, code only on arm64, whose
+// Debian config has no CONFIG_KALLSYMS_ALL), name for name (the kallsyms
+// build also sorts symbols of one address its own way, and gives x86_64's
+// per-cpu symbols type A), and its size is the one the map's
+// kallsyms_offsets gives.
+func TestKernelKallsymsCorpus(t *testing.T) {
+	for _, c := range []struct {
+		arch, mapFile, kallsyms string
+		all                     bool
+		symbols                 int
+	}{
+		{"amd64", "amd64/System.map-6.1.0-57-amd64", "amd64/kallsyms-6.1.0-57-amd64.txt", true, 94266},
+		{"arm64", "arm64/System.map-6.1.0-57-arm64", "arm64/kallsyms-6.1.0-57-arm64.txt", false, 50336},
+	} {
+		t.Run(c.arch, func(t *testing.T) {
+			ix, err := Open(testutil.Corpus(t, c.mapFile), nil)
+			require.NoError(t, err)
+			k := ix.KernelKallsyms()
+			require.True(t, k.FromMap)
+			require.Equal(t, c.all, k.All)
+			require.Equal(t, c.symbols, k.Symbols)
+			var listed []string
+			ix.Symbols(Vmlinux, func(s Symbol) bool {
+				if k.Lists(s) {
+					listed = append(listed, s.Name)
+				}
+				return true
+			})
+			slices.Sort(listed)
+			want := vmlinuxLines(t, testutil.Corpus(t, c.kallsyms))
+			require.Len(t, want, c.symbols)
+			if !slices.Equal(want, listed) {
+				t.Fatalf("%d names listed, %d in the kallsyms; first differences: %v", len(listed), len(want), firstDiffs(want, listed, 5))
+			}
+
+			// The kallsyms itself is the table.
+			kx, err := Open(testutil.Corpus(t, c.kallsyms), nil)
+			require.NoError(t, err)
+			kk := kx.KernelKallsyms()
+			require.False(t, kk.FromMap)
+			require.Equal(t, c.all, kk.All)
+			require.Zero(t, kk.Symbols)
+			require.True(t, kk.Lists(Symbol{Name: "kallsyms_offsets", Type: 'D'}))
+		})
+	}
+	ix, err := Open(testutil.Corpus(t, "armhf/System.map-6.1.0-50-armmp"), nil)
+	require.NoError(t, err)
+	// Debian's armmp kernel keeps code only too: its table's size is what
+	// the code ranges of the map hold.
+	k := ix.KernelKallsyms()
+	require.True(t, k.FromMap)
+	require.False(t, k.All, "%d symbols of %d", k.Symbols, ix.Len())
+	listed := 0
+	ix.Symbols(Vmlinux, func(s Symbol) bool {
+		if k.Lists(s) {
+			listed++
+		}
+		return true
+	})
+	require.Equal(t, k.Symbols, listed)
+}
+
+// firstDiffs are up to n names in one sorted list and not the other.
+func firstDiffs(a, b []string, n int) []string {
+	var out []string
+	i, j := 0, 0
+	for (i < len(a) || j < len(b)) && len(out) < n {
+		switch {
+		case j == len(b) || (i < len(a) && a[i] < b[j]):
+			out = append(out, "-"+a[i])
+			i++
+		case i == len(a) || b[j] < a[i]:
+			out = append(out, "+"+b[j])
+			j++
+		default:
+			i++
+			j++
+		}
+	}
+	return out
+}
+
+// TestLookupListed: on the System.map of a kernel whose kallsyms holds
+// code only (Debian's arm64), data is not found, as livepatch would not
+// find it there, and a name whose occurrences are partly data is counted
+// without them; the kallsyms of the same build answers alike with Lookup.
+func TestLookupListed(t *testing.T) {
+	sm, err := Open(testutil.Corpus(t, "arm64/System.map-6.1.0-57-arm64"), nil)
+	require.NoError(t, err)
+	ks, err := Open(testutil.Corpus(t, "arm64/kallsyms-6.1.0-57-arm64.txt"), nil)
+	require.NoError(t, err)
+
+	s, err := sm.Lookup(Vmlinux, "jiffies", 0)
+	require.NoError(t, err, "the map lists jiffies")
+	require.Equal(t, byte('D'), s.Type)
+	_, err = sm.LookupListed(Vmlinux, "jiffies", 0)
+	require.ErrorIs(t, err, ErrNotFound)
+	var le *LookupError
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, "symbol 'jiffies' not found in symbol table", le.KernelMessage())
+	require.Contains(t, le.Help(), "the System.map's jiffies at 0x")
+	require.Contains(t, le.Help(), "without CONFIG_KALLSYMS_ALL (its kallsyms table holds 50336 symbols)")
+	_, err = ks.Lookup(Vmlinux, "jiffies", 0)
+	require.ErrorIs(t, err, ErrNotFound)
+
+	// Code answers as in the kallsyms.
+	a, err := sm.LookupListed(Vmlinux, "vfs_read", 0)
+	require.NoError(t, err)
+	b, err := ks.Lookup(Vmlinux, "vfs_read", 0)
+	require.NoError(t, err)
+	require.Equal(t, b.Address, a.Address)
+
+	// Every name of the map with code and data occurrences: counts and
+	// positions as the kallsyms has them.
+	mixed := 0
+	seen := map[string]bool{}
+	k := sm.KernelKallsyms()
+	sm.Symbols(Vmlinux, func(s Symbol) bool {
+		if seen[s.Name] || k.Lists(s) {
+			return true
+		}
+		seen[s.Name] = true
+		c := sm.Candidates(Vmlinux, s.Name)
+		if len(c) < 2 || !slices.ContainsFunc(c, k.Lists) {
+			return true
+		}
+		mixed++
+		want := ks.Candidates(Vmlinux, s.Name)
+		for pos := range uint64(len(c)) + 1 {
+			got, gerr := sm.LookupListed(Vmlinux, s.Name, pos)
+			exp, eerr := ks.Lookup(Vmlinux, s.Name, pos)
+			require.Equal(t, eerr == nil, gerr == nil, "%s,%d: %v / %v", s.Name, pos, gerr, eerr)
+			if eerr == nil {
+				require.Equal(t, exp.Address, got.Address, "%s,%d", s.Name, pos)
+				require.Equal(t, exp.Pos, got.Pos)
+			} else {
+				require.Equal(t, errors.Unwrap(eerr), errors.Unwrap(gerr), "%s,%d", s.Name, pos)
+			}
+		}
+		require.NotEmpty(t, want)
+		return true
+	})
+	require.Positive(t, mixed, "names with code and data occurrences in Debian's arm64 map (6)")
+
+	// A kallsyms input: LookupListed is Lookup.
+	_, err = ks.LookupListed(Vmlinux, "jiffies", 0)
+	require.ErrorIs(t, err, ErrNotFound)
+	require.NotContains(t, err.Error(), "CONFIG_KALLSYMS_ALL")
+}
