@@ -223,6 +223,10 @@ func TestNoLivepatchSupport(t *testing.T) {
 	res = lp.Resolve(fc)
 	require.NotNil(t, res.LoadErr)
 	assert.Equal(t, "no_livepatch", res.LoadErr.Kind())
+	// Its kallsyms holds code only, which says so too; the made-up
+	// kernel above lists too little to tell.
+	assert.Contains(t, res.LoadErr.Hint, "and its kallsyms holds code only: no CONFIG_KALLSYMS_ALL, which CONFIG_LIVEPATCH depends on")
+	assert.NotContains(t, lp.Resolve(index(base+"ffffffff82000000 D jiffies\n")).LoadErr.Hint, "KALLSYMS_ALL")
 }
 
 // TestInitMemory: vmlinux's init code and data are freed after boot. A

@@ -196,7 +196,7 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 				a := cache[r.SymIndex]
 				if !a.done {
 					a.done = true
-					sym, err := ix.Lookup(r.Sym.Object, r.Sym.Name, r.Sym.Pos)
+					sym, err := ix.LookupListed(r.Sym.Object, r.Sym.Name, r.Sym.Pos)
 					if err != nil {
 						a.err = m.lookupErr(s, r, err)
 					} else {
@@ -278,9 +278,13 @@ func (m *Module) checkLivepatchSupport(ix *kallsyms.Index) *RelocError {
 	if _, ok := ix.Find(kallsyms.Vmlinux, "start_kernel", 1); !ok {
 		return nil
 	}
+	why := "its symbols have start_kernel but no klp_enable_patch"
+	if !ix.KernelKallsyms().All {
+		why += ", and its kallsyms holds code only: no CONFIG_KALLSYMS_ALL, which CONFIG_LIVEPATCH depends on"
+	}
 	return &RelocError{File: m.Path, Section: ".modinfo", Symbol: "livepatch", Err: ErrNoLivepatch,
 		Kernel: m.KernelName() + ": module is marked as livepatch module, but livepatch support is disabled",
-		Hint:   "this kernel was built without CONFIG_LIVEPATCH (its symbols have start_kernel but no klp_enable_patch): its module loader refuses every livepatch module (insmod: Exec format error), so nothing here can load on it"}
+		Hint:   "this kernel was built without CONFIG_LIVEPATCH (" + why + "): its module loader refuses every livepatch module (insmod: Exec format error), so nothing here can load on it"}
 }
 
 // builtIn finds the deferred objects of res that look built into ix's
@@ -405,7 +409,7 @@ func (m *Module) resolveFunc(ix *kallsyms.Index, fn Func, reg regions) FuncResul
 	case fn.Object != kallsyms.Vmlinux && !ix.HasObject(fn.Object):
 		fr.Status = Deferred
 	default:
-		sym, err := ix.Lookup(fn.Object, fn.Name, fn.Pos)
+		sym, err := ix.LookupListed(fn.Object, fn.Name, fn.Pos)
 		if err != nil {
 			fr.Status, fr.Err = Failed, m.lookupErr(s, r, err)
 			if errors.Is(err, kallsyms.ErrAmbiguous) {
@@ -534,7 +538,7 @@ func (m *Module) resolveKpatch(ix *kallsyms.Index, res *Resolution, deferred map
 		case d.External:
 			sym, err = ix.LookupName(d.Name)
 		default:
-			sym, err = ix.Lookup(d.Object, d.Name, d.Pos)
+			sym, err = ix.LookupListed(d.Object, d.Name, d.Pos)
 		}
 		if err != nil {
 			s, r := d.where()

@@ -33,9 +33,10 @@ import (
 //     counts in and /proc/kallsyms lists: Loaded.
 //
 // A name can be unique in one and not in the other (a static function in
-// init code and one of the same name in core code), or be in one only (data,
-// without CONFIG_KALLSYMS_ALL): then the patch resolves in one order and not
-// in the other (ErrLoadOrder).
+// init code and one of the same name in core code), or be in one only
+// (init code; data without CONFIG_KALLSYMS_ALL, though a kernel without it
+// has no livepatch either, CONFIG_LIVEPATCH depending on it): then the
+// patch resolves in one order and not in the other (ErrLoadOrder).
 //
 // Addresses in the indexes are not the kernel's (the module is not
 // loaded): each section is placed after the previous one, from

@@ -162,7 +162,7 @@ func (mf *ModuleFiles) targetsFor(m *klp.Module, ix *kallsyms.Index) (map[string
 		if o == kallsyms.Vmlinux || ix.HasObject(o) {
 			continue
 		}
-		t, err := mf.Target(o, m.Arch, ix.ListsData())
+		t, err := mf.Target(o, m.Arch, ix.KernelKallsyms().All)
 		if err != nil {
 			return nil, nil, err
 		}

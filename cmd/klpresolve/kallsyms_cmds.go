@@ -61,7 +61,7 @@ Exit status 0 when every spec resolves, 1 when any does not.`,
 				var s kallsyms.Symbol
 				if err == nil {
 					r.Object, r.Name, r.Sympos = spec.Object, spec.Name, spec.Pos
-					s, err = ix.Lookup(spec.Object, spec.Name, spec.Pos)
+					s, err = ix.LookupListed(spec.Object, spec.Name, spec.Pos)
 				}
 				if err != nil {
 					failed = true

@@ -1483,3 +1483,16 @@ func TestModulesCLI(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "--modules: stat "+filepath.Join(mods, "nope")+": no such file or directory")
 }
+
+// TestLookupSystemMapCodeOnly: against the System.map of a kernel whose
+// kallsyms holds code only, lookup answers as that kernel would.
+func TestLookupSystemMapCodeOnly(t *testing.T) {
+	m := testutil.Corpus(t, "arm64/System.map-6.1.0-57-arm64")
+	code, out, _ := runCLI(t, "lookup", "jiffies", "vfs_read", "--kallsyms", m)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "jiffies: error: symbol 'jiffies' not found in symbol table (the System.map's jiffies at 0xffff800009cb79c0 (type D): outside the kernel's code, and this kernel was built without CONFIG_KALLSYMS_ALL (its kallsyms table holds 50336 symbols)")
+	assert.Contains(t, out, "vfs_read: 0xffff8000083ab520 T vmlinux position 1\n")
+	// amd64's map: its kernel holds data too.
+	code, out, _ = runCLI(t, "lookup", "jiffies", "--kallsyms", testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"))
+	assert.Equal(t, 0, code, out)
+}

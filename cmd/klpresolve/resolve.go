@@ -742,9 +742,11 @@ them), or written name@ADDRESS to pick the occurrence at that address.`,
 // computePos is sympos from the index: 0 when unique, else (hasAt) the
 // position of the occurrence at addr.
 func computePos(ix *kallsyms.Index, s kallsyms.Spec, addr uint64, hasAt bool) (uint64, error) {
-	c := ix.Candidates(s.Object, s.Name)
+	// Among the symbols the kernel's kallsyms holds, which a System.map
+	// may list more of.
+	c := ix.CandidatesListed(s.Object, s.Name)
 	if len(c) == 0 {
-		_, err := ix.Lookup(s.Object, s.Name, 0)
+		_, err := ix.LookupListed(s.Object, s.Name, 0)
 		return 0, err
 	}
 	if hasAt {
@@ -761,7 +763,7 @@ func computePos(ix *kallsyms.Index, s kallsyms.Spec, addr uint64, hasAt bool) (u
 	if len(c) == 1 {
 		return 0, nil
 	}
-	_, err := ix.Lookup(s.Object, s.Name, 0)
+	_, err := ix.LookupListed(s.Object, s.Name, 0)
 	return 0, err
 }
 
