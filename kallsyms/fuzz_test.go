@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -154,6 +155,16 @@ func exercise(t *testing.T, ix *Index) {
 			}
 			_, _ = ix.Lookup(o.Name, s.Name, 2)
 			_, _ = ix.LookupName(o.Name + ":" + s.Name)
+			// What the kernel's table holds is a part of what the input
+			// lists: LookupListed finds one of its symbols.
+			if l, err := ix.LookupListed(o.Name, s.Name, 1); err == nil {
+				if !slices.ContainsFunc(ix.Candidates(o.Name, s.Name), func(c Symbol) bool { return c.Address == l.Address }) {
+					t.Fatalf("%s:%s,1: found at %#x, which the input does not list", o.Name, s.Name, l.Address)
+				}
+			}
+			if len(ix.CandidatesListed(o.Name, s.Name)) > len(ix.Candidates(o.Name, s.Name)) {
+				t.Fatalf("%s:%s: more listed candidates than candidates", o.Name, s.Name)
+			}
 			// A symbol's own address is in its object (or in the first
 			// alias's there): found, never past the object's end.
 			// Absolute symbols are values, not addresses: Addr skips them.
@@ -168,6 +179,9 @@ func exercise(t *testing.T, ix *Index) {
 	}
 	_, _ = ix.Addr(^uint64(0))
 	_, _ = ix.Arch()
+	if k := ix.KernelKallsyms(); k.Symbols > ix.Len() {
+		t.Fatalf("the kernel's table holds %d symbols of %d", k.Symbols, ix.Len())
+	}
 	fmt.Fprint(io.Discard, ix.Objects())
 }
 

@@ -101,16 +101,33 @@ func (ix *Index) LookupListed(object, name string, sympos uint64) (Symbol, error
 	if len(left) == 0 {
 		return sym, err
 	}
-	// klp_find_object_symbol() over what is left.
+	// klp_find_object_symbol() over what is left: klp_find_callback()
+	// stops at the wanted position, or at the second match for sympos 0,
+	// and the address it stopped at must not be 0.
+	var addr uint64
+	var count int
 	switch {
 	case len(kept) == 0:
-		return Symbol{}, &LookupError{Object: Vmlinux, Name: name, Pos: sympos, Kind: ErrNotFound, Note: k.why(left)}
-	case sympos == 0 && len(kept) > 1:
+	case sympos == 0:
+		count = min(len(kept), 2)
+		addr = kept[count-1].Address
+	default:
+		count = int(min(sympos, uint64(len(kept))))
+		addr = kept[count-1].Address
+	}
+	switch {
+	case addr == 0:
+		note := k.why(left)
+		if len(kept) > 0 {
+			note = "the symbol is listed at address 0, which the kernel treats as not found"
+		}
+		return Symbol{}, &LookupError{Object: Vmlinux, Name: name, Pos: sympos, Kind: ErrNotFound, Count: len(kept), Note: note}
+	case sympos == 0 && count > 1:
 		return Symbol{}, &LookupError{Object: Vmlinux, Name: name, Kind: ErrAmbiguous, Count: len(kept), Candidates: kept, Note: k.why(left)}
-	case sympos > uint64(len(kept)):
+	case sympos > 0 && sympos != uint64(count):
 		return Symbol{}, &LookupError{Object: Vmlinux, Name: name, Pos: sympos, Kind: ErrNoSuchPosition, Count: len(kept), Candidates: kept, Note: k.why(left)}
 	}
-	return kept[max(sympos, 1)-1], nil
+	return kept[count-1], nil
 }
 
 // CandidatesListed is Candidates among the symbols the kernel's own

@@ -183,3 +183,48 @@ func TestLookupListed(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotFound)
 	require.NotContains(t, err.Error(), "CONFIG_KALLSYMS_ALL")
 }
+
+// TestLookupListedRules: scripts/kallsyms.c's rules on a made-up map of a
+// kernel without CONFIG_KALLSYMS_ALL (its kallsyms_offsets table holds 4
+// symbols of the 10 it lists).
+func TestLookupListedRules(t *testing.T) {
+	ix, err := ParseBytes("System.map", []byte(`ffffffff81000000 T _stext
+ffffffff81000000 T start_kernel
+ffffffff81000100 t foo
+ffffffff81000200 T vfs_read
+ffffffff81001000 T _etext
+ffffffff81001000 t at_etext
+ffffffff82000000 D kallsyms_offsets
+ffffffff82000010 D kallsyms_relative_base
+ffffffff82000100 d foo
+ffffffff82000200 D jiffies
+`), nil)
+	require.NoError(t, err)
+	k := ix.KernelKallsyms()
+	require.Equal(t, KernelKallsyms{All: false, Symbols: 4, FromMap: true,
+		text: [2]uint64{0xffffffff81000000, 0xffffffff81001000}}, k)
+
+	_, err = ix.Lookup(Vmlinux, "foo", 0)
+	require.ErrorIs(t, err, ErrAmbiguous, "the map lists two")
+	s, err := ix.LookupListed(Vmlinux, "foo", 0)
+	require.NoError(t, err, "the kernel holds one")
+	require.Equal(t, Symbol{Name: "foo", Object: Vmlinux, Address: 0xffffffff81000100, Type: 't', Pos: 1}, s)
+	_, err = ix.LookupListed(Vmlinux, "foo", 2)
+	require.ErrorIs(t, err, ErrNoSuchPosition)
+	require.Equal(t, []Symbol{s}, ix.CandidatesListed(Vmlinux, "foo"))
+	require.Len(t, ix.Candidates(Vmlinux, "foo"), 2)
+
+	for name, note := range map[string]string{
+		"jiffies":          "the System.map's jiffies at 0xffffffff82000200 (type D): outside the kernel's code, and this kernel was built without CONFIG_KALLSYMS_ALL (its kallsyms table holds 4 symbols)",
+		"at_etext":         "the System.map's at_etext at 0xffffffff81001000 (type t): outside the kernel's code",
+		"kallsyms_offsets": "the System.map's kallsyms_offsets at 0xffffffff82000000 (type D): no kernel's kallsyms holds it (scripts/kallsyms.c ignores it)",
+	} {
+		_, err = ix.LookupListed(Vmlinux, name, 0)
+		require.ErrorIs(t, err, ErrNotFound, name)
+		require.ErrorContains(t, err, note)
+	}
+	for _, name := range []string{"_etext", "vfs_read", "start_kernel"} {
+		_, err = ix.LookupListed(Vmlinux, name, 0)
+		require.NoError(t, err, name)
+	}
+}
