@@ -49,8 +49,8 @@ type Target struct {
 	// KallsymsAll is the kernel's CONFIG_KALLSYMS_ALL as NewTarget was
 	// told it: without it, Loaded lists code only.
 	KallsymsAll bool
-	Coming      *kallsyms.Index
-	Loaded      *kallsyms.Index
+	Coming      *kallsyms.Index // nil when the module has no symbol
+	Loaded      *kallsyms.Index // nil when it keeps none
 	secs        []targetSection // in address order
 }
 
@@ -165,13 +165,36 @@ func NewTarget(m *Module, kallsymsAll bool) (*Target, error) {
 		}
 	}
 	var err error
-	if t.Coming, err = kallsyms.ParseBytes(m.Path+" (whole symbol table)", coming, nil); err != nil {
-		return nil, fmt.Errorf("%s: %w", m.Path, err)
+	if t.Coming, err = targetIndex(m.Path+" (whole symbol table)", coming); err != nil {
+		return nil, err
 	}
-	if t.Loaded, err = kallsyms.ParseBytes(m.Path+" (core symbols)", loaded, nil); err != nil {
-		return nil, fmt.Errorf("%s: %w", m.Path, err)
+	if t.Loaded, err = targetIndex(m.Path+" (core symbols)", loaded); err != nil {
+		return nil, err
 	}
 	return t, nil
+}
+
+// targetIndex indexes a target's kallsyms lines; nil when there are none
+// (a module may have no symbol the kernel keeps), which lookup takes for
+// an object without symbols. The lines are made from the module's own
+// symbols, so an error is the module's: ErrMalformed.
+func targetIndex(name string, lines []byte) (*kallsyms.Index, error) {
+	if len(lines) == 0 {
+		return nil, nil
+	}
+	ix, err := kallsyms.ParseBytes(name, lines, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	return ix, nil
+}
+
+// lookup is ix.Lookup, for a target's index, nil when it has no symbol.
+func (t *Target) lookup(ix *kallsyms.Index, name string, pos uint64) (kallsyms.Symbol, error) {
+	if ix == nil {
+		return kallsyms.Symbol{}, &kallsyms.LookupError{Object: t.Name, Name: name, Pos: pos, Kind: kallsyms.ErrNotFound}
+	}
+	return ix.Lookup(t.Name, name, pos)
 }
 
 // elfType is the kernel's type letter for a module symbol (elf_type(),
@@ -246,8 +269,8 @@ func ModuleNameFromFile(path string) string {
 // symbol, else the error, located at r.
 func (m *Module) checkTarget(t *Target, s *RelaSection, r *Relocation) *RelocError {
 	o, name, pos := r.Sym.Object, r.Sym.Name, r.Sym.Pos
-	cs, cerr := t.Coming.Lookup(o, name, pos)
-	ls, lerr := t.Loaded.Lookup(o, name, pos)
+	cs, cerr := t.lookup(t.Coming, name, pos)
+	ls, lerr := t.lookup(t.Loaded, name, pos)
 	if cerr == nil && lerr == nil && t.Where(cs.Address) == t.Where(ls.Address) {
 		return nil
 	}
