@@ -12,7 +12,7 @@ import (
 
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob(fixture("*.ko"))
-	files = append(files, fixture("patch.o"), fixture("modules/xfs.ko"))
+	files = append(files, fixture("patch.o"), fixture("modules/xfs.ko"), fixture("modules/nfs.ko"))
 	for _, p := range files {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)

@@ -227,8 +227,7 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 	for _, fn := range m.Funcs {
 		fr := m.resolveFunc(ix, fn, reg)
 		if t := opts.Targets[fn.Object]; fr.Status == Deferred && t != nil {
-			s, r := fn.where()
-			if e := m.checkTarget(t, s, r); e != nil {
+			if e := m.checkFunc(t, fn); e != nil {
 				fr.Status, fr.Err = Failed, e
 				deferred[fn.Object] = true // its other functions wait for it all the same
 			}

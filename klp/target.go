@@ -52,6 +52,11 @@ type Target struct {
 	Coming      *kallsyms.Index // nil when the module has no symbol
 	Loaded      *kallsyms.Index // nil when it keeps none
 	secs        []targetSection // in address order
+	// sites are the module's ftrace call sites, sorted, when it lists
+	// them (hasSites); sizes are its functions' sizes, by address.
+	sites    []uint64
+	hasSites bool
+	sizes    map[uint64]uint64
 }
 
 type targetSection struct {
@@ -138,6 +143,9 @@ func NewTarget(m *Module, kallsymsAll bool) (*Target, error) {
 		fl := flags(sh)
 		return fl&elf.SHF_ALLOC != 0 && (kallsymsAll || fl&elf.SHF_EXECINSTR != 0) && !isInit(f.Sections[sh].Name)
 	}
+	if err := t.readSites(m, base); err != nil {
+		return nil, err
+	}
 	var coming, loaded []byte
 	for i := range f.Symbols {
 		sym := &f.Symbols[i]
@@ -152,6 +160,9 @@ func NewTarget(m *Module, kallsymsAll bool) (*Target, error) {
 		addr := sym.Value // SHN_ABS and other reserved indexes: as is
 		if sh := int(sym.Shndx); sh < len(f.Sections) {
 			addr += base[sh]
+			if sym.Type() == elf.STT_FUNC {
+				t.sizes[addr] = sym.Size
+			}
 		}
 		line := strconv.AppendUint(nil, addr, 16)
 		line = append(line, ' ', elfType(f.Sections, sym.Info, sym.Shndx, pcpu, flags, exported[sym.Name]), ' ')
@@ -172,6 +183,68 @@ func NewTarget(m *Module, kallsymsAll bool) (*Target, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// readSites reads the module's ftrace call sites: the relocations of
+// __mcount_loc, or of __patchable_function_entries where the compiler
+// makes them (find_module_sections()'s FTRACE_CALLSITE_SECTION), each
+// against a function or its section. A module with neither (built
+// without ftrace, or REL relocations) is not checked.
+func (t *Target) readSites(m *Module, base []uint64) error {
+	f := m.elf
+	t.sizes = map[uint64]uint64{}
+	for i := range f.Sections {
+		s := &f.Sections[i]
+		if s.Type != elf.SHT_RELA || int(s.Info) <= 0 || int(s.Info) >= len(f.Sections) {
+			continue
+		}
+		if n := f.Sections[s.Info].Name; n != "__mcount_loc" && n != "__patchable_function_entries" {
+			continue
+		}
+		rels, err := f.Relocs(s)
+		if err != nil {
+			return err
+		}
+		t.hasSites = true
+		for _, r := range rels {
+			sym := &f.Symbols[r.Sym]
+			if sh := int(sym.Shndx); sh > 0 && sh < len(base) {
+				t.sites = append(t.sites, base[sh]+sym.Value+uint64(r.Addend))
+			}
+		}
+	}
+	slices.Sort(t.sites)
+	return nil
+}
+
+// traceable reports whether the function at addr has an ftrace call
+// site, as klp_patch_func() requires (ftrace_location(): a record within
+// the function); true for a module that lists no call sites.
+func (t *Target) traceable(addr uint64) bool {
+	if !t.hasSites {
+		return true
+	}
+	i, _ := slices.BinarySearch(t.sites, addr)
+	return i < len(t.sites) && t.sites[i] < addr+max(t.sizes[addr], 1)
+}
+
+// checkFunc is checkTarget for a patched function, which must also be
+// traceable: klp_patch_func() fails the patch for one without an ftrace
+// call site, when the module loads ("failed to find location").
+func (m *Module) checkFunc(t *Target, fn Func) *RelocError {
+	s, r := fn.where()
+	if e := m.checkTarget(t, s, r); e != nil {
+		return e
+	}
+	sym, err := t.lookup(t.Coming, fn.Name, fn.Pos)
+	if err != nil || t.traceable(sym.Address) {
+		return nil
+	}
+	e := m.relocErr(s, r, &CheckError{Kind: ErrNotTraceable,
+		Kernel: fmt.Sprintf("failed to find location for function '%s'", fn.Name),
+		Hint: fmt.Sprintf("%s is %s in %s, and the module lists no ftrace call site in it (notrace, or code built without ftrace), so livepatch cannot patch it; patch what calls it instead; checked against %s",
+			fn.Name, t.Where(sym.Address), t.Name, t.Path)})
+	return e
 }
 
 // targetIndex indexes a target's kallsyms lines; nil when there are none

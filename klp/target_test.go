@@ -159,3 +159,77 @@ func TestTargetResolve(t *testing.T) {
 	require.Empty(t, res.Checked)
 	require.True(t, res.OK(false))
 }
+
+// TestTargetNotTraceable: a patched function of a module that is not
+// loaded must have an ftrace call site (the module's __mcount_loc), or
+// klp_patch_func() fails the patch when the module loads. nfs.ko (made
+// up, built with -pg -mfentry -mrecord-mcount) has a notrace nfs_fast.
+func TestTargetNotTraceable(t *testing.T) {
+	nfs, err := Open(fixture("modules/nfs.ko"))
+	require.NoError(t, err)
+	tg, err := NewTarget(nfs, true)
+	require.NoError(t, err)
+	require.True(t, tg.hasSites)
+	require.Len(t, tg.sites, 1)
+
+	m, err := Open(fixture("klp-patch.ko"))
+	require.NoError(t, err)
+	m.Funcs = []Func{
+		{Index: 0, Name: "nfs_open", Object: "nfs", Section: ".data", Offset: 0x10},
+		{Index: 1, Name: "nfs_fast", Object: "nfs", Section: ".data", Offset: 0x20},
+		{Index: 2, Name: "nfs_calls", Object: "nfs", Section: ".data", Offset: 0x30},
+	}
+	ix, err := kallsyms.Open(filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt"), nil)
+	require.NoError(t, err)
+	res := m.ResolveWith(ix, ResolveOptions{Targets: map[string]*Target{"nfs": tg}})
+	require.Len(t, res.Funcs, 3)
+	require.Equal(t, Deferred, res.Funcs[0].Status, "%+v", res.Funcs[0].Err)
+	require.Equal(t, Failed, res.Funcs[1].Status)
+	require.ErrorIs(t, res.Funcs[1].Err, ErrNotTraceable)
+	require.Equal(t, "failed to find location for function 'nfs_fast'", res.Funcs[1].Err.Kernel)
+	require.Equal(t, "nfs_fast is .text+0x0 in nfs, and the module lists no ftrace call site in it (notrace, or code built without ftrace), so livepatch cannot patch it; patch what calls it instead; checked against "+nfs.Path, res.Funcs[1].Err.Hint)
+	require.Equal(t, ".data", res.Funcs[1].Err.Section)
+	require.Equal(t, uint64(0x20), res.Funcs[1].Err.Offset)
+	// Data is no function: ftrace has no location for it either.
+	require.ErrorIs(t, res.Funcs[2].Err, ErrNotTraceable)
+	require.Equal(t, []CheckedObject{{Object: "nfs", Path: nfs.Path, OK: 1, Failed: 2}}, res.Checked)
+
+	// xfs.ko lists no call sites: nothing to check.
+	xfs, err := Open(fixture("modules/xfs.ko"))
+	require.NoError(t, err)
+	xt, err := NewTarget(xfs, true)
+	require.NoError(t, err)
+	require.False(t, xt.hasSites)
+}
+
+// TestTargetSitesCorpus: Debian's xfs.ko (amd64, __mcount_loc) and
+// btrfs.ko (arm64, __patchable_function_entries) list a call site in
+// most functions (xfs_iget, btrfs_sync_fs), not in their tracepoints'
+// handlers, which the kernel builds notrace.
+func TestTargetSitesCorpus(t *testing.T) {
+	for _, c := range []struct{ path, fn, notrace string }{
+		{"amd64/modules/xfs.ko", "xfs_iget", "perf_trace_xfs_inode_class"},
+		{"arm64/modules/btrfs.ko", "btrfs_sync_fs", "perf_trace_btrfs__inode"},
+	} {
+		m, err := Open(testutil.Corpus(t, c.path))
+		require.NoError(t, err)
+		tg, err := NewTarget(m, true)
+		require.NoError(t, err)
+		require.True(t, tg.hasSites, c.path)
+		s, err := tg.Coming.Lookup(tg.Name, c.fn, 0)
+		require.NoError(t, err)
+		require.True(t, tg.traceable(s.Address), c.fn)
+		s, err = tg.Coming.Lookup(tg.Name, c.notrace, 0)
+		require.NoError(t, err)
+		require.False(t, tg.traceable(s.Address), c.notrace)
+		traced, funcs := 0, 0
+		for a := range tg.sizes {
+			funcs++
+			if tg.traceable(a) {
+				traced++
+			}
+		}
+		require.Greater(t, traced*2, funcs, "%s: %d of %d functions traceable", c.path, traced, funcs)
+		t.Logf("%s: %d of %d functions have a call site (%d sites)", c.path, traced, funcs, len(tg.sites))
+	}
+}
