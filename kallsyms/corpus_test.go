@@ -1,13 +1,11 @@
 package kallsyms
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -34,24 +32,9 @@ type rawLine struct {
 
 // readRaw is the test's own, independent reading of a symbol file.
 func readRaw(t *testing.T, path string) []rawLine {
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
 	var out []rawLine
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 0 {
-			continue
-		}
-		a, err := strconv.ParseUint(f[0], 16, 64)
-		require.NoError(t, err)
-		obj := "vmlinux"
-		if len(f) == 4 {
-			obj = strings.Trim(f[3], "[]")
-		}
-		out = append(out, rawLine{a, f[1], f[2], obj})
+	for _, l := range testutil.ReadSymbolLines(t, path) {
+		out = append(out, rawLine{l.Addr, l.Type, l.Name, l.Object})
 	}
 	return out
 }

@@ -1,11 +1,8 @@
 package kallsyms
 
 import (
-	"bufio"
 	"errors"
-	"os"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,18 +13,12 @@ import (
 // vmlinuxLines are the names of the vmlinux lines of a kallsyms file,
 // sorted.
 func vmlinuxLines(t *testing.T, path string) []string {
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
 	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 3 {
-			out = append(out, fields[2])
+	for _, l := range readRaw(t, path) {
+		if l.obj == Vmlinux {
+			out = append(out, l.name)
 		}
 	}
-	require.NoError(t, sc.Err())
 	slices.Sort(out)
 	return out
 }

@@ -1,8 +1,6 @@
 package klp
 
 import (
-	"bufio"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,21 +14,12 @@ import (
 // kallsymsLines returns the lines of kallsyms file path tagged [mod]:
 // type and name, in file order.
 func kallsymsLines(t *testing.T, path, mod string) []string {
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
 	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line, ok := strings.CutSuffix(sc.Text(), "\t["+mod+"]")
-		if !ok {
-			continue
+	for _, l := range testutil.ReadSymbolLines(t, path) {
+		if l.Object == mod {
+			out = append(out, l.Type+" "+l.Name)
 		}
-		fields := strings.Fields(line)
-		require.Len(t, fields, 3, line)
-		out = append(out, fields[1]+" "+fields[2])
 	}
-	require.NoError(t, sc.Err())
 	return out
 }
 
