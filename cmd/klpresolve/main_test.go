@@ -1496,3 +1496,16 @@ func TestLookupSystemMapCodeOnly(t *testing.T) {
 	code, out, _ = runCLI(t, "lookup", "jiffies", "--kallsyms", testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"))
 	assert.Equal(t, 0, code, out)
 }
+
+// TestModulesCorpus: Debian's System.map lists no module; with the
+// modules of the same build, the sample patch's xfs relocation is checked
+// against the real xfs.ko, and ext4, which the corpus lacks, is named.
+func TestModulesCorpus(t *testing.T) {
+	sm := testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64")
+	mods := testutil.Corpus(t, "amd64/modules")
+	code, out, _ := runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", sm, "--modules", mods)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "deferred: module xfs is not loaded in this kernel; its relocations are applied when it loads\n  checked against "+filepath.Join(mods, "xfs.ko")+": it resolves, whichever of xfs and the patch loads first\n")
+	assert.Contains(t, out, "  unchecked: --modules has no ext4.ko\n")
+	assert.Contains(t, out, "OK: 7 relocations: 5 resolved, 2 deferred, 0 errors\n")
+}
