@@ -69,8 +69,9 @@ type targetSection struct {
 const targetBase = 0x1000
 
 // NewTarget reads m, an ordinary module, as a target (see Target).
-// kallsymsAll is the kernel's CONFIG_KALLSYMS_ALL (kallsyms.Index.ListsData
-// tells it from a kallsyms file; a System.map lists data either way).
+// kallsymsAll is the kernel's CONFIG_KALLSYMS_ALL
+// (kallsyms.Index.KernelKallsyms tells it from a kallsyms file or a
+// System.map; a kernel with livepatch always has it).
 func NewTarget(m *Module, kallsymsAll bool) (*Target, error) {
 	f := m.elf
 	t := &Target{Name: m.Name, Path: m.Path, Arch: m.Arch, KallsymsAll: kallsymsAll}
@@ -164,15 +165,15 @@ func NewTarget(m *Module, kallsymsAll bool) (*Target, error) {
 				t.sizes[addr] = sym.Size
 			}
 		}
-		line := strconv.AppendUint(nil, addr, 16)
-		line = append(line, ' ', elfType(f.Sections, sym.Info, sym.Shndx, pcpu, flags, exported[sym.Name]), ' ')
-		line = append(line, sym.Name...)
-		line = append(line, "\t["...)
-		line = append(line, t.Name...)
-		line = append(line, "]\n"...)
-		coming = append(coming, line...)
+		start := len(coming)
+		coming = strconv.AppendUint(coming, addr, 16)
+		coming = append(coming, ' ', elfType(f.Sections, sym.Info, sym.Shndx, pcpu, flags, exported[sym.Name]), ' ')
+		coming = append(coming, sym.Name...)
+		coming = append(coming, "\t["...)
+		coming = append(coming, t.Name...)
+		coming = append(coming, "]\n"...)
 		if isCore(i) {
-			loaded = append(loaded, line...)
+			loaded = append(loaded, coming[start:]...)
 		}
 	}
 	var err error
