@@ -86,7 +86,9 @@ type ResolveOptions struct {
 	// Targets are modules' symbols read from their files, by module
 	// name. The deferred relocations and patched functions of an object
 	// that the kernel's symbol list lacks are checked against its target
-	// (see Target); an object without one stays deferred, unchecked.
+	// (see Target); an object without one stays deferred, unchecked. The
+	// patched functions of a loaded object with a target are checked
+	// for an ftrace call site.
 	Targets map[string]*Target
 }
 
@@ -226,12 +228,19 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 	}
 	for _, fn := range m.Funcs {
 		fr := m.resolveFunc(ix, fn, reg)
-		if t := opts.Targets[fn.Object]; fr.Status == Deferred && t != nil {
+		switch t := opts.Targets[fn.Object]; {
+		case t == nil:
+		case fr.Status == Deferred:
 			if e := m.checkFunc(t, fn); e != nil {
 				fr.Status, fr.Err = Failed, e
 				deferred[fn.Object] = true // its other functions wait for it all the same
 			}
 			count(fn.Object, fr.Err != nil)
+		case fr.Status == Resolved && fn.Object != kallsyms.Vmlinux:
+			// Loaded: the file tells whether it can be traced.
+			if e := m.checkLoadedFunc(t, fn); e != nil {
+				fr.Status, fr.Address, fr.Err = Failed, 0, e
+			}
 		}
 		switch fr.Status {
 		case Resolved:

@@ -241,11 +241,30 @@ func (m *Module) checkFunc(t *Target, fn Func) *RelocError {
 	if err != nil || t.traceable(sym.Address) {
 		return nil
 	}
-	e := m.relocErr(s, r, &CheckError{Kind: ErrNotTraceable,
+	return m.notTraceable(t, fn, sym.Address)
+}
+
+// checkLoadedFunc checks that a patched function of a loaded module,
+// resolved against the kernel's symbols, has an ftrace call site in the
+// module's file: it is the same function in the file's core symbols,
+// which are what the kernel's kallsyms lists of the module. A file whose
+// symbols do not answer alike is not this module's build, and says
+// nothing.
+func (m *Module) checkLoadedFunc(t *Target, fn Func) *RelocError {
+	sym, err := t.lookup(t.Loaded, fn.Name, fn.Pos)
+	if err != nil || t.traceable(sym.Address) {
+		return nil
+	}
+	return m.notTraceable(t, fn, sym.Address)
+}
+
+// notTraceable is klp_patch_func()'s failure for fn, at addr in t.
+func (m *Module) notTraceable(t *Target, fn Func, addr uint64) *RelocError {
+	s, r := fn.where()
+	return m.relocErr(s, r, &CheckError{Kind: ErrNotTraceable,
 		Kernel: fmt.Sprintf("failed to find location for function '%s'", fn.Name),
 		Hint: fmt.Sprintf("%s is %s in %s, and the module lists no ftrace call site in it (notrace, or code built without ftrace), so livepatch cannot patch it; patch what calls it instead; checked against %s",
-			fn.Name, t.Where(sym.Address), t.Name, t.Path)})
-	return e
+			fn.Name, t.Where(addr), t.Name, t.Path)})
 }
 
 // targetIndex indexes a target's kallsyms lines; nil when there are none

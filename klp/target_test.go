@@ -183,6 +183,24 @@ func TestTargetNotTraceable(t *testing.T) {
 	require.ErrorIs(t, res.Funcs[2].Err, ErrNotTraceable)
 	require.Equal(t, []CheckedObject{{Object: "nfs", Path: nfs.Path, OK: 1, Failed: 2}}, res.Checked)
 
+	// nfs loaded: the kernel's symbols resolve its functions, and the
+	// file tells which ftrace can patch.
+	loaded, err := kallsyms.ParseBytes("loaded", []byte("ffffffff81000000 T start_kernel\nffffffff81000100 T klp_enable_patch\n"+
+		"ffffffff82000000 D jiffies\nffffffffc0100000 T nfs_fast\t[nfs]\nffffffffc0100010 T nfs_open\t[nfs]\nffffffffc0102000 b nfs_calls\t[nfs]\n"), nil)
+	require.NoError(t, err)
+	res = m.ResolveWith(loaded, ResolveOptions{Targets: map[string]*Target{"nfs": tg}})
+	require.Equal(t, Resolved, res.Funcs[0].Status)
+	require.Equal(t, uint64(0xffffffffc0100010), res.Funcs[0].Address)
+	require.Equal(t, Failed, res.Funcs[1].Status)
+	require.ErrorIs(t, res.Funcs[1].Err, ErrNotTraceable)
+	require.Zero(t, res.Funcs[1].Address)
+	require.ErrorIs(t, res.Funcs[2].Err, ErrNotTraceable)
+	require.Equal(t, [3]int{1, 0, 2}, [3]int{res.FuncResolved, res.FuncDeferred, res.FuncErrors})
+	require.Empty(t, res.Checked, "nothing deferred")
+	// Without the file, the kernel's symbols alone: all three resolve.
+	res = m.Resolve(loaded)
+	require.Equal(t, 3, res.FuncResolved)
+
 	// xfs.ko lists no call sites: nothing to check.
 	xfs, err := Open(fixture("modules/xfs.ko"))
 	require.NoError(t, err)

@@ -141,13 +141,15 @@ func (mf *ModuleFiles) Target(name, arch string, kallsymsAll bool) (*klp.Target,
 	return o.t, nil
 }
 
-// targets reads, from mf, the modules m names that ix lacks (the objects
-// of its .klp.rela sections and patched functions), and returns them with
-// the names of those mf has no file for.
+// targetsFor reads, from mf, the modules m names that ix lacks (the
+// objects of its .klp.rela sections and patched functions), and those
+// whose functions it patches that ix has (for their ftrace call sites),
+// and returns them with the names of the modules ix lacks that mf has no
+// file for.
 func (mf *ModuleFiles) targetsFor(m *klp.Module, ix *kallsyms.Index) (map[string]*klp.Target, []string, error) {
 	var objects []string
 	for _, s := range m.Sections {
-		if s.Err == nil {
+		if s.Err == nil && !ix.HasObject(s.Object) {
 			objects = append(objects, s.Object)
 		}
 	}
@@ -159,7 +161,7 @@ func (mf *ModuleFiles) targetsFor(m *klp.Module, ix *kallsyms.Index) (map[string
 	targets := map[string]*klp.Target{}
 	var missing []string
 	for _, o := range objects {
-		if o == kallsyms.Vmlinux || ix.HasObject(o) {
+		if o == kallsyms.Vmlinux {
 			continue
 		}
 		t, err := mf.Target(o, m.Arch, ix.KernelKallsyms().All)
@@ -167,7 +169,9 @@ func (mf *ModuleFiles) targetsFor(m *klp.Module, ix *kallsyms.Index) (map[string
 			return nil, nil, err
 		}
 		if t == nil {
-			missing = append(missing, o)
+			if !ix.HasObject(o) {
+				missing = append(missing, o)
+			}
 			continue
 		}
 		targets[o] = t

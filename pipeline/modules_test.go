@@ -127,6 +127,20 @@ func TestRunModules(t *testing.T) {
 	require.Equal(t, []string{"ext4"}, rep.Unchecked)
 	require.Equal(t, []klp.CheckedObject{{Object: "xfs", Path: repoFile("klp", "modules", "xfs.ko"), OK: 1}}, rep.Resolution.Checked)
 
+	// A loaded module whose functions the patch replaces is read too, for
+	// its ftrace call sites (nfs_fast is notrace); it is never unchecked.
+	lp, err := klp.Open(repoFile("klp", "klp-patch.ko"))
+	require.NoError(t, err)
+	lp.Funcs = []klp.Func{{Name: "nfs_open", Object: "nfs", Section: ".data"}, {Index: 1, Name: "nfs_fast", Object: "nfs", Section: ".data", Offset: 8}}
+	loaded, err := kallsyms.ParseBytes("loaded", []byte("ffffffff81000000 T start_kernel\nffffffff81000100 T klp_enable_patch\nffffffff81010180 T vfs_read\n"+
+		"ffffffffc0100000 T nfs_fast\t[nfs]\nffffffffc0100010 T nfs_open\t[nfs]\n"), nil)
+	require.NoError(t, err)
+	rep, err = Run(lp, loaded, Options{Modules: mf})
+	require.NoError(t, err)
+	require.Empty(t, rep.Unchecked)
+	require.Equal(t, klp.Resolved, rep.Resolution.Funcs[0].Status)
+	require.ErrorIs(t, rep.Resolution.Funcs[1].Err, klp.ErrNotTraceable)
+
 	// A patch for another architecture's module file is refused.
 	arm := filepath.Join(t.TempDir(), "xfs.ko")
 	copyFile(t, repoFile("modplt", "thumb.o"), arm)
