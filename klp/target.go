@@ -244,6 +244,27 @@ func (m *Module) checkFunc(t *Target, fn Func) *RelocError {
 	return m.notTraceable(t, fn, sym.Address)
 }
 
+// Matches reports whether t is the build of the module ix lists under
+// t.Name: the names of its core symbols are ix's lines for the module, in
+// order (a loaded module's kallsyms lines are its core symbols). A module
+// ix does not list matches nothing.
+func (t *Target) Matches(ix *kallsyms.Index) bool {
+	if !ix.HasObject(t.Name) {
+		return false
+	}
+	var names []string
+	if t.Loaded != nil {
+		t.Loaded.Symbols(t.Name, func(s kallsyms.Symbol) bool { names = append(names, s.Name); return true })
+	}
+	i, same := 0, true
+	ix.Symbols(t.Name, func(s kallsyms.Symbol) bool {
+		same = i < len(names) && names[i] == s.Name
+		i++
+		return same
+	})
+	return same && i == len(names)
+}
+
 // checkLoadedFunc checks that a patched function of a loaded module,
 // resolved against the kernel's symbols, has an ftrace call site in the
 // module's file: it is the same function in the file's core symbols,

@@ -62,6 +62,16 @@ func TestTargetCorpus(t *testing.T) {
 			require.Equal(t, want, targetLines(t, tg.Loaded, c.name))
 			// The whole table has more: init code, .modinfo's strings.
 			require.Greater(t, tg.Coming.Len(), tg.Loaded.Len())
+			// The file is the build the kallsyms lists.
+			ix, err := kallsyms.Open(testutil.Corpus(t, c.arch+"/kallsyms-6.1.0-57-"+c.arch+".txt"), nil)
+			require.NoError(t, err)
+			require.True(t, tg.Matches(ix))
+			if !c.all {
+				// Read as if the kernel kept data: another list.
+				other, err := NewTarget(m, true)
+				require.NoError(t, err)
+				require.False(t, other.Matches(ix))
+			}
 		})
 	}
 }

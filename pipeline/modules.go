@@ -143,10 +143,11 @@ func (mf *ModuleFiles) Target(name, arch string, kallsymsAll bool) (*klp.Target,
 
 // targetsFor reads, from mf, the modules m names that ix lacks (the
 // objects of its .klp.rela sections and patched functions), and those
-// whose functions it patches that ix has (for their ftrace call sites),
-// and returns them with the names of the modules ix lacks that mf has no
-// file for.
-func (mf *ModuleFiles) targetsFor(m *klp.Module, ix *kallsyms.Index) (map[string]*klp.Target, []string, error) {
+// whose functions it patches that ix has (for their ftrace call sites).
+// It returns them, the names of the modules ix lacks that mf has no file
+// for, and those ix has whose file is another build (Target.Matches),
+// which are left out.
+func (mf *ModuleFiles) targetsFor(m *klp.Module, ix *kallsyms.Index) (targets map[string]*klp.Target, missing, otherBuild []string, err error) {
 	var objects []string
 	for _, s := range m.Sections {
 		if s.Err == nil && !ix.HasObject(s.Object) {
@@ -158,23 +159,24 @@ func (mf *ModuleFiles) targetsFor(m *klp.Module, ix *kallsyms.Index) (map[string
 	}
 	slices.Sort(objects)
 	objects = slices.Compact(objects)
-	targets := map[string]*klp.Target{}
-	var missing []string
+	targets = map[string]*klp.Target{}
 	for _, o := range objects {
 		if o == kallsyms.Vmlinux {
 			continue
 		}
 		t, err := mf.Target(o, m.Arch, ix.KernelKallsyms().All)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		if t == nil {
-			if !ix.HasObject(o) {
-				missing = append(missing, o)
-			}
-			continue
+		switch {
+		case t == nil && !ix.HasObject(o):
+			missing = append(missing, o)
+		case t == nil:
+		case ix.HasObject(o) && !t.Matches(ix):
+			otherBuild = append(otherBuild, o)
+		default:
+			targets[o] = t
 		}
-		targets[o] = t
 	}
-	return targets, missing, nil
+	return targets, missing, otherBuild, nil
 }

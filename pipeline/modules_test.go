@@ -141,6 +141,15 @@ func TestRunModules(t *testing.T) {
 	require.Equal(t, klp.Resolved, rep.Resolution.Funcs[0].Status)
 	require.ErrorIs(t, rep.Resolution.Funcs[1].Err, klp.ErrNotTraceable)
 
+	// A loaded nfs whose lines are not nfs.ko's: another build, left out.
+	otherNfs, err := kallsyms.ParseBytes("other", []byte("ffffffff81000000 T start_kernel\nffffffff81000100 T klp_enable_patch\nffffffff81010180 T vfs_read\n"+
+		"ffffffffc0100000 T nfs_fast\t[nfs]\nffffffffc0100010 T nfs_open\t[nfs]\nffffffffc0100040 t nfs_new_helper\t[nfs]\n"), nil)
+	require.NoError(t, err)
+	rep, err = Run(lp, otherNfs, Options{Modules: mf})
+	require.NoError(t, err)
+	require.Equal(t, []string{"nfs"}, rep.OtherBuild)
+	require.Equal(t, klp.Resolved, rep.Resolution.Funcs[1].Status, "not checked against another build")
+
 	// A patch for another architecture's module file is refused.
 	arm := filepath.Join(t.TempDir(), "xfs.ko")
 	copyFile(t, repoFile("modplt", "thumb.o"), arm)

@@ -141,8 +141,10 @@ type Report struct {
 	// LoaderMissing) may be unresolved.
 	Explanation
 	// Unchecked, with Options.Modules: the modules the patch defers to
-	// that have no file there, sorted.
-	Unchecked []string
+	// that have no file there, sorted; OtherBuild: the loaded modules
+	// whose file there is not their build (klp.Target.Matches), which
+	// were not checked against it.
+	Unchecked, OtherBuild []string
 	// Times of the phases.
 	ResolveTime, LinkTime time.Duration
 }
@@ -271,7 +273,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 	var ro klp.ResolveOptions
 	if opts.Modules != nil {
 		var err error
-		if ro.Targets, rep.Unchecked, err = opts.Modules.targetsFor(m, ix); err != nil {
+		if ro.Targets, rep.Unchecked, rep.OtherBuild, err = opts.Modules.targetsFor(m, ix); err != nil {
 			return nil, err
 		}
 	}

@@ -1509,3 +1509,23 @@ func TestModulesCorpus(t *testing.T) {
 	assert.Contains(t, out, "  unchecked: --modules has no ext4.ko\n")
 	assert.Contains(t, out, "OK: 7 relocations: 5 resolved, 2 deferred, 0 errors\n")
 }
+
+// TestModulesOtherBuild: a loaded module whose file in --modules is
+// another build (its symbols differ from the kernel's lines) is not
+// checked against it, and the report says so.
+func TestModulesOtherBuild(t *testing.T) {
+	example, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt"))
+	require.NoError(t, err)
+	k := filepath.Join(t.TempDir(), "kallsyms")
+	require.NoError(t, os.WriteFile(k, append(example, "ffffffffc0400000 T xfs_iget\t[xfs]\nffffffffc0400100 t xfs_other\t[xfs]\n"...), 0o644))
+	mods := filepath.Join(testutil.RepoRoot(), "testdata", "klp", "modules")
+	code, out, _ := runCLI(t, fixture("klp-patch.ko"), "--kallsyms", k, "--modules", mods)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "note: the file --modules has for module xfs is another build than the loaded one (its symbols differ from the kernel's lines for xfs): its patched functions were not checked against it\n")
+	var j struct {
+		OtherBuild []string `json:"other_build_modules"`
+	}
+	_, out, _ = runCLI(t, fixture("klp-patch.ko"), "--kallsyms", k, "--modules", mods, "--format", "json")
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	assert.Equal(t, []string{"xfs"}, j.OtherBuild)
+}

@@ -105,7 +105,7 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 		j.Summary.OK = rep.OK(o.strict)
 		if po.Modules != nil {
 			u := append([]string{}, rep.Unchecked...)
-			j.Unchecked = &u
+			j.Unchecked, j.OtherBuild = &u, rep.OtherBuild
 		}
 		if rep.Image == nil {
 			j.LoaderUnresolved = append([]string{}, rep.LoaderMissing...)
@@ -258,9 +258,11 @@ type jsonOut struct {
 	// their module's file (klp.Resolution.Checked); Unchecked: those with
 	// no file there.
 	Checked []checkedJSON `json:"checked_objects,omitempty"`
-	// (a pointer: [] with --modules, left out without.)
-	Unchecked *[]string `json:"unchecked_objects,omitempty"`
-	Warnings  []string  `json:"warnings,omitempty"`
+	// (a pointer: [] with --modules, left out without.) OtherBuild: the
+	// loaded modules whose file there is another build, not used.
+	Unchecked  *[]string `json:"unchecked_objects,omitempty"`
+	OtherBuild []string  `json:"other_build_modules,omitempty"`
+	Warnings   []string  `json:"warnings,omitempty"`
 	// LoaderUnresolved (without --link): the ordinary undefined symbols
 	// the module loader would not find; LoaderNotExported: those of them
 	// the kernel has but does not export to the module.
@@ -555,6 +557,9 @@ func writeResolution(w io.Writer, rep *pipeline.Report, given string) {
 		} else if slices.Contains(rep.Unchecked, o) {
 			fmt.Fprintf(w, "  unchecked: --modules has no %s.ko\n", o)
 		}
+	}
+	for _, o := range rep.OtherBuild {
+		fmt.Fprintf(w, "note: the file --modules has for module %s is another build than the loaded one (its symbols differ from the kernel's lines for %s): its patched functions were not checked against it\n", o, o)
 	}
 	if n := len(res.InitRefs); n > 0 {
 		fmt.Fprintf(w, "warning: %s to vmlinux's init memory, which the kernel frees after boot: the patched code would use freed memory\n", count(n, "relocation refers", "relocations refer"))
