@@ -139,7 +139,15 @@ func (e *LookupError) KernelMessage() string {
 const maxShown = 8
 
 // Help is the explanation that follows the kernel's message.
-func (e *LookupError) Help() string {
+func (e *LookupError) Help() string { return e.HelpAt(nil) }
+
+// HelpAt is Help with the candidates' addresses written by where (nil:
+// in hex), for symbols whose addresses are better told another way (a
+// module that is not loaded: section+offset).
+func (e *LookupError) HelpAt(where func(addr uint64) string) string {
+	if where == nil {
+		where = func(a uint64) string { return fmt.Sprintf("%#x", a) }
+	}
 	var b strings.Builder
 	switch e.Kind {
 	case ErrAmbiguous:
@@ -149,7 +157,7 @@ func (e *LookupError) Help() string {
 				fmt.Fprintf(&b, " ... %d more;", len(e.Candidates)-i)
 				break
 			}
-			fmt.Fprintf(&b, " [%d] %#x %c;", c.Pos, c.Address, c.Type)
+			fmt.Fprintf(&b, " [%d] %s %c;", c.Pos, where(c.Address), c.Type)
 		}
 		return strings.TrimSuffix(b.String(), ";")
 	case ErrNoSuchPosition:

@@ -92,14 +92,13 @@ func (ix *Index) kernelKallsyms() KernelKallsyms {
 // counted without those occurrences: not found if none is left, with a
 // Note saying why. Modules are never in a System.map.
 func (ix *Index) LookupListed(object, name string, sympos uint64) (Symbol, error) {
-	sym, err := ix.Lookup(object, name, sympos)
 	k := ix.KernelKallsyms()
 	if !k.FromMap || (object != "" && object != Vmlinux) || ix.closed || len(ix.objs) == 0 {
-		return sym, err
+		return ix.Lookup(object, name, sympos)
 	}
 	kept, left := k.split(ix.candidates(&ix.objs[0], name))
 	if len(left) == 0 {
-		return sym, err
+		return ix.Lookup(object, name, sympos)
 	}
 	// klp_find_object_symbol() over what is left: klp_find_callback()
 	// stops at the wanted position, or at the second match for sympos 0,

@@ -214,8 +214,9 @@ ffffffff82000200 D jiffies
 		require.ErrorIs(t, err, ErrNotFound, name)
 		require.ErrorContains(t, err, note)
 	}
-	for _, name := range []string{"_etext", "vfs_read", "start_kernel"} {
-		_, err = ix.LookupListed(Vmlinux, name, 0)
+	for name, addr := range map[string]uint64{"_etext": 0xffffffff81001000, "vfs_read": 0xffffffff81000200, "start_kernel": 0xffffffff81000000} {
+		s, err := ix.LookupListed(Vmlinux, name, 0)
 		require.NoError(t, err, name)
+		require.Equal(t, addr, s.Address, name)
 	}
 }
