@@ -59,7 +59,7 @@ func FuzzParse(f *testing.F) {
 			}
 			tg.Coming.Symbols(tg.Name, func(s kallsyms.Symbol) bool {
 				_ = tg.Where(s.Address)
-				_ = m.checkTarget(tg, &RelaSection{Name: "s", Object: tg.Name}, &Relocation{Sym: SymbolName{Object: tg.Name, Name: s.Name}})
+				_, _ = m.checkTarget(tg, &RelaSection{Name: "s", Object: tg.Name}, &Relocation{Sym: SymbolName{Object: tg.Name, Name: s.Name}})
 				return true
 			})
 		}

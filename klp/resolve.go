@@ -144,7 +144,7 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 	var checked map[uint32]*RelocError          // a target's answers, by symbol index
 	deferred := map[string]bool{}
 	tally := map[string]*CheckedObject{}
-	count := func(object string, failed bool) {
+	countChecked := func(object string, failed bool) {
 		c := tally[object]
 		if c == nil {
 			c = &CheckedObject{Object: object, Path: opts.Targets[object].Path}
@@ -184,7 +184,7 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 					}
 					e, done := checked[r.SymIndex]
 					if !done {
-						e = m.checkTarget(t, s, r)
+						_, e = m.checkTarget(t, s, r)
 						checked[r.SymIndex] = e
 					}
 					if e != nil {
@@ -192,7 +192,7 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 						c.Index, c.Offset = r.Index, r.Offset
 						out.Status, out.Err = Failed, &c
 					}
-					count(s.Object, e != nil)
+					countChecked(s.Object, e != nil)
 				}
 			default:
 				a := cache[r.SymIndex]
@@ -235,7 +235,7 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 				fr.Status, fr.Err = Failed, e
 				deferred[fn.Object] = true // its other functions wait for it all the same
 			}
-			count(fn.Object, fr.Err != nil)
+			countChecked(fn.Object, fr.Err != nil)
 		case fr.Status == Resolved && fn.Object != kallsyms.Vmlinux:
 			// Loaded: the file tells whether it can be traced.
 			if e := m.checkLoadedFunc(t, fn); e != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/modplt"
 )
 
 // Target is an ordinary module's symbols as the kernel will hold them
@@ -113,13 +114,6 @@ func NewTarget(m *Module, kallsymsAll bool) (*Target, error) {
 			exported[n] = true
 		}
 	}
-	initPrefixes := []string{".init"} // module_init_section()
-	if m.Machine == elf.EM_ARM {
-		initPrefixes = append(initPrefixes, ".ARM.extab.init", ".ARM.exidx.init") // arm's override
-	}
-	isInit := func(name string) bool {
-		return slices.ContainsFunc(initPrefixes, func(p string) bool { return strings.HasPrefix(name, p) })
-	}
 	flags := func(i int) elf.SectionFlag {
 		fl := f.Sections[i].Flags
 		if unalloc[i] {
@@ -142,7 +136,7 @@ func NewTarget(m *Module, kallsymsAll bool) (*Target, error) {
 			return true
 		}
 		fl := flags(sh)
-		return fl&elf.SHF_ALLOC != 0 && (kallsymsAll || fl&elf.SHF_EXECINSTR != 0) && !isInit(f.Sections[sh].Name)
+		return fl&elf.SHF_ALLOC != 0 && (kallsymsAll || fl&elf.SHF_EXECINSTR != 0) && !modplt.InitSection(m.Machine, f.Sections[sh].Name)
 	}
 	if err := t.readSites(m, base); err != nil {
 		return nil, err
@@ -234,12 +228,9 @@ func (t *Target) traceable(addr uint64) bool {
 // call site, when the module loads ("failed to find location").
 func (m *Module) checkFunc(t *Target, fn Func) *RelocError {
 	s, r := fn.where()
-	if e := m.checkTarget(t, s, r); e != nil {
+	sym, e := m.checkTarget(t, s, r)
+	if e != nil || t.traceable(sym.Address) {
 		return e
-	}
-	sym, err := t.lookup(t.Coming, fn.Name, fn.Pos)
-	if err != nil || t.traceable(sym.Address) {
-		return nil
 	}
 	return m.notTraceable(t, fn, sym.Address)
 }
@@ -379,14 +370,14 @@ func ModuleNameFromFile(path string) string {
 }
 
 // checkTarget looks r's symbol up in t as livepatch will when t's module
-// loads, in both orders (see Target): nil when both find the same
-// symbol, else the error, located at r.
-func (m *Module) checkTarget(t *Target, s *RelaSection, r *Relocation) *RelocError {
+// loads, in both orders (see Target): the symbol when both find the same
+// one, else the error, located at r.
+func (m *Module) checkTarget(t *Target, s *RelaSection, r *Relocation) (kallsyms.Symbol, *RelocError) {
 	o, name, pos := r.Sym.Object, r.Sym.Name, r.Sym.Pos
 	cs, cerr := t.lookup(t.Coming, name, pos)
 	ls, lerr := t.lookup(t.Loaded, name, pos)
-	if cerr == nil && lerr == nil && t.Where(cs.Address) == t.Where(ls.Address) {
-		return nil
+	if cerr == nil && lerr == nil && cs.Address == ls.Address {
+		return cs, nil
 	}
 	e := &RelocError{File: m.Path, Section: s.Name, Index: r.Index, Offset: r.Offset, Symbol: r.Symbol, Err: ErrLoadOrder}
 	checked := "checked against " + t.Path
@@ -415,31 +406,16 @@ func (m *Module) checkTarget(t *Target, s *RelaSection, r *Relocation) *RelocErr
 		e.Hint = fmt.Sprintf("%s,%d is %s if %s loads after the patch, but %s if it was loaded first (the kernel counts init code while a module loads, core symbols after): give the sympos of one symbol in both, or patch another; %s",
 			name, pos, t.Where(cs.Address), o, t.Where(ls.Address), checked)
 	}
-	return e
+	return kallsyms.Symbol{}, e
 }
 
 // help is a target lookup's help, with the candidates as sections and
 // offsets (the target's addresses are not the kernel's).
 func (t *Target) help(le *kallsyms.LookupError) string {
-	if le.Kind != kallsyms.ErrAmbiguous {
-		if h := le.Help(); h != "" {
-			return h
-		}
-		return fmt.Sprintf("%s has no symbol named %q", le.Object, le.Name)
+	if h := le.HelpAt(t.Where); h != "" {
+		return h
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d symbols named %q in %s; give a sympos:", le.Count, le.Name, le.Object)
-	for i, c := range le.Candidates {
-		if i == 8 {
-			fmt.Fprintf(&b, " ... %d more", len(le.Candidates)-i)
-			break
-		}
-		if i > 0 {
-			b.WriteByte(';')
-		}
-		fmt.Fprintf(&b, " [%d] %s %c", c.Pos, t.Where(c.Address), c.Type)
-	}
-	return b.String()
+	return fmt.Sprintf("%s has no symbol named %q", le.Object, le.Name)
 }
 
 // coreNote is what else the core symbols leave out.

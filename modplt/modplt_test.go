@@ -281,3 +281,29 @@ func TestGPLCompatible(t *testing.T) {
 		assert.Equal(t, want, (&Module{License: license}).GPLCompatible(), "%q", license)
 	}
 }
+
+// TestInitSection: module_init_layout_section() with CONFIG_MODULE_UNLOAD,
+// and arm's module_init_section() override.
+func TestInitSection(t *testing.T) {
+	for _, c := range []struct {
+		m    elf.Machine
+		name string
+		init bool
+	}{
+		{elf.EM_X86_64, ".init.text", true},
+		{elf.EM_X86_64, ".init.data", true},
+		{elf.EM_X86_64, ".exit.text", false},
+		{elf.EM_X86_64, ".text", false},
+		{elf.EM_X86_64, ".ARM.exidx.init.text", false},
+		{elf.EM_ARM, ".ARM.exidx.init.text", true},
+		{elf.EM_ARM, ".ARM.extab.init.text", true},
+		{elf.EM_ARM, ".ARM.exidx", false},
+		{elf.EM_AARCH64, ".init.text", true},
+		{elf.EM_RISCV, ".init.text", true}, // the generic rule
+		{elf.EM_RISCV, ".text.init", false},
+	} {
+		if got := InitSection(c.m, c.name); got != c.init {
+			t.Errorf("InitSection(%v, %q) = %v, want %v", c.m, c.name, got, c.init)
+		}
+	}
+}

@@ -146,6 +146,19 @@ func (a *arch) region(name string, moduleUnload bool) Region {
 	return Core
 }
 
+// InitSection reports whether the module loader of a kernel built with
+// CONFIG_MODULE_UNLOAD lays the section called name out in init memory,
+// freed once the module's init has run (module_init_layout_section(),
+// with the architecture's module_init_section(); the generic rule, .init*,
+// for a machine this package does not link).
+func InitSection(m elf.Machine, name string) bool {
+	a := archFor(m)
+	if a == nil {
+		return strings.HasPrefix(name, ".init")
+	}
+	return a.region(name, true) == Init
+}
+
 func hasAnyPrefix(s string, prefixes []string) bool {
 	for _, p := range prefixes {
 		if strings.HasPrefix(s, p) {
