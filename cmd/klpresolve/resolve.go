@@ -62,6 +62,10 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 	if err := a.oneStdin(path); err != nil {
 		return err
 	}
+	mf, err := findModules(o.modules)
+	if err != nil {
+		return err
+	}
 	t0 := time.Now()
 	ix, err := a.openIndex()
 	if err != nil {
@@ -74,9 +78,7 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 	}
 	t2 := time.Now()
 	var po pipeline.Options
-	if po.Modules, err = findModules(o.modules); err != nil {
-		return err
-	}
+	po.Modules = mf
 	if o.link {
 		po.Link = true
 		if po.LinkOptions.Base, err = parseAddr(o.base); err != nil {
