@@ -96,10 +96,14 @@ func (ix *Index) LookupListed(object, name string, sympos uint64) (Symbol, error
 	if !k.FromMap || (object != "" && object != Vmlinux) || ix.closed || len(ix.objs) == 0 {
 		return ix.Lookup(object, name, sympos)
 	}
-	kept, left := k.split(ix.candidates(&ix.objs[0], name))
-	if len(left) == 0 {
-		return ix.Lookup(object, name, sympos)
+	// Nearly always the table holds every occurrence (code, or a kernel
+	// with CONFIG_KALLSYMS_ALL): then Lookup is the answer, and no
+	// candidate list is built to find that out.
+	head := ix.find(&ix.objs[0], name)
+	if ix.allListed(k, head, name) {
+		return ix.lookupFrom(0, head, name, sympos)
 	}
+	kept, left := k.split(ix.candidates(&ix.objs[0], name))
 	// klp_find_object_symbol() over what is left: klp_find_callback()
 	// stops at the wanted position, or at the second match for sympos 0,
 	// and the address it stopped at must not be 0.
@@ -127,6 +131,21 @@ func (ix *Index) LookupListed(object, name string, sympos uint64) (Symbol, error
 		return Symbol{}, &LookupError{Object: Vmlinux, Name: name, Pos: sympos, Kind: ErrNoSuchPosition, Count: len(kept), Candidates: kept, Note: k.why(left)}
 	}
 	return kept[count-1], nil
+}
+
+// allListed reports whether k lists every vmlinux symbol answering name,
+// walking from head (find) without building a Symbol list.
+func (ix *Index) allListed(k KernelKallsyms, head uint32, name string) bool {
+	for i := head; i != 0; i = ix.next[i-1] {
+		s := &ix.syms[i-1]
+		if ix.matches(i-1, name) && !k.lists(ix.name(i-1), s.typ, s.addr) {
+			return false
+		}
+		if s.flags&symHasNext == 0 {
+			break // the chain ends here: next[] is not read (as in search)
+		}
+	}
+	return true
 }
 
 // CandidatesListed is Candidates among the symbols the kernel's own
@@ -170,11 +189,13 @@ func (k KernelKallsyms) why(left []Symbol) string {
 // the input the KernelKallsyms came from: scripts/kallsyms.c's
 // is_ignored_symbol() and symbol_valid(). Every symbol of a kallsyms is
 // listed.
-func (k KernelKallsyms) Lists(s Symbol) bool {
+func (k KernelKallsyms) Lists(s Symbol) bool { return k.lists(s.Name, s.Type, s.Address) }
+
+func (k KernelKallsyms) lists(name string, typ byte, addr uint64) bool {
 	if !k.FromMap {
 		return true
 	}
-	if ignoredSymbol(s.Name, s.Type) {
+	if ignoredSymbol(name, typ) {
 		return false
 	}
 	if k.All {
@@ -183,46 +204,59 @@ func (k KernelKallsyms) Lists(s Symbol) bool {
 	// symbol_valid(): only _stext.._etext and _sinittext.._einittext,
 	// ends included, and no symbol but the end marker at an end (it
 	// could move between the build's two passes).
-	in := func(r [2]uint64) bool { return s.Address >= r[0] && s.Address <= r[1] }
+	in := func(r [2]uint64) bool { return addr >= r[0] && addr <= r[1] }
 	if !in(k.text) && !in(k.inittext) {
 		return false
 	}
-	return !(s.Address == k.text[1] && s.Name != "_etext") && !(s.Address == k.inittext[1] && s.Name != "_einittext")
+	return !(addr == k.text[1] && name != "_etext") && !(addr == k.inittext[1] && name != "_einittext")
 }
 
-// ignoredSymbol is scripts/kallsyms.c's is_ignored_symbol() (Linux 6.1):
-// symbols no kallsyms table ever holds.
-func ignoredSymbol(name string, typ byte) bool {
-	switch name {
-	case "kallsyms_addresses", "kallsyms_offsets", "kallsyms_relative_base", "kallsyms_num_syms",
-		"kallsyms_names", "kallsyms_markers", "kallsyms_token_table", "kallsyms_token_index",
-		"kallsyms_seqs_of_names", "_SDA_BASE_", "_SDA2_BASE_":
-		return true
-	}
-	for _, p := range []string{"__efistub_", "__kvm_nvhe_$", "__kvm_nvhe_.L", "__AArch64ADRPThunk_",
+// The prefixes and suffixes of is_ignored_symbol()'s names.
+var (
+	ignoredPrefixes = []string{"__efistub_", "__kvm_nvhe_$", "__kvm_nvhe_.L", "__AArch64ADRPThunk_",
 		"__ARMV5PILongThunk_", "__ARMV7PILongThunk_", "__ThumbV7PILongThunk_", "__LA25Thunk_",
-		"__microLA25Thunk_", "__kcfi_typeid_"} {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	for _, sfx := range []string{"_from_arm", "_from_thumb", "_veneer"} {
-		if strings.HasSuffix(name, sfx) {
-			return true
-		}
-	}
-	if strings.Contains(name, ".long_branch.") || strings.Contains(name, ".plt_branch.") {
-		return true
-	}
+		"__microLA25Thunk_", "__kcfi_typeid_"}
+	ignoredSuffixes = []string{"_from_arm", "_from_thumb", "_veneer"}
+)
+
+// ignoredSymbol is scripts/kallsyms.c's is_ignored_symbol() (Linux 6.1):
+// symbols no kallsyms table ever holds. Each rule is tried only where a
+// byte of the name says it can match: it runs for every occurrence
+// LookupListed finds in a System.map.
+func ignoredSymbol(name string, typ byte) bool {
 	switch typ {
 	case 'U', 'u', 'N', 'n':
 		return true
 	case 'A', 'a':
+		// Absolute symbols are ignored but for these, which match no
+		// other rule.
 		switch name {
 		case "__kernel_syscall_via_break", "__kernel_syscall_via_epc", "__kernel_sigtramp", "__gp":
 			return false
 		}
 		return true
 	}
-	return false
+	if strings.HasPrefix(name, "kallsyms_") || strings.HasPrefix(name, "_SDA") {
+		switch name {
+		case "kallsyms_addresses", "kallsyms_offsets", "kallsyms_relative_base", "kallsyms_num_syms",
+			"kallsyms_names", "kallsyms_markers", "kallsyms_token_table", "kallsyms_token_index",
+			"kallsyms_seqs_of_names", "_SDA_BASE_", "_SDA2_BASE_":
+			return true
+		}
+	}
+	if strings.HasPrefix(name, "__") { // every ignored prefix's start
+		for _, p := range ignoredPrefixes {
+			if strings.HasPrefix(name, p) {
+				return true
+			}
+		}
+	}
+	if n := len(name); n > 0 && (name[n-1] == 'm' || name[n-1] == 'b' || name[n-1] == 'r') { // the suffixes' ends
+		for _, sfx := range ignoredSuffixes {
+			if strings.HasSuffix(name, sfx) {
+				return true
+			}
+		}
+	}
+	return strings.IndexByte(name, '.') >= 0 && (strings.Contains(name, ".long_branch.") || strings.Contains(name, ".plt_branch."))
 }

@@ -155,7 +155,14 @@ func (ix *Index) Lookup(object, name string, sympos uint64) (Symbol, error) {
 		return Symbol{}, le
 	}
 	o := &ix.objs[oi]
-	last, count, addr := ix.search(o, name, sympos)
+	return ix.lookupFrom(oi, ix.find(o, name), name, sympos)
+}
+
+// lookupFrom is Lookup in objs[oi], whose first symbol filed under name
+// (find) is head.
+func (ix *Index) lookupFrom(oi int, head uint32, name string, sympos uint64) (Symbol, error) {
+	o := &ix.objs[oi]
+	last, count, addr := ix.search(head, name, sympos)
 	switch {
 	case addr == 0:
 		e := &LookupError{Object: o.name, Name: name, Pos: sympos, Kind: ErrNotFound}
@@ -176,11 +183,12 @@ func (ix *Index) Lookup(object, name string, sympos uint64) (Symbol, error) {
 	return ix.found(o, name, last, count, addr), nil
 }
 
-// search is klp_find_callback()'s walk: it counts the symbols answering
-// name in o, remembering the last one and its address, and stops at the
+// search is klp_find_callback()'s walk from head, the first symbol
+// filed under name in its object (find): it counts the symbols answering
+// name, remembering the last one and its address, and stops at the
 // wanted position or, for sympos 0, at the second match.
-func (ix *Index) search(o *object, name string, sympos uint64) (last uint32, count, addr uint64) {
-	for i := ix.find(o, name); i != 0; i = ix.next[i-1] {
+func (ix *Index) search(head uint32, name string, sympos uint64) (last uint32, count, addr uint64) {
+	for i := head; i != 0; i = ix.next[i-1] {
 		s := &ix.syms[i-1]
 		if ix.matches(i-1, name) {
 			count++
@@ -218,7 +226,7 @@ func (ix *Index) Find(object, name string, sympos uint64) (Symbol, bool) {
 		return Symbol{}, false
 	}
 	o := &ix.objs[oi]
-	last, count, addr := ix.search(o, name, sympos)
+	last, count, addr := ix.search(ix.find(o, name), name, sympos)
 	if addr == 0 || (count > 1 && sympos == 0) || (sympos > 0 && sympos != count) {
 		return Symbol{}, false
 	}
