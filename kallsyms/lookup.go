@@ -154,15 +154,36 @@ func (ix *Index) Lookup(object, name string, sympos uint64) (Symbol, error) {
 		ix.absentNear(le, miss)
 		return Symbol{}, le
 	}
+	// lookupFrom's lines, not a call to it: Lookup is the hot path, and
+	// neither inlines.
 	o := &ix.objs[oi]
-	return ix.lookupFrom(oi, ix.find(o, name), name, sympos)
+	last, count, addr := ix.search(ix.find(o, name), name, sympos)
+	if missed(sympos, count, addr) {
+		return Symbol{}, ix.missErr(oi, name, sympos, count, addr)
+	}
+	return ix.found(o, name, last, count, addr), nil
 }
 
 // lookupFrom is Lookup in objs[oi], whose first symbol filed under name
-// (find) is head.
+// (find) is head (LookupListed has found it already).
 func (ix *Index) lookupFrom(oi int, head uint32, name string, sympos uint64) (Symbol, error) {
-	o := &ix.objs[oi]
 	last, count, addr := ix.search(head, name, sympos)
+	if missed(sympos, count, addr) {
+		return Symbol{}, ix.missErr(oi, name, sympos, count, addr)
+	}
+	return ix.found(&ix.objs[oi], name, last, count, addr), nil
+}
+
+// missed is klp_find_object_symbol()'s test of the walk's result: no
+// address (not found, or found at 0), a name not unique for sympos 0, or
+// fewer occurrences than sympos.
+func missed(sympos, count, addr uint64) bool {
+	return addr == 0 || (count > 1 && sympos == 0) || (sympos > 0 && sympos != count)
+}
+
+// missErr is the LookupError for a walk of objs[oi] that missed.
+func (ix *Index) missErr(oi int, name string, sympos, count, addr uint64) *LookupError {
+	o := &ix.objs[oi]
 	switch {
 	case addr == 0:
 		e := &LookupError{Object: o.name, Name: name, Pos: sympos, Kind: ErrNotFound}
@@ -172,15 +193,13 @@ func (ix *Index) lookupFrom(oi int, head uint32, name string, sympos uint64) (Sy
 		} else {
 			e.Near = ix.near(oi, name)
 		}
-		return Symbol{}, e
+		return e
 	case count > 1 && sympos == 0:
 		c := ix.candidates(o, name)
-		return Symbol{}, &LookupError{Object: o.name, Name: name, Kind: ErrAmbiguous, Count: len(c), Candidates: c}
-	case sympos > 0 && sympos != count:
-		c := ix.candidates(o, name)
-		return Symbol{}, &LookupError{Object: o.name, Name: name, Pos: sympos, Kind: ErrNoSuchPosition, Count: len(c), Candidates: c}
+		return &LookupError{Object: o.name, Name: name, Kind: ErrAmbiguous, Count: len(c), Candidates: c}
 	}
-	return ix.found(o, name, last, count, addr), nil
+	c := ix.candidates(o, name)
+	return &LookupError{Object: o.name, Name: name, Pos: sympos, Kind: ErrNoSuchPosition, Count: len(c), Candidates: c}
 }
 
 // search is klp_find_callback()'s walk from head, the first symbol
@@ -227,7 +246,7 @@ func (ix *Index) Find(object, name string, sympos uint64) (Symbol, bool) {
 	}
 	o := &ix.objs[oi]
 	last, count, addr := ix.search(ix.find(o, name), name, sympos)
-	if addr == 0 || (count > 1 && sympos == 0) || (sympos > 0 && sympos != count) {
+	if missed(sympos, count, addr) {
 		return Symbol{}, false
 	}
 	return ix.found(o, name, last, count, addr), true
