@@ -4,6 +4,7 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -70,11 +71,16 @@ func setGC(percent int) {
 // run executes the command line and returns the exit status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	out := &checkedWriter{w: stdout}
+	buf := newBuffered(out)
 	temps := &atomicfile.Temps{}
+	// (The signal's goroutine writes to the stream itself: a flush from
+	// it would race with the command's writes.)
 	defer stopOnSignal(temps, stderr)()
-	root := newRoot(stdin, out, stderr, temps)
+	stderr = flushFirst{buf, stderr}
+	root := newRoot(stdin, buf, stderr, temps)
 	root.SetArgs(args)
 	err := root.Execute()
+	buf.Flush() // its error is out.err
 	if out.err != nil && (err == nil || errors.Is(err, out.err)) {
 		// A report that did not reach its reader (a full disk, a closed
 		// file) is not a success: CI would have taken it for one.
@@ -146,7 +152,37 @@ func (c *checkedWriter) Write(p []byte) (int, error) {
 // Unwrap is the stream written (isTerminal looks at it).
 func (c *checkedWriter) Unwrap() io.Writer { return c.w }
 
-// fileOf is the file under w (through checkedWriter), if it is one.
+// buffered is standard output, buffered: a table goes through tabwriter,
+// which writes it cell by cell, and check's matrix of 1,000 kernels took
+// 5,000 write system calls. run flushes it at the end.
+type buffered struct {
+	*bufio.Writer
+	under io.Writer
+}
+
+func newBuffered(w io.Writer) buffered { return buffered{bufio.NewWriterSize(w, 64<<10), w} }
+
+// Unwrap is the stream written (isTerminal looks at it).
+func (b buffered) Unwrap() io.Writer { return b.under }
+
+// flushFirst is standard error, which flushes standard output before each
+// write, so that a terminal shows the two in the order they were written
+// (a warning after the report lines before it; "wrote" after a snapshot
+// written to standard output).
+type flushFirst struct {
+	out buffered
+	w   io.Writer
+}
+
+func (f flushFirst) Write(p []byte) (int, error) {
+	f.out.Flush() // its error is checkedWriter's
+	return f.w.Write(p)
+}
+
+// Unwrap is the stream written (isTerminal looks at it).
+func (f flushFirst) Unwrap() io.Writer { return f.w }
+
+// fileOf is the file under w (through the writers above), if it is one.
 func fileOf(w io.Writer) (*os.File, bool) {
 	for {
 		switch v := w.(type) {

@@ -1142,6 +1142,43 @@ func TestStdoutWriteError(t *testing.T) {
 	assert.Equal(t, 1, code)
 }
 
+// writeCounter counts the writes made to it.
+type writeCounter struct {
+	bytes.Buffer
+	writes int
+}
+
+func (c *writeCounter) Write(p []byte) (int, error) {
+	c.writes++
+	return c.Buffer.Write(p)
+}
+
+// Standard output is buffered: objects wrote its table cell by cell (25
+// system calls for two objects), check its matrix likewise.
+func TestStdoutBuffered(t *testing.T) {
+	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	var out writeCounter
+	code := run([]string{"objects", "--kallsyms", example}, strings.NewReader(""), &out, io.Discard)
+	require.Equal(t, 0, code)
+	assert.Equal(t, 1, out.writes)
+	assert.Equal(t, 5, strings.Count(out.String(), "\n"), "%s", out.String())
+	assert.True(t, strings.HasPrefix(out.String(), "               OBJECT"), "%q", out.String())
+
+	// Standard error flushes it first: a snapshot written to standard
+	// output comes before the "wrote" line about it.
+	var both writeCounter
+	code = run([]string{"snapshot", "--kallsyms", example, "-o", "-"}, strings.NewReader(""), &both, &both)
+	require.Equal(t, 0, code)
+	i := strings.Index(both.String(), "wrote -:")
+	require.Positive(t, i, "the report is written after the snapshot")
+	ix, err := kallsyms.ParseBytes("snap", both.Bytes()[:i], nil)
+	require.NoError(t, err)
+	text, err := os.ReadFile(example)
+	require.NoError(t, err)
+	assert.Equal(t, bytes.Count(text, []byte("\n")), ix.Len(), "a symbol a line of the text")
+	assert.Equal(t, 2, both.writes, "the snapshot in one write, then the line")
+}
+
 // zeroReader is /dev/zero on standard input: it never ends.
 type zeroReader struct{}
 
