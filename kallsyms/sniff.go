@@ -23,9 +23,10 @@ func Sniff(head []byte) bool {
 	if isSnapshot(head) || input.Detect(head) != input.None {
 		return true
 	}
+	cut := len(head) >= SniffLen // the file goes on past head
 	for len(head) > 0 {
 		line, rest, complete := bytes.Cut(head, []byte("\n"))
-		if !complete && len(head) >= SniffLen {
+		if !complete && cut {
 			// A line cut short: it may run on for long (a module name,
 			// or blanks between the fields, have no limit), so only its
 			// start is checked: an address, 1 to 16 hex digits, and the

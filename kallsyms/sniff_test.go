@@ -48,6 +48,10 @@ func TestSniff(t *testing.T) {
 		{"a cut line, judged by its start", "0 t [" + long, true},
 		{"a cut line without an address", "t [" + long, false},
 		{"blanks past SniffLen", "0" + strings.Repeat(" ", SniffLen) + "T x\n", true},
+		// Cut as callers cut it: a blank line first left the cut line
+		// shorter than SniffLen, and it was parsed as if whole.
+		{"a blank line, then a line cut short", ("\n0 0 0 [" + long)[:SniffLen], true},
+		{"a blank line, then a cut line without an address", ("\nt [" + long)[:SniffLen], false},
 	} {
 		assert.Equal(t, tc.want, Sniff([]byte(tc.head)), tc.name)
 	}
