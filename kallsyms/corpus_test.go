@@ -24,33 +24,18 @@ var corpusSymbolFiles = []string{
 	"armhf/System.map-6.1.0-50-armmp",
 }
 
-type rawLine struct {
-	addr      uint64
-	typ, name string
-	obj       string
-}
-
-// readRaw is the test's own, independent reading of a symbol file.
-func readRaw(t *testing.T, path string) []rawLine {
-	var out []rawLine
-	for _, l := range testutil.ReadSymbolLines(t, path) {
-		out = append(out, rawLine{l.Addr, l.Type, l.Name, l.Object})
-	}
-	return out
-}
-
 func TestCorpusCounts(t *testing.T) {
 	for _, rel := range corpusSymbolFiles {
 		t.Run(filepath.Base(rel), func(t *testing.T) {
 			path := testutil.Corpus(t, rel)
-			raw := readRaw(t, path)
+			raw := testutil.ReadSymbolLines(t, path)
 			want := map[string]int{}
 			var order []string
 			for _, l := range raw {
-				if want[l.obj] == 0 {
-					order = append(order, l.obj)
+				if want[l.Object] == 0 {
+					order = append(order, l.Object)
 				}
-				want[l.obj]++
+				want[l.Object]++
 			}
 			ix, err := Open(path, nil)
 			require.NoError(t, err)
@@ -65,14 +50,14 @@ func TestCorpusCounts(t *testing.T) {
 			// Every line resolves to itself at its own position.
 			pos := map[[2]string]int{}
 			for i, l := range raw {
-				key := [2]string{l.obj, l.name}
+				key := [2]string{l.Object, l.Name}
 				pos[key]++
-				if i%97 != 0 || (l.obj != "vmlinux" && !ix.HasObject(l.obj)) || l.addr == 0 {
+				if i%97 != 0 || (l.Object != "vmlinux" && !ix.HasObject(l.Object)) || l.Addr == 0 {
 					continue
 				}
-				s, err := ix.Lookup(l.obj, l.name, uint64(pos[key]))
-				require.NoError(t, err, "%s:%s,%d", l.obj, l.name, pos[key])
-				assert.Equal(t, l.addr, s.Address, "%s:%s,%d", l.obj, l.name, pos[key])
+				s, err := ix.Lookup(l.Object, l.Name, uint64(pos[key]))
+				require.NoError(t, err, "%s:%s,%d", l.Object, l.Name, pos[key])
+				assert.Equal(t, l.Addr, s.Address, "%s:%s,%d", l.Object, l.Name, pos[key])
 			}
 		})
 	}
@@ -142,11 +127,11 @@ func TestCorpusStreamedMatchesWhole(t *testing.T) {
 
 func TestCorpusSymposOnRealDuplicates(t *testing.T) {
 	path := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
-	raw := readRaw(t, path)
+	raw := testutil.ReadSymbolLines(t, path)
 	var addrs []uint64
 	for _, l := range raw {
-		if l.obj == "vmlinux" && l.name == "__func__.0" {
-			addrs = append(addrs, l.addr)
+		if l.Object == "vmlinux" && l.Name == "__func__.0" {
+			addrs = append(addrs, l.Addr)
 		}
 	}
 	require.Greater(t, len(addrs), 100, "__func__.0 should appear hundreds of times")
@@ -173,16 +158,16 @@ func TestCorpusSymposOnRealDuplicates(t *testing.T) {
 	byName := map[string]map[string]uint64{}
 	dup := map[string]map[string]bool{}
 	for _, l := range raw {
-		if l.obj == "vmlinux" {
+		if l.Object == "vmlinux" {
 			continue
 		}
-		if byName[l.name] == nil {
-			byName[l.name], dup[l.name] = map[string]uint64{}, map[string]bool{}
+		if byName[l.Name] == nil {
+			byName[l.Name], dup[l.Name] = map[string]uint64{}, map[string]bool{}
 		}
-		if _, seen := byName[l.name][l.obj]; seen {
-			dup[l.name][l.obj] = true
+		if _, seen := byName[l.Name][l.Object]; seen {
+			dup[l.Name][l.Object] = true
 		}
-		byName[l.name][l.obj] = l.addr
+		byName[l.Name][l.Object] = l.Addr
 	}
 	checked := 0
 	for name, objs := range byName {
@@ -204,31 +189,31 @@ func TestCorpusSymposOnRealDuplicates(t *testing.T) {
 
 func TestCorpusReverseLookup(t *testing.T) {
 	path := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
-	raw := readRaw(t, path)
+	raw := testutil.ReadSymbolLines(t, path)
 	ix, err := Open(path, nil)
 	require.NoError(t, err)
 	// Distinct text addresses with the next higher address in the object.
 	checked := 0
 	for i := 0; i+1 < len(raw); i += 101 {
 		l, n := raw[i], raw[i+1]
-		if l.obj != "vmlinux" || n.obj != "vmlinux" || (l.typ != "T" && l.typ != "t") || n.addr <= l.addr+1 {
+		if l.Object != "vmlinux" || n.Object != "vmlinux" || (l.Type != "T" && l.Type != "t") || n.Addr <= l.Addr+1 {
 			continue
 		}
-		if i > 0 && raw[i-1].addr == l.addr {
+		if i > 0 && raw[i-1].Addr == l.Addr {
 			continue // aliases: the first one wins
 		}
-		a, ok := ix.Addr(l.addr + 1)
+		a, ok := ix.Addr(l.Addr + 1)
 		require.True(t, ok)
-		assert.Equal(t, l.name, a.Name, "%#x", l.addr)
+		assert.Equal(t, l.Name, a.Name, "%#x", l.Addr)
 		assert.Equal(t, uint64(1), a.Offset)
-		assert.Equal(t, n.addr-l.addr, a.Size, l.name)
+		assert.Equal(t, n.Addr-l.Addr, a.Size, l.Name)
 		checked++
 	}
 	assert.Greater(t, checked, 100)
 	// A module address.
 	for _, l := range raw {
-		if l.obj == "xfs" && l.typ == "T" {
-			a, ok := ix.Addr(l.addr)
+		if l.Object == "xfs" && l.Type == "T" {
+			a, ok := ix.Addr(l.Addr)
 			require.True(t, ok)
 			assert.Equal(t, "xfs", a.Object)
 			assert.Equal(t, uint64(0), a.Offset)
@@ -420,20 +405,20 @@ func TestArchUnknown(t *testing.T) {
 // memory; so is the top of the address space.
 func TestCorpusAddrExtent(t *testing.T) {
 	path := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
-	raw := readRaw(t, path)
+	raw := testutil.ReadSymbolLines(t, path)
 	ix, err := Open(path, nil)
 	require.NoError(t, err)
 	// Each object's highest non-absolute address, from the raw lines.
 	high := map[string]uint64{}
 	for _, l := range raw {
-		if l.typ != "A" && l.typ != "a" && !strings.HasPrefix(l.obj, "__builtin") && l.obj != "bpf" {
-			high[l.obj] = max(high[l.obj], l.addr)
+		if l.Type != "A" && l.Type != "a" && !strings.HasPrefix(l.Object, "__builtin") && l.Object != "bpf" {
+			high[l.Object] = max(high[l.Object], l.Addr)
 		}
 	}
 	require.Greater(t, len(high), 50)
 	starts := func(lo, hi uint64) bool { // a symbol of any object in [lo, hi]
 		for _, l := range raw {
-			if l.addr >= lo && l.addr <= hi {
+			if l.Addr >= lo && l.Addr <= hi {
 				return true
 			}
 		}
@@ -477,10 +462,10 @@ func TestCorpusListsData(t *testing.T) {
 		// And the share of data symbols, counted from the raw lines
 		// (ListsData takes jiffies as its shortcut).
 		n, data := 0, 0
-		for _, l := range readRaw(t, testutil.Corpus(t, p)) {
-			if l.obj == "vmlinux" {
+		for _, l := range testutil.ReadSymbolLines(t, testutil.Corpus(t, p)) {
+			if l.Object == "vmlinux" {
 				n++
-				if strings.Contains("dDbBrR", l.typ) {
+				if strings.Contains("dDbBrR", l.Type) {
 					data++
 				}
 			}

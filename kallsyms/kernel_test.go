@@ -14,9 +14,9 @@ import (
 // sorted.
 func vmlinuxLines(t *testing.T, path string) []string {
 	var out []string
-	for _, l := range readRaw(t, path) {
-		if l.obj == Vmlinux {
-			out = append(out, l.name)
+	for _, l := range testutil.ReadSymbolLines(t, path) {
+		if l.Object == Vmlinux {
+			out = append(out, l.Name)
 		}
 	}
 	slices.Sort(out)
