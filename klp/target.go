@@ -75,7 +75,7 @@ const targetBase = 0x1000
 // System.map; a kernel with livepatch always has it).
 func NewTarget(m *Module, kallsymsAll bool) (*Target, error) {
 	f := m.elf
-	t := &Target{Name: m.Name, Path: m.Path, Arch: m.Arch, KallsymsAll: kallsymsAll}
+	t := &Target{Name: m.Name, Path: m.Path, Arch: m.Arch, KallsymsAll: kallsymsAll, sizes: map[uint64]uint64{}}
 	if t.Name == "" {
 		t.Name = ModuleNameFromFile(m.Path)
 	}
@@ -187,7 +187,6 @@ func NewTarget(m *Module, kallsymsAll bool) (*Target, error) {
 // without ftrace, or REL relocations) is not checked.
 func (t *Target) readSites(m *Module, base []uint64) error {
 	f := m.elf
-	t.sizes = map[uint64]uint64{}
 	for i := range f.Sections {
 		s := &f.Sections[i]
 		if s.Type != elf.SHT_RELA || int(s.Info) <= 0 || int(s.Info) >= len(f.Sections) {
