@@ -54,8 +54,9 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-# Rebuild the committed test fixtures from their sources (needs gcc and the
-# Debian cross compilers; see testdata/README.md). go test never needs them.
+# Rebuild the committed test fixtures from their sources (needs gcc, the
+# Debian cross compilers and Debian's 6.1 kernel headers; see
+# testdata/README.md). go test never needs them.
 fixtures:
 	$(MAKE) -C testdata
 
