@@ -1,0 +1,156 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/testutil"
+)
+
+// readmeExample is one command of README.md and the output it shows.
+type readmeExample struct {
+	line    int // of the command in README.md
+	command string
+	want    string
+}
+
+// readmeExamples returns README.md's examples: in its fenced blocks, each
+// "$ klpresolve ..." line (a trailing backslash continues it) and the
+// lines after it up to the next "$ " or the block's end; and each
+// indented "go run ./cmd/klpresolve ..." line whose output is the fenced
+// block that follows it.
+func readmeExamples(readme string) []readmeExample {
+	lines := strings.Split(readme, "\n")
+	var out []readmeExample
+	inBlock := false
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		if strings.HasPrefix(l, "```") {
+			inBlock = !inBlock
+			continue
+		}
+		if !inBlock {
+			if cmd, ok := strings.CutPrefix(l, "    go run ./cmd/klpresolve "); ok {
+				// Its output: the next fenced block, after blank lines.
+				j := i + 1
+				for j < len(lines) && strings.TrimSpace(lines[j]) == "" {
+					j++
+				}
+				if j < len(lines) && strings.HasPrefix(lines[j], "```") {
+					k := j + 1
+					for k < len(lines) && !strings.HasPrefix(lines[k], "```") {
+						k++
+					}
+					out = append(out, readmeExample{i + 1, "klpresolve " + cmd, strings.Join(lines[j+1:k], "\n")})
+					i = k
+				}
+			}
+			continue
+		}
+		cmd, ok := strings.CutPrefix(l, "$ ")
+		if !ok || !strings.HasPrefix(cmd, "klpresolve") {
+			continue
+		}
+		at := i + 1
+		for strings.HasSuffix(cmd, "\\") && i+1 < len(lines) {
+			i++
+			cmd = strings.TrimSuffix(cmd, "\\") + " " + strings.TrimSpace(lines[i])
+		}
+		var want []string
+		for i+1 < len(lines) && !strings.HasPrefix(lines[i+1], "$ ") && !strings.HasPrefix(lines[i+1], "```") {
+			i++
+			want = append(want, lines[i])
+		}
+		out = append(out, readmeExample{at, cmd, strings.TrimRight(strings.Join(want, "\n"), "\n")})
+	}
+	return out
+}
+
+// Timings and ratios vary from run to run: the comparison leaves them out.
+var (
+	readmeTime  = regexp.MustCompile(`\d+(\.\d+)?\s*(ms|us|µs|ns|s)\b`)
+	readmeRatio = regexp.MustCompile(`[0-9.]+x\b`)
+	readmeAttr  = regexp.MustCompile(`time="[0-9.]+"`)
+)
+
+func readmeNormal(s string) string {
+	s = readmeAttr.ReplaceAllString(s, `time="T"`)
+	s = readmeTime.ReplaceAllString(s, "T")
+	return strings.TrimRight(readmeRatio.ReplaceAllString(s, "R"), "\n")
+}
+
+// TestReadmeExamples runs README.md's examples, in order, with this test
+// binary standing in for klpresolve, and compares what each prints
+// (standard output and error, as a terminal shows them) with what the
+// README shows; an example whose shown output has a "..." line need only
+// contain the other lines. Paths under /tmp are moved to a temporary
+// folder. Left out: the bench commands (their figures are this machine's
+// and they run for seconds; TestBenchCommands runs them), and, where the
+// corpus is absent, the examples that use it.
+func TestReadmeExamples(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs every README example as a process")
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("README examples need bash (pipes):", err)
+	}
+	root := testutil.RepoRoot()
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	examples := readmeExamples(string(b))
+	require.Greater(t, len(examples), 20, "README.md's examples")
+
+	self, err := os.Executable()
+	require.NoError(t, err)
+	bin := t.TempDir()
+	require.NoError(t, os.Symlink(self, filepath.Join(bin, "klpresolve")))
+	tmp := t.TempDir() + "/"
+	corpus := testutil.CorpusDir()
+	corpusHere := corpus != "" && filepath.Clean(corpus) == filepath.Join(root, "..", "shared", "corpus")
+	ran := 0
+	for _, ex := range examples {
+		if strings.HasPrefix(ex.command, "klpresolve bench") {
+			continue
+		}
+		if strings.Contains(ex.command, "../shared/corpus") && !corpusHere {
+			t.Logf("README.md:%d: left out: it needs the corpus at ../shared/corpus", ex.line)
+			continue
+		}
+		cmd := strings.ReplaceAll(ex.command, "/tmp/", tmp)
+		want := strings.ReplaceAll(ex.want, "/tmp/", tmp)
+		c := exec.Command("bash", "-c", cmd+" 2>&1")
+		c.Dir = root
+		// Under -race a process sleeps a second as it exits, unless told not to.
+		c.Env = append(os.Environ(), asCLI+"=1", "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+			"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+		got, _ := c.Output() // the exit status is the example's own (some fail on purpose)
+		ran++
+		if !strings.Contains(want, "\n...\n") && !strings.HasPrefix(want, "...\n") && !strings.HasSuffix(want, "\n...") {
+			assert.Equal(t, readmeNormal(want), readmeNormal(string(got)), "README.md:%d: %s", ex.line, ex.command)
+			continue
+		}
+		for _, l := range strings.Split(want, "\n") {
+			if l != "..." {
+				assert.Contains(t, readmeNormal(string(got)), readmeNormal(l), "README.md:%d: %s", ex.line, ex.command)
+			}
+		}
+	}
+	t.Logf("%d README examples run", ran)
+}
+
+func TestReadmeExamplesParse(t *testing.T) {
+	ex := readmeExamples("intro\n\n    go run ./cmd/klpresolve a.ko --kallsyms k\n\n```\nout 1\nout 2\n```\n" +
+		"```\n$ klpresolve x \\\n    --y z\nline\n\n$ klpresolve w | tail -1\nlast\n```\n")
+	require.Equal(t, []readmeExample{
+		{3, "klpresolve a.ko --kallsyms k", "out 1\nout 2"},
+		{10, "klpresolve x  --y z", "line"},
+		{14, "klpresolve w | tail -1", "last"},
+	}, ex)
+}
