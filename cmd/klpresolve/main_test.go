@@ -45,6 +45,27 @@ func TestMain(m *testing.M) {
 
 const asCLI = "KLPRESOLVE_TEST_AS_CLI"
 
+// selfAsCLI makes this test binary klpresolve for the processes the test
+// starts (asCLI in their environment) and returns its path, or skips the
+// test where the binary cannot run itself.
+func selfAsCLI(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Skip("no executable path:", err)
+	}
+	t.Setenv(asCLI, "1")
+	if out, err := exec.Command(self, "--version").CombinedOutput(); err != nil {
+		// go test -exec qemu-s390x (make ports): the binary is not this
+		// machine's, and only the emulator runs it.
+		t.Skipf("this test binary cannot run itself as a child: %v %s", err, out)
+	}
+	// A child built with -race would sleep a second at exit (GORACE's
+	// atexit_sleep_ms): 55 children took 50 s.
+	t.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	return self
+}
+
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
@@ -699,19 +720,7 @@ func TestBenchCollectorSetting(t *testing.T) {
 // JSON reports with the one-shot figures measured in fresh processes of
 // this binary, and proc's turns of klpresolve objects and cat.
 func TestBenchCommands(t *testing.T) {
-	self, err := os.Executable()
-	if err != nil {
-		t.Skip("no executable path:", err)
-	}
-	t.Setenv(asCLI, "1")
-	if out, err := exec.Command(self, "--version").CombinedOutput(); err != nil {
-		// go test -exec qemu-s390x (make ports): the binary is not this
-		// machine's, and only the emulator runs it.
-		t.Skipf("this test binary cannot run itself as a child: %v %s", err, out)
-	}
-	// A child built with -race would sleep a second at exit (GORACE's
-	// atexit_sleep_ms): 55 children took 50 s.
-	t.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	selfAsCLI(t)
 	bt := flag.Lookup("test.benchtime")
 	old := bt.Value.String()
 	require.NoError(t, bt.Value.Set("20x")) // testing.Benchmark: 20 calls, not a second

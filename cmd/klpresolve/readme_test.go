@@ -107,8 +107,7 @@ func TestReadmeExamples(t *testing.T) {
 	examples := readmeExamples(string(b))
 	require.Greater(t, len(examples), 20, "README.md's examples")
 
-	self, err := os.Executable()
-	require.NoError(t, err)
+	self := selfAsCLI(t)
 	bin := t.TempDir()
 	require.NoError(t, os.Symlink(self, filepath.Join(bin, "klpresolve")))
 	tmp := t.TempDir() + "/"
@@ -127,9 +126,7 @@ func TestReadmeExamples(t *testing.T) {
 		want := strings.ReplaceAll(ex.want, "/tmp/", tmp)
 		c := exec.Command("bash", "-c", cmd+" 2>&1")
 		c.Dir = root
-		// Under -race a process sleeps a second as it exits, unless told not to.
-		c.Env = append(os.Environ(), asCLI+"=1", "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-			"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+		c.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 		got, _ := c.Output() // the exit status is the example's own (some fail on purpose)
 		ran++
 		if !strings.Contains(want, "\n...\n") && !strings.HasPrefix(want, "...\n") && !strings.HasSuffix(want, "\n...") {
