@@ -84,15 +84,7 @@ Exit status 0 when every spec resolves, 1 when any does not.`,
 					}
 				}
 			}
-			if format == "json" {
-				if err := writeJSON(a, out); err != nil {
-					return err
-				}
-			}
-			if failed {
-				return &exitError{exitFailed, errReported}
-			}
-			return nil
+			return finish(a, format, out, failed)
 		},
 	}
 	c.Flags().StringVar(&format, "format", "text", "output format: text or json")
@@ -244,15 +236,7 @@ Exit status 0 when every address has a symbol, 1 when any has none.`,
 				}
 				out = append(out, r)
 			}
-			if format == "json" {
-				if err := writeJSON(a, out); err != nil {
-					return err
-				}
-			}
-			if failed {
-				return &exitError{exitFailed, errReported}
-			}
-			return nil
+			return finish(a, format, out, failed)
 		},
 	}
 	c.Flags().StringVar(&format, "format", "text", "output format: text or json")
@@ -360,6 +344,21 @@ ten times faster than the text parses: the form for a folder of kernels checked 
 	c.Flags().StringVarP(&out, "output", "o", "", "snapshot file to write (atomically); - for standard output")
 	c.Flags().BoolVar(&raw, "raw", false, "write the uncompressed form with its hash tables, fastest to load")
 	return c
+}
+
+// finish ends a command that reports on each of its arguments: the JSON
+// array of the reports when that is the format (text was printed as it
+// went), then exit status 1 if any failed.
+func finish(a *app, format string, out any, failed bool) error {
+	if format == "json" {
+		if err := writeJSON(a, out); err != nil {
+			return err
+		}
+	}
+	if failed {
+		return &exitError{exitFailed, errReported}
+	}
+	return nil
 }
 
 func writeJSON(a *app, v any) error {
