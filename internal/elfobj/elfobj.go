@@ -11,6 +11,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 
 	"github.com/klpresolve/klpresolve/internal/input"
 )
@@ -518,16 +519,37 @@ func (f *File) SectionByName(name string) *Section {
 	return nil
 }
 
-// ModInfo returns the value of key in .modinfo ("name", "livepatch", ...).
+// ModInfo returns the value of key in .modinfo ("name", "livepatch", ...):
+// the first, as the kernel's get_modinfo() does.
 func (f *File) ModInfo(key string) string {
-	s := f.SectionByName(".modinfo")
-	if s == nil {
-		return ""
-	}
-	for kv := range bytes.SplitSeq(f.SectionData(s), []byte{0}) {
-		if k, v, ok := bytes.Cut(kv, []byte{'='}); ok && string(k) == key {
-			return string(v)
-		}
+	for v := range f.modInfo(key) {
+		return v
 	}
 	return ""
+}
+
+// ModInfoAll returns every value of key in .modinfo, in order (a key such
+// as import_ns may be given many times; get_next_modinfo() walks them).
+func (f *File) ModInfoAll(key string) []string {
+	var out []string
+	for v := range f.modInfo(key) {
+		out = append(out, v)
+	}
+	return out
+}
+
+func (f *File) modInfo(key string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		s := f.SectionByName(".modinfo")
+		if s == nil {
+			return
+		}
+		for kv := range bytes.SplitSeq(f.SectionData(s), []byte{0}) {
+			if k, v, ok := bytes.Cut(kv, []byte{'='}); ok && string(k) == key {
+				if !yield(string(v)) {
+					return
+				}
+			}
+		}
+	}
 }

@@ -156,3 +156,18 @@ func TestCheckHead(t *testing.T) {
 	_, perr := Parse("m.ko", make([]byte, 256))
 	assert.Equal(t, perr.Error(), err.Error()[:len(perr.Error())], "the same words as Parse")
 }
+
+// .modinfo keys given many times (import_ns): ModInfo takes the first, as
+// get_modinfo() does, ModInfoAll every one in order.
+func TestModInfoAll(t *testing.T) {
+	b := &Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	b.AddSection(BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC,
+		Data: []byte("import_ns=CXL\x00name=m\x00import_ns=CRYPTO_INTERNAL\x00import_ns\x00"), Addralign: 1})
+	f, err := Parse("m.ko", b.Bytes())
+	require.NoError(t, err)
+	assert.Equal(t, "CXL", f.ModInfo("import_ns"))
+	assert.Equal(t, []string{"CXL", "CRYPTO_INTERNAL"}, f.ModInfoAll("import_ns"))
+	assert.Equal(t, []string{"m"}, f.ModInfoAll("name"))
+	assert.Nil(t, f.ModInfoAll("license"))
+	assert.Equal(t, "", f.ModInfo("license"))
+}

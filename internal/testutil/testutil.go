@@ -47,3 +47,20 @@ func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
 }
+
+// Headers returns the Module.symvers of Debian's kernel headers for
+// release ("6.1.0-57-amd64": the package linux-headers-<release>), under
+// $KLPRESOLVE_HEADERS or /usr/src, or skips the test with a message naming
+// the package. CI installs the ones the tests use (.ci/run).
+func Headers(tb testing.TB, release string) string {
+	tb.Helper()
+	dir := os.Getenv("KLPRESOLVE_HEADERS")
+	if dir == "" {
+		dir = "/usr/src"
+	}
+	p := filepath.Join(dir, "linux-headers-"+release, "Module.symvers")
+	if _, err := os.Stat(p); err != nil {
+		tb.Skipf("kernel headers not present (apt-get install linux-headers-%s): skipping test that needs %s", release, p)
+	}
+	return p
+}

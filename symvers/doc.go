@@ -1,0 +1,31 @@
+// Package symvers checks a module's symbol versions as a kernel built
+// with CONFIG_MODVERSIONS checks them when it loads the module.
+//
+// A kernel build's Module.symvers is modpost's dump of every symbol the
+// kernel and its in-tree modules export: one line each, "CRC<TAB>name
+// <TAB>module<TAB>EXPORT_SYMBOL[_GPL]<TAB>namespace", which
+// scripts/mod/modpost.c's write_dump() writes and read_dump() reads
+// (Debian ships it in linux-headers-VERSION). A module built against a
+// kernel's headers records, in its __versions section, the CRC of each
+// symbol it imports (struct modversion_info: an unsigned long CRC, then
+// the name in the rest of 64 bytes), module_layout's first.
+//
+// Check applies the module loader's rules of Linux 6.1
+// (kernel/module/version.c and main.c):
+//   - check_modstruct_version(): module_layout's CRC must be the kernel's,
+//     before anything else, or the load fails with -ENOEXEC;
+//   - check_version(), for every undefined symbol the loader resolves
+//     (resolve_symbol()): the module's __versions must list it ("no
+//     symbol version for %s") with the kernel's CRC ("disagrees about
+//     version of symbol %s"), or the symbol, and so the load, fails;
+//     a module without __versions loads only by try_to_force_load()
+//     (CONFIG_MODULE_FORCE_LOAD, which taints the kernel), and a kernel
+//     whose exports carry no CRC (no CONFIG_MODVERSIONS) checks nothing;
+//   - verify_namespace_is_imported(): a symbol exported into a namespace
+//     needs the module's .modinfo import_ns=<namespace>, or the symbol
+//     fails (unless CONFIG_MODULE_ALLOW_MISSING_NAMESPACE_IMPORTS).
+//
+// The vermagic string's comparison (same_magic(), which skips the
+// release when the module has __versions) needs the kernel's vermagic,
+// which Module.symvers does not hold, and is not modelled.
+package symvers

@@ -1,0 +1,34 @@
+package symvers_test
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/klpresolve/klpresolve/symvers"
+)
+
+// A module built against other headers than the kernel's: the loader
+// refuses module_layout first, then each symbol whose CRC differs.
+func Example() {
+	tb, err := symvers.Parse(strings.NewReader(
+		"0x9060323f\tmodule_layout\tvmlinux\tEXPORT_SYMBOL\t\n"+
+			"0xf0949581\tseq_printf\tvmlinux\tEXPORT_SYMBOL\t\n"+
+			"0x84b45156\tinsert_resource_expand_to_fit\tvmlinux\tEXPORT_SYMBOL_GPL\tCXL\n"), "Module.symvers")
+	if err != nil {
+		panic(err)
+	}
+	r := tb.Check(symvers.Module{
+		Name:        "fix",
+		Versions:    []symvers.Version{{Name: "module_layout", CRC: 0x160c03af}, {Name: "seq_printf", CRC: 0xf0949581}, {Name: "insert_resource_expand_to_fit", CRC: 0x84b45156}},
+		HasVersions: true,
+		Undefined:   []string{"seq_printf", "insert_resource_expand_to_fit"},
+	})
+	fmt.Println(r.Checked, "checked")
+	for _, p := range r.Problems {
+		fmt.Println(p.Message)
+	}
+	// Output:
+	// 3 checked
+	// fix: disagrees about version of symbol module_layout
+	// fix: module uses symbol (insert_resource_expand_to_fit) from namespace CXL, but does not import it.
+}
