@@ -3,6 +3,7 @@ package pipeline
 import (
 	"debug/elf"
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
+	"github.com/klpresolve/klpresolve/symvers"
 )
 
 // TestKbuildModuleLinks links klp_demo (testdata/kbuild: a livepatch
@@ -114,4 +116,74 @@ func TestKbuildModuleLinks(t *testing.T) {
 	require.NotNil(t, rep.CFI)
 	assert.True(t, rep.CFI.Shadowed, rep.CFI.Reason)
 	assert.Empty(t, rep.CFI.Unknown)
+}
+
+// klp_demo's symbol versions against a Module.symvers: one written here
+// from its own __versions (the loader takes it; then one CRC changed: it
+// refuses that symbol), and Debian's real ones where installed: the
+// headers it was built with agree, another ABI's (6.1.0-47) disagree.
+func TestKbuildModuleVersions(t *testing.T) {
+	m, err := klp.Open(repoFile("kbuild", "klp-demo.ko"))
+	require.NoError(t, err)
+	sm, err := VersionsOf(m)
+	require.NoError(t, err)
+	assert.Equal(t, "klp_demo", sm.Name)
+	assert.True(t, sm.HasVersions)
+	assert.Empty(t, sm.Imports)
+	require.NotEmpty(t, sm.Versions)
+	var names []string
+	for _, v := range sm.Versions {
+		names = append(names, v.Name)
+	}
+	assert.Contains(t, names, "module_layout") // modpost adds it to every module's
+	assert.Contains(t, sm.Undefined, "seq_printf")
+	for _, u := range sm.Undefined {
+		assert.False(t, strings.HasPrefix(u, klp.SymPrefix), u)
+	}
+
+	write := func(change string) *symvers.Table {
+		var b strings.Builder
+		for _, v := range sm.Versions {
+			crc := v.CRC
+			if v.Name == change {
+				crc ^= 0x10
+			}
+			fmt.Fprintf(&b, "0x%08x\t%s\tvmlinux\tEXPORT_SYMBOL\t\n", crc, v.Name)
+		}
+		tb, err := symvers.Parse(strings.NewReader(b.String()), "Module.symvers")
+		require.NoError(t, err)
+		return tb
+	}
+	ix, err := kallsyms.Open(repoFile("kallsyms", "example.txt"), nil)
+	require.NoError(t, err)
+	rep, err := Run(m, ix, Options{Symvers: write("")})
+	require.NoError(t, err)
+	require.NotNil(t, rep.Versions)
+	assert.True(t, rep.Versions.OK(), "%v", rep.Versions.Problems)
+	assert.Equal(t, len(sm.Versions), rep.Versions.Checked)
+	rep, err = Run(m, ix, Options{Symvers: write("seq_printf")})
+	require.NoError(t, err)
+	require.Len(t, rep.Versions.Problems, 1)
+	p := rep.Versions.Problems[0]
+	assert.Equal(t, "klp_demo: disagrees about version of symbol seq_printf", p.Message)
+	assert.Equal(t, p.ModuleCRC^0x10, uint64(p.KernelCRC))
+	assert.False(t, rep.OK(false), "the loader refuses the module")
+
+	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	ix, err = kallsyms.Open(k, nil)
+	require.NoError(t, err)
+	tb, err := symvers.Open(testutil.Headers(t, "6.1.0-57-amd64"))
+	require.NoError(t, err)
+	rep, err = Run(m, ix, Options{Symvers: tb})
+	require.NoError(t, err)
+	assert.True(t, rep.Versions.OK(), "%v", rep.Versions.Problems)
+	assert.True(t, rep.OK(false))
+	old, err := symvers.Open(testutil.Headers(t, "6.1.0-47-amd64"))
+	require.NoError(t, err)
+	rep, err = Run(m, ix, Options{Symvers: old})
+	require.NoError(t, err)
+	require.NotEmpty(t, rep.Versions.Problems)
+	assert.Equal(t, "module_layout", rep.Versions.Problems[0].Symbol)
+	assert.ErrorIs(t, &rep.Versions.Problems[0], symvers.ErrVersionMismatch)
+	assert.False(t, rep.OK(false))
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
+	"github.com/klpresolve/klpresolve/symvers"
 )
 
 // Resolver resolves a module's symbols against a kernel's: .klp.sym
@@ -123,6 +124,10 @@ type Options struct {
 	// module's file (klp.Target), as the kernel will resolve it when the
 	// module loads.
 	Modules *ModuleFiles
+	// Symvers, when set, is the kernel build's Module.symvers: the
+	// module's symbol versions and namespace imports are checked against
+	// it as the loader checks them (Report.Versions).
+	Symvers *symvers.Table
 }
 
 // Report is one module against one kernel.
@@ -145,6 +150,10 @@ type Report struct {
 	// whose file there is not their build (klp.Target.Matches), which
 	// were not checked against it.
 	Unchecked, OtherBuild []string
+	// Versions, with Options.Symvers: the module's symbol versions
+	// checked as a kernel with CONFIG_MODVERSIONS checks them; OK fails
+	// on a symbol it refuses.
+	Versions *symvers.Report
 	// Times of the phases.
 	ResolveTime, LinkTime time.Duration
 }
@@ -254,9 +263,10 @@ func loaderMissing(f *elfobj.File, ix *kallsyms.Index, gplOK bool) []string {
 	return out
 }
 
-// OK reports whether the module resolved (and, when linked, linked).
+// OK reports whether the module resolved (and, when linked, linked, and
+// with Options.Symvers, whether the loader takes its symbol versions).
 func (r *Report) OK(strict bool) bool {
-	if !r.Resolution.OK(strict) {
+	if !r.Resolution.OK(strict) || r.Versions != nil && !r.Versions.OK() {
 		return false
 	}
 	return r.Image == nil || r.Image.Linked()
@@ -278,6 +288,13 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 		}
 	}
 	rep.Resolution = m.ResolveWith(ix, ro)
+	if opts.Symvers != nil {
+		sm, err := VersionsOf(m)
+		if err != nil {
+			return nil, err
+		}
+		rep.Versions = opts.Symvers.Check(sm)
+	}
 	if !opts.Link {
 		rep.LoaderMissing = loaderMissing(m.ELF(), ix, modplt.GPLCompatible(m.ELF().ModInfo("license")))
 		rep.Explanation = Explain(m, ix, rep.LoaderMissing)
@@ -421,4 +438,29 @@ func recordCFI(img *modplt.Image) (*CFIReport, error) {
 		rep.Unknown = append(rep.Unknown, fmt.Sprintf("%s+%#x -> %s (%#x)", fp.Section, fp.Offset, fp.Symbol, fp.Target))
 	}
 	return rep, nil
+}
+
+// VersionsOf reads what symvers.Check needs of m: its name, its
+// __versions section, its .modinfo import_ns values and the undefined
+// symbols the module loader resolves (simplify_symbols(): every SHN_UNDEF
+// one; livepatch symbols are SHN_LIVEPATCH).
+func VersionsOf(m *klp.Module) (symvers.Module, error) {
+	f := m.ELF()
+	sm := symvers.Module{Name: m.Name, Imports: f.ModInfoAll("import_ns")}
+	if sm.Name == "" {
+		sm.Name = klp.ModuleNameFromFile(m.Path)
+	}
+	if s := f.SectionByName("__versions"); s != nil && s.Type != elf.SHT_NOBITS {
+		vs, err := symvers.ParseVersions(f.SectionData(s), f.Order, f.Is64())
+		if err != nil {
+			return symvers.Module{}, fmt.Errorf("%s: %w", m.Path, err)
+		}
+		sm.Versions, sm.HasVersions = vs, true
+	}
+	for i := 1; i < len(f.Symbols); i++ {
+		if s := &f.Symbols[i]; s.Shndx == uint16(elf.SHN_UNDEF) && s.Name != "" {
+			sm.Undefined = append(sm.Undefined, s.Name)
+		}
+	}
+	return sm, nil
 }

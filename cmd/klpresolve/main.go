@@ -263,12 +263,14 @@ links the whole module against those symbols and records it in a CFI shadow; wit
 it, a note names the ordinary undefined symbols insmod would refuse ("Unknown symbol").
 What waits for a module the symbols lack (not loaded; a System.map lists none) is
 deferred; --modules checks it against the module's .ko file as the kernel will resolve
-it when the module loads, after the patch or before it (which can differ).
+it when the module loads, after the patch or before it (which can differ). --symvers
+checks the module's symbol versions (modversions) against the kernel build's
+Module.symvers, as the module loader will.
 PATCH.ko may be compressed (zstd, gzip, xz), or - for standard input.
 
 Exit status: 0 all resolved (deferred allowed), 1 a relocation or patched function
 failed (or was deferred under --strict, or the module did not link, or the kernel
-refuses it), 2 unusable input or usage, 3 --max-time exceeded.`,
+refuses it or a symbol version), 2 unusable input or usage, 3 --max-time exceeded.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          needArgs(1, 1, "one livepatch module, PATCH.ko"),

@@ -93,7 +93,7 @@ func readmeNormal(s string) string {
 // contain the other lines. Paths under /tmp are moved to a temporary
 // folder. Left out: the bench commands (their figures are this machine's
 // and they run for seconds; TestBenchCommands runs them), and, where the
-// corpus is absent, the examples that use it.
+// corpus or the kernel headers an example names are absent, that example.
 func TestReadmeExamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every README example as a process")
@@ -122,6 +122,10 @@ func TestReadmeExamples(t *testing.T) {
 			t.Logf("README.md:%d: left out: it needs the corpus at ../shared/corpus", ex.line)
 			continue
 		}
+		if missing := absentSystemFile(ex.command); missing != "" {
+			t.Logf("README.md:%d: left out: %s is not installed here", ex.line, missing)
+			continue
+		}
 		cmd := strings.ReplaceAll(ex.command, "/tmp/", tmp)
 		want := strings.ReplaceAll(ex.want, "/tmp/", tmp)
 		c := exec.Command("bash", "-c", cmd+" 2>&1")
@@ -140,6 +144,19 @@ func TestReadmeExamples(t *testing.T) {
 		}
 	}
 	t.Logf("%d README examples run", ran)
+}
+
+// absentSystemFile returns the first file under /usr/src a command names
+// that this machine lacks (kernel headers: see testutil.Headers), or "".
+func absentSystemFile(command string) string {
+	for _, f := range strings.Fields(command) {
+		if strings.HasPrefix(f, "/usr/src/") {
+			if _, err := os.Stat(f); err != nil {
+				return f
+			}
+		}
+	}
+	return ""
 }
 
 func TestReadmeExamplesParse(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/pipeline"
+	"github.com/klpresolve/klpresolve/symvers"
 )
 
 type resolveOpts struct {
@@ -28,6 +29,7 @@ type resolveOpts struct {
 	out     string
 	erratum bool
 	modules []string
+	symvers string
 }
 
 // addResolveFlags makes the root command the main job:
@@ -43,6 +45,7 @@ func addResolveFlags(root *cobra.Command, a *app) {
 	root.Flags().StringVarP(&o.out, "output", "o", "", "with --link: write the linked image (ELF, sections at their load addresses)")
 	root.Flags().BoolVar(&o.erratum, "erratum-843419", false, "with --link: arm64 Cortex-A53 erratum 843419 workaround")
 	addModulesFlag(root, &o.modules)
+	root.Flags().StringVar(&o.symvers, "symvers", "", "the kernel build's Module.symvers (as /usr/src/linux-headers-VERSION/Module.symvers): check the module's symbol versions (CONFIG_MODVERSIONS) and namespace imports as the module loader will")
 	root.RunE = func(cmd *cobra.Command, args []string) error {
 		return a.resolve(args[0], o)
 	}
@@ -66,6 +69,12 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 	if err != nil {
 		return err
 	}
+	var sv *symvers.Table
+	if o.symvers != "" {
+		if sv, err = symvers.Open(o.symvers); err != nil {
+			return &exitError{exitUsage, fmt.Errorf("--symvers: %w", err)}
+		}
+	}
 	t0 := time.Now()
 	ix, err := a.openIndex()
 	if err != nil {
@@ -78,7 +87,7 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 	}
 	t2 := time.Now()
 	var po pipeline.Options
-	po.Modules = mf
+	po.Modules, po.Symvers = mf, sv
 	if o.link {
 		po.Link = true
 		if po.LinkOptions.Base, err = parseAddr(o.base); err != nil {
@@ -119,12 +128,14 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 			j.Link = &lj
 			j.CFI = cfiJSON(rep.CFI)
 		}
+		j.Modversions = versionsJSON(rep.Versions)
 		err = writeJSON(a, j)
 	} else {
 		writeResolution(a.stdout, rep, a.kallsymsPath())
 		if rep.Image != nil {
 			writeLinkSummary(a.stdout, rep, o.out)
 		}
+		writeVersions(a.stdout, rep.Versions)
 		writeVerdict(a.stdout, rep, o.strict)
 	}
 	if err != nil {
@@ -279,10 +290,13 @@ type jsonOut struct {
 	UnloadedDepends []string  `json:"unloaded_depends,omitempty"`
 	Link            *linkJSON `json:"link,omitempty"`
 	CFI             *cfiOut   `json:"cfi,omitempty"`
-	Summary         struct {
+	// Modversions (with --symvers): the module's symbol versions checked.
+	Modversions *versionsOut `json:"modversions,omitempty"`
+	Summary     struct {
 		// OK is the verdict the exit status gives (0 when true): every
-		// relocation resolved (deferred ones too, without --strict), and
-		// with --link the module linked.
+		// relocation resolved (deferred ones too, without --strict), with
+		// --link the module linked, and with --symvers the loader takes
+		// its symbol versions.
 		OK       bool `json:"ok"`
 		Resolved int  `json:"resolved"`
 		Deferred int  `json:"deferred"`
@@ -625,6 +639,9 @@ func writeVerdict(w io.Writer, rep *pipeline.Report, strict bool) {
 	}
 	if img := rep.Image; img != nil && !img.Linked() {
 		fmt.Fprintf(w, "; the module does not link: %d failed, %s", len(img.Errors), count(len(img.Unresolved), "unresolved symbol", "unresolved symbols"))
+	}
+	if v := rep.Versions; v != nil && !v.OK() {
+		fmt.Fprintf(w, "; the module loader refuses %s (modversions)", count(len(v.Problems), "symbol", "symbols"))
 	}
 	fmt.Fprintln(w)
 }

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/klpresolve/klpresolve/symvers"
+)
+
+// versionHelp says what a refused symbol means and what to do.
+func versionHelp(p *symvers.Problem, source string) string {
+	switch {
+	case errors.Is(p.Err, symvers.ErrVersionMismatch):
+		h := fmt.Sprintf("the module has %#08x for it, %s %#08x: the module was built against another kernel build's headers; rebuild it against this kernel's", p.ModuleCRC, source, p.KernelCRC)
+		if p.Symbol == "module_layout" {
+			h += "; module_layout stands for the loader's own structures, so the whole load fails at once (-ENOEXEC: insmod says \"Invalid module format\"), before any other symbol"
+		}
+		return h
+	case errors.Is(p.Err, symvers.ErrNoSymbolVersion):
+		return fmt.Sprintf("the module's __versions does not list it (%s has %#08x): modpost wrote no CRC for it when the module was built (was it unresolved then?); rebuild it against this kernel's Module.symvers", source, p.KernelCRC)
+	case errors.Is(p.Err, symvers.ErrNamespaceNotImported):
+		return fmt.Sprintf("the kernel exports it into namespace %s: add MODULE_IMPORT_NS(%s) to the module's source (a kernel built with CONFIG_MODULE_ALLOW_MISSING_NAMESPACE_IMPORTS only warns)", p.Namespace, p.Namespace)
+	}
+	return ""
+}
+
+// versionKind is a refused symbol's kind in JSON.
+func versionKind(p *symvers.Problem) string {
+	switch {
+	case errors.Is(p.Err, symvers.ErrVersionMismatch):
+		return "version_mismatch"
+	case errors.Is(p.Err, symvers.ErrNoSymbolVersion):
+		return "no_symbol_version"
+	case errors.Is(p.Err, symvers.ErrNamespaceNotImported):
+		return "namespace_not_imported"
+	}
+	return "other"
+}
+
+// writeVersions is the modversions part of the text report (nothing
+// without --symvers).
+func writeVersions(w io.Writer, v *symvers.Report) {
+	if v == nil {
+		return
+	}
+	fmt.Fprintf(w, "modversions: %s checked against %s", count(v.Checked, "symbol", "symbols"), v.Source)
+	if v.NoCRCs {
+		fmt.Fprint(w, " (its exports carry no CRC: a kernel without CONFIG_MODVERSIONS; namespaces only)")
+	}
+	switch {
+	case !v.OK():
+		fmt.Fprintf(w, ": the loader refuses %d\n", len(v.Problems))
+	case v.Forced:
+		fmt.Fprintln(w, ": the loader takes them only by force")
+	default:
+		fmt.Fprintln(w, ": the loader takes them all")
+	}
+	if v.Forced {
+		fmt.Fprintln(w, "warning: modversions: the module has no __versions section: a kernel with CONFIG_MODVERSIONS loads it only by force (CONFIG_MODULE_FORCE_LOAD, as Debian's 6.1 is built, which taints it), and refuses it otherwise (-ENOEXEC); build it with Kbuild against this kernel's headers")
+	}
+	for i := range v.Problems {
+		p := &v.Problems[i]
+		fmt.Fprintf(w, "error: modversions: %s\n  help: %s\n", p.Message, versionHelp(p, v.Source))
+	}
+}
+
+type versionProblemOut struct {
+	Symbol    string `json:"symbol"`
+	Kind      string `json:"kind"`
+	Error     string `json:"error"`
+	ModuleCRC string `json:"module_crc,omitempty"`
+	KernelCRC string `json:"kernel_crc,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Help      string `json:"help"`
+}
+
+type versionsOut struct {
+	Symvers  string              `json:"symvers"`
+	Checked  int                 `json:"checked"`
+	Forced   bool                `json:"forced,omitempty"`
+	NoCRCs   bool                `json:"no_crcs,omitempty"`
+	Problems []versionProblemOut `json:"problems"`
+}
+
+func versionsJSON(v *symvers.Report) *versionsOut {
+	if v == nil {
+		return nil
+	}
+	out := &versionsOut{Symvers: v.Source, Checked: v.Checked, Forced: v.Forced, NoCRCs: v.NoCRCs, Problems: []versionProblemOut{}}
+	for i := range v.Problems {
+		p := &v.Problems[i]
+		j := versionProblemOut{Symbol: p.Symbol, Kind: versionKind(p), Error: p.Message, Namespace: p.Namespace, Help: versionHelp(p, v.Source)}
+		if errors.Is(p.Err, symvers.ErrVersionMismatch) {
+			j.ModuleCRC = fmt.Sprintf("%#08x", p.ModuleCRC)
+		}
+		if p.KernelCRC != 0 || errors.Is(p.Err, symvers.ErrVersionMismatch) {
+			j.KernelCRC = fmt.Sprintf("%#08x", p.KernelCRC)
+		}
+		out.Problems = append(out.Problems, j)
+	}
+	return out
+}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/testutil"
+	"github.com/klpresolve/klpresolve/klp"
+	"github.com/klpresolve/klpresolve/pipeline"
+)
+
+// --symvers: a Module.symvers written from klp_demo's own __versions
+// (the loader takes it), then with seq_printf's CRC changed (it refuses
+// that symbol: exit 1); a module without __versions (a warning); files
+// that are not a Module.symvers (exit 2, before the kernel's symbols are
+// read).
+func TestSymversCLI(t *testing.T) {
+	ko := filepath.Join(testutil.RepoRoot(), "testdata", "kbuild", "klp-demo.ko")
+	m, err := klp.Open(ko)
+	require.NoError(t, err)
+	sm, err := pipeline.VersionsOf(m)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	// What klp_demo needs of a kernel: its livepatch symbols and the
+	// functions it patches (xfs is not loaded).
+	k := filepath.Join(dir, "kallsyms")
+	require.NoError(t, os.WriteFile(k, []byte("ffffffff81000000 T start_kernel\n"+
+		"ffffffff81000100 T klp_enable_patch\n"+
+		"ffffffff81000200 T kallsyms_lookup_name\n"+
+		"ffffffff81000300 t type_show\n"+
+		"ffffffff81000400 t type_show\n"+
+		"ffffffff81000500 t cmdline_proc_show\n"+
+		"ffffffffc0000000 t ext4_has_free_clusters\t[ext4]\n"+
+		"ffffffffc0000100 t ext4_statfs\t[ext4]\n"), 0o644))
+	write := func(name, change string) string {
+		var b strings.Builder
+		for _, v := range sm.Versions {
+			crc := v.CRC
+			if v.Name == change {
+				crc++
+			}
+			fmt.Fprintf(&b, "0x%08x\t%s\tvmlinux\tEXPORT_SYMBOL\t\n", crc, v.Name)
+		}
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(b.String()), 0o644))
+		return p
+	}
+	good, bad := write("good.symvers", ""), write("bad.symvers", "seq_printf")
+
+	code, out, _ := runCLI(t, ko, "--kallsyms", k, "--symvers", good)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, fmt.Sprintf("modversions: %d symbols checked against %s: the loader takes them all\n", len(sm.Versions), good))
+
+	code, out, _ = runCLI(t, ko, "--kallsyms", k, "--symvers", bad)
+	assert.Equal(t, 1, code, out)
+	crc := 0
+	for _, v := range sm.Versions {
+		if v.Name == "seq_printf" {
+			crc = int(v.CRC)
+		}
+	}
+	assert.Contains(t, out, "error: modversions: klp_demo: disagrees about version of symbol seq_printf\n"+
+		fmt.Sprintf("  help: the module has %#08x for it, %s %#08x: ", crc, bad, crc+1))
+	assert.Contains(t, out, "; the module loader refuses 1 symbol (modversions)\n")
+
+	code, out, _ = runCLI(t, ko, "--kallsyms", k, "--symvers", bad, "--format", "json")
+	assert.Equal(t, 1, code)
+	var j struct {
+		Modversions struct {
+			Symvers  string
+			Checked  int
+			Problems []struct{ Symbol, Kind, Error, ModuleCRC, KernelCRC string }
+		}
+		Summary struct{ OK bool }
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	assert.Equal(t, bad, j.Modversions.Symvers)
+	assert.Equal(t, len(sm.Versions), j.Modversions.Checked)
+	require.Len(t, j.Modversions.Problems, 1)
+	assert.Equal(t, "seq_printf", j.Modversions.Problems[0].Symbol)
+	assert.Equal(t, "version_mismatch", j.Modversions.Problems[0].Kind)
+	assert.False(t, j.Summary.OK)
+
+	// No __versions: loaded only by force.
+	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	code, out, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", example, "--symvers", good)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "the loader takes them only by force\nwarning: modversions: the module has no __versions section")
+
+	// Unusable: named, exit 2, whatever the kernel's symbols.
+	code, _, errs := runCLI(t, ko, "--kallsyms", "/nonexistent", "--symvers", filepath.Join(dir, "none"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "--symvers: open "+filepath.Join(dir, "none"))
+	broken := filepath.Join(dir, "broken.symvers")
+	require.NoError(t, os.WriteFile(broken, []byte("0x1\tseq_printf\tvmlinux\tEXPORT_SYMBOL\t\n0x1 x\n"), 0o644))
+	code, _, errs = runCLI(t, ko, "--kallsyms", k, "--symvers", broken)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, broken+":2: 1 fields, not 5")
+}
