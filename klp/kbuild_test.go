@@ -148,16 +148,9 @@ func TestKbuildModuleResolves(t *testing.T) {
 	lines := testutil.ReadSymbolLines(t, path)
 	addr := func(object, name string, pos int) uint64 {
 		t.Helper()
-		n := 0
-		for _, l := range lines {
-			if l.Object == object && l.Name == name {
-				if n++; n == pos {
-					return l.Addr
-				}
-			}
-		}
-		t.Fatalf("%s:%s,%d not in %s", object, name, pos, path)
-		return 0
+		a, ok := testutil.Nth(lines, object, name, pos)
+		require.True(t, ok, "%s:%s,%d not in %s", object, name, pos, path)
+		return a
 	}
 	ix, err := kallsyms.Open(path, nil)
 	require.NoError(t, err)

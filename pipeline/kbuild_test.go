@@ -42,16 +42,9 @@ func TestKbuildModuleLinks(t *testing.T) {
 	lines := testutil.ReadSymbolLines(t, path)
 	symAddr := func(object, name string, pos uint64) uint64 {
 		t.Helper()
-		n := uint64(0)
-		for _, l := range lines {
-			if l.Object == object && l.Name == name {
-				if n++; n == max(pos, 1) {
-					return l.Addr
-				}
-			}
-		}
-		t.Fatalf("%s:%s,%d not in %s", object, name, pos, path)
-		return 0
+		a, ok := testutil.Nth(lines, object, name, int(max(pos, 1)))
+		require.True(t, ok, "%s:%s,%d not in %s", object, name, pos, path)
+		return a
 	}
 
 	f, err := elf.Open(ko)

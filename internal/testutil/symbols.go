@@ -52,3 +52,17 @@ func ReadSymbolLines(tb testing.TB, path string) []SymbolLine {
 	}
 	return out
 }
+
+// Nth returns the address of the pos-th (1-based) of lines that name
+// name in object, as sympos counts, and whether there is one.
+func Nth(lines []SymbolLine, object, name string, pos int) (uint64, bool) {
+	n := 0
+	for _, l := range lines {
+		if l.Object == object && l.Name == name {
+			if n++; n == pos {
+				return l.Addr, true
+			}
+		}
+	}
+	return 0, false
+}
