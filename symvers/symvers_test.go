@@ -205,10 +205,15 @@ func countLines(t *testing.T, path, name string) (int, uint32) {
 }
 
 // kbuildModule reads testdata/kbuild/klp-demo.ko (built by Kbuild against
-// Debian's linux-headers-6.1.0-57-amd64) with debug/elf: its name, the
-// __versions entries and the undefined symbols.
+// Debian's linux-headers-6.1.0-57-amd64).
 func kbuildModule(t *testing.T) Module {
-	f, err := elf.Open(filepath.Join(testutil.RepoRoot(), "testdata", "kbuild", "klp-demo.ko"))
+	return moduleOf(t, filepath.Join(testutil.RepoRoot(), "testdata", "kbuild", "klp-demo.ko"), "klp_demo")
+}
+
+// moduleOf reads a module with debug/elf: the __versions entries and the
+// undefined symbols.
+func moduleOf(t *testing.T, path, name string) Module {
+	f, err := elf.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
 	s := f.Section("__versions")
@@ -219,7 +224,7 @@ func kbuildModule(t *testing.T) Module {
 	require.NoError(t, err)
 	syms, err := f.Symbols()
 	require.NoError(t, err)
-	m := Module{Name: "klp_demo", Versions: vs, HasVersions: true}
+	m := Module{Name: name, Versions: vs, HasVersions: true}
 	for _, s := range syms {
 		if s.Section == elf.SHN_UNDEF && s.Name != "" {
 			m.Undefined = append(m.Undefined, s.Name)
@@ -279,4 +284,33 @@ func TestDebianSymvers(t *testing.T) {
 		names = append(names, p.Symbol)
 	}
 	t.Logf("6.1.0-47 refuses klp_demo for %v", names)
+}
+
+// Debian's own modules (the corpus's amd64 ones, from the same build as
+// the headers) agree with its Module.symvers, every import that it
+// exports checked; 6.1.0-47's refuses each, module_layout first.
+func TestDebianModules(t *testing.T) {
+	tb, err := Open(testutil.Headers(t, "6.1.0-57-amd64"))
+	require.NoError(t, err)
+	old, err := Open(testutil.Headers(t, "6.1.0-47-amd64"))
+	require.NoError(t, err)
+	dir := testutil.Corpus(t, "amd64/modules")
+	kos, err := filepath.Glob(filepath.Join(dir, "*.ko"))
+	require.NoError(t, err)
+	require.NotEmpty(t, kos)
+	for _, ko := range kos {
+		m := moduleOf(t, ko, strings.TrimSuffix(filepath.Base(ko), ".ko"))
+		exported := 0
+		for _, u := range m.Undefined {
+			if _, ok := tb.Lookup(u); ok {
+				exported++
+			}
+		}
+		r := tb.Check(m)
+		assert.True(t, r.OK(), "%s: %v", ko, r.Problems)
+		assert.Equal(t, exported+1, r.Checked, ko)
+		r = old.Check(m)
+		require.False(t, r.OK(), ko)
+		assert.Equal(t, "module_layout", r.Problems[0].Symbol, ko)
+	}
 }
