@@ -60,10 +60,10 @@ func TestSymversCLI(t *testing.T) {
 
 	code, out, _ = runCLI(t, ko, "--kallsyms", k, "--symvers", bad)
 	assert.Equal(t, 1, code, out)
-	crc := 0
+	var crc uint64
 	for _, v := range sm.Versions {
 		if v.Name == "seq_printf" {
-			crc = int(v.CRC)
+			crc = v.CRC
 		}
 	}
 	assert.Contains(t, out, "error: modversions: klp_demo: disagrees about version of symbol seq_printf\n"+
