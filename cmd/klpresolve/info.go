@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/klpresolve/klpresolve/klp"
+	"github.com/klpresolve/klpresolve/pipeline"
 )
 
 func newInfoCmd(a *app) *cobra.Command {
@@ -56,19 +57,24 @@ Exit status: 0 nothing is refused on every kernel, 1 something is, 2 unusable in
 
 // infoOut is what info reports (also its JSON form).
 type infoOut struct {
-	Module      string        `json:"module"`
-	Name        string        `json:"name"` // as the kernel names it
-	Arch        string        `json:"arch"`
-	Format      string        `json:"format"`
-	Livepatch   bool          `json:"livepatch"` // .modinfo livepatch=Y
-	Compression string        `json:"compression,omitempty"`
-	Sections    []infoSection `json:"sections"`
-	Symbols     []string      `json:"symbols"` // distinct livepatch symbols, in first use
-	Objects     []string      `json:"objects,omitempty"`
-	FuncSource  string        `json:"func_source,omitempty"`
-	Funcs       []infoFunc    `json:"funcs"`
-	Refused     *problemJSON  `json:"refused,omitempty"` // the module as a whole (klp.Module.NotMarked)
-	Warnings    []string      `json:"warnings,omitempty"`
+	Module      string `json:"module"`
+	Name        string `json:"name"` // as the kernel names it
+	Arch        string `json:"arch"`
+	Format      string `json:"format"`
+	Livepatch   bool   `json:"livepatch"` // .modinfo livepatch=Y
+	Compression string `json:"compression,omitempty"`
+	// Vermagic is .modinfo's vermagic (the kernel build it was made for);
+	// SymbolVersions the entries of its __versions section (null without
+	// one), which --symvers checks against a kernel's Module.symvers.
+	Vermagic       string        `json:"vermagic,omitempty"`
+	SymbolVersions *int          `json:"symbol_versions"`
+	Sections       []infoSection `json:"sections"`
+	Symbols        []string      `json:"symbols"` // distinct livepatch symbols, in first use
+	Objects        []string      `json:"objects,omitempty"`
+	FuncSource     string        `json:"func_source,omitempty"`
+	Funcs          []infoFunc    `json:"funcs"`
+	Refused        *problemJSON  `json:"refused,omitempty"` // the module as a whole (klp.Module.NotMarked)
+	Warnings       []string      `json:"warnings,omitempty"`
 	// Errors counts what every kernel refuses: failed sections,
 	// relocations and functions, and Refused.
 	Errors int `json:"errors"`
@@ -112,6 +118,13 @@ func moduleInfo(m *klp.Module) *infoOut {
 	out := &infoOut{Module: m.Path, Name: m.KernelName(), Arch: m.Arch, Format: string(m.Format), Livepatch: m.Livepatch,
 		Compression: string(m.Compression), Sections: []infoSection{}, Symbols: []string{}, Funcs: []infoFunc{},
 		Objects: m.Objects, FuncSource: string(m.FuncSource), Warnings: m.Warnings}
+	out.Vermagic = m.ELF().ModInfo("vermagic")
+	if v, err := pipeline.VersionsOf(m); err != nil {
+		out.Warnings = append(out.Warnings, err.Error())
+	} else if v.HasVersions {
+		n := len(v.Versions)
+		out.SymbolVersions = &n
+	}
 	seen := map[string]bool{}
 	for _, s := range m.Sections {
 		is := infoSection{Name: s.Name, Object: s.Object, Target: s.Target, Relocations: len(s.Relocs)}
@@ -161,6 +174,13 @@ func moduleInfo(m *klp.Module) *infoOut {
 
 func writeInfoText(w io.Writer, in *infoOut) {
 	fmt.Fprintf(w, "module %s (name %s): format %s, arch %s, livepatch=%s\n", in.Module, in.Name, in.Format, in.Arch, yesNo(in.Livepatch))
+	if in.Vermagic != "" || in.SymbolVersions != nil {
+		fmt.Fprintf(w, "built for: vermagic %q", in.Vermagic)
+		if in.SymbolVersions != nil {
+			fmt.Fprintf(w, ", %s (check them with --symvers)", count(*in.SymbolVersions, "symbol version", "symbol versions"))
+		}
+		fmt.Fprintln(w)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if len(in.Sections) > 0 {
 		fmt.Fprintf(tw, "livepatch sections (%d):\n", len(in.Sections))

@@ -94,6 +94,24 @@ func TestSymversCLI(t *testing.T) {
 	assert.Equal(t, 0, code, out)
 	assert.Contains(t, out, "the loader takes them only by force\nwarning: modversions: the module has no __versions section")
 
+	// info says what it was built for.
+	code, out, _ = runCLI(t, "info", ko)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, fmt.Sprintf("built for: vermagic %q, %d symbol versions (check them with --symvers)\n", m.ELF().ModInfo("vermagic"), len(sm.Versions)))
+	code, out, _ = runCLI(t, "info", ko, "--format", "json")
+	assert.Equal(t, 0, code)
+	var info struct {
+		Vermagic       string
+		SymbolVersions *int `json:"symbol_versions"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &info))
+	assert.Contains(t, info.Vermagic, "6.1.0-57-amd64 SMP")
+	require.NotNil(t, info.SymbolVersions)
+	assert.Equal(t, len(sm.Versions), *info.SymbolVersions)
+	code, out, _ = runCLI(t, "info", fixture("livepatch-sample.ko"))
+	assert.Equal(t, 0, code)
+	assert.NotContains(t, out, "built for")
+
 	// Unusable: named, exit 2, whatever the kernel's symbols.
 	code, _, errs := runCLI(t, ko, "--kallsyms", "/nonexistent", "--symvers", filepath.Join(dir, "none"))
 	assert.Equal(t, 2, code)
