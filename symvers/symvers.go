@@ -79,7 +79,9 @@ func Parse(r io.Reader, name string) (*Table, error) {
 }
 
 func parse(name string, data []byte) (*Table, error) {
-	t := &Table{Source: name, exports: make(map[string]Export, bytes.Count(data, []byte{'\n'})+1)}
+	// Presized for its lines, up to a bound: a file of blank lines must
+	// not make a table for millions.
+	t := &Table{Source: name, exports: make(map[string]Export, min(bytes.Count(data, []byte{'\n'})+1, 1<<16))}
 	for n := 1; len(data) > 0; n++ {
 		line := data
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
