@@ -288,10 +288,29 @@ func targetIndex(name string, lines []byte) (*kallsyms.Index, error) {
 	}
 	ix, err := kallsyms.ParseBytes(name, lines, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+		return nil, &targetError{name: name, err: err}
 	}
 	return ix, nil
 }
+
+// targetError is a module's symbols that make no index: ErrMalformed, and
+// kallsyms' reason, said of the module.
+type targetError struct {
+	name string
+	err  error
+}
+
+func (e *targetError) Error() string {
+	why := strings.TrimPrefix(e.err.Error(), e.name+": ")
+	if errors.Is(e.err, kallsyms.ErrRestricted) {
+		// kallsyms' words are about /proc/kallsyms; here every symbol
+		// is absolute at 0, in no section.
+		why = "every symbol's address is 0: each is absolute (SHN_ABS), in no section"
+	}
+	return fmt.Sprintf("%s: %v: %s", e.name, ErrMalformed, why)
+}
+
+func (e *targetError) Unwrap() []error { return []error{ErrMalformed, e.err} }
 
 // lookup is ix.Lookup, for a target's index, nil when it has no symbol.
 func (t *Target) lookup(ix *kallsyms.Index, name string, pos uint64) (kallsyms.Symbol, error) {

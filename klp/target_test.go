@@ -1,12 +1,16 @@
 package klp
 
 import (
+	"debug/elf"
+	"encoding/binary"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/kallsyms"
 )
@@ -249,4 +253,21 @@ func TestTargetSitesCorpus(t *testing.T) {
 		require.Greater(t, traced*2, funcs, "%s: %d of %d functions traceable", c.path, traced, funcs)
 		t.Logf("%s: %d of %d functions have a call site (%d sites)", c.path, traced, funcs, len(tg.sites))
 	}
+}
+
+// A module whose every named symbol is absolute at 0 (found by fuzzing)
+// makes no target index: the error names the file and says so in the
+// module's terms, not kallsyms' words about kptr_restrict.
+func TestTargetAllAbsoluteZero(t *testing.T) {
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("name=zero\x00"), Addralign: 1})
+	b.AddSymbol(elfobj.BuildSymbol{Name: "a", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE), Shndx: uint16(elf.SHN_ABS)})
+	b.AddSymbol(elfobj.BuildSymbol{Name: "b", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE), Shndx: uint16(elf.SHN_ABS)})
+	m, err := Parse("zero.ko", b.Bytes())
+	require.NoError(t, err)
+	_, err = NewTarget(m, true)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrMalformed)
+	assert.ErrorIs(t, err, kallsyms.ErrRestricted)
+	assert.Equal(t, "zero.ko (whole symbol table): malformed ELF: every symbol's address is 0: each is absolute (SHN_ABS), in no section", err.Error())
 }
