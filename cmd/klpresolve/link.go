@@ -10,6 +10,7 @@ import (
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
 	"github.com/klpresolve/klpresolve/pipeline"
+	"github.com/klpresolve/klpresolve/symvers"
 )
 
 func parseAddr(s string) (uint64, error) {
@@ -24,10 +25,10 @@ func parseAddr(s string) (uint64, error) {
 }
 
 func newLinkCmd(a *app) *cobra.Command {
-	var format, base, initBase, out string
+	var format, base, initBase, out, symversPath string
 	var opts modplt.LinkOptions
 	c := &cobra.Command{
-		Use:   "link MODULE.ko [--kallsyms PATH] [--base ADDR] [-o OUT] [--format text|json]",
+		Use:   "link MODULE.ko [--kallsyms PATH] [--symvers FILE] [--base ADDR] [-o OUT] [--format text|json]",
 		Short: "Lay a module out and apply its relocations against a kernel's symbols, as the kernel would",
 		Example: `  klpresolve link livepatch-fix.ko --kallsyms System.map-6.1.0-57-amd64 -o fix.linked
   klpresolve link btrfs.ko --kallsyms System.map-6.1.0-57-arm64 --base 0xffff800001000000 --format json`,
@@ -41,10 +42,11 @@ licenses only), and modules' upper-case type letters; a name the kernel has but 
 not give the module is reported so), and applies every relocation with the architecture's
 apply_relocate_add() rules and range checks, emitting PLT entries for branches out of
 range (arm64, arm) and a GOT for PIE-built x86_64 modules. With -o it writes the linked
-image: an ELF whose sections sit at their load addresses.
+image: an ELF whose sections sit at their load addresses. --symvers also checks its
+symbol versions against the kernel build's Module.symvers, as the loader will.
 
-Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
-2 unusable input.`,
+Exit status: 0 the module links, 1 it does not (a relocation or symbol failed, or the
+loader refuses a symbol version), 2 unusable input.`,
 		Args: needArgs(1, 1, "one module, MODULE.ko"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
@@ -61,6 +63,10 @@ Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
 				return err
 			}
 			m, err := openModule(a, args[0], klp.Parse)
+			if err != nil {
+				return err
+			}
+			sv, err := openSymvers(symversPath)
 			if err != nil {
 				return err
 			}
@@ -83,15 +89,26 @@ Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
 				}
 			}
 			why := pipeline.Explain(m, ix, img.Unresolved)
+			var versions *symvers.Report
+			if sv != nil {
+				sm, err := pipeline.VersionsOf(m)
+				if err != nil {
+					return &exitError{exitUsage, err}
+				}
+				versions = sv.Check(sm)
+			}
 			if format == "json" {
-				err = writeJSON(a, linkReport(img, why))
+				j := linkReport(img, why)
+				j.Modversions = versionsJSON(versions)
+				j.OK = j.OK && (versions == nil || versions.OK())
+				err = writeJSON(a, j)
 			} else {
-				writeLinkText(a, img, why.NotExported, out, whyNotes(why, ix.Source()))
+				writeLinkText(a, img, why.NotExported, out, whyNotes(why, ix.Source()), versions)
 			}
 			if err != nil {
 				return err
 			}
-			if !img.Linked() {
+			if !img.Linked() || versions != nil && !versions.OK() {
 				return &exitError{exitFailed, errReported}
 			}
 			return nil
@@ -103,6 +120,7 @@ Exit status: 0 the module links, 1 it does not (a relocation or symbol failed),
 	c.Flags().StringVarP(&out, "output", "o", "", "write the linked image (ELF, sections at their load addresses)")
 	c.Flags().BoolVar(&opts.Erratum843419, "erratum-843419", false, "arm64: work around Cortex-A53 erratum 843419")
 	c.Flags().BoolVar(&opts.ForcePLT, "force-plt", false, "debug: send every branch that has a PLT slot through the PLT")
+	addSymversFlag(c, &symversPath)
 	return c
 }
 
@@ -119,6 +137,9 @@ type linkJSON struct {
 	PLTCore     [2]int            `json:"plt_core_used_max"`
 	PLTInit     [2]int            `json:"plt_init_used_max"`
 	GOT         [2]int            `json:"got_used_max"`
+	// Modversions (link --symvers): the module's symbol versions checked;
+	// OK is false when the loader refuses one.
+	Modversions *versionsOut `json:"modversions,omitempty"`
 	// KallsymsCodeOnly: the symbol list has no data symbols, which may be
 	// why some did not resolve (pipeline.Report.CodeOnly).
 	KallsymsCodeOnly bool `json:"kallsyms_code_only,omitempty"`
@@ -192,8 +213,9 @@ func linkReport(img *modplt.Image, why pipeline.Explanation) linkJSON {
 }
 
 // writeLinkText prints link's report; why are notes on why the
-// unresolved symbols may be unresolved (codeOnlyNote, dependsNote).
-func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden, out string, why []string) {
+// unresolved symbols may be unresolved (codeOnlyNote, dependsNote);
+// versions, with --symvers, the symbol versions checked.
+func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden, out string, why []string, versions *symvers.Report) {
 	m := img.Module
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "SECTION\tREGION\tADDRESS\tSIZE\n")
@@ -223,9 +245,17 @@ func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden,
 	if out != "" {
 		fmt.Fprintf(a.stdout, "wrote %s\n", out)
 	}
-	if img.Linked() {
+	writeVersions(a.stdout, versions)
+	refused := ""
+	if versions != nil && !versions.OK() {
+		refused = fmt.Sprintf("; the module loader refuses %s (modversions)", count(len(versions.Problems), "symbol", "symbols"))
+	}
+	switch {
+	case img.Linked() && refused == "":
 		fmt.Fprintf(a.stdout, "OK: %s (%s) links: %s applied\n", m.Name, m.Arch, count(img.Relocs, "relocation", "relocations"))
-	} else {
-		fmt.Fprintf(a.stdout, "FAILED: %s (%s): %s applied, %d failed, %s\n", m.Name, m.Arch, count(img.Relocs, "relocation", "relocations"), len(img.Errors), count(len(img.Unresolved), "unresolved symbol", "unresolved symbols"))
+	case img.Linked():
+		fmt.Fprintf(a.stdout, "FAILED: %s (%s) links: %s applied%s\n", m.Name, m.Arch, count(img.Relocs, "relocation", "relocations"), refused)
+	default:
+		fmt.Fprintf(a.stdout, "FAILED: %s (%s): %s applied, %d failed, %s%s\n", m.Name, m.Arch, count(img.Relocs, "relocation", "relocations"), len(img.Errors), count(len(img.Unresolved), "unresolved symbol", "unresolved symbols"), refused)
 	}
 }

@@ -5,8 +5,28 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/cobra"
+
 	"github.com/klpresolve/klpresolve/symvers"
 )
+
+// addSymversFlag is --symvers, for the commands that load a module.
+func addSymversFlag(c *cobra.Command, path *string) {
+	c.Flags().StringVar(path, "symvers", "", "the kernel build's Module.symvers (as /usr/src/linux-headers-VERSION/Module.symvers): check the module's symbol versions (CONFIG_MODVERSIONS) and namespace imports as the module loader will")
+}
+
+// openSymvers reads the --symvers file (nil when none): unusable input
+// is exit 2, before the kernel's symbols are read.
+func openSymvers(path string) (*symvers.Table, error) {
+	if path == "" {
+		return nil, nil
+	}
+	t, err := symvers.Open(path)
+	if err != nil {
+		return nil, &exitError{exitUsage, fmt.Errorf("--symvers: %w", err)}
+	}
+	return t, nil
+}
 
 // versionHelp says what a refused symbol means and what to do.
 func versionHelp(p *symvers.Problem, source string) string {

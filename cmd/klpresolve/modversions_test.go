@@ -122,3 +122,50 @@ func TestSymversCLI(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, broken+":2: 1 fields, not 5")
 }
+
+// link --symvers: Debian's md4.ko against a Module.symvers written from
+// its own __versions (the loader takes it), then with one CRC changed.
+func TestLinkSymvers(t *testing.T) {
+	ko := testutil.Corpus(t, "amd64/modules/md4.ko")
+	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	m, err := klp.Open(ko)
+	require.NoError(t, err)
+	sm, err := pipeline.VersionsOf(m)
+	require.NoError(t, err)
+	require.NotEmpty(t, sm.Versions)
+	dir := t.TempDir()
+	write := func(name, change string) string {
+		var b strings.Builder
+		for _, v := range sm.Versions {
+			crc := v.CRC
+			if v.Name == change {
+				crc++
+			}
+			fmt.Fprintf(&b, "0x%08x\t%s\tvmlinux\tEXPORT_SYMBOL\t\n", crc, v.Name)
+		}
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(b.String()), 0o644))
+		return p
+	}
+	code, out, _ := runCLI(t, "link", ko, "--kallsyms", k, "--symvers", write("good", ""))
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, fmt.Sprintf("modversions: %d symbols checked against %s: the loader takes them all\nOK: md4 (x86_64) links: ", len(sm.Versions), filepath.Join(dir, "good")))
+
+	bad := write("bad", "module_layout")
+	code, out, _ = runCLI(t, "link", ko, "--kallsyms", k, "--symvers", bad)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "error: modversions: md4: disagrees about version of symbol module_layout\n")
+	assert.Contains(t, out, "FAILED: md4 (x86_64) links: ")
+	assert.Contains(t, out, "; the module loader refuses 1 symbol (modversions)\n")
+	code, out, _ = runCLI(t, "link", ko, "--kallsyms", k, "--symvers", bad, "--format", "json")
+	assert.Equal(t, 1, code)
+	var j struct {
+		OK          bool
+		Modversions struct{ Problems []struct{ Symbol, Kind string } }
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	assert.False(t, j.OK)
+	require.Len(t, j.Modversions.Problems, 1)
+	assert.Equal(t, "module_layout", j.Modversions.Problems[0].Symbol)
+	assert.Equal(t, "version_mismatch", j.Modversions.Problems[0].Kind)
+}

@@ -16,7 +16,6 @@ import (
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/pipeline"
-	"github.com/klpresolve/klpresolve/symvers"
 )
 
 type resolveOpts struct {
@@ -45,7 +44,7 @@ func addResolveFlags(root *cobra.Command, a *app) {
 	root.Flags().StringVarP(&o.out, "output", "o", "", "with --link: write the linked image (ELF, sections at their load addresses)")
 	root.Flags().BoolVar(&o.erratum, "erratum-843419", false, "with --link: arm64 Cortex-A53 erratum 843419 workaround")
 	addModulesFlag(root, &o.modules)
-	root.Flags().StringVar(&o.symvers, "symvers", "", "the kernel build's Module.symvers (as /usr/src/linux-headers-VERSION/Module.symvers): check the module's symbol versions (CONFIG_MODVERSIONS) and namespace imports as the module loader will")
+	addSymversFlag(root, &o.symvers)
 	root.RunE = func(cmd *cobra.Command, args []string) error {
 		return a.resolve(args[0], o)
 	}
@@ -69,11 +68,9 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 	if err != nil {
 		return err
 	}
-	var sv *symvers.Table
-	if o.symvers != "" {
-		if sv, err = symvers.Open(o.symvers); err != nil {
-			return &exitError{exitUsage, fmt.Errorf("--symvers: %w", err)}
-		}
+	sv, err := openSymvers(o.symvers)
+	if err != nil {
+		return err
 	}
 	t0 := time.Now()
 	ix, err := a.openIndex()
