@@ -161,7 +161,9 @@ func TestLinkSymvers(t *testing.T) {
 	assert.Equal(t, 1, code)
 	var j struct {
 		OK          bool
-		Modversions struct{ Problems []struct{ Symbol, Kind string } }
+		Modversions struct {
+			Problems []struct{ Symbol, Kind string }
+		}
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &j))
 	assert.False(t, j.OK)
