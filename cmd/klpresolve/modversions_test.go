@@ -14,7 +14,23 @@ import (
 	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/pipeline"
+	"github.com/klpresolve/klpresolve/symvers"
 )
+
+// writeSymvers writes a Module.symvers at path that exports vs, with the
+// CRC of change (if any) one more than the module's, and returns path.
+func writeSymvers(t *testing.T, path string, vs []symvers.Version, change string) string {
+	var b strings.Builder
+	for _, v := range vs {
+		crc := v.CRC
+		if v.Name == change {
+			crc++
+		}
+		fmt.Fprintf(&b, "0x%08x\t%s\tvmlinux\tEXPORT_SYMBOL\t\n", crc, v.Name)
+	}
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
+	return path
+}
 
 // --symvers: a Module.symvers written from klp_demo's own __versions
 // (the loader takes it), then with seq_printf's CRC changed (it refuses
@@ -40,17 +56,7 @@ func TestSymversCLI(t *testing.T) {
 		"ffffffffc0000000 t ext4_has_free_clusters\t[ext4]\n"+
 		"ffffffffc0000100 t ext4_statfs\t[ext4]\n"), 0o644))
 	write := func(name, change string) string {
-		var b strings.Builder
-		for _, v := range sm.Versions {
-			crc := v.CRC
-			if v.Name == change {
-				crc++
-			}
-			fmt.Fprintf(&b, "0x%08x\t%s\tvmlinux\tEXPORT_SYMBOL\t\n", crc, v.Name)
-		}
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(b.String()), 0o644))
-		return p
+		return writeSymvers(t, filepath.Join(dir, name), sm.Versions, change)
 	}
 	good, bad := write("good.symvers", ""), write("bad.symvers", "seq_printf")
 
@@ -135,17 +141,7 @@ func TestLinkSymvers(t *testing.T) {
 	require.NotEmpty(t, sm.Versions)
 	dir := t.TempDir()
 	write := func(name, change string) string {
-		var b strings.Builder
-		for _, v := range sm.Versions {
-			crc := v.CRC
-			if v.Name == change {
-				crc++
-			}
-			fmt.Fprintf(&b, "0x%08x\t%s\tvmlinux\tEXPORT_SYMBOL\t\n", crc, v.Name)
-		}
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, []byte(b.String()), 0o644))
-		return p
+		return writeSymvers(t, filepath.Join(dir, name), sm.Versions, change)
 	}
 	code, out, _ := runCLI(t, "link", ko, "--kallsyms", k, "--symvers", write("good", ""))
 	assert.Equal(t, 0, code, out)
