@@ -14,5 +14,8 @@
 // lists none) can be given as its file (FindModules, Options.Modules):
 // what the patch defers to it is then checked against the file as
 // klp_module_coming() will resolve it (klp.Target), rather than left
-// unchecked.
+// unchecked. The kernel build's Module.symvers (Options.Symvers) adds
+// what load_module() checks as well: check_modstruct_version() and
+// check_version() of the module's symbol versions, and its namespace
+// imports (package symvers; VersionsOf reads a module for it).
 package pipeline
