@@ -6,6 +6,7 @@ import (
 	"debug/elf"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,20 +19,31 @@ import (
 // klp_demo (testdata/kbuild) is a livepatch module as the kernel's own
 // build system makes it: Kbuild and modpost, Debian's headers for the
 // corpus's amd64 kernel (struct klp_func is that build's), debug info
-// stripped as Debian installs modules; then converted. The expectations below are what klp-demo.c and
-// klp-demo.syms declare.
+// stripped as Debian installs modules; then converted. The expectations
+// below are what klp-demo.c and klp-demo.syms declare.
 const (
 	kbuildModule = "../testdata/kbuild/klp-demo.ko"
 	kbuildPlain  = "../testdata/kbuild/klp-demo-kbuild.ko"
 )
 
-// kbuildSyms are klp-demo.syms: what the patch calls that no object
-// exports, in the order of the module's .klp.sym symbols' relocations.
-var kbuildSyms = []ConvertSymbol{
-	{Object: "vmlinux", Name: "kallsyms_lookup_name"},
-	{Object: "vmlinux", Name: "type_show", Pos: 2},
-	{Object: "ext4", Name: "ext4_has_free_clusters"},
-	{Object: "xfs", Name: "xfs_icount_range"},
+// kbuildSyms reads klp-demo.syms, the recipe's list of what the patch
+// calls that no object exports. Every name there is unique in its object
+// or given its position, so a spec without one means 0, as convert made it.
+func kbuildSyms(t *testing.T) []ConvertSymbol {
+	b, err := os.ReadFile("../testdata/kbuild/klp-demo.syms")
+	require.NoError(t, err)
+	var out []ConvertSymbol
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		sp, err := kallsyms.ParseSpec(line)
+		require.NoError(t, err, line)
+		out = append(out, ConvertSymbol{Object: sp.Object, Name: sp.Name, Pos: sp.Pos})
+	}
+	require.Len(t, out, 4)
+	return out
 }
 
 func TestKbuildModule(t *testing.T) {
@@ -60,7 +72,7 @@ func TestKbuildModule(t *testing.T) {
 		}
 	}
 	want := map[string][]SymbolName{}
-	for _, c := range kbuildSyms {
+	for _, c := range kbuildSyms(t) {
 		want[c.Object] = append(want[c.Object], SymbolName(c))
 	}
 	byName := func(a, b SymbolName) int { return cmp.Compare(a.Name, b.Name) }
@@ -109,7 +121,7 @@ func TestKbuildModule(t *testing.T) {
 func TestKbuildModuleConverts(t *testing.T) {
 	plain, err := os.ReadFile(kbuildPlain)
 	require.NoError(t, err)
-	out, err := Convert("klp-demo.ko", plain, kbuildSyms)
+	out, err := Convert("klp-demo.ko", plain, kbuildSyms(t))
 	require.NoError(t, err)
 	want, err := os.ReadFile(kbuildModule)
 	require.NoError(t, err)
@@ -127,7 +139,7 @@ func TestKbuildModuleConverts(t *testing.T) {
 			undef[s.Name] = true
 		}
 	}
-	for _, c := range kbuildSyms {
+	for _, c := range kbuildSyms(t) {
 		assert.True(t, undef[c.Name], c.Name)
 	}
 	m, err := NewFile(kbuildPlain, bytes.NewReader(plain), int64(len(plain)))
