@@ -111,11 +111,13 @@ func versionsJSON(v *symvers.Report) *versionsOut {
 	for i := range v.Problems {
 		p := &v.Problems[i]
 		j := versionProblemOut{Symbol: p.Symbol, Kind: versionKind(p), Error: p.Message, Namespace: p.Namespace, Help: versionHelp(p, v.Source)}
+		// The kernel's CRC is known but for a namespace refusal; the
+		// module's only where it disagrees.
+		if !errors.Is(p.Err, symvers.ErrNamespaceNotImported) {
+			j.KernelCRC = fmt.Sprintf("%#08x", p.KernelCRC)
+		}
 		if errors.Is(p.Err, symvers.ErrVersionMismatch) {
 			j.ModuleCRC = fmt.Sprintf("%#08x", p.ModuleCRC)
-		}
-		if p.KernelCRC != 0 || errors.Is(p.Err, symvers.ErrVersionMismatch) {
-			j.KernelCRC = fmt.Sprintf("%#08x", p.KernelCRC)
 		}
 		out.Problems = append(out.Problems, j)
 	}

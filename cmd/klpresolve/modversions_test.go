@@ -82,7 +82,11 @@ func TestSymversCLI(t *testing.T) {
 		Modversions struct {
 			Symvers  string
 			Checked  int
-			Problems []struct{ Symbol, Kind, Error, ModuleCRC, KernelCRC string }
+			Problems []struct {
+				Symbol, Kind, Error string
+				ModuleCRC           string `json:"module_crc"`
+				KernelCRC           string `json:"kernel_crc"`
+			}
 		}
 		Summary struct{ OK bool }
 	}
@@ -92,6 +96,9 @@ func TestSymversCLI(t *testing.T) {
 	require.Len(t, j.Modversions.Problems, 1)
 	assert.Equal(t, "seq_printf", j.Modversions.Problems[0].Symbol)
 	assert.Equal(t, "version_mismatch", j.Modversions.Problems[0].Kind)
+	assert.Equal(t, "klp_demo: disagrees about version of symbol seq_printf", j.Modversions.Problems[0].Error)
+	assert.Equal(t, fmt.Sprintf("%#08x", crc), j.Modversions.Problems[0].ModuleCRC)
+	assert.Equal(t, fmt.Sprintf("%#08x", crc+1), j.Modversions.Problems[0].KernelCRC)
 	assert.False(t, j.Summary.OK)
 
 	// No __versions: loaded only by force.
