@@ -182,10 +182,14 @@ func (m *Module) checkMarked() {
 }
 
 // KernelName is the module's name as the kernel gives it: .modinfo's
-// name, else the file's base name up to its first dot.
+// name, else the one kbuild gives its file (ModuleNameFromFile), else the
+// file's base name up to its first dot.
 func (m *Module) KernelName() string {
 	if m.Name != "" {
 		return m.Name
+	}
+	if n := ModuleNameFromFile(m.Path); n != "" {
+		return n
 	}
 	base := filepath.Base(m.Path)
 	if i := strings.IndexByte(base, '.'); i > 0 {

@@ -168,3 +168,18 @@ func TestDashedObjectNeverLoads(t *testing.T) {
 	assert.ErrorContains(t, err, `object name "xfs-tools"`)
 	assert.ErrorContains(t, err, `"xfs_tools"`)
 }
+
+// KernelName: .modinfo's name, else kbuild's name for the file (dashes as
+// underscores, compression and .ko off), else the base name to its dot.
+func TestKernelName(t *testing.T) {
+	for _, c := range []struct{ name, path, want string }{
+		{"livepatch_fix", "/x/other-name.ko", "livepatch_fix"},
+		{"", "/lib/modules/6.1/livepatch-fix.ko.xz", "livepatch_fix"},
+		{"", "fix.ko", "fix"},
+		{"", "patch.o", "patch"},
+		{"", "-", "-"},
+	} {
+		m := &Module{Name: c.name, Path: c.path}
+		assert.Equal(t, c.want, m.KernelName(), c.path)
+	}
+}

@@ -446,10 +446,7 @@ func recordCFI(img *modplt.Image) (*CFIReport, error) {
 // one; livepatch symbols are SHN_LIVEPATCH).
 func VersionsOf(m *klp.Module) (symvers.Module, error) {
 	f := m.ELF()
-	sm := symvers.Module{Name: m.Name, Imports: f.ModInfoAll("import_ns")}
-	if sm.Name == "" {
-		sm.Name = klp.ModuleNameFromFile(m.Path)
-	}
+	sm := symvers.Module{Name: m.KernelName(), Imports: f.ModInfoAll("import_ns")}
 	if s := f.SectionByName("__versions"); s != nil && s.Type != elf.SHT_NOBITS {
 		vs, err := symvers.ParseVersions(f.SectionData(s), f.Order, f.Is64())
 		if err != nil {
