@@ -26,6 +26,10 @@ type Module struct {
 	// HasVersions, whether it has the section at all.
 	Versions    []Version
 	HasVersions bool
+	// Vermagic is its .modinfo vermagic (the first, as get_modinfo()
+	// takes it); HasVermagic, whether it has one (CheckVermagic).
+	Vermagic    string
+	HasVermagic bool
 	// Imports are its .modinfo import_ns values.
 	Imports []string
 	// Undefined are the names the module loader resolves for it: its

@@ -25,7 +25,11 @@
 //     needs the module's .modinfo import_ns=<namespace>, or the symbol
 //     fails (unless CONFIG_MODULE_ALLOW_MISSING_NAMESPACE_IMPORTS).
 //
-// The vermagic string's comparison (same_magic(), which skips the
-// release when the module has __versions) needs the kernel's vermagic,
-// which Module.symvers does not hold, and is not modelled.
+// CheckVermagic applies check_modinfo()'s comparison of the module's
+// .modinfo vermagic with the kernel's VERMAGIC_STRING (same_magic(): from
+// the first space on when the kernel has CONFIG_MODVERSIONS and the
+// module __versions, else whole), which the loader makes after
+// module_layout's version and before any other symbol's. Module.symvers
+// does not hold the kernel's vermagic: every module of the kernel's build
+// does (`modinfo -F vermagic`).
 package symvers

@@ -32,3 +32,23 @@ func Example() {
 	// fix: disagrees about version of symbol module_layout
 	// fix: module uses symbol (insert_resource_expand_to_fit) from namespace CXL, but does not import it.
 }
+
+// A module built against Debian's 6.1.0-57 headers, on kernels of other
+// builds: with __versions, a CONFIG_MODVERSIONS kernel compares what
+// follows the release; a real-time kernel's configuration differs.
+func ExampleCheckVermagic() {
+	m := symvers.Module{Name: "fix", Vermagic: "6.1.0-57-amd64 SMP preempt mod_unload modversions ", HasVermagic: true, HasVersions: true}
+	for _, kernel := range []string{
+		"6.1.0-47-amd64 SMP preempt mod_unload modversions ",
+		"6.1.0-57-rt-amd64 SMP preempt_rt mod_unload modversions ",
+	} {
+		if g := symvers.CheckVermagic(m, kernel); g.OK() {
+			fmt.Println("taken")
+		} else {
+			fmt.Println(g.Problem)
+		}
+	}
+	// Output:
+	// taken
+	// fix: version magic '6.1.0-57-amd64 SMP preempt mod_unload modversions ' should be '6.1.0-57-rt-amd64 SMP preempt_rt mod_unload modversions '
+}
