@@ -13,6 +13,7 @@ import (
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
 	"github.com/klpresolve/klpresolve/pipeline"
+	"github.com/klpresolve/klpresolve/symvers"
 )
 
 // FuzzRun runs the main job with --link on arbitrary modules: parse,
@@ -23,7 +24,7 @@ import (
 // architectures.
 func FuzzRun(f *testing.F) {
 	var seeds []string
-	for _, g := range []string{"klp/*.ko", "klp/*.o", "modplt/*.o", "modplt/link/*.o"} {
+	for _, g := range []string{"klp/*.ko", "klp/*.o", "modplt/*.o", "modplt/link/*.o", "kbuild/*.ko"} {
 		m, _ := filepath.Glob(filepath.Join("..", "testdata", g))
 		seeds = append(seeds, m...)
 	}
@@ -43,7 +44,9 @@ func FuzzRun(f *testing.F) {
 		if err != nil {
 			return
 		}
-		rep, err := pipeline.Run(m, ix, pipeline.Options{Link: true})
+		// A kernel's vermagic: the module's .modinfo and __versions are
+		// read and checked too.
+		rep, err := pipeline.Run(m, ix, pipeline.Options{Link: true, Vermagic: vermagic})
 		// Nothing allocates more than the input justifies: the fixtures
 		// take 5-14 bytes a byte of module, a claimed size nothing.
 		runtime.ReadMemStats(&after)
@@ -51,10 +54,11 @@ func FuzzRun(f *testing.F) {
 			t.Fatalf("%d bytes allocated for a %d-byte module", n, len(data))
 		}
 		if err != nil {
-			// Only these stop a run: another architecture's kernel, or
+			// Only these stop a run: another architecture's kernel, a
+			// __versions section that is no modversion_info array, or
 			// a module the linker cannot take (it fails relocations
 			// one by one, in the Image).
-			if !isAny(err, pipeline.ErrArchMismatch, modplt.ErrMalformed, modplt.ErrUnsupportedArch, modplt.ErrNotRelocatable, modplt.ErrBadBase) {
+			if !isAny(err, pipeline.ErrArchMismatch, symvers.ErrBadVersions, modplt.ErrMalformed, modplt.ErrUnsupportedArch, modplt.ErrNotRelocatable, modplt.ErrBadBase) {
 				t.Fatalf("unexpected error kind %T: %v", err, err)
 			}
 			if !strings.Contains(err.Error(), "fuzz.ko") && !strings.Contains(err.Error(), "example.txt") {
@@ -87,7 +91,11 @@ func FuzzRun(f *testing.F) {
 		if rep.Image == nil || rep.CFI == nil {
 			t.Fatalf("linked report without image (%v) or CFI (%v)", rep.Image, rep.CFI)
 		}
-		if rep.OK(false) != (res.OK(false) && rep.Image.Linked()) {
+		g := rep.Vermagic
+		if g == nil || g.Kernel != vermagic || g.Forced != (len(m.ELF().ModInfoAll("vermagic")) == 0) || g.Forced && !g.OK() {
+			t.Fatalf("vermagic %+v", g)
+		}
+		if rep.OK(false) != (res.OK(false) && rep.Image.Linked() && g.OK()) {
 			t.Fatalf("OK %v disagrees with its parts", rep.OK(false))
 		}
 		if rep.CFI.TextStart > rep.CFI.TextEnd {
@@ -95,6 +103,10 @@ func FuzzRun(f *testing.F) {
 		}
 	})
 }
+
+// vermagic is Debian 6.1.0-57's, the kernel FuzzRun's modules are
+// checked against (testdata/kbuild's module has it).
+const vermagic = "6.1.0-57-amd64 SMP preempt mod_unload modversions "
 
 // allocBound is what a run may allocate for a module of n bytes.
 func allocBound(n int) uint64 { return 64*uint64(n) + 1<<20 }

@@ -1,9 +1,13 @@
 package pipeline
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -179,4 +183,90 @@ func TestKbuildModuleVersions(t *testing.T) {
 	assert.Equal(t, "module_layout", rep.Versions.Problems[0].Symbol)
 	assert.ErrorIs(t, &rep.Versions.Problems[0], symvers.ErrVersionMismatch)
 	assert.False(t, rep.OK(false))
+}
+
+// TestKbuildModuleVermagic checks klp_demo's vermagic (Kbuild wrote
+// Debian's 6.1.0-57 one) as the loader's check_modinfo() would: against
+// the corpus's modules of that kernel (ModuleFiles.Vermagic: the first by
+// name),
+// a --vermagic of another release (taken: the module has __versions),
+// of the real-time flavour (refused), and, with __versions hidden from
+// the loader (no SHF_ALLOC: find_sec() skips it), another release again
+// (refused: compared whole).
+func TestKbuildModuleVermagic(t *testing.T) {
+	ko := repoFile("kbuild", "klp-demo.ko")
+	data, err := os.ReadFile(ko)
+	require.NoError(t, err)
+	f, err := elf.NewFile(bytes.NewReader(data))
+	require.NoError(t, err)
+	info, err := f.Section(".modinfo").Data()
+	require.NoError(t, err)
+	_, after, ok := bytes.Cut(info, []byte("\x00vermagic="))
+	require.True(t, ok)
+	magic := string(after[:bytes.IndexByte(after, 0)])
+	require.True(t, strings.HasPrefix(magic, "6.1.0-57-amd64 "), magic)
+	require.True(t, symvers.Modversions(magic))
+
+	m, err := klp.Parse(ko, data)
+	require.NoError(t, err)
+	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	require.NoError(t, err)
+
+	dir := testutil.Corpus(t, "amd64/modules")
+	kos, err := filepath.Glob(filepath.Join(dir, "*.ko"))
+	require.NoError(t, err)
+	slices.SortFunc(kos, func(a, b string) int { return strings.Compare(klp.ModuleNameFromFile(a), klp.ModuleNameFromFile(b)) })
+	mf, err := FindModules([]string{dir})
+	require.NoError(t, err)
+	kernel, from, err := mf.Vermagic()
+	require.NoError(t, err)
+	assert.Equal(t, kos[0], from)
+	assert.Equal(t, magic, kernel) // the corpus's modules are that build's
+	rep, err := Run(m, ix, Options{Modules: mf})
+	require.NoError(t, err)
+	assert.Nil(t, rep.Vermagic, "not asked")
+	rep, err = Run(m, ix, Options{Modules: mf, Vermagic: kernel})
+	require.NoError(t, err)
+	require.NotNil(t, rep.Vermagic)
+	assert.Equal(t, magic, rep.Vermagic.Module)
+	assert.Equal(t, magic, rep.Vermagic.Kernel)
+	assert.True(t, rep.Vermagic.OK())
+	assert.Nil(t, rep.Versions, "no Module.symvers given")
+	assert.True(t, rep.OK(false))
+
+	older := strings.Replace(magic, "-57-", "-47-", 1)
+	rt := strings.Replace(strings.Replace(magic, "-amd64", "-rt-amd64", 1), " preempt ", " preempt_rt ", 1)
+	require.NotEqual(t, magic, rt)
+	rep, err = Run(m, ix, Options{Vermagic: older})
+	require.NoError(t, err)
+	assert.Equal(t, older, rep.Vermagic.Kernel)
+	assert.True(t, rep.Vermagic.OK())
+	assert.True(t, rep.Vermagic.ReleaseSkipped)
+	assert.True(t, rep.OK(false))
+
+	rep, err = Run(m, ix, Options{Vermagic: rt})
+	require.NoError(t, err)
+	require.False(t, rep.Vermagic.OK())
+	assert.ErrorIs(t, rep.Vermagic.Problem, symvers.ErrVermagic)
+	assert.Equal(t, "klp_demo: version magic '"+magic+"' should be '"+rt+"'", rep.Vermagic.Problem.Message)
+	assert.False(t, rep.OK(false))
+
+	// __versions without SHF_ALLOC (its flags are the 8 bytes after the
+	// section header's name and type).
+	vers := f.Section("__versions")
+	require.NotNil(t, vers)
+	require.NotZero(t, vers.Flags&elf.SHF_ALLOC)
+	idx := slices.Index(f.Sections, vers)
+	off := binary.LittleEndian.Uint64(data[0x28:]) + uint64(idx)*uint64(binary.LittleEndian.Uint16(data[0x3a:])) + 8
+	hidden := slices.Clone(data)
+	binary.LittleEndian.PutUint64(hidden[off:], uint64(vers.Flags&^elf.SHF_ALLOC))
+	m, err = klp.Parse(ko, hidden)
+	require.NoError(t, err)
+	sm, err := VersionsOf(m)
+	require.NoError(t, err)
+	assert.False(t, sm.HasVersions)
+	rep, err = Run(m, ix, Options{Vermagic: older})
+	require.NoError(t, err)
+	assert.False(t, rep.Vermagic.ReleaseSkipped)
+	assert.False(t, rep.Vermagic.OK())
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +28,12 @@ type ModuleFiles struct {
 
 	mu      sync.Mutex
 	targets map[targetKey]*targetOnce
+
+	vermagic struct {
+		once        sync.Once
+		magic, path string
+		err         error
+	}
 }
 
 type targetKey struct {
@@ -105,6 +112,33 @@ func (mf *ModuleFiles) Path(name string) (string, error) {
 		}
 	}
 	return ps[0], nil
+}
+
+// Vermagic is the kernel's VERMAGIC_STRING as the module files have it:
+// the .modinfo vermagic of the first module by name, and that file's
+// path, read once. It is "" when that module has none, or has two files
+// (the modules of two kernels: whose vermagic would be a guess).
+func (mf *ModuleFiles) Vermagic() (magic, path string, err error) {
+	v := &mf.vermagic
+	v.once.Do(func() {
+		names := slices.Sorted(maps.Keys(mf.byName))
+		if len(names) == 0 {
+			return
+		}
+		p, err := mf.Path(names[0])
+		if err != nil || p == "" {
+			return
+		}
+		m, err := klp.Open(p)
+		if err != nil {
+			v.err = err
+			return
+		}
+		if ms := m.ELF().ModInfoAll("vermagic"); len(ms) > 0 {
+			v.magic, v.path = ms[0], p
+		}
+	})
+	return v.magic, v.path, v.err
 }
 
 // Target reads the module called name as a target for a patch for arch

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/klpresolve/klpresolve/internal/testutil"
@@ -179,4 +180,48 @@ func TestModuleFilesConcurrent(t *testing.T) {
 	for range 7 {
 		require.Same(t, first, <-got)
 	}
+}
+
+// ModuleFiles.Vermagic: the first module by name (KBUILD_MODNAME, so
+// "crc-t10dif.ko" sorts as crc_t10dif), compressed or not; none when that
+// module has no vermagic, or two files; an unreadable one is an error
+// naming it.
+func TestModuleFilesVermagic(t *testing.T) {
+	demo := repoFile("kbuild", "klp-demo.ko") // Kbuild wrote its vermagic
+	m, err := klp.Open(demo)
+	require.NoError(t, err)
+	want := m.ELF().ModInfo("vermagic")
+	require.NotEmpty(t, want)
+
+	dir := t.TempDir()
+	copyFile(t, demo, filepath.Join(dir, "b", "crc-t10dif.ko.zst"))
+	copyFile(t, repoFile("klp", "modules", "xfs.ko"), filepath.Join(dir, "a", "xfs.ko")) // no vermagic; sorts after
+	mf, err := FindModules([]string{dir})
+	require.NoError(t, err)
+	magic, from, err := mf.Vermagic()
+	require.NoError(t, err)
+	assert.Equal(t, want, magic)
+	assert.Equal(t, filepath.Join(dir, "b", "crc-t10dif.ko.zst"), from)
+
+	none, err := FindModules([]string{filepath.Join(dir, "a")})
+	require.NoError(t, err)
+	magic, from, err = none.Vermagic()
+	require.NoError(t, err)
+	assert.Empty(t, magic)
+	assert.Empty(t, from)
+
+	copyFile(t, demo, filepath.Join(dir, "c", "crc_t10dif.ko")) // a second crc_t10dif
+	two, err := FindModules([]string{dir})
+	require.NoError(t, err)
+	magic, _, err = two.Vermagic()
+	require.NoError(t, err)
+	assert.Empty(t, magic)
+
+	bad := filepath.Join(t.TempDir(), "af_key.ko")
+	require.NoError(t, os.WriteFile(bad, []byte("\x7fELF\x02\x01"), 0o644))
+	broken, err := FindModules([]string{bad, filepath.Join(dir, "a")})
+	require.NoError(t, err)
+	_, _, err = broken.Vermagic()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), bad)
 }

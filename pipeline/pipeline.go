@@ -128,6 +128,11 @@ type Options struct {
 	// module's symbol versions and namespace imports are checked against
 	// it as the loader checks them (Report.Versions).
 	Symvers *symvers.Table
+	// Vermagic, when set, is the kernel's VERMAGIC_STRING (every module
+	// of its build has it: ModuleFiles.Vermagic reads it): the module's
+	// .modinfo vermagic is checked against it as the loader checks it
+	// (Report.Vermagic).
+	Vermagic string
 }
 
 // Report is one module against one kernel.
@@ -154,6 +159,10 @@ type Report struct {
 	// checked as a kernel with CONFIG_MODVERSIONS checks them; OK fails
 	// on a symbol it refuses.
 	Versions *symvers.Report
+	// Vermagic, with Options.Vermagic: the module's vermagic checked
+	// against the kernel's, as check_modinfo() checks it; OK fails when
+	// the loader refuses it.
+	Vermagic *symvers.Magic
 	// Times of the phases.
 	ResolveTime, LinkTime time.Duration
 }
@@ -264,9 +273,10 @@ func loaderMissing(f *elfobj.File, ix *kallsyms.Index, gplOK bool) []string {
 }
 
 // OK reports whether the module resolved (and, when linked, linked, and
-// with Options.Symvers, whether the loader takes its symbol versions).
+// with Options.Symvers and a kernel's vermagic, whether the loader takes
+// its symbol versions and vermagic).
 func (r *Report) OK(strict bool) bool {
-	if !r.Resolution.OK(strict) || r.Versions != nil && !r.Versions.OK() {
+	if !r.Resolution.OK(strict) || r.Versions != nil && !r.Versions.OK() || r.Vermagic != nil && !r.Vermagic.OK() {
 		return false
 	}
 	return r.Image == nil || r.Image.Linked()
@@ -288,12 +298,9 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 		}
 	}
 	rep.Resolution = m.ResolveWith(ix, ro)
-	if opts.Symvers != nil {
-		sm, err := VersionsOf(m)
-		if err != nil {
-			return nil, err
-		}
-		rep.Versions = opts.Symvers.Check(sm)
+	var err error
+	if rep.Versions, rep.Vermagic, err = CheckVersions(m, opts.Symvers, opts.Vermagic); err != nil {
+		return nil, err
 	}
 	if !opts.Link {
 		rep.LoaderMissing = loaderMissing(m.ELF(), ix, modplt.GPLCompatible(m.ELF().ModInfo("license")))
@@ -315,6 +322,28 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 	}
 	rep.LinkTime = time.Since(t1)
 	return rep, nil
+}
+
+// CheckVersions checks, as the module loader will, m's symbol versions and
+// namespace imports against t (when not nil) and its vermagic against
+// kernel, the kernel's VERMAGIC_STRING (when not "").
+func CheckVersions(m *klp.Module, t *symvers.Table, kernel string) (*symvers.Report, *symvers.Magic, error) {
+	if t == nil && kernel == "" {
+		return nil, nil, nil
+	}
+	sm, err := VersionsOf(m)
+	if err != nil {
+		return nil, nil, err
+	}
+	var rep *symvers.Report
+	var magic *symvers.Magic
+	if t != nil {
+		rep = t.Check(sm)
+	}
+	if kernel != "" {
+		magic = symvers.CheckVermagic(sm, kernel)
+	}
+	return rep, magic, nil
 }
 
 // Link links m against ix as the kernel's module loader and livepatch
@@ -440,14 +469,19 @@ func recordCFI(img *modplt.Image) (*CFIReport, error) {
 	return rep, nil
 }
 
-// VersionsOf reads what symvers.Check needs of m: its name, its
-// __versions section, its .modinfo import_ns values and the undefined
-// symbols the module loader resolves (simplify_symbols(): every SHN_UNDEF
-// one; livepatch symbols are SHN_LIVEPATCH).
+// VersionsOf reads what symvers.Check and CheckVermagic need of m: its
+// name, its vermagic, its __versions section (if the loader sees it), its
+// .modinfo import_ns values and the undefined symbols the module loader
+// resolves (simplify_symbols(): every SHN_UNDEF one; livepatch symbols
+// are SHN_LIVEPATCH).
 func VersionsOf(m *klp.Module) (symvers.Module, error) {
 	f := m.ELF()
 	sm := symvers.Module{Name: m.KernelName(), Imports: f.ModInfoAll("import_ns")}
-	if s := f.SectionByName("__versions"); s != nil && s.Type != elf.SHT_NOBITS {
+	if vs := f.ModInfoAll("vermagic"); len(vs) > 0 {
+		sm.Vermagic, sm.HasVermagic = vs[0], true // get_modinfo(): the first
+	}
+	// find_sec(): a section without SHF_ALLOC is not there for the loader.
+	if s := f.SectionByName("__versions"); s != nil && s.Type != elf.SHT_NOBITS && s.Flags&elf.SHF_ALLOC != 0 {
 		vs, err := symvers.ParseVersions(f.SectionData(s), f.Order, f.Is64())
 		if err != nil {
 			return symvers.Module{}, fmt.Errorf("%s: %w", m.Path, err)
