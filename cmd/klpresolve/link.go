@@ -25,10 +25,10 @@ func parseAddr(s string) (uint64, error) {
 }
 
 func newLinkCmd(a *app) *cobra.Command {
-	var format, base, initBase, out, symversPath string
+	var format, base, initBase, out, symversPath, magic string
 	var opts modplt.LinkOptions
 	c := &cobra.Command{
-		Use:   "link MODULE.ko [--kallsyms PATH] [--symvers FILE] [--base ADDR] [-o OUT] [--format text|json]",
+		Use:   "link MODULE.ko [--kallsyms PATH] [--symvers FILE] [--vermagic STRING] [--base ADDR] [-o OUT] [--format text|json]",
 		Short: "Lay a module out and apply its relocations against a kernel's symbols, as the kernel would",
 		Example: `  klpresolve link livepatch-fix.ko --kallsyms System.map-6.1.0-57-amd64 -o fix.linked
   klpresolve link btrfs.ko --kallsyms System.map-6.1.0-57-arm64 --base 0xffff800001000000 --format json`,
@@ -43,10 +43,11 @@ not give the module is reported so), and applies every relocation with the archi
 apply_relocate_add() rules and range checks, emitting PLT entries for branches out of
 range (arm64, arm) and a GOT for PIE-built x86_64 modules. With -o it writes the linked
 image: an ELF whose sections sit at their load addresses. --symvers also checks its
-symbol versions against the kernel build's Module.symvers, as the loader will.
+symbol versions against the kernel build's Module.symvers, and --vermagic its vermagic
+against the kernel's, as the loader will.
 
 Exit status: 0 the module links, 1 it does not (a relocation or symbol failed, or the
-loader refuses a symbol version), 2 unusable input.`,
+loader refuses a symbol version or its vermagic), 2 unusable input.`,
 		Args: needArgs(1, 1, "one module, MODULE.ko"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
@@ -89,26 +90,24 @@ loader refuses a symbol version), 2 unusable input.`,
 				}
 			}
 			why := pipeline.Explain(m, ix, img.Unresolved)
-			var versions *symvers.Report
-			if sv != nil {
-				sm, err := pipeline.VersionsOf(m)
-				if err != nil {
-					return &exitError{exitUsage, err}
-				}
-				versions = sv.Check(sm)
+			versions, vermagic, err := pipeline.CheckVersions(m, sv, magic)
+			if err != nil {
+				return &exitError{exitUsage, err}
 			}
+			loads := (versions == nil || versions.OK()) && (vermagic == nil || vermagic.OK())
 			if format == "json" {
 				j := linkReport(img, why)
 				j.Modversions = versionsJSON(versions)
-				j.OK = j.OK && (versions == nil || versions.OK())
+				j.Vermagic = vermagicJSON(vermagic, "")
+				j.OK = j.OK && loads
 				err = writeJSON(a, j)
 			} else {
-				writeLinkText(a, img, why.NotExported, out, whyNotes(why, ix.Source()), versions)
+				writeLinkText(a, img, why.NotExported, out, whyNotes(why, ix.Source()), versions, vermagic)
 			}
 			if err != nil {
 				return err
 			}
-			if !img.Linked() || versions != nil && !versions.OK() {
+			if !img.Linked() || !loads {
 				return &exitError{exitFailed, errReported}
 			}
 			return nil
@@ -121,6 +120,7 @@ loader refuses a symbol version), 2 unusable input.`,
 	c.Flags().BoolVar(&opts.Erratum843419, "erratum-843419", false, "arm64: work around Cortex-A53 erratum 843419")
 	c.Flags().BoolVar(&opts.ForcePLT, "force-plt", false, "debug: send every branch that has a PLT slot through the PLT")
 	addSymversFlag(c, &symversPath)
+	addVermagicFlag(c, &magic, false)
 	return c
 }
 
@@ -140,6 +140,9 @@ type linkJSON struct {
 	// Modversions (link --symvers): the module's symbol versions checked;
 	// OK is false when the loader refuses one.
 	Modversions *versionsOut `json:"modversions,omitempty"`
+	// Vermagic (link --vermagic): the module's vermagic checked; OK is
+	// false when the loader refuses it.
+	Vermagic *vermagicOut `json:"vermagic,omitempty"`
 	// KallsymsCodeOnly: the symbol list has no data symbols, which may be
 	// why some did not resolve (pipeline.Report.CodeOnly).
 	KallsymsCodeOnly bool `json:"kallsyms_code_only,omitempty"`
@@ -215,7 +218,7 @@ func linkReport(img *modplt.Image, why pipeline.Explanation) linkJSON {
 // writeLinkText prints link's report; why are notes on why the
 // unresolved symbols may be unresolved (codeOnlyNote, dependsNote);
 // versions, with --symvers, the symbol versions checked.
-func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden, out string, why []string, versions *symvers.Report) {
+func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden, out string, why []string, versions *symvers.Report, vermagic *symvers.Magic) {
 	m := img.Module
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "SECTION\tREGION\tADDRESS\tSIZE\n")
@@ -246,9 +249,13 @@ func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden,
 		fmt.Fprintf(a.stdout, "wrote %s\n", out)
 	}
 	writeVersions(a.stdout, versions)
+	writeVermagic(a.stdout, vermagic, "")
 	refused := ""
 	if versions != nil && !versions.OK() {
 		refused = fmt.Sprintf("; the module loader refuses %s (modversions)", count(len(versions.Problems), "symbol", "symbols"))
+	}
+	if vermagic != nil && !vermagic.OK() {
+		refused += "; the module loader refuses its vermagic"
 	}
 	switch {
 	case img.Linked() && refused == "":

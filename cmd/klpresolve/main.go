@@ -265,12 +265,13 @@ What waits for a module the symbols lack (not loaded; a System.map lists none) i
 deferred; --modules checks it against the module's .ko file as the kernel will resolve
 it when the module loads, after the patch or before it (which can differ). --symvers
 checks the module's symbol versions (modversions) against the kernel build's
-Module.symvers, as the module loader will.
+Module.symvers, and its vermagic against the kernel's (--vermagic, or that of the
+first --modules file), as the module loader will.
 PATCH.ko may be compressed (zstd, gzip, xz), or - for standard input.
 
 Exit status: 0 all resolved (deferred allowed), 1 a relocation or patched function
 failed (or was deferred under --strict, or the module did not link, or the kernel
-refuses it or a symbol version), 2 unusable input or usage, 3 --max-time exceeded.`,
+refuses it, a symbol version or its vermagic), 2 unusable input or usage, 3 --max-time exceeded.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          needArgs(1, 1, "one livepatch module, PATCH.ko"),

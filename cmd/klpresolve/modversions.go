@@ -123,3 +123,75 @@ func versionsJSON(v *symvers.Report) *versionsOut {
 	}
 	return out
 }
+
+// addVermagicFlag is --vermagic, for the commands that load a module.
+func addVermagicFlag(c *cobra.Command, magic *string, withModules bool) {
+	usage := "the kernel's vermagic (as `modinfo -F vermagic` prints it for any of the kernel's modules): check the module's against it as the loader will (check_modinfo())"
+	if withModules {
+		usage += "; without it, that of the first module --modules has is the kernel's"
+	}
+	c.Flags().StringVar(magic, "vermagic", "", usage)
+}
+
+// vermagicSource is where the kernel's vermagic came from: a module
+// file, or --vermagic ("").
+func vermagicSource(source string) string {
+	if source == "" {
+		return "--vermagic"
+	}
+	return source
+}
+
+// vermagicHelp says what a refused vermagic means and what to do.
+func vermagicHelp(g *symvers.Magic) string {
+	h := "the module was built against another kernel's headers (its vermagic is their release and configuration): rebuild it against this kernel's"
+	if g.ReleaseSkipped {
+		h = "the release is not compared (the module has __versions and the kernel CONFIG_MODVERSIONS), so the configurations differ (SMP, preemption, module unloading, modversions, the architecture's part): the module was built against another kernel's headers; rebuild it against this kernel's"
+	}
+	return h + ". The whole load fails (-ENOEXEC: insmod says \"Invalid module format\"); modprobe --force-vermagic skips the check, tainting the kernel, where it has CONFIG_MODULE_FORCE_LOAD"
+}
+
+// writeVermagic is the vermagic part of the text report (nothing without
+// a kernel's vermagic).
+func writeVermagic(w io.Writer, g *symvers.Magic, source string) {
+	if g == nil {
+		return
+	}
+	from := "--vermagic"
+	if source != "" {
+		from = "from " + source
+	}
+	fmt.Fprintf(w, "vermagic: the kernel's is %q (%s): ", g.Kernel, from)
+	switch {
+	case g.Forced:
+		fmt.Fprintln(w, "the module has none")
+		fmt.Fprintln(w, "warning: vermagic: the module has no vermagic: the loader takes it only by force (CONFIG_MODULE_FORCE_LOAD, as Debian's 6.1 is built, which taints the kernel: \"bad vermagic\"), and refuses it otherwise (-ENOEXEC); build it with Kbuild, which writes it")
+	case !g.OK():
+		fmt.Fprintf(w, "the loader refuses the module's\nerror: vermagic: %s\n  help: %s\n", g.Problem.Message, vermagicHelp(g))
+	case g.ReleaseSkipped && g.Module != g.Kernel:
+		fmt.Fprintf(w, "the loader takes the module's, %q: it compares what follows the release (the module has __versions and the kernel CONFIG_MODVERSIONS: the symbols' CRCs stand for the rest, which --symvers checks)\n", g.Module)
+	default:
+		fmt.Fprintln(w, "the loader takes the module's")
+	}
+}
+
+type vermagicOut struct {
+	Module         string  `json:"module"`
+	Kernel         string  `json:"kernel"`
+	KernelFrom     string  `json:"kernel_from"`
+	ReleaseSkipped bool    `json:"release_skipped"`
+	Forced         bool    `json:"forced,omitempty"`
+	Error          *string `json:"error"`
+	Help           string  `json:"help,omitempty"`
+}
+
+func vermagicJSON(g *symvers.Magic, source string) *vermagicOut {
+	if g == nil {
+		return nil
+	}
+	out := &vermagicOut{Module: g.Module, Kernel: g.Kernel, KernelFrom: vermagicSource(source), ReleaseSkipped: g.ReleaseSkipped, Forced: g.Forced}
+	if !g.OK() {
+		out.Error, out.Help = &g.Problem.Message, vermagicHelp(g)
+	}
+	return out
+}

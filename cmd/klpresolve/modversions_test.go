@@ -174,3 +174,72 @@ func TestLinkSymvers(t *testing.T) {
 	assert.Equal(t, "module_layout", j.Modversions.Problems[0].Symbol)
 	assert.Equal(t, "version_mismatch", j.Modversions.Problems[0].Kind)
 }
+
+// --vermagic, and the kernel's vermagic read from the --modules files:
+// klp_demo (Debian 6.1.0-57's) against the corpus's modules of that build
+// (taken), another release of that configuration (taken: it has
+// __versions), the real-time flavour (refused: exit 1, in text and JSON);
+// link --vermagic the same way.
+func TestVermagicCLI(t *testing.T) {
+	ko := filepath.Join(testutil.RepoRoot(), "testdata", "kbuild", "klp-demo.ko")
+	m, err := klp.Open(ko)
+	require.NoError(t, err)
+	sm, err := pipeline.VersionsOf(m)
+	require.NoError(t, err)
+	magic := sm.Vermagic
+	require.True(t, strings.HasPrefix(magic, "6.1.0-57-amd64 "), magic)
+	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	mods := testutil.Corpus(t, "amd64/modules")
+
+	code, out, _ := runCLI(t, ko, "--kallsyms", k, "--modules", mods)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, fmt.Sprintf("vermagic: the kernel's is %q (from %s): the loader takes the module's\nOK: ", magic, filepath.Join(mods, "af_key.ko")))
+
+	older := strings.Replace(magic, "-57-", "-47-", 1)
+	code, out, _ = runCLI(t, ko, "--kallsyms", k, "--vermagic", older)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, fmt.Sprintf("vermagic: the kernel's is %q (--vermagic): the loader takes the module's, %q: it compares what follows the release", older, magic))
+
+	rt := strings.Replace(strings.Replace(magic, "-amd64", "-rt-amd64", 1), " preempt ", " preempt_rt ", 1)
+	code, out, _ = runCLI(t, ko, "--kallsyms", k, "--modules", mods, "--vermagic", rt)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, fmt.Sprintf("error: vermagic: klp_demo: version magic '%s' should be '%s'\n  help: the release is not compared", magic, rt))
+	assert.Contains(t, out, "; the module loader refuses its vermagic\n")
+
+	code, out, _ = runCLI(t, ko, "--kallsyms", k, "--vermagic", rt, "--format", "json")
+	assert.Equal(t, 1, code)
+	var j struct {
+		Summary  struct{ OK bool }
+		Vermagic struct {
+			Module, Kernel string
+			ReleaseSkipped bool `json:"release_skipped"`
+			Error          *string
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &j), out)
+	assert.False(t, j.Summary.OK)
+	assert.Equal(t, magic, j.Vermagic.Module)
+	assert.Equal(t, rt, j.Vermagic.Kernel)
+	assert.True(t, j.Vermagic.ReleaseSkipped)
+	require.NotNil(t, j.Vermagic.Error)
+	assert.Equal(t, fmt.Sprintf("klp_demo: version magic '%s' should be '%s'", magic, rt), *j.Vermagic.Error)
+
+	code, out, _ = runCLI(t, ko, "--kallsyms", k, "--modules", mods, "--format", "json")
+	assert.Equal(t, 0, code, out)
+	var ok struct {
+		Vermagic struct {
+			KernelFrom string `json:"kernel_from"`
+			Error      *string
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &ok), out)
+	assert.Equal(t, filepath.Join(mods, "af_key.ko"), ok.Vermagic.KernelFrom)
+	assert.Nil(t, ok.Vermagic.Error)
+
+	code, out, _ = runCLI(t, "link", ko, "--kallsyms", k, "--vermagic", rt)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "error: vermagic: klp_demo: version magic ")
+	assert.Contains(t, out, "; the module loader refuses its vermagic\n")
+	code, out, _ = runCLI(t, "link", ko, "--kallsyms", k, "--vermagic", older)
+	assert.Equal(t, 0, code, out)
+}

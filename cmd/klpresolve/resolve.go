@@ -29,6 +29,7 @@ type resolveOpts struct {
 	erratum bool
 	modules []string
 	symvers string
+	magic   string
 }
 
 // addResolveFlags makes the root command the main job:
@@ -45,6 +46,7 @@ func addResolveFlags(root *cobra.Command, a *app) {
 	root.Flags().BoolVar(&o.erratum, "erratum-843419", false, "with --link: arm64 Cortex-A53 erratum 843419 workaround")
 	addModulesFlag(root, &o.modules)
 	addSymversFlag(root, &o.symvers)
+	addVermagicFlag(root, &o.magic, true)
 	root.RunE = func(cmd *cobra.Command, args []string) error {
 		return a.resolve(args[0], o)
 	}
@@ -72,6 +74,13 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 	if err != nil {
 		return err
 	}
+	// The kernel's vermagic: --vermagic, else its modules' (--modules).
+	magic, magicFrom := o.magic, ""
+	if magic == "" && mf != nil {
+		if magic, magicFrom, err = mf.Vermagic(); err != nil {
+			return &exitError{exitUsage, fmt.Errorf("--modules: %w", err)}
+		}
+	}
 	t0 := time.Now()
 	ix, err := a.openIndex()
 	if err != nil {
@@ -84,7 +93,7 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 	}
 	t2 := time.Now()
 	var po pipeline.Options
-	po.Modules, po.Symvers = mf, sv
+	po.Modules, po.Symvers, po.Vermagic = mf, sv, magic
 	if o.link {
 		po.Link = true
 		if po.LinkOptions.Base, err = parseAddr(o.base); err != nil {
@@ -126,6 +135,7 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 			j.CFI = cfiJSON(rep.CFI)
 		}
 		j.Modversions = versionsJSON(rep.Versions)
+		j.Vermagic = vermagicJSON(rep.Vermagic, magicFrom)
 		err = writeJSON(a, j)
 	} else {
 		writeResolution(a.stdout, rep, a.kallsymsPath())
@@ -133,6 +143,7 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 			writeLinkSummary(a.stdout, rep, o.out)
 		}
 		writeVersions(a.stdout, rep.Versions)
+		writeVermagic(a.stdout, rep.Vermagic, magicFrom)
 		writeVerdict(a.stdout, rep, o.strict)
 	}
 	if err != nil {
@@ -289,7 +300,10 @@ type jsonOut struct {
 	CFI             *cfiOut   `json:"cfi,omitempty"`
 	// Modversions (with --symvers): the module's symbol versions checked.
 	Modversions *versionsOut `json:"modversions,omitempty"`
-	Summary     struct {
+	// Vermagic (with --vermagic, or a vermagic in the --modules files):
+	// the module's vermagic checked against the kernel's.
+	Vermagic *vermagicOut `json:"vermagic,omitempty"`
+	Summary  struct {
 		// OK is the verdict the exit status gives (0 when true): every
 		// relocation resolved (deferred ones too, without --strict), with
 		// --link the module linked, and with --symvers the loader takes
@@ -639,6 +653,9 @@ func writeVerdict(w io.Writer, rep *pipeline.Report, strict bool) {
 	}
 	if v := rep.Versions; v != nil && !v.OK() {
 		fmt.Fprintf(w, "; the module loader refuses %s (modversions)", count(len(v.Problems), "symbol", "symbols"))
+	}
+	if g := rep.Vermagic; g != nil && !g.OK() {
+		fmt.Fprint(w, "; the module loader refuses its vermagic")
 	}
 	fmt.Fprintln(w)
 }
