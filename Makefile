@@ -27,14 +27,23 @@ test:
 	$(MAKE) fuzz
 
 # The other systems and word sizes users build on: vet for each (they
-# compile), the tests on 32-bit x86, which this amd64 machine runs, and on
-# big-endian s390x under qemu-user when it is installed (.ci/run does).
+# compile), the tests on a 32-bit word size, and on big-endian s390x under
+# qemu-user when it is installed (.ci/run does). 32-bit: x86 natively where
+# the kernel runs 32-bit programs; a kernel without CONFIG_IA32_EMULATION
+# (Firecracker's) does not, and Go's 386 runtime fails under qemu-i386
+# ("bad g in signal handler"), so there 32-bit ARM under qemu-arm.
 PORTS ?= darwin/arm64 windows/amd64 freebsd/amd64 linux/arm linux/arm64
 ports:
 	@set -e; for p in $(PORTS); do \
 	  echo "vet $$p"; GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet ./...; \
 	done
-	GOARCH=386 $(GO) test ./...
+	@if GOARCH=386 $(GO) test -count=1 -run '^$$' ./internal/par >/dev/null 2>&1; then \
+	  echo "GOARCH=386 $(GO) test ./..."; GOARCH=386 $(GO) test ./...; \
+	elif command -v qemu-arm >/dev/null 2>&1; then \
+	  echo "GOARCH=arm $(GO) test -exec qemu-arm ./... (this kernel runs no 32-bit x86 programs)"; GOARCH=arm $(GO) test -exec qemu-arm ./...; \
+	else \
+	  echo "ports: this kernel runs no 32-bit x86 programs and there is no qemu-arm (apt-get install qemu-user): 32-bit tests not run"; \
+	fi
 	@if command -v qemu-s390x >/dev/null 2>&1; then \
 	  echo "GOARCH=s390x $(GO) test -exec qemu-s390x ./..."; GOARCH=s390x $(GO) test -exec qemu-s390x ./...; \
 	else \
