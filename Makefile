@@ -15,14 +15,16 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/klpresolve
 
-# vet, the race-detector test run, then every fuzz target for $(FUZZTIME).
-# The race detector makes cfi's readers use atomic stores, so the
-# read-side tests run once more without it, with the membarrier(2)-fenced
-# readers that are the default.
+# vet, every test, the race-detector run, then every fuzz target for
+# $(FUZZTIME). The detector makes memory-heavy tests 5-20 times slower, so
+# they check less under it (testutil.Race: fewer corpus files, worker
+# counts and kernels), having run in full just before. It also makes
+# cfi's readers use atomic stores, so the first run is the one with the
+# membarrier(2)-fenced readers that are the default.
 test:
 	$(GO) vet ./...
+	$(GO) test -count=1 ./...
 	$(GO) test -race ./...
-	$(GO) test -count=1 -run 'Torture|Synchronous|Fenced|Holds|Protection' ./cfi
 	$(MAKE) ports
 	$(MAKE) fuzz
 

@@ -19,6 +19,8 @@ import (
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/testutil"
 )
 
 // A raw snapshot file is mapped, and the mapping goes away with the Index:
@@ -240,7 +242,7 @@ func TestStreamCopiesAndUnmaps(t *testing.T) {
 		{"room for the first chunks only", text, 60_000, true},
 		{"no room for the records, room for the tables", text, 20_000, true},
 	} {
-		for _, workers := range []int{1, 2, 8} {
+		for _, workers := range workerCounts(1, 2, 8) {
 			p := newParser("k", &Options{Workers: workers})
 			if tt.room > 0 {
 				p.st = newStream(tt.room)
@@ -558,7 +560,7 @@ func TestMapTextMatchesRead(t *testing.T) {
 		path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-"))
 		require.NoError(t, os.WriteFile(path, tt.data, 0o644))
 		want, werr := ParseBytes(path, tt.data, nil)
-		for _, workers := range []int{1, 2, 5} {
+		for _, workers := range workerCounts(1, 2, 5) {
 			ix, err := Open(path, &Options{MapText: true, Workers: workers})
 			if werr != nil {
 				require.EqualError(t, err, werr.Error(), "%s, workers %d", tt.name, workers)
@@ -632,7 +634,7 @@ func (f *failAfter) Read(p []byte) (int, error) {
 func TestStreamReadError(t *testing.T) {
 	text := bigText(120_000) // several chunks before the failure
 	boom := errors.New("device on fire")
-	for _, workers := range []int{1, 2, 8} {
+	for _, workers := range workerCounts(1, 2, 8) {
 		before := runtime.NumGoroutine()
 		p := newParser("k", &Options{Workers: workers})
 		ix, err := p.stream(&failAfter{r: pieceReader{data: text, n: 4096}, err: boom}, 0)
@@ -648,4 +650,20 @@ func TestStreamReadError(t *testing.T) {
 		}
 		require.LessOrEqual(t, runtime.NumGoroutine(), before, "workers %d: goroutines left running", workers)
 	}
+}
+
+// workerCounts are the parse's worker counts a test tries: under the race
+// detector the parallel ones only (the one-worker parse has nothing to
+// race, and make test has run it without the detector).
+func workerCounts(all ...int) []int {
+	if !testutil.Race {
+		return all
+	}
+	var out []int
+	for _, w := range all {
+		if w > 1 {
+			out = append(out, w)
+		}
+	}
+	return out
 }

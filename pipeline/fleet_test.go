@@ -149,7 +149,10 @@ func TestFleet(t *testing.T) {
 	dir := t.TempDir()
 	m, err := klp.Open(filepath.Join(testutil.RepoRoot(), "testdata", "klp", "livepatch-sample.ko"))
 	require.NoError(t, err)
-	const n = 200
+	n := 200
+	if testutil.Race {
+		n = 40 // every variant still comes up; make test runs 200 without the detector first
+	}
 	var paths []string
 	for k := range n {
 		text := kernelText(base, variantOf(k))
@@ -185,8 +188,8 @@ func TestFleet(t *testing.T) {
 		}
 	}
 	// The fleet exercises every case.
-	assert.Greater(t, counts["failed"], 30)
-	assert.Greater(t, counts["deferred"], 100)
+	assert.Greater(t, counts["failed"], n*30/200)
+	assert.Greater(t, counts["deferred"], n*100/200)
 	t.Logf("fleet: %v", counts)
 
 	// Strict: deferred relocations fail the kernel.
