@@ -17,8 +17,9 @@ build:
 
 # vet, every test, the race-detector run, then every fuzz target for
 # $(FUZZTIME). The detector makes memory-heavy tests 5-20 times slower, so
-# they check less under it (testutil.Race: fewer corpus files, worker
-# counts and kernels), having run in full just before. It also makes
+# they check less under it (testutil.Light: fewer corpus files, worker
+# counts and kernels), having run in full just before; so do the runs
+# on the other platforms (make ports: -tags klplight). It also makes
 # cfi's readers use atomic stores, so the first run is the one with the
 # membarrier(2)-fenced readers that are the default.
 test:
@@ -40,14 +41,14 @@ ports:
 	  echo "vet $$p"; GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet ./...; \
 	done
 	@if GOARCH=386 $(GO) test -count=1 -run '^$$' ./internal/par >/dev/null 2>&1; then \
-	  echo "GOARCH=386 $(GO) test ./..."; GOARCH=386 $(GO) test ./...; \
+	  echo "GOARCH=386 $(GO) test -tags klplight ./..."; GOARCH=386 $(GO) test -tags klplight ./...; \
 	elif command -v qemu-arm >/dev/null 2>&1; then \
-	  echo "GOARCH=arm $(GO) test -exec qemu-arm ./... (this kernel runs no 32-bit x86 programs)"; GOARCH=arm $(GO) test -exec qemu-arm ./...; \
+	  echo "GOARCH=arm $(GO) test -tags klplight -exec qemu-arm ./... (this kernel runs no 32-bit x86 programs)"; GOARCH=arm $(GO) test -tags klplight -exec qemu-arm ./...; \
 	else \
 	  echo "ports: this kernel runs no 32-bit x86 programs and there is no qemu-arm (apt-get install qemu-user): 32-bit tests not run"; \
 	fi
 	@if command -v qemu-s390x >/dev/null 2>&1; then \
-	  echo "GOARCH=s390x $(GO) test -exec qemu-s390x ./..."; GOARCH=s390x $(GO) test -exec qemu-s390x ./...; \
+	  echo "GOARCH=s390x $(GO) test -tags klplight -exec qemu-s390x ./..."; GOARCH=s390x $(GO) test -tags klplight -exec qemu-s390x ./...; \
 	else \
 	  echo "ports: no qemu-s390x (apt-get install qemu-user): big-endian tests not run"; \
 	fi

@@ -16,9 +16,9 @@ import (
 )
 
 // allCorpusSymbolFiles are the corpus's symbol files; corpusSymbolFiles
-// those the tests read: under the race detector (testutil.Race) a
-// kallsyms with modules and a System.map only, which make test has read in
-// full without it first.
+// those the tests read: in a light run (testutil.Light: the race
+// detector, emulation) a kallsyms with modules and a System.map only;
+// make test has read them all natively first.
 var allCorpusSymbolFiles = []string{
 	"amd64/kallsyms-6.1.0-57-amd64.txt",
 	"arm64/kallsyms-6.1.0-57-arm64.txt",
@@ -29,7 +29,7 @@ var allCorpusSymbolFiles = []string{
 }
 
 var corpusSymbolFiles = func() []string {
-	if testutil.Race {
+	if testutil.Light {
 		return []string{allCorpusSymbolFiles[0], allCorpusSymbolFiles[5]}
 	}
 	return allCorpusSymbolFiles

@@ -652,11 +652,11 @@ func TestStreamReadError(t *testing.T) {
 	}
 }
 
-// workerCounts are the parse's worker counts a test tries: under the race
-// detector the parallel ones only (the one-worker parse has nothing to
-// race, and make test has run it without the detector).
+// workerCounts are the parse's worker counts a test tries: in a light run
+// (testutil.Light) the parallel ones only; make test has run them all
+// natively first.
 func workerCounts(all ...int) []int {
-	if !testutil.Race {
+	if !testutil.Light {
 		return all
 	}
 	var out []int

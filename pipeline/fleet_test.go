@@ -150,8 +150,8 @@ func TestFleet(t *testing.T) {
 	m, err := klp.Open(filepath.Join(testutil.RepoRoot(), "testdata", "klp", "livepatch-sample.ko"))
 	require.NoError(t, err)
 	n := 200
-	if testutil.Race {
-		n = 40 // every variant still comes up; make test runs 200 without the detector first
+	if testutil.Light {
+		n = 40 // every variant still comes up; make test runs 200 natively first
 	}
 	var paths []string
 	for k := range n {

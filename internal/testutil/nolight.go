@@ -1,0 +1,6 @@
+//go:build !race && !klplight
+
+package testutil
+
+// Light reports whether the tests are built to check less (see light.go).
+const Light = false
