@@ -29,13 +29,17 @@ test:
 	$(MAKE) ports
 	$(MAKE) fuzz
 
-# The other systems and word sizes users build on: vet for each (they
-# compile), the tests on a 32-bit word size, and on big-endian s390x under
-# qemu-user when it is installed (.ci/run does). 32-bit: x86 natively where
-# the kernel runs 32-bit programs; a kernel without CONFIG_IA32_EMULATION
-# (Firecracker's) does not, and Go's 386 runtime fails under qemu-i386
-# ("bad g in signal handler"), so there 32-bit ARM under qemu-arm.
-PORTS ?= darwin/arm64 windows/amd64 freebsd/amd64 linux/arm linux/arm64
+# The other systems and word sizes users build on: vet for each other
+# build-tag path (another Unix, macOS on arm64, Windows: linux/arm64 builds
+# the same files as amd64), the tests on a 32-bit word size, and on
+# big-endian s390x under qemu-user when it is installed (.ci/run does).
+# 32-bit: x86 natively where the kernel runs 32-bit programs; a kernel
+# without CONFIG_IA32_EMULATION (Firecracker's) does not, and Go's 386
+# runtime fails under qemu-i386 ("bad g in signal handler"), so there
+# 32-bit ARM under qemu-arm, for the packages that read and write binary
+# formats (PORTS32: the layers above them add no word-size arithmetic).
+PORTS ?= darwin/arm64 windows/amd64 freebsd/amd64
+PORTS32 ?= ./kallsyms/... ./klp/... ./modplt/... ./symvers/... ./cfi/... ./internal/...
 ports:
 	@set -e; for p in $(PORTS); do \
 	  echo "vet $$p"; GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet ./...; \
@@ -43,8 +47,11 @@ ports:
 	@if GOARCH=386 $(GO) test -count=1 -run '^$$' ./internal/par >/dev/null 2>&1; then \
 	  echo "GOARCH=386 $(GO) test -tags klplight ./..."; GOARCH=386 $(GO) test -tags klplight ./...; \
 	elif command -v qemu-arm >/dev/null 2>&1; then \
-	  echo "GOARCH=arm $(GO) test -tags klplight -exec qemu-arm ./... (this kernel runs no 32-bit x86 programs)"; GOARCH=arm $(GO) test -tags klplight -exec qemu-arm ./...; \
+	  echo "vet linux/arm"; GOARCH=arm $(GO) vet ./...; \
+	  echo "GOARCH=arm $(GO) test -tags klplight -exec qemu-arm $(PORTS32) (this kernel runs no 32-bit x86 programs)"; \
+	  GOARCH=arm $(GO) test -tags klplight -exec qemu-arm $(PORTS32); \
 	else \
+	  echo "vet linux/arm"; GOARCH=arm $(GO) vet ./...; \
 	  echo "ports: this kernel runs no 32-bit x86 programs and there is no qemu-arm (apt-get install qemu-user): 32-bit tests not run"; \
 	fi
 	@if command -v qemu-s390x >/dev/null 2>&1; then \
