@@ -176,6 +176,9 @@ func writeInfoText(w io.Writer, in *infoOut) {
 	fmt.Fprintf(w, "module %s (name %s): format %s, arch %s, livepatch=%s\n", in.Module, in.Name, in.Format, in.Arch, yesNo(in.Livepatch))
 	if in.Vermagic != "" || in.SymbolVersions != nil {
 		fmt.Fprintf(w, "built for: vermagic %q", in.Vermagic)
+		if in.Vermagic != "" {
+			fmt.Fprint(w, " (check it with --vermagic, or --modules)")
+		}
 		if in.SymbolVersions != nil {
 			fmt.Fprintf(w, ", %s (check them with --symvers)", count(*in.SymbolVersions, "symbol version", "symbol versions"))
 		}

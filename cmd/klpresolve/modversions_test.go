@@ -110,7 +110,7 @@ func TestSymversCLI(t *testing.T) {
 	// info says what it was built for.
 	code, out, _ = runCLI(t, "info", ko)
 	assert.Equal(t, 0, code)
-	assert.Contains(t, out, fmt.Sprintf("built for: vermagic %q, %d symbol versions (check them with --symvers)\n", m.ELF().ModInfo("vermagic"), len(sm.Versions)))
+	assert.Contains(t, out, fmt.Sprintf("built for: vermagic %q (check it with --vermagic, or --modules), %d symbol versions (check them with --symvers)\n", m.ELF().ModInfo("vermagic"), len(sm.Versions)))
 	code, out, _ = runCLI(t, "info", ko, "--format", "json")
 	assert.Equal(t, 0, code)
 	var info struct {
