@@ -134,8 +134,8 @@ func (mf *ModuleFiles) Vermagic() (magic, path string, err error) {
 			v.err = err
 			return
 		}
-		if ms := m.ELF().ModInfoAll("vermagic"); len(ms) > 0 {
-			v.magic, v.path = ms[0], p
+		if v.magic = m.ELF().ModInfo("vermagic"); v.magic != "" {
+			v.path = p
 		}
 	})
 	return v.magic, v.path, v.err

@@ -250,13 +250,7 @@ func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden,
 	}
 	writeVersions(a.stdout, versions)
 	writeVermagic(a.stdout, vermagic, "")
-	refused := ""
-	if versions != nil && !versions.OK() {
-		refused = fmt.Sprintf("; the module loader refuses %s (modversions)", count(len(versions.Problems), "symbol", "symbols"))
-	}
-	if vermagic != nil && !vermagic.OK() {
-		refused += "; the module loader refuses its vermagic"
-	}
+	refused := refusals(versions, vermagic)
 	switch {
 	case img.Linked() && refused == "":
 		fmt.Fprintf(a.stdout, "OK: %s (%s) links: %s applied\n", m.Name, m.Arch, count(img.Relocs, "relocation", "relocations"))

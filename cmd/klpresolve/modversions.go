@@ -142,6 +142,19 @@ func vermagicSource(source string) string {
 	return source
 }
 
+// refusals is what the verdict line adds for what the module loader
+// refuses: symbol versions (--symvers) and the vermagic; "" for nothing.
+func refusals(versions *symvers.Report, vermagic *symvers.Magic) string {
+	s := ""
+	if versions != nil && !versions.OK() {
+		s = fmt.Sprintf("; the module loader refuses %s (modversions)", count(len(versions.Problems), "symbol", "symbols"))
+	}
+	if vermagic != nil && !vermagic.OK() {
+		s += "; the module loader refuses its vermagic"
+	}
+	return s
+}
+
 // vermagicHelp says what a refused vermagic means and what to do.
 func vermagicHelp(g *symvers.Magic) string {
 	h := "the module was built against another kernel's headers (its vermagic is their release and configuration): rebuild it against this kernel's"
@@ -157,9 +170,9 @@ func writeVermagic(w io.Writer, g *symvers.Magic, source string) {
 	if g == nil {
 		return
 	}
-	from := "--vermagic"
+	from := vermagicSource(source)
 	if source != "" {
-		from = "from " + source
+		from = "from " + from
 	}
 	fmt.Fprintf(w, "vermagic: the kernel's is %q (%s): ", g.Kernel, from)
 	switch {

@@ -651,13 +651,7 @@ func writeVerdict(w io.Writer, rep *pipeline.Report, strict bool) {
 	if img := rep.Image; img != nil && !img.Linked() {
 		fmt.Fprintf(w, "; the module does not link: %d failed, %s", len(img.Errors), count(len(img.Unresolved), "unresolved symbol", "unresolved symbols"))
 	}
-	if v := rep.Versions; v != nil && !v.OK() {
-		fmt.Fprintf(w, "; the module loader refuses %s (modversions)", count(len(v.Problems), "symbol", "symbols"))
-	}
-	if g := rep.Vermagic; g != nil && !g.OK() {
-		fmt.Fprint(w, "; the module loader refuses its vermagic")
-	}
-	fmt.Fprintln(w)
+	fmt.Fprintln(w, refusals(rep.Versions, rep.Vermagic))
 }
 
 func yesNo(b bool) string {
