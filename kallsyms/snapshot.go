@@ -673,12 +673,19 @@ func allZero(b []byte) bool {
 
 // anonBytes returns n zeroed bytes: when they fill a huge page, in an
 // anonymous mapping (returned as well, for the caller to unmap) where the
-// system has them, advised to use huge pages; on the heap otherwise.
+// system has them, starting on a huge page boundary and advised to use
+// huge pages; on the heap otherwise. (The mapping's own start is only page
+// aligned: 2.5 MB mapped anywhere holds a whole huge page one time in
+// four, and the names were faulted in 4 KiB at a time the other three: a
+// compact load took 15-19 ms in a loop here, 14-16 aligned.)
 func anonBytes(n int) (b, mapping []byte) {
 	if n >= hugepage.Size {
-		if m, err := mapAnon(n); err == nil {
-			hugepage.Advise(m)
-			return m, m
+		if m, err := mapAnon(n + hugepage.Size); err == nil {
+			base := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
+			skip := int((base+hugepage.Size-1)&^(hugepage.Size-1) - base)
+			b = m[skip : skip+n : skip+n]
+			hugepage.Advise(b)
+			return b, m
 		}
 	}
 	return make([]byte, n), nil
