@@ -17,5 +17,8 @@
 // unchecked. The kernel build's Module.symvers (Options.Symvers) adds
 // what load_module() checks as well: check_modstruct_version() and
 // check_version() of the module's symbol versions, and its namespace
-// imports (package symvers; VersionsOf reads a module for it).
+// imports (package symvers; VersionsOf reads a module for it), and the
+// kernel's vermagic (Options.Vermagic) check_modinfo()'s comparison.
+// FleetKernels gives each kernel of a fleet its own such files, and
+// KernelsUnder finds them where distributions install them.
 package pipeline

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"os"
+	"path/filepath"
 
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
@@ -49,6 +51,38 @@ func ExampleFleet() {
 	// Output:
 	// ../testdata/kallsyms/example.txt ok=true resolved=6 first error=""
 	// ../testdata/kallsyms/missing.txt ok=false resolved=0 first error="open ../testdata/kallsyms/missing.txt: no such file or directory"
+}
+
+// Check a patch against every kernel installed under a root, each with its
+// own files (here one kernel, with none: a real root has its modules and
+// Module.symvers, and the loader's checks then run too).
+func ExampleKernelsUnder() {
+	root, err := os.MkdirTemp("", "root")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(root)
+	kernel := filepath.Join(root, "boot", "System.map-6.1.0-example")
+	example, _ := filepath.Abs("../testdata/kallsyms/example.txt")
+	if err := os.MkdirAll(filepath.Dir(kernel), 0o755); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.Symlink(example, kernel); err != nil {
+		log.Fatal(err)
+	}
+	kernels, err := pipeline.KernelsUnder(root)
+	if err != nil {
+		log.Fatal(err)
+	}
+	m, err := klp.Open("../testdata/klp/livepatch-sample.ko")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, r := range pipeline.FleetKernels(m, kernels, pipeline.FleetOptions{}) {
+		fmt.Printf("%s ok=%v resolved=%d symvers=%q vermagic=%q\n", filepath.Base(r.Kernel), r.OK, r.Resolved, r.Symvers, r.Vermagic)
+	}
+	// Output:
+	// System.map-6.1.0-example ok=true resolved=6 symvers="" vermagic=""
 }
 
 // A kernel whose symbols show another architecture than the module's is

@@ -10,11 +10,22 @@ import (
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
+	"github.com/klpresolve/klpresolve/symvers"
 )
 
 // KernelResult is one kernel's row of a fleet check.
 type KernelResult struct {
 	Kernel string // the kallsyms, System.map or snapshot it was read from
+	// Symvers and Vermagic: the kernel's Module.symvers and vermagic that
+	// its row was checked against (Kernel.Symvers, Kernel.Vermagic), or
+	// "" (not checked); VermagicFrom is the module file the vermagic was
+	// read from ("" when given).
+	Symvers, Vermagic, VermagicFrom string
+	// Versions and Magic: the module loader's checks of the patch's
+	// symbol versions and vermagic (Report.Versions, Report.Vermagic),
+	// when the kernel's were known. A refusal fails the row.
+	Versions *symvers.Report
+	Magic    *symvers.Magic
 	// Livepatch relocations and patched functions (klp.Resolution's
 	// counts of both), resolved, deferred and failed (plus link
 	// failures, when linking).
@@ -70,6 +81,17 @@ type FleetOptions struct {
 // Fleet checks m against every kernel in parallel, sharing the parsed
 // module, and returns one row per kernel in the order given.
 func Fleet(m *klp.Module, kernels []string, o FleetOptions) []KernelResult {
+	ks := make([]Kernel, len(kernels))
+	for i, k := range kernels {
+		ks[i] = Kernel{Symbols: k}
+	}
+	return FleetKernels(m, ks, o)
+}
+
+// FleetKernels is Fleet with each kernel's own files: each is also checked
+// as the module loader checks a module (its Module.symvers, its vermagic)
+// where they are given, and against its own modules.
+func FleetKernels(m *klp.Module, kernels []Kernel, o FleetOptions) []KernelResult {
 	workers := o.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -102,23 +124,34 @@ func Fleet(m *klp.Module, kernels []string, o FleetOptions) []KernelResult {
 	return out
 }
 
-func checkOne(m *klp.Module, kernel string, o FleetOptions) KernelResult {
+func checkOne(m *klp.Module, k Kernel, o FleetOptions) KernelResult {
 	t := time.Now()
-	kr := KernelResult{Kernel: kernel}
-	// An index per kernel, for one patch's lookups and then closed: the
-	// profile MapText is for (a text file is mapped, not read).
-	ix, err := kallsyms.Open(kernel, &kallsyms.Options{LTO: o.LTO, MapText: true, NoMap: o.NoMap})
-	if err != nil {
+	kr := KernelResult{Kernel: k.Symbols}
+	unreadable := func(err error) KernelResult {
 		kr.Err = err
 		kr.FirstError, kr.FirstErrorKind = err.Error(), "unreadable"
 		kr.Time = time.Since(t)
 		return kr
 	}
+	run, magicFrom, err := kernelOptions(k, o.Run)
+	if err != nil {
+		return unreadable(err)
+	}
+	kr.Vermagic, kr.VermagicFrom = run.Vermagic, magicFrom
+	if run.Symvers != nil {
+		kr.Symvers = run.Symvers.Source
+	}
+	// An index per kernel, for one patch's lookups and then closed: the
+	// profile MapText is for (a text file is mapped, not read).
+	ix, err := kallsyms.Open(k.Symbols, &kallsyms.Options{LTO: o.LTO, MapText: true, NoMap: o.NoMap})
+	if err != nil {
+		return unreadable(err)
+	}
 	// Each kernel's index is released as soon as its row is made: a raw
 	// snapshot's mapping is not Go heap, and without Close a check of a
 	// thousand of them kept every one mapped (6.4 GB resident).
 	defer ix.Close()
-	rep, err := Run(m, ix, o.Run)
+	rep, err := Run(m, ix, run)
 	if err != nil {
 		kr.Err = err
 		kr.FirstError, kr.FirstErrorKind = err.Error(), "unusable"
@@ -132,7 +165,17 @@ func checkOne(m *klp.Module, kernel string, o FleetOptions) KernelResult {
 	kr.Resolved, kr.Deferred, kr.Errors = res.Resolved+res.FuncResolved, res.Deferred+res.FuncDeferred, res.Errors+res.FuncErrors
 	kr.LoaderMissing, kr.CodeOnly, kr.UnloadedDepends, kr.NoModules = rep.LoaderMissing, rep.CodeOnly, rep.UnloadedDepends, rep.NoModules
 	kr.BuiltIn, kr.InitRefs = res.BuiltIn, len(res.InitRefs)
-	if e := res.LoadErr; e != nil {
+	kr.Versions, kr.Magic = rep.Versions, rep.Vermagic
+	// The loader's order: the vermagic (check_modinfo()), then the symbol
+	// versions (module_layout first), then, once the module is loaded,
+	// livepatch.
+	if g := rep.Vermagic; g != nil && g.Problem != nil {
+		kr.FirstError, kr.FirstErrorKind = g.Problem.Message, "vermagic"
+	}
+	if v := rep.Versions; kr.FirstError == "" && v != nil && len(v.Problems) > 0 {
+		kr.FirstError, kr.FirstErrorKind = v.Problems[0].Message, "symbol_version"
+	}
+	if e := res.LoadErr; kr.FirstError == "" && e != nil {
 		kr.FirstError, kr.FirstErrorKind = e.Kernel, e.Kind()
 	}
 	for _, r := range res.Results {
@@ -177,4 +220,28 @@ func checkOne(m *klp.Module, kernel string, o FleetOptions) KernelResult {
 	kr.OK = rep.OK(o.Strict)
 	kr.Time = time.Since(t)
 	return kr
+}
+
+// kernelOptions is run with k's own files: its modules in place of run's,
+// its Module.symvers read, its vermagic given or read from its own modules
+// (magicFrom is then that module's file).
+func kernelOptions(k Kernel, run Options) (_ Options, magicFrom string, err error) {
+	if len(k.Modules) > 0 {
+		if run.Modules, err = FindModules(k.Modules); err != nil {
+			return run, "", err
+		}
+	}
+	if k.Symvers != "" {
+		if run.Symvers, err = symvers.Open(k.Symvers); err != nil {
+			return run, "", err
+		}
+	}
+	if k.Vermagic != "" {
+		run.Vermagic = k.Vermagic
+	} else if len(k.Modules) > 0 && run.Vermagic == "" {
+		if run.Vermagic, magicFrom, err = run.Modules.Vermagic(); err != nil {
+			return run, "", err
+		}
+	}
+	return run, magicFrom, nil
 }

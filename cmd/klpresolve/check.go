@@ -27,21 +27,32 @@ func newCheckCmd(a *app) *cobra.Command {
 	var strict, link bool
 	var maxTime time.Duration
 	var workers int
-	var modules []string
+	var modules, roots []string
 	c := &cobra.Command{
-		Use:   "check PATCH.ko --kallsyms A --kallsyms B ... | --kernels DIR|'PATTERN' [--link] [--format text|json|junit]",
+		Use:   "check PATCH.ko --kallsyms A --kallsyms B ... | --kernels DIR|'PATTERN' | --root DIR [--link] [--format text|json|junit]",
 		Short: "Resolve a patch against many kernel builds at once and print a matrix",
 		Example: `  klpresolve check livepatch-fix.ko --kallsyms System.map-6.1.0-57-amd64 --kallsyms System.map-6.1.0-58-amd64
   # A folder of snapshots or symbol files, one per kernel; a JUnit report for CI
   klpresolve check livepatch-fix.ko --kernels kernels/ --link --format junit > report.xml
-  klpresolve check livepatch-fix.ko --kernels 'kernels/*/System.map' --strict`,
+  klpresolve check livepatch-fix.ko --kernels 'kernels/*/System.map' --strict
+  # Every kernel installed here, each with its modules, Module.symvers and vermagic
+  klpresolve check livepatch-fix.ko --root /
+  # Kernels whose packages were unpacked one folder each (dpkg-deb -x linux-image-*.deb
+  # and linux-headers-*.deb into roots/6.1.0-57, ...)
+  klpresolve check livepatch-fix.ko --root 'roots/*'`,
 		Long: `Resolves PATCH.ko against every kernel given (--kallsyms, repeatable, or every file of
 --kernels DIR: kallsyms files, System.maps or snapshots, or links to them; files that
 begin as none of these, such as a README, are left out and named on standard error), in parallel
 on all cores, sharing the parsed module, and prints one row per kernel: relocations
 and patched functions resolved, deferred and failed, and the first error. --modules checks what
 each kernel defers to a module it lacks against the module's file (give one kernel's modules). With --link each kernel also links
-the whole module. --format junit writes a JUnit XML report for CI systems (Jenkins,
+the whole module.
+--root DIR takes the kernels installed under a filesystem root (/, or a folder where a
+kernel's packages were unpacked): each boot/System.map-RELEASE with its own modules
+(lib/modules/RELEASE, as --modules), Module.symvers (usr/src/linux-headers-RELEASE,
+usr/src/kernels/RELEASE, lib/modules/RELEASE/build, boot/symvers-RELEASE.gz) and
+vermagic (its first module's): the patch is also checked as the module loader checks it
+(symbol versions, vermagic), which refuses it before livepatch sees it. --format junit writes a JUnit XML report for CI systems (Jenkins,
 GitLab, GitHub): one test case per kernel, failed or unreadable kernels as failures
 and errors.
 
@@ -53,9 +64,14 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 				return err
 			}
 			t0 := time.Now()
-			var kernels []string
+			var kernels []pipeline.Kernel
+			add := func(paths ...string) {
+				for _, p := range paths {
+					kernels = append(kernels, pipeline.Kernel{Symbols: p})
+				}
+			}
 			if cmd.Flags().Changed("kallsyms") || cmd.Root().PersistentFlags().Changed("kallsyms") {
-				kernels = append(kernels, a.kallsymsPaths...)
+				add(a.kallsymsPaths...)
 			}
 			if dir != "" {
 				found, skipped, err := kernelFiles(dir)
@@ -66,10 +82,17 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 					fmt.Fprintf(a.stderr, "note: --kernels %s: left out %s that %s not a symbol list or snapshot: %s\n",
 						dir, count(len(skipped), "file", "files"), pick(len(skipped), "is", "are"), strings.Join(baseNames(skipped, 5), ", "))
 				}
+				add(found...)
+			}
+			for _, r := range roots {
+				found, err := kernelsUnder(r)
+				if err != nil {
+					return &exitError{exitUsage, err}
+				}
 				kernels = append(kernels, found...)
 			}
 			if len(kernels) == 0 {
-				return &exitError{exitUsage, errors.New("check needs --kallsyms (repeatable) or --kernels DIR")}
+				return &exitError{exitUsage, errors.New("check needs --kallsyms (repeatable), --kernels DIR or --root DIR")}
 			}
 			m, err := openModule(a, args[0], klp.Parse)
 			if err != nil {
@@ -83,7 +106,7 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 			if len(kernels) >= progressMin && isTerminal(a.stderr) {
 				o.Progress = func(done, total int) { drawProgress(a.stderr, done, total) }
 			}
-			rows := pipeline.Fleet(m, kernels, o)
+			rows := pipeline.FleetKernels(m, kernels, o)
 			elapsed := time.Since(t0)
 			if o.Progress != nil {
 				fmt.Fprint(a.stderr, "\r\033[K")
@@ -103,6 +126,9 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 				writeMatrix(a.stdout, rows)
 				fmt.Fprintf(a.stdout, "%s: %d OK, %d failed (%v)\n", count(len(rows), "kernel", "kernels"), len(rows)-failed, failed, elapsed.Round(time.Millisecond))
 				writeLoaderNote(a.stdout, rows)
+				if len(roots) > 0 {
+					writeLoaderChecks(a.stdout, rows)
+				}
 			}
 			if err != nil {
 				return err
@@ -122,8 +148,82 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 	c.Flags().BoolVar(&link, "link", false, "also link the whole module against each kernel")
 	c.Flags().DurationVar(&maxTime, "max-time", 0, "exit 3 when the check takes longer than this")
 	c.Flags().IntVar(&workers, "jobs", 0, "kernels checked at once (default: GOMAXPROCS)")
+	c.Flags().StringArrayVar(&roots, "root", nil, "root of a filesystem with kernels installed (/, or a folder where each kernel's packages were unpacked): every boot/System.map-RELEASE is a kernel, checked with its own modules, Module.symvers and vermagic as the module loader checks them; repeatable; or a quoted glob pattern, e.g. 'roots/*'")
 	addModulesFlag(c, &modules)
 	return c
+}
+
+// kernelsUnder is pipeline.KernelsUnder of root, or of each folder a glob
+// pattern matches.
+func kernelsUnder(root string) ([]pipeline.Kernel, error) {
+	if !strings.ContainsAny(root, "*?[") {
+		ks, err := pipeline.KernelsUnder(root)
+		if errors.Is(err, pipeline.ErrNoKernels) {
+			// A folder of roots, given as one.
+			if inner, _ := filepath.Glob(filepath.Join(root, "*", "boot", "System.map-*")); len(inner) > 0 {
+				err = fmt.Errorf("%w (its folders hold kernels: give them all with a quoted pattern, --root '%s')", err, filepath.Join(root, "*"))
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--root: %w", err)
+		}
+		return ks, nil
+	}
+	dirs, err := filepath.Glob(root)
+	if err != nil {
+		return nil, fmt.Errorf("--root %s: %w", root, err)
+	}
+	var out []pipeline.Kernel
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			continue
+		}
+		ks, err := pipeline.KernelsUnder(d)
+		if err != nil && !errors.Is(err, pipeline.ErrNoKernels) {
+			return nil, err
+		}
+		out = append(out, ks...)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--root %s: %w in any folder it matches (%s)", root, pipeline.ErrNoKernels, count(len(dirs), "match", "matches"))
+	}
+	return out, nil
+}
+
+// writeLoaderChecks says, for --root, on how many kernels the module
+// loader's own checks ran and refused the patch, and which kernels lacked
+// the files they need.
+func writeLoaderChecks(w io.Writer, rows []pipeline.KernelResult) {
+	var noSymvers, noMagic []string
+	read, refused := 0, 0
+	for _, r := range rows {
+		if r.Err != nil {
+			continue
+		}
+		read++
+		if r.Symvers == "" {
+			noSymvers = append(noSymvers, r.Kernel)
+		}
+		if r.Vermagic == "" {
+			noMagic = append(noMagic, r.Kernel)
+		}
+		if r.FirstErrorKind == "vermagic" || r.FirstErrorKind == "symbol_version" {
+			refused++
+		}
+	}
+	fmt.Fprintf(w, "module loader: symbol versions checked on %d of %s, vermagic on %d", read-len(noSymvers), count(read, "kernel", "kernels"), read-len(noMagic))
+	if refused > 0 {
+		fmt.Fprintf(w, "; it refuses the patch on %d (rebuild the patch against %s headers)", refused, pick(refused, "that kernel's", "each kernel's"))
+	}
+	fmt.Fprintln(w)
+	if len(noSymvers) > 0 {
+		fmt.Fprintf(w, "note: symbol versions not checked on %s without a Module.symvers (install %s headers): %s\n",
+			count(len(noSymvers), "kernel", "kernels"), pick(len(noSymvers), "its", "their"), strings.Join(noSymvers, ", "))
+	}
+	if len(noMagic) > 0 {
+		fmt.Fprintf(w, "note: vermagic not checked on %s without modules (lib/modules/RELEASE), which carry it: %s\n",
+			count(len(noMagic), "kernel", "kernels"), strings.Join(noMagic, ", "))
+	}
 }
 
 func writeMatrix(w io.Writer, rows []pipeline.KernelResult) {
@@ -162,9 +262,14 @@ type checkRow struct {
 	// BuiltIn: pipeline.KernelResult.BuiltIn.
 	BuiltIn []builtInJSON `json:"builtin_objects,omitempty"`
 	// InitMemoryRefs: pipeline.KernelResult.InitRefs.
-	InitMemoryRefs int     `json:"init_memory_refs,omitempty"`
-	ReadError      *string `json:"read_error,omitempty"`
-	Millis         float64 `json:"ms"`
+	InitMemoryRefs int `json:"init_memory_refs,omitempty"`
+	// Modversions and Vermagic: the module loader's checks, where the
+	// kernel's Module.symvers and vermagic were known (--root), as the
+	// main job reports them.
+	Modversions *versionsOut `json:"modversions,omitempty"`
+	Vermagic    *vermagicOut `json:"vermagic,omitempty"`
+	ReadError   *string      `json:"read_error,omitempty"`
+	Millis      float64      `json:"ms"`
 }
 
 type checkOut struct {
@@ -189,6 +294,7 @@ func checkJSON(m *klp.Module, rows []pipeline.KernelResult) *checkOut {
 		}
 		row.LoaderUnresolved, row.KallsymsCodeOnly, row.UnloadedDepends = r.LoaderMissing, r.CodeOnly, r.UnloadedDepends
 		row.BuiltIn, row.InitMemoryRefs = builtInList(r.BuiltIn), r.InitRefs
+		row.Modversions, row.Vermagic = versionsJSON(r.Versions), vermagicJSON(r.Magic, r.VermagicFrom)
 		if r.Err != nil {
 			s := r.Err.Error()
 			row.ReadError = &s

@@ -243,3 +243,78 @@ func TestVermagicCLI(t *testing.T) {
 	code, out, _ = runCLI(t, "link", ko, "--kallsyms", k, "--vermagic", older)
 	assert.Equal(t, 0, code, out)
 }
+
+// TestCheckRoot runs check --root on two kernels laid out as installed:
+// the corpus's 6.1.0-57 with its modules and its headers' Module.symvers
+// (the patch was built with them: taken), and one with 6.1.0-47's
+// Module.symvers (its map borrowed from 6.1.0-57, which the corpus alone
+// has) and no modules: the loader refuses module_layout's CRC there, and
+// its vermagic goes unchecked.
+func TestCheckRoot(t *testing.T) {
+	ko := filepath.Join(testutil.RepoRoot(), "testdata", "kbuild", "klp-demo.ko")
+	smap := testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64")
+	mods := testutil.Corpus(t, "amd64/modules")
+	h57 := testutil.Headers(t, "6.1.0-57-amd64")
+	h47 := testutil.Headers(t, "6.1.0-47-amd64")
+	roots := t.TempDir()
+	ln := func(target, rel string) {
+		p := filepath.Join(roots, rel)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.Symlink(target, p))
+	}
+	ln(smap, "57/boot/System.map-6.1.0-57-amd64")
+	ln(filepath.Join(mods, "af_key.ko"), "57/lib/modules/6.1.0-57-amd64/kernel/net/key/af_key.ko")
+	ln(filepath.Join(mods, "xfs.ko"), "57/lib/modules/6.1.0-57-amd64/kernel/fs/xfs/xfs.ko")
+	ln(h57, "57/usr/src/linux-headers-6.1.0-57-amd64/Module.symvers")
+	ln(smap, "47/boot/System.map-6.1.0-47-amd64")
+	ln(h47, "47/usr/src/linux-headers-6.1.0-47-amd64/Module.symvers")
+	k47 := filepath.Join(roots, "47/boot/System.map-6.1.0-47-amd64")
+	k57 := filepath.Join(roots, "57/boot/System.map-6.1.0-57-amd64")
+
+	code, out, _ := runCLI(t, "check", ko, "--root", filepath.Join(roots, "*"))
+	assert.Equal(t, 1, code, out)
+	assert.Regexp(t, `(?m)^`+k47+` +3 +4 +0 +klp_demo: disagrees about version of symbol module_layout$`, out)
+	assert.Regexp(t, `(?m)^`+k57+` +3 +4 +0 +-$`, out)
+	assert.Contains(t, out, "2 kernels: 1 OK, 1 failed")
+	assert.Contains(t, out, "\nmodule loader: symbol versions checked on 2 of 2 kernels, vermagic on 1; it refuses the patch on 1 (rebuild the patch against that kernel's headers)\n")
+	assert.Contains(t, out, "\nnote: vermagic not checked on 1 kernel without modules (lib/modules/RELEASE), which carry it: "+k47+"\n")
+	assert.NotContains(t, out, "symbol versions not checked")
+
+	code, out, _ = runCLI(t, "check", ko, "--root", filepath.Join(roots, "57"), "--format", "json")
+	assert.Equal(t, 0, code, out)
+	var j struct {
+		Kernels []struct {
+			Kernel      string
+			OK          bool
+			Modversions struct {
+				Symvers  string
+				Checked  int
+				Problems []any
+			}
+			Vermagic struct {
+				Kernel     string
+				KernelFrom string `json:"kernel_from"`
+				Error      *string
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &j), out)
+	require.Len(t, j.Kernels, 1)
+	r := j.Kernels[0]
+	assert.True(t, r.OK)
+	assert.Equal(t, filepath.Join(roots, "57/usr/src/linux-headers-6.1.0-57-amd64/Module.symvers"), r.Modversions.Symvers)
+	assert.Equal(t, 6, r.Modversions.Checked)
+	assert.Empty(t, r.Modversions.Problems)
+	assert.Equal(t, "6.1.0-57-amd64 SMP preempt mod_unload modversions ", r.Vermagic.Kernel)
+	assert.Equal(t, filepath.Join(roots, "57/lib/modules/6.1.0-57-amd64/kernel/net/key/af_key.ko"), r.Vermagic.KernelFrom)
+	assert.Nil(t, r.Vermagic.Error)
+
+	// A folder of roots given as one root; a pattern that matches none.
+	code, _, errOut := runCLI(t, "check", ko, "--root", roots)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "no kernel found")
+	assert.Contains(t, errOut, "--root '"+filepath.Join(roots, "*")+"'")
+	code, _, errOut = runCLI(t, "check", ko, "--root", filepath.Join(roots, "none*"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "no kernel found in any folder it matches (0 matches)")
+}

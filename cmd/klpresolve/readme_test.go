@@ -19,21 +19,25 @@ type readmeExample struct {
 	line    int // of the command in README.md
 	command string
 	want    string
+	block   int // the fenced block it is in (0: an indented go run line)
 }
 
 // readmeExamples returns README.md's examples: in its fenced blocks, each
-// "$ klpresolve ..." line (a trailing backslash continues it) and the
-// lines after it up to the next "$ " or the block's end; and each
-// indented "go run ./cmd/klpresolve ..." line whose output is the fenced
-// block that follows it.
+// "$ " line (a trailing backslash continues it: "$ klpresolve ...", or a
+// command that sets up the ones after it in its block) and the lines
+// after it up to the next "$ " or the block's end; and each indented "go
+// run ./cmd/klpresolve ..." line whose output is the fenced block that
+// follows it.
 func readmeExamples(readme string) []readmeExample {
 	lines := strings.Split(readme, "\n")
 	var out []readmeExample
-	inBlock := false
+	inBlock, block := false, 0
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
 		if strings.HasPrefix(l, "```") {
-			inBlock = !inBlock
+			if inBlock = !inBlock; inBlock {
+				block++
+			}
 			continue
 		}
 		if !inBlock {
@@ -48,14 +52,14 @@ func readmeExamples(readme string) []readmeExample {
 					for k < len(lines) && !strings.HasPrefix(lines[k], "```") {
 						k++
 					}
-					out = append(out, readmeExample{i + 1, "klpresolve " + cmd, strings.Join(lines[j+1:k], "\n")})
+					out = append(out, readmeExample{i + 1, "klpresolve " + cmd, strings.Join(lines[j+1:k], "\n"), 0})
 					i = k
 				}
 			}
 			continue
 		}
 		cmd, ok := strings.CutPrefix(l, "$ ")
-		if !ok || !strings.HasPrefix(cmd, "klpresolve") {
+		if !ok {
 			continue
 		}
 		at := i + 1
@@ -68,7 +72,7 @@ func readmeExamples(readme string) []readmeExample {
 			i++
 			want = append(want, lines[i])
 		}
-		out = append(out, readmeExample{at, cmd, strings.TrimRight(strings.Join(want, "\n"), "\n")})
+		out = append(out, readmeExample{at, cmd, strings.TrimRight(strings.Join(want, "\n"), "\n"), block})
 	}
 	return out
 }
@@ -93,7 +97,8 @@ func readmeNormal(s string) string {
 // contain the other lines. Paths under /tmp are moved to a temporary
 // folder. Left out: the bench commands (their figures are this machine's
 // and they run for seconds; TestBenchCommands runs them), and, where the
-// corpus or the kernel headers an example names are absent, that example.
+// corpus or the kernel headers an example names are absent, that example
+// and the rest of its block (which it may set up).
 func TestReadmeExamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every README example as a process")
@@ -113,17 +118,23 @@ func TestReadmeExamples(t *testing.T) {
 	tmp := t.TempDir() + "/"
 	corpus := testutil.CorpusDir()
 	corpusHere := corpus != "" && filepath.Clean(corpus) == filepath.Join(root, "..", "shared", "corpus")
-	ran := 0
+	ran, leftBlock := 0, -1
 	for _, ex := range examples {
 		if strings.HasPrefix(ex.command, "klpresolve bench") {
 			continue
 		}
+		if ex.block > 0 && ex.block == leftBlock {
+			t.Logf("README.md:%d: left out with the example before it", ex.line)
+			continue
+		}
 		if strings.Contains(ex.command, "../shared/corpus") && !corpusHere {
 			t.Logf("README.md:%d: left out: it needs the corpus at ../shared/corpus", ex.line)
+			leftBlock = ex.block
 			continue
 		}
 		if missing := absentSystemFile(ex.command); missing != "" {
 			t.Logf("README.md:%d: left out: %s is not installed here", ex.line, missing)
+			leftBlock = ex.block
 			continue
 		}
 		cmd := strings.ReplaceAll(ex.command, "/tmp/", tmp)
@@ -150,7 +161,7 @@ func TestReadmeExamples(t *testing.T) {
 // that this machine lacks (kernel headers: see testutil.Headers), or "".
 func absentSystemFile(command string) string {
 	for _, f := range strings.Fields(command) {
-		if strings.HasPrefix(f, "/usr/src/") {
+		if f = strings.TrimRight(f, "/"); strings.HasPrefix(f, "/usr/src/") {
 			if _, err := os.Stat(f); err != nil {
 				return f
 			}
@@ -161,10 +172,13 @@ func absentSystemFile(command string) string {
 
 func TestReadmeExamplesParse(t *testing.T) {
 	ex := readmeExamples("intro\n\n    go run ./cmd/klpresolve a.ko --kallsyms k\n\n```\nout 1\nout 2\n```\n" +
-		"```\n$ klpresolve x \\\n    --y z\nline\n\n$ klpresolve w | tail -1\nlast\n```\n")
+		"```\n$ klpresolve x \\\n    --y z\nline\n\n$ klpresolve w | tail -1\nlast\n```\n" +
+		"```\n$ mkdir -p /tmp/a\n$ klpresolve v /tmp/a\n```\n")
 	require.Equal(t, []readmeExample{
-		{3, "klpresolve a.ko --kallsyms k", "out 1\nout 2"},
-		{10, "klpresolve x  --y z", "line"},
-		{14, "klpresolve w | tail -1", "last"},
+		{3, "klpresolve a.ko --kallsyms k", "out 1\nout 2", 0},
+		{10, "klpresolve x  --y z", "line", 1},
+		{14, "klpresolve w | tail -1", "last", 1},
+		{18, "mkdir -p /tmp/a", "", 2},
+		{19, "klpresolve v /tmp/a", "", 2},
 	}, ex)
 }

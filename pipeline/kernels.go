@@ -1,0 +1,145 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Kernel is one kernel of a fleet check (FleetKernels): its symbols and,
+// where they are known, the files of its build that the module loader's
+// own checks need.
+type Kernel struct {
+	// Symbols is its kallsyms, System.map or snapshot.
+	Symbols string
+	// Modules are its module files or folders (its /lib/modules/RELEASE):
+	// what the patch defers to a module its symbols lack is checked
+	// against them (Options.Modules, in place of FleetOptions.Run's), and,
+	// without Vermagic, its vermagic is theirs (ModuleFiles.Vermagic).
+	Modules []string
+	// Symvers is its build's Module.symvers (compressed or not): the
+	// patch's symbol versions are checked against it (Options.Symvers).
+	Symvers string
+	// Vermagic is its VERMAGIC_STRING (Options.Vermagic).
+	Vermagic string
+}
+
+// ErrNoKernels: a root has no kernel's symbols where KernelsUnder looks.
+var ErrNoKernels = errors.New("no kernel found")
+
+// KernelsUnder finds the kernels installed under root, the root of a
+// filesystem: the running system's ("/"), or a folder where each kernel's
+// packages were unpacked (dpkg-deb -x linux-image-RELEASE.deb DIR, the
+// same for its linux-headers; rpm2cpio | cpio -id for kernel-core,
+// kernel-modules and kernel-devel). A kernel is a release with a
+// System.map, boot/System.map-RELEASE (or, as Fedora also installs it,
+// lib/modules/RELEASE/System.map); its modules are lib/modules/RELEASE
+// (usr/lib/modules on merged-/usr systems); its Module.symvers is the first
+// of the headers' (usr/src/linux-headers-RELEASE, Debian and Ubuntu;
+// usr/src/kernels/RELEASE, Fedora and RHEL; lib/modules/RELEASE/build),
+// boot/symvers-RELEASE.gz or .xz and lib/modules/RELEASE/symvers.gz or .xz
+// (Fedora and RHEL). Whatever is missing is left empty; the kernels are
+// in the order of their releases' names.
+func KernelsUnder(root string) ([]Kernel, error) {
+	fi, err := os.Stat(root)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s: not a folder (a root: boot/System.map-RELEASE, lib/modules/RELEASE, ...)", root)
+	}
+	found := map[string]string{} // release -> System.map
+	boot, _ := filepath.Glob(filepath.Join(root, "boot", "System.map-*"))
+	for _, p := range boot {
+		if rel := strings.TrimPrefix(filepath.Base(p), "System.map-"); rel != "" && isFile(p) {
+			found[rel] = p
+		}
+	}
+	for _, dir := range []string{"lib/modules", "usr/lib/modules"} {
+		inMods, _ := filepath.Glob(filepath.Join(root, dir, "*", "System.map"))
+		for _, p := range inMods {
+			if rel := filepath.Base(filepath.Dir(p)); found[rel] == "" && isFile(p) {
+				found[rel] = p
+			}
+		}
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("%s: %w: no boot/System.map-RELEASE nor lib/modules/RELEASE/System.map", root, ErrNoKernels)
+	}
+	var out []Kernel
+	for _, rel := range slices.Sorted(maps.Keys(found)) {
+		k := Kernel{Symbols: found[rel]}
+		var modDir string
+		for _, dir := range []string{"lib/modules", "usr/lib/modules"} {
+			if d := filepath.Join(root, dir, rel); isDir(d) {
+				modDir = d
+				k.Modules = []string{d}
+				break
+			}
+		}
+		candidates := []string{
+			filepath.Join(root, "usr/src/linux-headers-"+rel, "Module.symvers"),
+			filepath.Join(root, "usr/src/kernels", rel, "Module.symvers"),
+		}
+		if modDir != "" {
+			if b := inRoot(root, filepath.Join(modDir, "build")); b != "" {
+				candidates = append(candidates, filepath.Join(b, "Module.symvers"))
+			}
+		}
+		candidates = append(candidates,
+			filepath.Join(root, "boot", "symvers-"+rel+".gz"),
+			filepath.Join(root, "boot", "symvers-"+rel+".xz"))
+		if modDir != "" {
+			candidates = append(candidates, filepath.Join(modDir, "symvers.gz"), filepath.Join(modDir, "symvers.xz"))
+		}
+		for _, c := range candidates {
+			if isFile(c) {
+				k.Symvers = c
+				break
+			}
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// inRoot is path with a symbolic link at its end followed as it would be
+// inside root: an absolute target (lib/modules/RELEASE/build ->
+// /usr/src/linux-headers-RELEASE, as packages install it) is taken under
+// root, not on this system. It is "" when path is neither a link nor a
+// folder.
+func inRoot(root, path string) string {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return ""
+	}
+	if fi.Mode()&fs.ModeSymlink == 0 {
+		if fi.IsDir() {
+			return path
+		}
+		return ""
+	}
+	target, err := os.Readlink(path)
+	if err != nil {
+		return ""
+	}
+	if filepath.IsAbs(target) {
+		return filepath.Join(root, target)
+	}
+	return filepath.Join(filepath.Dir(path), target)
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
