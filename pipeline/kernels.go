@@ -45,7 +45,25 @@ var ErrNoKernels = errors.New("no kernel found")
 // boot/symvers-RELEASE.gz or .xz and lib/modules/RELEASE/symvers.gz or .xz
 // (Fedora and RHEL). Whatever is missing is left empty; the kernels are
 // in the order of their releases' names.
+//
+// Under "/", the running kernel is one even without a System.map (cloud
+// and container images often ship none): its symbols are then
+// /proc/kallsyms, which needs root or kernel.kptr_restrict=0 to show
+// addresses.
 func KernelsUnder(root string) ([]Kernel, error) {
+	return kernelsUnder(root, runningKernel)
+}
+
+// runningKernel is the running kernel's release and symbols.
+func runningKernel() (release, symbols string) {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return "", ""
+	}
+	return strings.TrimSpace(string(b)), "/proc/kallsyms"
+}
+
+func kernelsUnder(root string, running func() (release, symbols string)) ([]Kernel, error) {
 	fi, err := os.Stat(root)
 	if err != nil {
 		return nil, err
@@ -66,6 +84,11 @@ func KernelsUnder(root string) ([]Kernel, error) {
 			if rel := filepath.Base(filepath.Dir(p)); found[rel] == "" && isFile(p) {
 				found[rel] = p
 			}
+		}
+	}
+	if filepath.Clean(root) == "/" {
+		if rel, symbols := running(); rel != "" && found[rel] == "" {
+			found[rel] = symbols
 		}
 	}
 	if len(found) == 0 {

@@ -178,3 +178,29 @@ func TestFleetKernelsLoaderChecks(t *testing.T) {
 	assert.Nil(t, plain.Magic)
 	assert.Empty(t, plain.Symvers)
 }
+
+// TestKernelsUnderRunning: under "/", the running kernel counts even
+// without a System.map (its symbols are then /proc/kallsyms); a System.map
+// of its release comes first; under any other root it does not count.
+func TestKernelsUnderRunning(t *testing.T) {
+	running := func() (string, string) { return "6.18.44-test", "/proc/kallsyms" }
+	ks, err := kernelsUnder("/", running)
+	require.NoError(t, err)
+	var got *Kernel
+	for i := range ks {
+		if ks[i].Symbols == "/proc/kallsyms" {
+			got = &ks[i]
+		}
+	}
+	require.NotNil(t, got, "%v", ks)
+	if isDir("/lib/modules/6.18.44-test") {
+		t.Skip("this machine has a kernel of the test's release")
+	}
+	assert.Empty(t, got.Modules)
+
+	root := t.TempDir()
+	_, err = kernelsUnder(root, running)
+	assert.ErrorIs(t, err, ErrNoKernels, "not the running system's root")
+	_, err = kernelsUnder(root, func() (string, string) { return "", "" })
+	assert.ErrorIs(t, err, ErrNoKernels)
+}

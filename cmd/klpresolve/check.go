@@ -40,21 +40,24 @@ func newCheckCmd(a *app) *cobra.Command {
   # Kernels whose packages were unpacked one folder each (dpkg-deb -x linux-image-*.deb
   # and linux-headers-*.deb into roots/6.1.0-57, ...)
   klpresolve check livepatch-fix.ko --root 'roots/*'`,
-		Long: `Resolves PATCH.ko against every kernel given (--kallsyms, repeatable, or every file of
---kernels DIR: kallsyms files, System.maps or snapshots, or links to them; files that
-begin as none of these, such as a README, are left out and named on standard error), in parallel
-on all cores, sharing the parsed module, and prints one row per kernel: relocations
-and patched functions resolved, deferred and failed, and the first error. --modules checks what
-each kernel defers to a module it lacks against the module's file (give one kernel's modules). With --link each kernel also links
-the whole module.
+		Long: `Resolves PATCH.ko against every kernel given (--kallsyms, repeatable, or every file
+of --kernels DIR: kallsyms files, System.maps or snapshots, or links to them; files that
+begin as none of these, such as a README, are left out and named on standard error), in
+parallel on all cores, sharing the parsed module, and prints one row per kernel:
+relocations and patched functions resolved, deferred and failed, and the first error.
+--modules checks what each kernel defers to a module it lacks against the module's file
+(give one kernel's modules). With --link each kernel also links the whole module.
+
 --root DIR takes the kernels installed under a filesystem root (/, or a folder where a
 kernel's packages were unpacked): each boot/System.map-RELEASE with its own modules
 (lib/modules/RELEASE, as --modules), Module.symvers (usr/src/linux-headers-RELEASE,
 usr/src/kernels/RELEASE, lib/modules/RELEASE/build, boot/symvers-RELEASE.gz) and
-vermagic (its first module's): the patch is also checked as the module loader checks it
-(symbol versions, vermagic), which refuses it before livepatch sees it. --format junit writes a JUnit XML report for CI systems (Jenkins,
-GitLab, GitHub): one test case per kernel, failed or unreadable kernels as failures
-and errors.
+vermagic (its first module's); under /, the running kernel is one, its symbols
+/proc/kallsyms where it has no System.map. The patch is then also checked as the module
+loader checks it (vermagic, symbol versions), which refuses it before livepatch sees it.
+
+--format junit writes a JUnit XML report for CI systems (Jenkins, GitLab, GitHub): one
+test case per kernel, failed or unreadable kernels as failures and errors.
 
 Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 2 usage, 3 --max-time exceeded.`,
