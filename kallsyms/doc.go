@@ -30,7 +30,9 @@
 // Inputs are untrusted. A malformed line is an error naming the file and
 // the line; a name longer than KSYM_NAME_LEN-1 (511) bytes is an error; a
 // file whose addresses are all zero (kptr_restrict hid them) is
-// ErrRestricted, never a flood of "not found". gzip, zstd, xz and bzip2
+// ErrRestricted, never a flood of "not found"; the one-line placeholder
+// that Debian's kernel packages install as /boot's System.map is
+// ErrPlaceholder, which says where the real one is. gzip, zstd, xz and bzip2
 // inputs are detected by their magic bytes. Names are not copied: they point into the
 // one buffer that holds the input. A raw snapshot file is that buffer
 // without being read: Open maps it read-only, and the mapping is released

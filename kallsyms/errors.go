@@ -26,6 +26,11 @@ var (
 	// ErrRestricted: every address in the input is zero, because
 	// kptr_restrict hid them from the reader.
 	ErrRestricted = errors.New("all symbol addresses are zero (kptr_restrict): read /proc/kallsyms as root, or run 'sysctl kernel.kptr_restrict=0'")
+	// ErrPlaceholder: the input is the one-line System.map that Debian's
+	// kernel image packages install in /boot ("ffffffffffffffff B The real
+	// System.map is in the linux-image-<version>-dbg package"); the real
+	// one is /usr/lib/debug/boot/System.map-RELEASE in that package.
+	ErrPlaceholder = errors.New("a placeholder System.map, as Debian's linux-image packages install in /boot: the real one is /usr/lib/debug/boot/System.map-RELEASE, in the linux-image-RELEASE-dbg package; or read /proc/kallsyms on that kernel")
 	// ErrMalformed: a line or a snapshot is not in the expected format.
 	ErrMalformed = errors.New("malformed input")
 	// ErrTooLarge: the input, decompressed, is larger than an index holds

@@ -18,6 +18,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("0000000000000000 A a\n"))
 	f.Add([]byte("zz T x\n"))
 	f.Add([]byte("ffffffff81000000 T a\x02b\nffffffff81000000 T c \t [m] \n"))
+	f.Add([]byte("ffffffffffffffff B The real System.map is in the linux-image-<version>-dbg package\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ix, err := ParseBytes("fuzz", data, nil)
 		if (ix == nil) == (err == nil) {
@@ -136,7 +137,7 @@ func inputErrorKind(t *testing.T, err error) {
 	if !strings.HasPrefix(err.Error(), "fuzz") {
 		t.Fatalf("error does not name the input: %v", err)
 	}
-	for _, k := range []error{ErrMalformed, ErrEmpty, ErrRestricted, ErrTooLarge, ErrCorrupt} {
+	for _, k := range []error{ErrMalformed, ErrEmpty, ErrRestricted, ErrPlaceholder, ErrTooLarge, ErrCorrupt} {
 		if errors.Is(err, k) {
 			return
 		}

@@ -340,6 +340,33 @@ func TestRestrictedAndEmpty(t *testing.T) {
 	require.ErrorIs(t, err, ErrEmpty)
 }
 
+// TestPlaceholder: the System.map in /boot of Debian's kernel image
+// packages is this one line (the real one is in the -dbg package); it is
+// named for what it is, however it is read, and only when it begins the
+// input.
+func TestPlaceholder(t *testing.T) {
+	const stub = "ffffffffffffffff B The real System.map is in the linux-image-<version>-dbg package\n"
+	assert.True(t, IsPlaceholder([]byte(stub)))
+	_, err := ParseBytes("/boot/System.map-6.1.0-57-amd64", []byte(stub), nil)
+	require.ErrorIs(t, err, ErrPlaceholder)
+	assert.Equal(t, "/boot/System.map-6.1.0-57-amd64: "+ErrPlaceholder.Error(), err.Error())
+	assert.NotErrorIs(t, err, ErrMalformed)
+	_, err = Parse("<stdin>", strings.NewReader(stub), nil)
+	require.ErrorIs(t, err, ErrPlaceholder)
+	path := filepath.Join(t.TempDir(), "System.map-6.1.0-57-amd64")
+	require.NoError(t, os.WriteFile(path, []byte(stub), 0o644))
+	for _, o := range []*Options{nil, {MapText: true}, {NoMap: true}} {
+		_, err = Open(path, o)
+		require.ErrorIs(t, err, ErrPlaceholder, "%+v", o)
+	}
+	// The same line after a real one is a malformed line 2.
+	_, err = ParseBytes("map", []byte("ffffffff81000000 T _stext\n"+stub), nil)
+	var pe *ParseError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, 2, pe.Line)
+	assert.False(t, IsPlaceholder([]byte("ffffffff81000000 T _stext\n")))
+}
+
 func TestUnsortedVmlinuxIsSortedByAddress(t *testing.T) {
 	// sympos counts in address order, whatever the file order.
 	ix := mustParse(t, "ffffffff81000300 t dup\nffffffff81000100 t dup\nffffffff81000200 T x\n", nil)

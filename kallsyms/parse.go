@@ -1297,6 +1297,13 @@ func stripLLVM[T string | []byte](name T) T {
 }
 
 // finish waits for the workers and merges their chunks into an index.
+// IsPlaceholder reports whether data begins as the one-line System.map
+// that Debian's kernel image packages install in /boot (ErrPlaceholder):
+// 64 bytes of a file tell.
+func IsPlaceholder(data []byte) bool {
+	return bytes.HasPrefix(data, []byte("ffffffffffffffff B The real System.map is in the "))
+}
+
 func (p *parser) finish(buf []byte) (*Index, error) {
 	p.drain()
 	line := 0
@@ -1304,6 +1311,9 @@ func (p *parser) finish(buf []byte) (*Index, error) {
 	total := 0
 	for _, c := range p.chunks {
 		if c.err != nil {
+			if line == 0 && IsPlaceholder(buf) {
+				return nil, fmt.Errorf("%s: %w", p.name, ErrPlaceholder)
+			}
 			c.err.Line += line
 			return nil, c.err
 		}

@@ -3,12 +3,15 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/klpresolve/klpresolve/kallsyms"
 )
 
 // Kernel is one kernel of a fleet check (FleetKernels): its symbols and,
@@ -35,10 +38,14 @@ var ErrNoKernels = errors.New("no kernel found")
 // KernelsUnder finds the kernels installed under root, the root of a
 // filesystem: the running system's ("/"), or a folder where each kernel's
 // packages were unpacked (dpkg-deb -x linux-image-RELEASE.deb DIR, the
-// same for its linux-headers; rpm2cpio | cpio -id for kernel-core,
-// kernel-modules and kernel-devel). A kernel is a release with a
-// System.map, boot/System.map-RELEASE (or, as Fedora also installs it,
-// lib/modules/RELEASE/System.map); its modules are lib/modules/RELEASE
+// same for its -dbg and linux-headers; rpm2cpio | cpio -id for
+// kernel-core, kernel-modules and kernel-devel). A kernel is a release
+// with a System.map: boot/System.map-RELEASE, or, where that is Debian's
+// placeholder (kallsyms.ErrPlaceholder), the -dbg package's
+// usr/lib/debug/boot/System.map-RELEASE, or, as Fedora also installs it,
+// lib/modules/RELEASE/System.map (a release with a placeholder alone is
+// still a kernel: its row says where the real map is); its modules are
+// lib/modules/RELEASE
 // (usr/lib/modules on merged-/usr systems); its Module.symvers is the first
 // of the headers' (usr/src/linux-headers-RELEASE, Debian and Ubuntu;
 // usr/src/kernels/RELEASE, Fedora and RHEL; lib/modules/RELEASE/build),
@@ -71,24 +78,45 @@ func kernelsUnder(root string, running func() (release, symbols string)) ([]Kern
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s: not a folder (a root: boot/System.map-RELEASE, lib/modules/RELEASE, ...)", root)
 	}
-	found := map[string]string{} // release -> System.map
-	boot, _ := filepath.Glob(filepath.Join(root, "boot", "System.map-*"))
-	for _, p := range boot {
-		if rel := strings.TrimPrefix(filepath.Base(p), "System.map-"); rel != "" && isFile(p) {
-			found[rel] = p
+	// Each release's System.map: the first real one of /boot's, the
+	// debug package's (Debian's /boot has a one-line placeholder,
+	// kallsyms.ErrPlaceholder) and the modules folder's (Fedora); under
+	// "/", /proc/kallsyms for the running kernel without one; else the
+	// placeholder, whose row then says where the real one is.
+	found := map[string]string{}       // release -> System.map
+	placeholder := map[string]string{} // release -> a placeholder map
+	add := func(rel, p string) {
+		if rel == "" || found[rel] != "" || !isFile(p) {
+			return
+		}
+		if isPlaceholder(p) {
+			if placeholder[rel] == "" {
+				placeholder[rel] = p
+			}
+			return
+		}
+		found[rel] = p
+	}
+	for _, dir := range []string{"boot", "usr/lib/debug/boot"} {
+		maps, _ := filepath.Glob(filepath.Join(root, dir, "System.map-*"))
+		for _, p := range maps {
+			add(strings.TrimPrefix(filepath.Base(p), "System.map-"), p)
 		}
 	}
 	for _, dir := range []string{"lib/modules", "usr/lib/modules"} {
-		inMods, _ := filepath.Glob(filepath.Join(root, dir, "*", "System.map"))
-		for _, p := range inMods {
-			if rel := filepath.Base(filepath.Dir(p)); found[rel] == "" && isFile(p) {
-				found[rel] = p
-			}
+		maps, _ := filepath.Glob(filepath.Join(root, dir, "*", "System.map"))
+		for _, p := range maps {
+			add(filepath.Base(filepath.Dir(p)), p)
 		}
 	}
 	if filepath.Clean(root) == "/" {
 		if rel, symbols := running(); rel != "" && found[rel] == "" {
 			found[rel] = symbols
+		}
+	}
+	for rel, p := range placeholder {
+		if found[rel] == "" {
+			found[rel] = p
 		}
 	}
 	if len(found) == 0 {
@@ -155,6 +183,19 @@ func inRoot(root, path string) string {
 		return filepath.Join(root, target)
 	}
 	return filepath.Join(filepath.Dir(path), target)
+}
+
+// isPlaceholder reports whether the file at p begins as Debian's
+// placeholder System.map (kallsyms.ErrPlaceholder).
+func isPlaceholder(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 64)
+	n, _ := io.ReadFull(f, head)
+	return kallsyms.IsPlaceholder(head[:n])
 }
 
 func isFile(p string) bool {

@@ -37,7 +37,8 @@ func link(t *testing.T, target, root, rel string) string {
 // headers' Module.symvers under usr/src), Fedora's and RHEL's
 // (boot/symvers-RELEASE.gz, kernel-devel under usr/src/kernels, the map in
 // lib/modules/RELEASE on merged /usr), and a build link that points at an
-// absolute path, taken inside the root.
+// absolute path, taken inside the root; Debian's placeholder System.map
+// in /boot gives way to its -dbg package's.
 func TestKernelsUnder(t *testing.T) {
 	const sm = "ffffffff81000000 T _text\n"
 	root := t.TempDir()
@@ -61,6 +62,12 @@ func TestKernelsUnder(t *testing.T) {
 	put(t, root, "lib/modules/6.1.0-50-armmp/modules.dep", "")
 	link(t, "/usr/src/headers-50", root, "lib/modules/6.1.0-50-armmp/build")
 	armSymvers := put(t, root, "usr/src/headers-50/Module.symvers", "")
+	// Debian's placeholder in /boot, with the -dbg package's real map,
+	// and without it (still a kernel: its row says where the real one is).
+	const stub = "ffffffffffffffff B The real System.map is in the linux-image-<version>-dbg package\n"
+	put(t, root, "boot/System.map-6.1.0-58-amd64", stub)
+	dbg := put(t, root, "usr/lib/debug/boot/System.map-6.1.0-58-amd64", sm)
+	stubOnly := put(t, root, "boot/System.map-6.1.0-59-amd64", stub)
 	// Not a kernel: a folder named like a map, a map's name without a
 	// release.
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "boot", "System.map-dir"), 0o755))
@@ -73,6 +80,8 @@ func TestKernelsUnder(t *testing.T) {
 		{Symbols: bare},
 		{Symbols: arch, Modules: []string{filepath.Join(root, "lib/modules/6.1.0-50-armmp")}, Symvers: armSymvers},
 		{Symbols: deb, Modules: []string{filepath.Join(root, "lib/modules/6.1.0-57-amd64")}, Symvers: debSymvers},
+		{Symbols: dbg},
+		{Symbols: stubOnly},
 		{Symbols: fed, Modules: []string{filepath.Join(root, "usr/lib/modules/6.11.4-301.fc41.x86_64")}, Symvers: fedSymvers},
 	}, ks)
 
