@@ -39,24 +39,25 @@ var ErrNoKernels = errors.New("no kernel found")
 // filesystem: the running system's ("/"), or a folder where each kernel's
 // packages were unpacked (dpkg-deb -x linux-image-RELEASE.deb DIR, the
 // same for its -dbg and linux-headers; rpm2cpio | cpio -id for
-// kernel-core, kernel-modules and kernel-devel). A kernel is a release
-// with a System.map: boot/System.map-RELEASE, or, where that is Debian's
-// placeholder (kallsyms.ErrPlaceholder), the -dbg package's
-// usr/lib/debug/boot/System.map-RELEASE, or, as Fedora also installs it,
-// lib/modules/RELEASE/System.map (a release with a placeholder alone is
-// still a kernel: its row says where the real map is); its modules are
-// lib/modules/RELEASE
-// (usr/lib/modules on merged-/usr systems); its Module.symvers is the first
-// of the headers' (usr/src/linux-headers-RELEASE, Debian and Ubuntu;
+// kernel-core, kernel-modules and kernel-devel).
+//
+// A kernel is a release with a System.map: boot/System.map-RELEASE; where
+// that is Debian's placeholder (kallsyms.ErrPlaceholder), the -dbg
+// package's usr/lib/debug/boot/System.map-RELEASE; or, as Fedora also
+// installs it, lib/modules/RELEASE/System.map. A release with a
+// placeholder alone is still a kernel: its row says where the real map
+// is. Its modules are lib/modules/RELEASE (usr/lib/modules on merged-/usr
+// systems). Its Module.symvers is the first of the headers'
+// (usr/src/linux-headers-RELEASE, Debian and Ubuntu;
 // usr/src/kernels/RELEASE, Fedora and RHEL; lib/modules/RELEASE/build),
-// boot/symvers-RELEASE.gz or .xz and lib/modules/RELEASE/symvers.gz or .xz
-// (Fedora and RHEL). Whatever is missing is left empty; the kernels are
-// in the order of their releases' names.
+// boot/symvers-RELEASE.gz or .xz and lib/modules/RELEASE/symvers.gz or
+// .xz (Fedora and RHEL). Whatever is missing is left empty; the kernels
+// are in the order of their releases' names.
 //
 // Under "/", the running kernel is one even without a System.map (cloud
-// and container images often ship none): its symbols are then
-// /proc/kallsyms, which needs root or kernel.kptr_restrict=0 to show
-// addresses.
+// and container images often ship none, Debian's a placeholder): its
+// symbols are then /proc/kallsyms, which needs root or
+// kernel.kptr_restrict=0 to show addresses.
 func KernelsUnder(root string) ([]Kernel, error) {
 	return kernelsUnder(root, runningKernel)
 }
@@ -98,14 +99,14 @@ func kernelsUnder(root string, running func() (release, symbols string)) ([]Kern
 		found[rel] = p
 	}
 	for _, dir := range []string{"boot", "usr/lib/debug/boot"} {
-		maps, _ := filepath.Glob(filepath.Join(root, dir, "System.map-*"))
-		for _, p := range maps {
+		paths, _ := filepath.Glob(filepath.Join(root, dir, "System.map-*"))
+		for _, p := range paths {
 			add(strings.TrimPrefix(filepath.Base(p), "System.map-"), p)
 		}
 	}
 	for _, dir := range []string{"lib/modules", "usr/lib/modules"} {
-		maps, _ := filepath.Glob(filepath.Join(root, dir, "*", "System.map"))
-		for _, p := range maps {
+		paths, _ := filepath.Glob(filepath.Join(root, dir, "*", "System.map"))
+		for _, p := range paths {
 			add(filepath.Base(filepath.Dir(p)), p)
 		}
 	}
@@ -120,7 +121,7 @@ func kernelsUnder(root string, running func() (release, symbols string)) ([]Kern
 		}
 	}
 	if len(found) == 0 {
-		return nil, fmt.Errorf("%s: %w: no boot/System.map-RELEASE nor lib/modules/RELEASE/System.map", root, ErrNoKernels)
+		return nil, fmt.Errorf("%s: %w: no boot/System.map-RELEASE, usr/lib/debug/boot/System.map-RELEASE nor lib/modules/RELEASE/System.map", root, ErrNoKernels)
 	}
 	var out []Kernel
 	for _, rel := range slices.Sorted(maps.Keys(found)) {
