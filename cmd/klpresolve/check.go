@@ -49,12 +49,14 @@ relocations and patched functions resolved, deferred and failed, and the first e
 (give one kernel's modules). With --link each kernel also links the whole module.
 
 --root DIR takes the kernels installed under a filesystem root (/, or a folder where a
-kernel's packages were unpacked): each boot/System.map-RELEASE with its own modules
-(lib/modules/RELEASE, as --modules), Module.symvers (usr/src/linux-headers-RELEASE,
-usr/src/kernels/RELEASE, lib/modules/RELEASE/build, boot/symvers-RELEASE.gz) and
-vermagic (its first module's); under /, the running kernel is one, its symbols
-/proc/kallsyms where it has no System.map. The patch is then also checked as the module
-loader checks it (vermagic, symbol versions), which refuses it before livepatch sees it.
+kernel's packages were unpacked): each boot/System.map-RELEASE (where that is Debian's
+one-line placeholder, the -dbg package's usr/lib/debug/boot/System.map-RELEASE) with its
+own modules (lib/modules/RELEASE, as --modules), Module.symvers
+(usr/src/linux-headers-RELEASE, usr/src/kernels/RELEASE, lib/modules/RELEASE/build,
+boot/symvers-RELEASE.gz) and vermagic (its first module's); under /, the running
+kernel is one, its symbols /proc/kallsyms where it has no System.map. The patch is then
+also checked as the module loader checks it (vermagic, symbol versions), which refuses
+it before livepatch sees it.
 
 --format junit writes a JUnit XML report for CI systems (Jenkins, GitLab, GitHub): one
 test case per kernel, failed or unreadable kernels as failures and errors.
