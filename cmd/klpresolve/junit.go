@@ -75,7 +75,11 @@ func checkJUnit(m *klp.Module, rows []pipeline.KernelResult, elapsed time.Durati
 			if kind == "" {
 				kind = "unresolved"
 			}
-			c.Failure = &junitProblem{Message: r.FirstError, Type: kind, Text: counts + "\nfirst error: " + r.FirstError}
+			text := counts + "\nfirst error: " + r.FirstError
+			if refused := loaderRefusals(r); len(refused) > 0 {
+				text += "\n" + strings.Join(refused, "\n")
+			}
+			c.Failure = &junitProblem{Message: r.FirstError, Type: kind, Text: text}
 		}
 		var out []string
 		if c.Failure == nil && c.Error == nil {
@@ -100,6 +104,21 @@ func checkJUnit(m *klp.Module, rows []pipeline.KernelResult, elapsed time.Durati
 	}
 	return &junitSuites{Name: "klpresolve", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors,
 		Time: suite.Time, Suites: []junitSuite{suite}}
+}
+
+// loaderRefusals are the module loader's refusals of a kernel's row
+// (check --root), each in the kernel's words, as the main job prints them.
+func loaderRefusals(r pipeline.KernelResult) []string {
+	var out []string
+	if g := r.Magic; g != nil && g.Problem != nil {
+		out = append(out, "error: vermagic: "+g.Problem.Message)
+	}
+	if v := r.Versions; v != nil {
+		for _, p := range v.Problems {
+			out = append(out, "error: modversions: "+p.Message)
+		}
+	}
+	return out
 }
 
 func writeJUnit(w io.Writer, v *junitSuites) error {

@@ -309,6 +309,15 @@ func TestCheckRoot(t *testing.T) {
 	assert.Equal(t, filepath.Join(roots, "57/lib/modules/6.1.0-57-amd64/kernel/net/key/af_key.ko"), r.Vermagic.KernelFrom)
 	assert.Nil(t, r.Vermagic.Error)
 
+	// JUnit: the loader's every refusal in the kernel's failure.
+	code, out, _ = runCLI(t, "check", ko, "--root", filepath.Join(roots, "*"), "--format", "junit")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, `<failure message="klp_demo: disagrees about version of symbol module_layout" type="symbol_version"><![CDATA[3 resolved, 4 deferred, 0 errors
+first error: klp_demo: disagrees about version of symbol module_layout
+error: modversions: klp_demo: disagrees about version of symbol module_layout
+error: modversions: klp_demo: disagrees about version of symbol klp_enable_patch
+error: modversions: klp_demo: disagrees about version of symbol seq_printf]]></failure>`)
+
 	// A folder of roots given as one root; a pattern that matches none.
 	code, _, errOut := runCLI(t, "check", ko, "--root", roots)
 	assert.Equal(t, 2, code)
