@@ -19,6 +19,8 @@
 // check_version() of the module's symbol versions, and its namespace
 // imports (package symvers; VersionsOf reads a module for it), and the
 // kernel's vermagic (Options.Vermagic) check_modinfo()'s comparison.
+// LinkWith lays out first, from their files, the modules a module depends
+// on that the kernel's symbols lack, as modprobe loads them.
 // FleetKernels gives each kernel of a fleet its own such files, and
 // KernelsUnder finds them where distributions install them.
 package pipeline

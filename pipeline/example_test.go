@@ -85,6 +85,37 @@ func ExampleKernelsUnder() {
 	// System.map-6.1.0-example ok=true resolved=6 symvers="" vermagic=""
 }
 
+// Link a module whose dependencies the kernel's symbols lack (a System.map
+// lists no module): they are laid out first from their files, as modprobe
+// loads them. (The small example kallsyms lacks some of the kernel
+// functions Kbuild's code calls: those stay unresolved.)
+func ExampleLinkWith() {
+	ix, err := kallsyms.Open("../testdata/kallsyms/example.txt", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	m, err := klp.Open("../testdata/kbuild/deps/klpdep-top.ko")
+	if err != nil {
+		log.Fatal(err)
+	}
+	mf, err := pipeline.FindModules([]string{"../testdata/kbuild/deps"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	img, deps, err := pipeline.LinkWith(m, m.Resolve(ix), ix, modplt.LinkOptions{}, mf)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, d := range deps {
+		fmt.Printf("%s at %#x, %d exports\n", d.Name, d.Image.Sections[0].Addr, d.Exports)
+	}
+	fmt.Printf("%s at %#x; unresolved %v\n", m.KernelName(), img.Sections[0].Addr, img.Unresolved)
+	// Output:
+	// klpdep_base at 0xffffffffc0000000, 2 exports
+	// klpdep_mid at 0xffffffffc0004000, 1 exports
+	// klpdep_top at 0xffffffffc0008000; unresolved [__fentry__ __x86_return_thunk _printk]
+}
+
 // A kernel whose symbols show another architecture than the module's is
 // refused before anything resolves: names alone would (vfs_read is in
 // every kernel), and the answer would be about the wrong kernel.

@@ -139,7 +139,11 @@ type Options struct {
 type Report struct {
 	Resolution *klp.Resolution
 	Image      *modplt.Image // when linked
-	CFI        *CFIReport    // when linked
+	// Dependencies, when linked with Options.Modules: the modules the
+	// module depends on that the kernel's symbols lack, laid out first
+	// (LinkWith).
+	Dependencies []Dependency
+	CFI          *CFIReport // when linked
 	// LoaderMissing, when not linked: the module's ordinary undefined
 	// symbols (not .klp.sym, not weak) that the loader's find_symbol()
 	// would not find in this kernel, which insmod refuses with "Unknown
@@ -310,11 +314,11 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 	}
 	rep.ResolveTime = time.Since(t0)
 	t1 := time.Now()
-	img, err := Link(m, rep.Resolution, ix, opts.LinkOptions)
+	img, deps, err := LinkWith(m, rep.Resolution, ix, opts.LinkOptions, opts.Modules)
 	if err != nil {
 		return nil, err
 	}
-	rep.Image = img
+	rep.Image, rep.Dependencies = img, deps
 	rep.Explanation = Explain(m, ix, img.Unresolved)
 	rep.CFI, err = recordCFI(img)
 	if err != nil {
@@ -354,9 +358,21 @@ func CheckVersions(m *klp.Module, t *symvers.Table, kernel string) (*symvers.Rep
 // klp_module_coming() applies them when the object loads, and their
 // symbols are not counted unresolved.
 func Link(m *klp.Module, res *klp.Resolution, ix *kallsyms.Index, lo modplt.LinkOptions) (*modplt.Image, error) {
+	img, _, err := LinkWith(m, res, ix, lo, nil)
+	return img, err
+}
+
+// LinkWith is Link with module files (nil: none): the modules m depends on
+// (.modinfo depends=, and theirs) that ix does not list are laid out
+// first from their files, as modprobe loads them, from the module area's
+// start up, and m after them unless lo.Base is set; m's symbols then
+// resolve among their exports too, after vmlinux's, as find_symbol()
+// looks. The dependencies are returned in load order; one without a file
+// in mf has a nil Image, and its exports stay unresolved.
+func LinkWith(m *klp.Module, res *klp.Resolution, ix *kallsyms.Index, lo modplt.LinkOptions, mf *ModuleFiles) (*modplt.Image, []Dependency, error) {
 	mod, err := modplt.FromELF(m.ELF())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	deferred := map[string]bool{}
 	for _, o := range res.DeferredObjects {
@@ -368,14 +384,28 @@ func Link(m *klp.Module, res *klp.Resolution, ix *kallsyms.Index, lo modplt.Link
 			skip[s.Name] = true
 		}
 	}
-	lo.Resolve = Resolver(ix, modplt.GPLCompatible(m.ELF().ModInfo("license")))
 	if lo.KernelEtext == 0 {
 		lo.KernelEtext = KernelEtext(ix)
+	}
+	gplOK := modplt.GPLCompatible(m.ELF().ModInfo("license"))
+	lo.Resolve = Resolver(ix, gplOK)
+	var deps []Dependency
+	if depends := m.ELF().ModInfo("depends"); mf != nil && depends != "" {
+		area := mod.DefaultBase(lo.KernelEtext)
+		var exports map[string]export
+		var next uint64
+		if deps, exports, next, err = loadDependencies(depends, ix, mf, lo, area); err != nil {
+			return nil, nil, err
+		}
+		if lo.Base == 0 && next != area {
+			lo.Base = next
+		}
+		lo.Resolve = withExports(lo.Resolve, exports, gplOK)
 	}
 	lo.SkipSections = func(name string) bool { return skip[name] }
 	img, err := mod.Link(lo)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var unresolved []string
 	for _, u := range img.Unresolved {
@@ -385,7 +415,7 @@ func Link(m *klp.Module, res *klp.Resolution, ix *kallsyms.Index, lo modplt.Link
 		unresolved = append(unresolved, u)
 	}
 	img.Unresolved = unresolved
-	return img, nil
+	return img, deps, nil
 }
 
 // CFIReport is how the linked module sits in a CFI shadow.

@@ -27,8 +27,9 @@ func parseAddr(s string) (uint64, error) {
 func newLinkCmd(a *app) *cobra.Command {
 	var format, base, initBase, out, symversPath, magic string
 	var opts modplt.LinkOptions
+	var modules []string
 	c := &cobra.Command{
-		Use:   "link MODULE.ko [--kallsyms PATH] [--symvers FILE] [--vermagic STRING] [--base ADDR] [-o OUT] [--format text|json]",
+		Use:   "link MODULE.ko [--kallsyms PATH] [--modules DIR] [--symvers FILE] [--vermagic STRING] [--base ADDR] [-o OUT] [--format text|json]",
 		Short: "Lay a module out and apply its relocations against a kernel's symbols, as the kernel would",
 		Example: `  klpresolve link livepatch-fix.ko --kallsyms System.map-6.1.0-57-amd64 -o fix.linked
   klpresolve link btrfs.ko --kallsyms System.map-6.1.0-57-arm64 --base 0xffff800001000000 --format json`,
@@ -42,7 +43,10 @@ licenses only), and modules' upper-case type letters; a name the kernel has but 
 not give the module is reported so), and applies every relocation with the architecture's
 apply_relocate_add() rules and range checks, emitting PLT entries for branches out of
 range (arm64, arm) and a GOT for PIE-built x86_64 modules. With -o it writes the linked
-image: an ELF whose sections sit at their load addresses. --symvers also checks its
+image: an ELF whose sections sit at their load addresses. With --modules, the modules
+it depends on (.modinfo depends=, and theirs) that the kernel's symbols lack (a
+System.map lists none) are laid out first from their files, as modprobe loads them, and
+its symbols resolve among their exports too. --symvers also checks its
 symbol versions against the kernel build's Module.symvers, and --vermagic its vermagic
 against the kernel's, as the loader will.
 
@@ -78,9 +82,13 @@ loader refuses a symbol version or its vermagic), 2 unusable input.`,
 			if err := pipeline.CheckArch(m.Arch, ix); err != nil {
 				return &exitError{exitUsage, err}
 			}
+			mf, err := findModules(modules)
+			if err != nil {
+				return err
+			}
 			// As the loader and then livepatch would: the .klp.rela sections
 			// of objects that are not loaded wait for them (pipeline.Link).
-			img, err := pipeline.Link(m, m.Resolve(ix), ix, opts)
+			img, deps, err := pipeline.LinkWith(m, m.Resolve(ix), ix, opts, mf)
 			if err != nil {
 				return &exitError{exitUsage, err}
 			}
@@ -97,11 +105,13 @@ loader refuses a symbol version or its vermagic), 2 unusable input.`,
 			loads := (versions == nil || versions.OK()) && (vermagic == nil || vermagic.OK())
 			if format == "json" {
 				j := linkReport(img, why)
+				j.Dependencies = dependenciesJSON(deps)
 				j.Modversions = versionsJSON(versions)
 				j.Vermagic = vermagicJSON(vermagic, "")
 				j.OK = j.OK && loads
 				err = writeJSON(a, j)
 			} else {
+				writeDependencies(a.stdout, deps)
 				writeLinkText(a, img, why.NotExported, out, whyNotes(why, ix.Source()), versions, vermagic)
 			}
 			if err != nil {
@@ -121,6 +131,7 @@ loader refuses a symbol version or its vermagic), 2 unusable input.`,
 	c.Flags().BoolVar(&opts.ForcePLT, "force-plt", false, "debug: send every branch that has a PLT slot through the PLT")
 	addSymversFlag(c, &symversPath)
 	addVermagicFlag(c, &magic, false)
+	c.Flags().StringArrayVar(&modules, "modules", nil, "module files (.ko, also compressed) or directories of them, such as /lib/modules/VERSION (repeatable): the modules MODULE.ko depends on that the kernel's symbols lack are laid out first from them, as modprobe loads them")
 	return c
 }
 
@@ -150,6 +161,8 @@ type linkJSON struct {
 	// that the symbol list does not have, which may be why some did not
 	// resolve (pipeline.Report.UnloadedDepends).
 	UnloadedDepends []string `json:"unloaded_depends,omitempty"`
+	// Dependencies (--modules): the modules laid out before it.
+	Dependencies []dependencyJSON `json:"dependencies,omitempty"`
 }
 
 type notExportedJSON struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -326,4 +327,47 @@ error: modversions: klp_demo: disagrees about version of symbol seq_printf]]></f
 	code, _, errOut = runCLI(t, "check", ko, "--root", filepath.Join(roots, "none*"))
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "no kernel found in any folder it matches (0 matches)")
+}
+
+// TestLinkModules links klpdep_top (testdata/kbuild/deps) against a
+// System.map, which lists no module: with --modules its two dependencies
+// are laid out first, as modprobe loads them, and it links.
+func TestLinkModules(t *testing.T) {
+	smap := testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64")
+	dir := filepath.Join(testutil.RepoRoot(), "testdata", "kbuild", "deps")
+	top := filepath.Join(dir, "klpdep-top.ko")
+
+	code, out, _ := runCLI(t, "link", top, "--kallsyms", smap)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "FAILED: klpdep_top (x86_64): 16 relocations applied, 2 failed, 2 unresolved symbols\n")
+
+	code, out, _ = runCLI(t, "link", top, "--kallsyms", smap, "--modules", dir)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "dependencies: 2 modules the kernel's symbols lack, laid out first from --modules, as modprobe loads them:\n")
+	assert.Regexp(t, `(?m)^  klpdep_base +0xffffffffc0000000 +2 exports +links \(`+regexp.QuoteMeta(filepath.Join(dir, "klpdep-base.ko"))+`\)$`, out)
+	assert.Regexp(t, `(?m)^  klpdep_mid +0xffffffffc00[0-9a-f]{5} +1 export +links \(`, out)
+	assert.Contains(t, out, "OK: klpdep_top (x86_64) links: 18 relocations applied\n")
+
+	code, out, _ = runCLI(t, "link", top, "--kallsyms", smap, "--modules", filepath.Join(dir, "klpdep-mid.ko"), "--format", "json")
+	assert.Equal(t, 1, code, out)
+	var j struct {
+		OK           bool
+		Unresolved   []string
+		Dependencies []struct {
+			Name, Path, Address string
+			Exports             int
+			Linked              bool
+			Unresolved          []string
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &j), out)
+	assert.False(t, j.OK)
+	assert.Equal(t, []string{"klpdep_base_secret"}, j.Unresolved)
+	require.Len(t, j.Dependencies, 2)
+	assert.Equal(t, "klpdep_base", j.Dependencies[0].Name)
+	assert.Empty(t, j.Dependencies[0].Path, "no file of it")
+	assert.Equal(t, "klpdep_mid", j.Dependencies[1].Name)
+	assert.Equal(t, "0xffffffffc0000000", j.Dependencies[1].Address)
+	assert.False(t, j.Dependencies[1].Linked)
+	assert.Equal(t, []string{"klpdep_base_add"}, j.Dependencies[1].Unresolved)
 }

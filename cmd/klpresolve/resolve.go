@@ -131,6 +131,7 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 			j.UnloadedDepends = rep.UnloadedDepends
 		} else {
 			lj := linkReport(rep.Image, rep.Explanation)
+			lj.Dependencies = dependenciesJSON(rep.Dependencies)
 			j.Link = &lj
 			j.CFI = cfiJSON(rep.CFI)
 		}
@@ -161,6 +162,7 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 // writeLinkSummary is the link and cfi part of the text report.
 func writeLinkSummary(w io.Writer, rep *pipeline.Report, out string) {
 	img, c := rep.Image, rep.CFI
+	writeDependencies(w, rep.Dependencies)
 	fmt.Fprintf(w, "link: %s applied, %d failed, %s", count(img.Relocs, "relocation", "relocations"), len(img.Errors), count(len(img.Unresolved), "unresolved symbol", "unresolved symbols"))
 	switch {
 	case img.PLTCoreMax+img.PLTInitMax > 0:

@@ -1,0 +1,188 @@
+package pipeline
+
+import (
+	"debug/elf"
+	"fmt"
+	"strings"
+
+	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/klp"
+	"github.com/klpresolve/klpresolve/modplt"
+)
+
+// Dependency is a module that the linked module depends on (.modinfo
+// depends=, and theirs) and the kernel's symbols lack. modprobe loads it
+// first; Link lays it out from its file (Options.Modules) below the
+// module, links it, and resolves the module's symbols among its exports
+// as the loader's find_symbol() does among a loaded module's.
+type Dependency struct {
+	Name string // module name
+	Path string // its file
+	// Image is it laid out and linked (its own dependencies first);
+	// nil when no file of it was found (Path "").
+	Image *modplt.Image
+	// Exports counts the symbols it exports (__ksymtab and
+	// __ksymtab_gpl entries).
+	Exports int
+}
+
+// export is a dependency's exported symbol.
+type export struct {
+	addr uint64
+	gpl  bool // EXPORT_SYMBOL_GPL: for GPL-compatible modules only
+}
+
+// guardPage is the unmapped page vmalloc leaves after each allocation,
+// which module_alloc() is (modplt.LinkOptions.InitBase says the same).
+const guardPage = 4096
+
+// loadDependencies lays out, in the order modprobe loads them (each
+// module's own dependencies first: depmod's order), the modules that
+// depends (a .modinfo depends= value) names and ix does not list, from
+// their files in mf, from lo.Base (or the module area's start) up. It
+// returns them, their exports by name, and the first address past them.
+func loadDependencies(depends string, ix *kallsyms.Index, mf *ModuleFiles, lo modplt.LinkOptions, area uint64) ([]Dependency, map[string]export, uint64, error) {
+	exports := map[string]export{}
+	next := area
+	var deps []Dependency
+	state := map[string]int{} // 1 visiting, 2 done
+	var visit func(name string) error
+	visit = func(name string) error {
+		if name == "" || state[name] != 0 || ix.HasObject(name) {
+			return nil
+		}
+		state[name] = 1
+		defer func() { state[name] = 2 }()
+		path, err := mf.Path(name)
+		if err != nil {
+			return err
+		}
+		if path == "" {
+			deps = append(deps, Dependency{Name: name})
+			return nil
+		}
+		dm, err := klp.Open(path)
+		if err != nil {
+			return err
+		}
+		if err := visitAll(dm.ELF().ModInfo("depends"), visit); err != nil {
+			return err
+		}
+		mod, err := modplt.FromELF(dm.ELF())
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		dlo := lo
+		dlo.Base, dlo.InitBase, dlo.SkipSections, dlo.At = next, 0, nil, nil
+		dlo.Resolve = withExports(Resolver(ix, mod.GPLCompatible()), exports, mod.GPLCompatible())
+		img, err := mod.Link(dlo)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		n := addExports(img, exports)
+		deps = append(deps, Dependency{Name: name, Path: path, Image: img, Exports: n})
+		next = pageUp(imageEnd(img)) + guardPage
+		return nil
+	}
+	if err := visitAll(depends, visit); err != nil {
+		return nil, nil, 0, err
+	}
+	return deps, exports, next, nil
+}
+
+// visitAll calls visit with each module a .modinfo depends= value names,
+// as the kernel names it: modpost writes file names ("i2c-algo-bit"), the
+// kernel's are KBUILD_MODNAME ("i2c_algo_bit").
+func visitAll(depends string, visit func(string) error) error {
+	for _, d := range strings.Split(depends, ",") {
+		if err := visit(strings.ReplaceAll(strings.TrimSpace(d), "-", "_")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// withExports is r, then the dependencies' exports: find_symbol() looks
+// in vmlinux first, then in the loaded modules.
+func withExports(r modplt.Resolver, exports map[string]export, gplOK bool) modplt.Resolver {
+	if len(exports) == 0 {
+		return r
+	}
+	return func(name string) (uint64, bool) {
+		if a, ok := r(name); ok {
+			return a, ok
+		}
+		if e, ok := exports[name]; ok && (gplOK || !e.gpl) {
+			return e.addr, true
+		}
+		return 0, false
+	}
+}
+
+// addExports adds what img's module exports, at its laid-out addresses,
+// to exports (a name exported twice keeps its first: the loader refuses
+// the second module, "exports duplicate symbol"); it returns how many it
+// exports. An export is a __ksymtab_NAME symbol in __ksymtab or
+// __ksymtab_gpl, and NAME the module's own symbol.
+func addExports(img *modplt.Image, exports map[string]export) int {
+	f := img.Module.ELF()
+	placed := map[int]*modplt.Placed{}
+	for _, p := range img.Sections {
+		placed[p.Index] = p
+	}
+	defined := map[string]elfSym{}
+	var names []string
+	var gpl []bool
+	for i := range f.Symbols {
+		s := &f.Symbols[i]
+		if s.Name == "" || s.Shndx == uint16(elf.SHN_UNDEF) || s.Shndx >= uint16(elf.SHN_LORESERVE) {
+			continue
+		}
+		if name, ok := strings.CutPrefix(s.Name, ksymtabPrefix); ok {
+			if int(s.Shndx) < len(f.Sections) {
+				switch f.Sections[s.Shndx].Name {
+				case "__ksymtab":
+					names, gpl = append(names, name), append(gpl, false)
+				case "__ksymtab_gpl":
+					names, gpl = append(names, name), append(gpl, true)
+				}
+			}
+			continue
+		}
+		if s.Bind() == elf.STB_GLOBAL || s.Bind() == elf.STB_WEAK {
+			defined[s.Name] = elfSym{s.Shndx, s.Value}
+		}
+	}
+	n := 0
+	for i, name := range names {
+		d, ok := defined[name]
+		p := placed[int(d.shndx)]
+		if !ok || p == nil {
+			continue
+		}
+		n++
+		if _, dup := exports[name]; !dup {
+			exports[name] = export{p.Addr + d.value, gpl[i]}
+		}
+	}
+	return n
+}
+
+// ksymtabPrefix begins the symbol that marks an export's __ksymtab entry.
+const ksymtabPrefix = "__ksymtab_"
+
+type elfSym struct {
+	shndx uint16
+	value uint64
+}
+
+// imageEnd is the first address past img's sections.
+func imageEnd(img *modplt.Image) uint64 {
+	end := uint64(0)
+	for _, p := range img.Sections {
+		end = max(end, p.Addr+p.Size)
+	}
+	return end
+}
+
+func pageUp(a uint64) uint64 { return (a + guardPage - 1) &^ (guardPage - 1) }

@@ -1,0 +1,201 @@
+package pipeline
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/testutil"
+	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/klp"
+	"github.com/klpresolve/klpresolve/modplt"
+)
+
+// depsFile is one of testdata/kbuild/deps' modules, built by Kbuild:
+// klpdep_top depends on klpdep_base and klpdep_mid, klpdep_mid on
+// klpdep_base.
+func depsFile(name string) string { return repoFile("kbuild", "deps", name) }
+
+// symbolIn is the value and section name of symbol name in the ELF file
+// at path, read with debug/elf (not the project's reader).
+func symbolIn(t *testing.T, path, name string) (uint64, string) {
+	t.Helper()
+	f, err := elf.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	syms, err := f.Symbols()
+	require.NoError(t, err)
+	for _, s := range syms {
+		if s.Name == name && s.Section != elf.SHN_UNDEF {
+			return s.Value, f.Sections[s.Section].Name
+		}
+	}
+	t.Fatalf("%s: no symbol %s", path, name)
+	return 0, ""
+}
+
+// pc32At checks that the 32-bit field at off in section sec of img holds
+// S + A - P for a call with addend -4, as R_X86_64_PLT32 makes it.
+func pc32At(t *testing.T, img *modplt.Image, sec string, off, s uint64) {
+	t.Helper()
+	p := img.Section(sec)
+	require.NotNil(t, p, sec)
+	got := int32(binary.LittleEndian.Uint32(p.Data[off:]))
+	assert.Equal(t, int64(s)-4-int64(p.Addr+off), int64(got), "%s+%#x", sec, off)
+}
+
+// TestLinkDependencies links klpdep_top against the corpus's System.map,
+// which lists no module: its dependencies are laid out first from their
+// files, in modprobe's order (klpdep_base, then klpdep_mid), from the
+// module area's start, each past the last and its guard page, and its
+// calls into them hold the addresses the tests compute from debug/elf's
+// reading of the dependencies' files.
+func TestLinkDependencies(t *testing.T) {
+	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), nil)
+	require.NoError(t, err)
+	mf, err := FindModules([]string{repoFile("kbuild", "deps")})
+	require.NoError(t, err)
+	m, err := klp.Open(depsFile("klpdep-top.ko"))
+	require.NoError(t, err)
+
+	img, err := Link(m, m.Resolve(ix), ix, modplt.LinkOptions{})
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"klpdep_base_secret", "klpdep_mid_twice"}, img.Unresolved, "without the files")
+
+	img, deps, err := LinkWith(m, m.Resolve(ix), ix, modplt.LinkOptions{}, mf)
+	require.NoError(t, err)
+	require.Len(t, deps, 2)
+	base, mid := deps[0], deps[1]
+	assert.Equal(t, "klpdep_base", base.Name)
+	assert.Equal(t, depsFile("klpdep-base.ko"), base.Path)
+	assert.Equal(t, 2, base.Exports)
+	assert.Equal(t, "klpdep_mid", mid.Name)
+	assert.Equal(t, 1, mid.Exports)
+	require.True(t, base.Image.Linked(), "%v %v", base.Image.Unresolved, base.Image.Errors)
+	require.True(t, mid.Image.Linked(), "%v %v", mid.Image.Unresolved, mid.Image.Errors)
+	require.True(t, img.Linked(), "%v %v", img.Unresolved, img.Errors)
+
+	// Placement: from the module area's start, each past the one before,
+	// its last page and a guard page.
+	end := func(i *modplt.Image) uint64 {
+		e := uint64(0)
+		for _, p := range i.Sections {
+			e = max(e, p.Addr+p.Size)
+		}
+		return (e+4095)&^4095 + 4096
+	}
+	assert.Equal(t, uint64(0xffffffffc0000000), base.Image.Sections[0].Addr)
+	assert.Equal(t, end(base.Image), mid.Image.Sections[0].Addr)
+	assert.Equal(t, end(mid.Image), img.Sections[0].Addr)
+
+	// klpdep_mid's call to klpdep_base_add, and klpdep_top's calls to both.
+	v, sec := symbolIn(t, depsFile("klpdep-base.ko"), "klpdep_base_add")
+	baseAdd := base.Image.Section(sec).Addr + v
+	v, sec = symbolIn(t, depsFile("klpdep-base.ko"), "klpdep_base_secret")
+	secret := base.Image.Section(sec).Addr + v
+	v, sec = symbolIn(t, depsFile("klpdep-mid.ko"), "klpdep_mid_twice")
+	twice := mid.Image.Section(sec).Addr + v
+	// readelf -r: klpdep_mid's .text+0x7 calls klpdep_base_add (after its
+	// __fentry__ call at +0x1); klpdep_top's .init.text+0x6 calls
+	// klpdep_base_secret and +0xd klpdep_mid_twice.
+	pc32At(t, mid.Image, ".text", relocAt(t, depsFile("klpdep-mid.ko"), ".rela.text", "klpdep_base_add"), baseAdd)
+	pc32At(t, img, ".init.text", 0x6, secret)
+	pc32At(t, img, ".init.text", 0xd, twice)
+
+	// An explicit base is the caller's: the dependencies still go from the
+	// area's start.
+	img, deps, err = LinkWith(m, m.Resolve(ix), ix, modplt.LinkOptions{Base: 0xffffffffd0000000}, mf)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(0xffffffffd0000000), img.Sections[0].Addr)
+	assert.Equal(t, uint64(0xffffffffc0000000), deps[0].Image.Sections[0].Addr)
+	assert.True(t, img.Linked())
+}
+
+// relocAt is the offset of the first relocation in section rela of the
+// ELF file at path against symbol name (debug/elf's reading).
+func relocAt(t *testing.T, path, rela, name string) uint64 {
+	t.Helper()
+	f, err := elf.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	syms, err := f.Symbols()
+	require.NoError(t, err)
+	data, err := f.Section(rela).Data()
+	require.NoError(t, err)
+	for i := 0; i+24 <= len(data); i += 24 {
+		info := binary.LittleEndian.Uint64(data[i+8:])
+		if si := int(info >> 32); si > 0 && syms[si-1].Name == name {
+			return binary.LittleEndian.Uint64(data[i:])
+		}
+	}
+	t.Fatalf("%s: no relocation against %s in %s", path, name, rela)
+	return 0
+}
+
+// TestLinkDependenciesGPL: a copy of klpdep_top under a license that is
+// not GPL-compatible gets klpdep_mid_twice (EXPORT_SYMBOL) and not
+// klpdep_base_secret (EXPORT_SYMBOL_GPL), as find_symbol() gives them.
+func TestLinkDependenciesGPL(t *testing.T) {
+	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), nil)
+	require.NoError(t, err)
+	mf, err := FindModules([]string{depsFile("klpdep-base.ko"), depsFile("klpdep-mid.ko")})
+	require.NoError(t, err)
+	data, err := os.ReadFile(depsFile("klpdep-top.ko"))
+	require.NoError(t, err)
+	require.Equal(t, 1, bytes.Count(data, []byte("license=GPL\x00")))
+	bsd := filepath.Join(t.TempDir(), "klpdep-top.ko")
+	require.NoError(t, os.WriteFile(bsd, bytes.Replace(data, []byte("license=GPL\x00"), []byte("license=BSD\x00"), 1), 0o644))
+	m, err := klp.Open(bsd)
+	require.NoError(t, err)
+	img, deps, err := LinkWith(m, m.Resolve(ix), ix, modplt.LinkOptions{}, mf)
+	require.NoError(t, err)
+	require.Len(t, deps, 2)
+	assert.Equal(t, []string{"klpdep_base_secret"}, img.Unresolved)
+}
+
+// TestLinkDependenciesPartial: a dependency without a file leaves what it
+// exports unresolved (and the one that needs it does not link); one the
+// kernel's symbols list as loaded is not laid out again, and its address
+// there is used.
+func TestLinkDependenciesPartial(t *testing.T) {
+	smap, err := os.ReadFile(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"))
+	require.NoError(t, err)
+	ix, err := kallsyms.ParseBytes("System.map", smap, nil)
+	require.NoError(t, err)
+	mf, err := FindModules([]string{depsFile("klpdep-mid.ko"), depsFile("klpdep-top.ko")})
+	require.NoError(t, err)
+	m, err := klp.Open(depsFile("klpdep-top.ko"))
+	require.NoError(t, err)
+	img, deps, err := LinkWith(m, m.Resolve(ix), ix, modplt.LinkOptions{}, mf)
+	require.NoError(t, err)
+	require.Len(t, deps, 2)
+	assert.Equal(t, "klpdep_base", deps[0].Name)
+	assert.Nil(t, deps[0].Image)
+	assert.Empty(t, deps[0].Path)
+	assert.Equal(t, []string{"klpdep_base_add"}, deps[1].Image.Unresolved)
+	assert.False(t, deps[1].Image.Linked())
+	assert.Equal(t, []string{"klpdep_base_secret"}, img.Unresolved)
+
+	// klpdep_base loaded: a kallsyms with its lines (a module's symbols
+	// follow vmlinux's).
+	var b strings.Builder
+	b.Write(smap)
+	b.WriteString("ffffffffc1000000 T klpdep_base_add\t[klpdep_base]\nffffffffc1000010 T klpdep_base_secret\t[klpdep_base]\n")
+	ix, err = kallsyms.ParseBytes("kallsyms", []byte(b.String()), nil)
+	require.NoError(t, err)
+	img, deps, err = LinkWith(m, m.Resolve(ix), ix, modplt.LinkOptions{}, mf)
+	require.NoError(t, err)
+	require.Len(t, deps, 1)
+	assert.Equal(t, "klpdep_mid", deps[0].Name)
+	require.True(t, deps[0].Image.Linked())
+	require.True(t, img.Linked(), "%v", img.Unresolved)
+	pc32At(t, deps[0].Image, ".text", relocAt(t, depsFile("klpdep-mid.ko"), ".rela.text", "klpdep_base_add"), 0xffffffffc1000000)
+	pc32At(t, img, ".init.text", 0x6, 0xffffffffc1000010)
+}
