@@ -420,7 +420,7 @@ type checkedJSON struct {
 
 // addModulesFlag is --modules, for the commands that resolve.
 func addModulesFlag(c *cobra.Command, paths *[]string) {
-	c.Flags().StringArrayVar(paths, "modules", nil, "module files (.ko, also compressed) or directories of them, such as /lib/modules/VERSION (repeatable): what the patch defers to a module the kernel's symbols lack is checked against its file, as the kernel will resolve it when the module loads")
+	c.Flags().StringArrayVar(paths, "modules", nil, "module files (.ko, also compressed) or directories of them, such as /lib/modules/VERSION (repeatable): what the patch defers to a module the kernel's symbols lack is checked against its file, as the kernel will resolve it when the module loads; with --link, the modules the patch depends on (.modinfo depends=) are laid out first from theirs, as modprobe loads them")
 }
 
 // findModules indexes the --modules paths (nil when none).
