@@ -24,7 +24,7 @@ import (
 // architectures.
 func FuzzRun(f *testing.F) {
 	var seeds []string
-	for _, g := range []string{"klp/*.ko", "klp/*.o", "modplt/*.o", "modplt/link/*.o", "kbuild/*.ko"} {
+	for _, g := range []string{"klp/*.ko", "klp/*.o", "modplt/*.o", "modplt/link/*.o", "kbuild/*.ko", "kbuild/deps/*.ko"} {
 		m, _ := filepath.Glob(filepath.Join("..", "testdata", g))
 		seeds = append(seeds, m...)
 	}
@@ -37,6 +37,11 @@ func FuzzRun(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	// Module files a fuzzed module's depends= may name (LinkWith).
+	deps, err := pipeline.FindModules([]string{"../testdata/kbuild/deps"})
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
@@ -45,8 +50,8 @@ func FuzzRun(f *testing.F) {
 			return
 		}
 		// A kernel's vermagic: the module's .modinfo and __versions are
-		// read and checked too.
-		rep, err := pipeline.Run(m, ix, pipeline.Options{Link: true, Vermagic: vermagic})
+		// read and checked too; its dependencies are laid out from deps.
+		rep, err := pipeline.Run(m, ix, pipeline.Options{Link: true, Vermagic: vermagic, Modules: deps})
 		// Nothing allocates more than the input justifies: the fixtures
 		// take 5-14 bytes a byte of module, a claimed size nothing.
 		runtime.ReadMemStats(&after)
@@ -90,6 +95,11 @@ func FuzzRun(f *testing.F) {
 		}
 		if rep.Image == nil || rep.CFI == nil {
 			t.Fatalf("linked report without image (%v) or CFI (%v)", rep.Image, rep.CFI)
+		}
+		for _, d := range rep.Dependencies {
+			if (d.Image == nil) != (d.Path == "") || !strings.HasPrefix(d.Name, "klpdep_") == (d.Path != "") {
+				t.Fatalf("dependency %+v", d)
+			}
 		}
 		g := rep.Vermagic
 		if g == nil || g.Kernel != vermagic || g.Forced != (len(m.ELF().ModInfoAll("vermagic")) == 0) || g.Forced && !g.OK() {
