@@ -3,6 +3,7 @@ package pipeline
 import (
 	"debug/elf"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/klpresolve/klpresolve/kallsyms"
@@ -24,6 +25,27 @@ type Dependency struct {
 	// Exports counts the symbols it exports (__ksymtab and
 	// __ksymtab_gpl entries).
 	Exports int
+}
+
+// Base is where the dependency was laid out: its first section's address
+// (0 without an image, or for a module with no section to load).
+func (d *Dependency) Base() uint64 {
+	if d.Image == nil || len(d.Image.Sections) == 0 {
+		return 0
+	}
+	return d.Image.Sections[0].Addr
+}
+
+// LaidOut drops from e.UnloadedDepends the dependencies that deps laid
+// out from their files (LinkWith): their exports were there to resolve
+// against, so they do not explain what is still unresolved.
+func (e *Explanation) LaidOut(deps []Dependency) {
+	e.UnloadedDepends = slices.DeleteFunc(e.UnloadedDepends, func(name string) bool {
+		return slices.ContainsFunc(deps, func(d Dependency) bool { return d.Name == name && d.Image != nil })
+	})
+	if len(e.UnloadedDepends) == 0 {
+		e.UnloadedDepends = nil
+	}
 }
 
 // export is a dependency's exported symbol.

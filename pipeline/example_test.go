@@ -107,7 +107,7 @@ func ExampleLinkWith() {
 		log.Fatal(err)
 	}
 	for _, d := range deps {
-		fmt.Printf("%s at %#x, %d exports\n", d.Name, d.Image.Sections[0].Addr, d.Exports)
+		fmt.Printf("%s at %#x, %d exports\n", d.Name, d.Base(), d.Exports)
 	}
 	fmt.Printf("%s at %#x; unresolved %v\n", m.KernelName(), img.Sections[0].Addr, img.Unresolved)
 	// Output:

@@ -320,6 +320,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 	}
 	rep.Image, rep.Dependencies = img, deps
 	rep.Explanation = Explain(m, ix, img.Unresolved)
+	rep.Explanation.LaidOut(deps)
 	rep.CFI, err = recordCFI(img)
 	if err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ func writeDependencies(w io.Writer, deps []pipeline.Dependency) {
 		if !d.Image.Linked() {
 			state = fmt.Sprintf("does not link (%d failed, %s): the loader refuses it, and modprobe with it", len(d.Image.Errors), count(len(d.Image.Unresolved), "unresolved symbol", "unresolved symbols"))
 		}
-		fmt.Fprintf(tw, "  %s\t%#x\t%s\t%s (%s)\n", d.Name, d.Image.Sections[0].Addr, count(d.Exports, "export", "exports"), state, d.Path)
+		fmt.Fprintf(tw, "  %s\t%#x\t%s\t%s (%s)\n", d.Name, d.Base(), count(d.Exports, "export", "exports"), state, d.Path)
 	}
 	tw.Flush()
 }
@@ -45,7 +45,7 @@ func dependenciesJSON(deps []pipeline.Dependency) []dependencyJSON {
 	for _, d := range deps {
 		j := dependencyJSON{Name: d.Name, Path: d.Path, Exports: d.Exports}
 		if img := d.Image; img != nil {
-			j.Address, j.Linked, j.Unresolved, j.Errors = fmt.Sprintf("%#x", img.Sections[0].Addr), img.Linked(), img.Unresolved, len(img.Errors)
+			j.Address, j.Linked, j.Unresolved, j.Errors = fmt.Sprintf("%#x", d.Base()), img.Linked(), img.Unresolved, len(img.Errors)
 		}
 		out = append(out, j)
 	}

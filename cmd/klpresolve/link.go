@@ -98,6 +98,7 @@ loader refuses a symbol version or its vermagic), 2 unusable input.`,
 				}
 			}
 			why := pipeline.Explain(m, ix, img.Unresolved)
+			why.LaidOut(deps)
 			versions, vermagic, err := pipeline.CheckVersions(m, sv, magic)
 			if err != nil {
 				return &exitError{exitUsage, err}

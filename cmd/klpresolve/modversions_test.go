@@ -348,6 +348,18 @@ func TestLinkModules(t *testing.T) {
 	assert.Regexp(t, `(?m)^  klpdep_mid +0xffffffffc00[0-9a-f]{5} +1 export +links \(`, out)
 	assert.Contains(t, out, "OK: klpdep_top (x86_64) links: 18 relocations applied\n")
 
+	// The note on dependencies the kernel lacks names only those not laid
+	// out (the small example kallsyms lacks kernel functions too, so
+	// something stays unresolved either way).
+	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	code, out, _ = runCLI(t, "link", top, "--kallsyms", example, "--modules", dir)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "unresolved: _printk\n")
+	assert.NotContains(t, out, "the module depends on")
+	code, out, _ = runCLI(t, "link", top, "--kallsyms", example, "--modules", filepath.Join(dir, "klpdep-mid.ko"))
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "(the module depends on klpdep_base (.modinfo depends=), which "+example+" does not have")
+
 	code, out, _ = runCLI(t, "link", top, "--kallsyms", smap, "--modules", filepath.Join(dir, "klpdep-mid.ko"), "--format", "json")
 	assert.Equal(t, 1, code, out)
 	var j struct {
