@@ -23,15 +23,23 @@ import (
 // klpdep_base.
 func depsFile(name string) string { return repoFile("kbuild", "deps", name) }
 
-// symbolIn is the value and section name of symbol name in the ELF file
-// at path, read with debug/elf (not the project's reader).
-func symbolIn(t *testing.T, path, name string) (uint64, string) {
+// openELF opens the ELF file at path with debug/elf (not the project's
+// reader), closed when the test ends, and reads its symbols.
+func openELF(t *testing.T, path string) (*elf.File, []elf.Symbol) {
 	t.Helper()
 	f, err := elf.Open(path)
 	require.NoError(t, err)
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
 	syms, err := f.Symbols()
 	require.NoError(t, err)
+	return f, syms
+}
+
+// symbolIn is the value and section name of symbol name in the ELF file
+// at path (debug/elf's reading).
+func symbolIn(t *testing.T, path, name string) (uint64, string) {
+	t.Helper()
+	f, syms := openELF(t, path)
 	for _, s := range syms {
 		if s.Name == name && s.Section != elf.SHN_UNDEF {
 			return s.Value, f.Sections[s.Section].Name
@@ -122,11 +130,7 @@ func TestLinkDependencies(t *testing.T) {
 // ELF file at path against symbol name (debug/elf's reading).
 func relocAt(t *testing.T, path, rela, name string) uint64 {
 	t.Helper()
-	f, err := elf.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	syms, err := f.Symbols()
-	require.NoError(t, err)
+	f, syms := openELF(t, path)
 	data, err := f.Section(rela).Data()
 	require.NoError(t, err)
 	for i := 0; i+24 <= len(data); i += 24 {
