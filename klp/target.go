@@ -109,10 +109,8 @@ func NewTarget(m *Module, kallsymsAll bool) (*Target, error) {
 		next = (next + min(s.Size, 1<<40) + 16) &^ 15
 	}
 	exported := map[string]bool{}
-	for _, s := range f.Symbols {
-		if n, ok := strings.CutPrefix(s.Name, "__ksymtab_"); ok && s.Shndx != uint16(elf.SHN_UNDEF) {
-			exported[n] = true
-		}
+	for _, e := range f.Exports() {
+		exported[e.Name] = true
 	}
 	flags := func(i int) elf.SectionFlag {
 		fl := f.Sections[i].Flags

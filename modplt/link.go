@@ -106,6 +106,17 @@ func (img *Image) OK() bool { return len(img.Errors) == 0 }
 // unknown symbol even if no relocation uses it).
 func (img *Image) Linked() bool { return img.OK() && len(img.Unresolved) == 0 }
 
+// Next is where module_alloc() would place the next allocation after the
+// image (another module loaded after it): past the last page of its last
+// region and the guard page vmalloc leaves after it, as Init follows Core.
+func (img *Image) Next() uint64 {
+	end := uint64(0)
+	for _, p := range img.Sections {
+		end = max(end, p.Addr+p.Size)
+	}
+	return (end+layoutPage-1)&^(layoutPage-1) + layoutPage
+}
+
 // Section returns the placed section called name, or nil.
 func (img *Image) Section(name string) *Placed {
 	for _, p := range img.Sections {

@@ -2,12 +2,11 @@ package pipeline
 
 import (
 	"debug/elf"
-	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/kallsyms"
-	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
 )
 
@@ -54,27 +53,23 @@ type export struct {
 	gpl  bool // EXPORT_SYMBOL_GPL: for GPL-compatible modules only
 }
 
-// guardPage is the unmapped page vmalloc leaves after each allocation,
-// which module_alloc() is (modplt.LinkOptions.InitBase says the same).
-const guardPage = 4096
-
 // loadDependencies lays out, in the order modprobe loads them (each
 // module's own dependencies first: depmod's order), the modules that
 // depends (a .modinfo depends= value) names and ix does not list, from
-// their files in mf, from lo.Base (or the module area's start) up. It
-// returns them, their exports by name, and the first address past them.
+// their files in mf, from area (the module area's start) up, each where
+// module_alloc() would put it after the last (modplt.Image.Next). It
+// returns them, their exports by name, and the address after the last.
 func loadDependencies(depends string, ix *kallsyms.Index, mf *ModuleFiles, lo modplt.LinkOptions, area uint64) ([]Dependency, map[string]export, uint64, error) {
 	exports := map[string]export{}
 	next := area
 	var deps []Dependency
-	state := map[string]int{} // 1 visiting, 2 done
+	seen := map[string]bool{} // a cycle is cut where it closes
 	var visit func(name string) error
 	visit = func(name string) error {
-		if name == "" || state[name] != 0 || ix.HasObject(name) {
+		if name == "" || seen[name] || ix.HasObject(name) {
 			return nil
 		}
-		state[name] = 1
-		defer func() { state[name] = 2 }()
+		seen[name] = true
 		path, err := mf.Path(name)
 		if err != nil {
 			return err
@@ -83,27 +78,24 @@ func loadDependencies(depends string, ix *kallsyms.Index, mf *ModuleFiles, lo mo
 			deps = append(deps, Dependency{Name: name})
 			return nil
 		}
-		dm, err := klp.Open(path)
+		// The linker's reading is all a dependency needs (not klp's).
+		mod, err := modplt.Open(path)
 		if err != nil {
 			return err
 		}
-		if err := visitAll(dm.ELF().ModInfo("depends"), visit); err != nil {
+		if err := visitAll(mod.ELF().ModInfo("depends"), visit); err != nil {
 			return err
-		}
-		mod, err := modplt.FromELF(dm.ELF())
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
 		}
 		dlo := lo
 		dlo.Base, dlo.InitBase, dlo.SkipSections, dlo.At = next, 0, nil, nil
 		dlo.Resolve = withExports(Resolver(ix, mod.GPLCompatible()), exports, mod.GPLCompatible())
-		img, err := mod.Link(dlo)
+		img, err := mod.Link(dlo) // its errors name the file
 		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			return err
 		}
 		n := addExports(img, exports)
 		deps = append(deps, Dependency{Name: name, Path: path, Image: img, Exports: n})
-		next = pageUp(imageEnd(img)) + guardPage
+		next = img.Next()
 		return nil
 	}
 	if err := visitAll(depends, visit); err != nil {
@@ -141,70 +133,33 @@ func withExports(r modplt.Resolver, exports map[string]export, gplOK bool) modpl
 	}
 }
 
-// addExports adds what img's module exports, at its laid-out addresses,
-// to exports (a name exported twice keeps its first: the loader refuses
-// the second module, "exports duplicate symbol"); it returns how many it
-// exports. An export is a __ksymtab_NAME symbol in __ksymtab or
-// __ksymtab_gpl, and NAME the module's own symbol.
+// addExports adds what img's module exports (elfobj.File.Exports), at
+// its laid-out addresses, to exports (a name exported twice keeps its
+// first: the loader refuses the second module, "exports duplicate
+// symbol"); it returns how many it exports.
 func addExports(img *modplt.Image, exports map[string]export) int {
 	f := img.Module.ELF()
 	placed := map[int]*modplt.Placed{}
 	for _, p := range img.Sections {
 		placed[p.Index] = p
 	}
-	defined := map[string]elfSym{}
-	var names []string
-	var gpl []bool
+	defined := map[string]*elfobj.Symbol{}
 	for i := range f.Symbols {
 		s := &f.Symbols[i]
-		if s.Name == "" || s.Shndx == uint16(elf.SHN_UNDEF) || s.Shndx >= uint16(elf.SHN_LORESERVE) {
-			continue
-		}
-		if name, ok := strings.CutPrefix(s.Name, ksymtabPrefix); ok {
-			if int(s.Shndx) < len(f.Sections) {
-				switch f.Sections[s.Shndx].Name {
-				case "__ksymtab":
-					names, gpl = append(names, name), append(gpl, false)
-				case "__ksymtab_gpl":
-					names, gpl = append(names, name), append(gpl, true)
-				}
-			}
-			continue
-		}
-		if s.Bind() == elf.STB_GLOBAL || s.Bind() == elf.STB_WEAK {
-			defined[s.Name] = elfSym{s.Shndx, s.Value}
+		if b := s.Bind(); s.Name != "" && s.Shndx != uint16(elf.SHN_UNDEF) && (b == elf.STB_GLOBAL || b == elf.STB_WEAK) {
+			defined[s.Name] = s
 		}
 	}
 	n := 0
-	for i, name := range names {
-		d, ok := defined[name]
-		p := placed[int(d.shndx)]
-		if !ok || p == nil {
+	for _, e := range f.Exports() {
+		s, ok := defined[e.Name]
+		if !ok || placed[int(s.Shndx)] == nil {
 			continue
 		}
 		n++
-		if _, dup := exports[name]; !dup {
-			exports[name] = export{p.Addr + d.value, gpl[i]}
+		if _, dup := exports[e.Name]; !dup {
+			exports[e.Name] = export{placed[int(s.Shndx)].Addr + s.Value, e.GPL}
 		}
 	}
 	return n
 }
-
-// ksymtabPrefix begins the symbol that marks an export's __ksymtab entry.
-const ksymtabPrefix = "__ksymtab_"
-
-type elfSym struct {
-	shndx uint16
-	value uint64
-}
-
-// imageEnd is the first address past img's sections.
-func imageEnd(img *modplt.Image) uint64 {
-	end := uint64(0)
-	for _, p := range img.Sections {
-		end = max(end, p.Addr+p.Size)
-	}
-	return end
-}
-
-func pageUp(a uint64) uint64 { return (a + guardPage - 1) &^ (guardPage - 1) }

@@ -79,10 +79,10 @@ func ExampleKernelsUnder() {
 		log.Fatal(err)
 	}
 	for _, r := range pipeline.FleetKernels(m, kernels, pipeline.FleetOptions{}) {
-		fmt.Printf("%s ok=%v resolved=%d symvers=%q vermagic=%q\n", filepath.Base(r.Kernel), r.OK, r.Resolved, r.Symvers, r.Vermagic)
+		fmt.Printf("%s ok=%v resolved=%d versions checked=%v vermagic checked=%v\n", filepath.Base(r.Kernel), r.OK, r.Resolved, r.Versions != nil, r.Magic != nil)
 	}
 	// Output:
-	// System.map-6.1.0-example ok=true resolved=6 symvers="" vermagic=""
+	// System.map-6.1.0-example ok=true resolved=6 versions checked=false vermagic checked=false
 }
 
 // Link a module whose dependencies the kernel's symbols lack (a System.map

@@ -16,16 +16,16 @@ import (
 // KernelResult is one kernel's row of a fleet check.
 type KernelResult struct {
 	Kernel string // the kallsyms, System.map or snapshot it was read from
-	// Symvers and Vermagic: the kernel's Module.symvers and vermagic that
-	// its row was checked against (Kernel.Symvers, Kernel.Vermagic), or
-	// "" (not checked); VermagicFrom is the module file the vermagic was
-	// read from ("" when given).
-	Symvers, Vermagic, VermagicFrom string
 	// Versions and Magic: the module loader's checks of the patch's
 	// symbol versions and vermagic (Report.Versions, Report.Vermagic),
-	// when the kernel's were known. A refusal fails the row.
+	// when the kernel's Module.symvers and vermagic were known (nil: not
+	// checked; Versions.Source is the Module.symvers, Magic.Kernel the
+	// vermagic). A refusal fails the row.
 	Versions *symvers.Report
 	Magic    *symvers.Magic
+	// VermagicFrom is the module file the kernel's vermagic was read from
+	// ("" when given, Kernel.Vermagic).
+	VermagicFrom string
 	// Livepatch relocations and patched functions (klp.Resolution's
 	// counts of both), resolved, deferred and failed (plus link
 	// failures, when linking).
@@ -137,10 +137,7 @@ func checkOne(m *klp.Module, k Kernel, o FleetOptions) KernelResult {
 	if err != nil {
 		return unreadable(err)
 	}
-	kr.Vermagic, kr.VermagicFrom = run.Vermagic, magicFrom
-	if run.Symvers != nil {
-		kr.Symvers = run.Symvers.Source
-	}
+	kr.VermagicFrom = magicFrom
 	// An index per kernel, for one patch's lookups and then closed: the
 	// profile MapText is for (a text file is mapped, not read).
 	ix, err := kallsyms.Open(k.Symbols, &kallsyms.Options{LTO: o.LTO, MapText: true, NoMap: o.NoMap})

@@ -147,13 +147,13 @@ func TestFleetKernelsLoaderChecks(t *testing.T) {
 	ok := rows[0]
 	assert.True(t, ok.OK, ok.FirstError)
 	assert.Empty(t, ok.FirstError)
-	assert.Equal(t, k57[0].Symvers, ok.Symvers)
 	require.NotNil(t, ok.Versions)
+	assert.Equal(t, k57[0].Symvers, ok.Versions.Source)
 	assert.Empty(t, ok.Versions.Problems)
 	assert.Equal(t, 6, ok.Versions.Checked, "module_layout and the five exports klp_demo calls")
 	require.NotNil(t, ok.Magic)
-	assert.Equal(t, "6.1.0-57-amd64 SMP preempt mod_unload modversions ", ok.Vermagic)
-	assert.Equal(t, ok.Vermagic, ok.Magic.Module, "built with these headers")
+	assert.Equal(t, "6.1.0-57-amd64 SMP preempt mod_unload modversions ", ok.Magic.Kernel)
+	assert.Equal(t, ok.Magic.Kernel, ok.Magic.Module, "built with these headers")
 	assert.Equal(t, filepath.Join(root, "57/lib/modules/6.1.0-57-amd64/kernel/af_key.ko"), ok.VermagicFrom, "the first module by name")
 	assert.Equal(t, 3, ok.Resolved)
 	assert.Equal(t, 4, ok.Deferred, "xfs: not in a System.map")
@@ -162,8 +162,8 @@ func TestFleetKernelsLoaderChecks(t *testing.T) {
 	assert.False(t, old.OK)
 	assert.Equal(t, "symbol_version", old.FirstErrorKind)
 	assert.Equal(t, "klp_demo: disagrees about version of symbol module_layout", old.FirstError)
-	assert.Equal(t, filepath.Join(root, "47/boot/symvers-6.1.0-47-amd64.gz"), old.Symvers)
 	require.NotNil(t, old.Versions)
+	assert.Equal(t, filepath.Join(root, "47/boot/symvers-6.1.0-47-amd64.gz"), old.Versions.Source)
 	assert.ErrorIs(t, &old.Versions.Problems[0], symvers.ErrVersionMismatch)
 	assert.Nil(t, old.Magic, "no modules: no vermagic")
 	assert.Equal(t, 3, old.Resolved, "the livepatch relocations would resolve")
@@ -185,7 +185,6 @@ func TestFleetKernelsLoaderChecks(t *testing.T) {
 	assert.True(t, plain.OK)
 	assert.Nil(t, plain.Versions)
 	assert.Nil(t, plain.Magic)
-	assert.Empty(t, plain.Symvers)
 }
 
 // TestKernelsUnderRunning: under "/", the running kernel counts even

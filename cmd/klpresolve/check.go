@@ -206,10 +206,10 @@ func writeLoaderChecks(w io.Writer, rows []pipeline.KernelResult) {
 			continue
 		}
 		read++
-		if r.Symvers == "" {
+		if r.Versions == nil {
 			noSymvers = append(noSymvers, r.Kernel)
 		}
-		if r.Vermagic == "" {
+		if r.Magic == nil {
 			noMagic = append(noMagic, r.Kernel)
 		}
 		if r.FirstErrorKind == "vermagic" || r.FirstErrorKind == "symbol_version" {

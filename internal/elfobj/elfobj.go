@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strings"
 
 	"github.com/klpresolve/klpresolve/internal/input"
 )
@@ -552,4 +553,32 @@ func (f *File) modInfo(key string) iter.Seq[string] {
 			}
 		}
 	}
+}
+
+// Export is a symbol a module exports to others (Exports).
+type Export struct {
+	Name string
+	GPL  bool // EXPORT_SYMBOL_GPL: for GPL-compatible modules only
+}
+
+// Exports lists what the module exports, in symbol table order: each
+// __ksymtab_NAME symbol in its __ksymtab section (EXPORT_SYMBOL) or
+// __ksymtab_gpl (EXPORT_SYMBOL_GPL), the tables Linux 6.1's find_symbol()
+// and is_exported() search.
+func (f *File) Exports() []Export {
+	var out []Export
+	for i := range f.Symbols {
+		s := &f.Symbols[i]
+		name, ok := strings.CutPrefix(s.Name, "__ksymtab_")
+		if !ok || s.Shndx == uint16(elf.SHN_UNDEF) || int(s.Shndx) >= len(f.Sections) {
+			continue
+		}
+		switch f.Sections[s.Shndx].Name {
+		case "__ksymtab":
+			out = append(out, Export{name, false})
+		case "__ksymtab_gpl":
+			out = append(out, Export{name, true})
+		}
+	}
+	return out
 }

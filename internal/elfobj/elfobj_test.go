@@ -171,3 +171,28 @@ func TestModInfoAll(t *testing.T) {
 	assert.Nil(t, f.ModInfoAll("license"))
 	assert.Equal(t, "", f.ModInfo("license"))
 }
+
+// TestExports reads the exports of testdata/kbuild/deps' klpdep_base
+// (built by Kbuild: one EXPORT_SYMBOL, one EXPORT_SYMBOL_GPL) and of a
+// module that exports nothing; a __ksymtab_ symbol in another section is
+// not an export.
+func TestExports(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	deps := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "kbuild", "deps")
+	load := func(name string) *File {
+		b, err := os.ReadFile(filepath.Join(deps, name))
+		require.NoError(t, err)
+		f, err := Parse(name, b)
+		require.NoError(t, err)
+		return f
+	}
+	base := load("klpdep-base.ko")
+	assert.Equal(t, []Export{{"klpdep_base_add", false}, {"klpdep_base_secret", true}}, base.Exports())
+	assert.Empty(t, load("klpdep-top.ko").Exports())
+	for i := range base.Symbols {
+		if base.Symbols[i].Name == "__ksymtab_klpdep_base_secret" {
+			base.Symbols[i].Shndx = uint16(base.SectionByName(".text").Index)
+		}
+	}
+	assert.Equal(t, []Export{{"klpdep_base_add", false}}, base.Exports())
+}
