@@ -18,6 +18,9 @@ import (
 // where they are known, the files of its build that the module loader's
 // own checks need.
 type Kernel struct {
+	// Release is its release (uname -r), where KernelsUnder found it;
+	// "" for a kernel given as a symbols file alone.
+	Release string
 	// Symbols is its kallsyms, System.map or snapshot.
 	Symbols string
 	// Modules are its module files or folders (its /lib/modules/RELEASE):
@@ -32,8 +35,13 @@ type Kernel struct {
 	Vermagic string
 }
 
-// ErrNoKernels: a root has no kernel's symbols where KernelsUnder looks.
+// ErrNoKernels: a root has no kernel's symbols where KernelsUnder looks,
+// or not the release KernelUnder was asked for.
 var ErrNoKernels = errors.New("no kernel found")
+
+// ErrWhichKernel: KernelUnder was asked for no release in particular, and
+// the root has several kernels, none of them the running one.
+var ErrWhichKernel = errors.New("several kernels installed")
 
 // KernelsUnder finds the kernels installed under root, the root of a
 // filesystem: the running system's ("/"), or a folder where each kernel's
@@ -60,6 +68,37 @@ var ErrNoKernels = errors.New("no kernel found")
 // kernel.kptr_restrict=0 to show addresses.
 func KernelsUnder(root string) ([]Kernel, error) {
 	return kernelsUnder(root, runningKernel)
+}
+
+// KernelUnder is the kernel of the given release among KernelsUnder(root);
+// with release "", the running kernel's under "/", else the root's only
+// kernel. A release that is not there is ErrNoKernels, a root with
+// several kernels and no release chosen ErrWhichKernel; both errors list
+// the releases the root has.
+func KernelUnder(root, release string) (Kernel, error) {
+	return kernelUnder(root, release, runningKernel)
+}
+
+func kernelUnder(root, release string, running func() (release, symbols string)) (Kernel, error) {
+	ks, err := kernelsUnder(root, running)
+	if err != nil {
+		return Kernel{}, err
+	}
+	if release == "" && filepath.Clean(root) == "/" {
+		// The running kernel is always among /'s (kernelsUnder).
+		release, _ = running()
+	}
+	rels := make([]string, len(ks))
+	for i, k := range ks {
+		if k.Release == release || release == "" && len(ks) == 1 {
+			return k, nil
+		}
+		rels[i] = k.Release
+	}
+	if release == "" {
+		return Kernel{}, fmt.Errorf("%s: %w: %s; choose one", root, ErrWhichKernel, strings.Join(rels, ", "))
+	}
+	return Kernel{}, fmt.Errorf("%s: %w of release %s; it has %s", root, ErrNoKernels, release, strings.Join(rels, ", "))
 }
 
 // runningKernel is the running kernel's release and symbols.
@@ -125,7 +164,7 @@ func kernelsUnder(root string, running func() (release, symbols string)) ([]Kern
 	}
 	var out []Kernel
 	for _, rel := range slices.Sorted(maps.Keys(found)) {
-		k := Kernel{Symbols: found[rel]}
+		k := Kernel{Release: rel, Symbols: found[rel]}
 		var modDir string
 		for _, dir := range []string{"lib/modules", "usr/lib/modules"} {
 			if d := filepath.Join(root, dir, rel); isDir(d) {

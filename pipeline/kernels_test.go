@@ -76,13 +76,13 @@ func TestKernelsUnder(t *testing.T) {
 	ks, err := KernelsUnder(root)
 	require.NoError(t, err)
 	assert.Equal(t, []Kernel{
-		{Symbols: rhel, Modules: []string{filepath.Join(root, "lib/modules/5.14.0-427.el9.x86_64")}, Symvers: rhelDevel},
-		{Symbols: bare},
-		{Symbols: arch, Modules: []string{filepath.Join(root, "lib/modules/6.1.0-50-armmp")}, Symvers: armSymvers},
-		{Symbols: deb, Modules: []string{filepath.Join(root, "lib/modules/6.1.0-57-amd64")}, Symvers: debSymvers},
-		{Symbols: dbg},
-		{Symbols: stubOnly},
-		{Symbols: fed, Modules: []string{filepath.Join(root, "usr/lib/modules/6.11.4-301.fc41.x86_64")}, Symvers: fedSymvers},
+		{Release: "5.14.0-427.el9.x86_64", Symbols: rhel, Modules: []string{filepath.Join(root, "lib/modules/5.14.0-427.el9.x86_64")}, Symvers: rhelDevel},
+		{Release: "6.1.0-47-amd64", Symbols: bare},
+		{Release: "6.1.0-50-armmp", Symbols: arch, Modules: []string{filepath.Join(root, "lib/modules/6.1.0-50-armmp")}, Symvers: armSymvers},
+		{Release: "6.1.0-57-amd64", Symbols: deb, Modules: []string{filepath.Join(root, "lib/modules/6.1.0-57-amd64")}, Symvers: debSymvers},
+		{Release: "6.1.0-58-amd64", Symbols: dbg},
+		{Release: "6.1.0-59-amd64", Symbols: stubOnly},
+		{Release: "6.11.4-301.fc41.x86_64", Symbols: fed, Modules: []string{filepath.Join(root, "usr/lib/modules/6.11.4-301.fc41.x86_64")}, Symvers: fedSymvers},
 	}, ks)
 
 	// Without kernel-devel, RHEL's boot/symvers-RELEASE.gz.
@@ -96,6 +96,42 @@ func TestKernelsUnder(t *testing.T) {
 	_, err = KernelsUnder(deb)
 	assert.ErrorContains(t, err, "not a folder")
 	_, err = KernelsUnder(filepath.Join(root, "nothing"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// TestKernelUnder chooses one kernel of a root: the release asked for,
+// else the only one, else under "/" the running one; a missing release
+// and an open choice are errors that list what the root has.
+func TestKernelUnder(t *testing.T) {
+	const sm = "ffffffff81000000 T _text\n"
+	root := t.TempDir()
+	one := put(t, root, "boot/System.map-6.1.0-57-amd64", sm)
+	mods := filepath.Join(root, "lib/modules/6.1.0-57-amd64")
+	put(t, root, "lib/modules/6.1.0-57-amd64/modules.dep", "")
+	none := func() (string, string) { return "", "" }
+
+	k, err := kernelUnder(root, "", none)
+	require.NoError(t, err)
+	assert.Equal(t, Kernel{Release: "6.1.0-57-amd64", Symbols: one, Modules: []string{mods}}, k)
+	_, err = kernelUnder(root, "6.1.0-47-amd64", none)
+	assert.ErrorIs(t, err, ErrNoKernels)
+	assert.ErrorContains(t, err, "of release 6.1.0-47-amd64; it has 6.1.0-57-amd64")
+
+	two := put(t, root, "boot/System.map-6.1.0-47-amd64", sm)
+	_, err = kernelUnder(root, "", none)
+	assert.ErrorIs(t, err, ErrWhichKernel)
+	assert.ErrorContains(t, err, "several kernels installed: 6.1.0-47-amd64, 6.1.0-57-amd64; choose one")
+	k, err = kernelUnder(root, "6.1.0-47-amd64", none)
+	require.NoError(t, err)
+	assert.Equal(t, Kernel{Release: "6.1.0-47-amd64", Symbols: two}, k)
+
+	// Under "/", the running kernel unless another is asked for.
+	k, err = kernelUnder("/", "", func() (string, string) { return "6.18.44-test", "/proc/kallsyms" })
+	require.NoError(t, err)
+	assert.Equal(t, "6.18.44-test", k.Release)
+	assert.Equal(t, "/proc/kallsyms", k.Symbols)
+
+	_, err = kernelUnder(filepath.Join(root, "nothing"), "", none)
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -158,16 +159,29 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 	return c
 }
 
+// rootsInside is, when err says root has no kernel, its folders that do
+// have one: a folder of roots given as one root.
+func rootsInside(root string, err error) []string {
+	if !errors.Is(err, pipeline.ErrNoKernels) {
+		return nil
+	}
+	maps, _ := filepath.Glob(filepath.Join(root, "*", "boot", "System.map-*"))
+	var dirs []string
+	for _, m := range maps {
+		if d := filepath.Dir(filepath.Dir(m)); !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
 // kernelsUnder is pipeline.KernelsUnder of root, or of each folder a glob
 // pattern matches.
 func kernelsUnder(root string) ([]pipeline.Kernel, error) {
 	if !strings.ContainsAny(root, "*?[") {
 		ks, err := pipeline.KernelsUnder(root)
-		if errors.Is(err, pipeline.ErrNoKernels) {
-			// A folder of roots, given as one.
-			if inner, _ := filepath.Glob(filepath.Join(root, "*", "boot", "System.map-*")); len(inner) > 0 {
-				err = fmt.Errorf("%w (its folders hold kernels: give them all with a quoted pattern, --root '%s')", err, filepath.Join(root, "*"))
-			}
+		if inner := rootsInside(root, err); len(inner) > 0 {
+			err = fmt.Errorf("%w (its folders hold kernels: give them all with a quoted pattern, --root '%s')", err, filepath.Join(root, "*"))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("--root: %w", err)

@@ -28,11 +28,14 @@ func newLinkCmd(a *app) *cobra.Command {
 	var format, base, initBase, out, symversPath, magic string
 	var opts modplt.LinkOptions
 	var modules []string
+	var installed installedFlags
 	c := &cobra.Command{
-		Use:   "link MODULE.ko [--kallsyms PATH] [--modules DIR] [--symvers FILE] [--vermagic STRING] [--base ADDR] [-o OUT] [--format text|json]",
+		Use:   "link MODULE.ko [--kallsyms PATH | --root DIR] [--modules DIR] [--symvers FILE] [--vermagic STRING] [--base ADDR] [-o OUT] [--format text|json]",
 		Short: "Lay a module out and apply its relocations against a kernel's symbols, as the kernel would",
 		Example: `  klpresolve link livepatch-fix.ko --kallsyms System.map-6.1.0-57-amd64 -o fix.linked
-  klpresolve link btrfs.ko --kallsyms System.map-6.1.0-57-arm64 --base 0xffff800001000000 --format json`,
+  klpresolve link btrfs.ko --kallsyms System.map-6.1.0-57-arm64 --base 0xffff800001000000 --format json
+  # The kernel as installed under a root: its map, modules and Module.symvers
+  klpresolve link fix.ko --root roots/6.1.0-57 --format json`,
 		Long: `Lays MODULE.ko out as the kernel's loader does (core and init; text, read-only,
 ro-after-init, data), resolves its undefined symbols against the kernel's symbols
 (.klp.sym livepatch symbols with livepatch's rules, the .klp.rela sections of modules
@@ -47,8 +50,10 @@ image: an ELF whose sections sit at their load addresses. With --modules, the mo
 it depends on (.modinfo depends=, and theirs) that the kernel's symbols lack (a
 System.map lists none) are laid out first from their files, as modprobe loads them, and
 its symbols resolve among their exports too. --symvers also checks its
-symbol versions against the kernel build's Module.symvers, and --vermagic its vermagic
-against the kernel's, as the loader will.
+symbol versions against the kernel build's Module.symvers, and its vermagic against the
+kernel's (--vermagic, or that of the first --modules file), as the loader will. --root
+takes all of them from a kernel installed under a filesystem root, as check --root
+finds them.
 
 Exit status: 0 the module links, 1 it does not (a relocation or symbol failed, or the
 loader refuses a symbol version or its vermagic), 2 unusable input.`,
@@ -60,7 +65,10 @@ loader refuses a symbol version or its vermagic), 2 unusable input.`,
 			if err := imageToFile(out); err != nil {
 				return err
 			}
-			var err error
+			kernel, err := installed.kernel(a, cmd, &modules, &symversPath)
+			if err != nil {
+				return err
+			}
 			if opts.Base, err = parseAddr(base); err != nil {
 				return err
 			}
@@ -86,6 +94,10 @@ loader refuses a symbol version or its vermagic), 2 unusable input.`,
 			if err != nil {
 				return err
 			}
+			vermagicOf, magicFrom, err := kernelMagic(magic, mf)
+			if err != nil {
+				return err
+			}
 			// As the loader and then livepatch would: the .klp.rela sections
 			// of objects that are not loaded wait for them (pipeline.Link).
 			img, deps, err := pipeline.LinkWith(m, m.Resolve(ix), ix, opts, mf)
@@ -99,21 +111,25 @@ loader refuses a symbol version or its vermagic), 2 unusable input.`,
 			}
 			why := pipeline.Explain(m, ix, img.Unresolved)
 			why.LaidOut(deps)
-			versions, vermagic, err := pipeline.CheckVersions(m, sv, magic)
+			versions, vermagic, err := pipeline.CheckVersions(m, sv, vermagicOf)
 			if err != nil {
 				return &exitError{exitUsage, err}
 			}
 			loads := (versions == nil || versions.OK()) && (vermagic == nil || vermagic.OK())
 			if format == "json" {
 				j := linkReport(img, why)
+				j.Kernel = kernelJSON(&installed, kernel)
 				j.Dependencies = dependenciesJSON(deps)
 				j.Modversions = versionsJSON(versions)
-				j.Vermagic = vermagicJSON(vermagic, "")
+				j.Vermagic = vermagicJSON(vermagic, magicFrom)
 				j.OK = j.OK && loads
 				err = writeJSON(a, j)
 			} else {
+				if l := kernelLine(&installed, kernel); l != "" {
+					fmt.Fprintln(a.stdout, l)
+				}
 				writeDependencies(a.stdout, deps)
-				writeLinkText(a, img, why.NotExported, out, whyNotes(why, ix.Source()), versions, vermagic)
+				writeLinkText(a, img, why.NotExported, out, whyNotes(why, ix.Source()), versions, vermagic, magicFrom)
 			}
 			if err != nil {
 				return err
@@ -131,19 +147,22 @@ loader refuses a symbol version or its vermagic), 2 unusable input.`,
 	c.Flags().BoolVar(&opts.Erratum843419, "erratum-843419", false, "arm64: work around Cortex-A53 erratum 843419")
 	c.Flags().BoolVar(&opts.ForcePLT, "force-plt", false, "debug: send every branch that has a PLT slot through the PLT")
 	addSymversFlag(c, &symversPath)
-	addVermagicFlag(c, &magic, false)
+	addVermagicFlag(c, &magic, true)
+	installed.add(c)
 	c.Flags().StringArrayVar(&modules, "modules", nil, "module files (.ko, also compressed) or directories of them, such as /lib/modules/VERSION (repeatable): the modules MODULE.ko depends on that the kernel's symbols lack are laid out first from them, as modprobe loads them")
 	return c
 }
 
 type linkJSON struct {
-	Module     string        `json:"module"`
-	Arch       string        `json:"arch"`
-	OK         bool          `json:"ok"`
-	Sections   []sectionJSON `json:"sections"`
-	Relocs     int           `json:"relocations_applied"`
-	Errors     []errorJSON   `json:"errors"`
-	Unresolved []string      `json:"unresolved"`
+	Module string `json:"module"`
+	// Kernel (--root): the installed kernel the module was linked against.
+	Kernel     *installedJSON `json:"kernel,omitempty"`
+	Arch       string         `json:"arch"`
+	OK         bool           `json:"ok"`
+	Sections   []sectionJSON  `json:"sections"`
+	Relocs     int            `json:"relocations_applied"`
+	Errors     []errorJSON    `json:"errors"`
+	Unresolved []string       `json:"unresolved"`
 	// NotExported: unresolved names the kernel has but does not export.
 	NotExported []notExportedJSON `json:"not_exported"`
 	PLTCore     [2]int            `json:"plt_core_used_max"`
@@ -232,7 +251,7 @@ func linkReport(img *modplt.Image, why pipeline.Explanation) linkJSON {
 // writeLinkText prints link's report; why are notes on why the
 // unresolved symbols may be unresolved (codeOnlyNote, dependsNote);
 // versions, with --symvers, the symbol versions checked.
-func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden, out string, why []string, versions *symvers.Report, vermagic *symvers.Magic) {
+func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden, out string, why []string, versions *symvers.Report, vermagic *symvers.Magic, magicFrom string) {
 	m := img.Module
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "SECTION\tREGION\tADDRESS\tSIZE\n")
@@ -263,7 +282,7 @@ func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden,
 		fmt.Fprintf(a.stdout, "wrote %s\n", out)
 	}
 	writeVersions(a.stdout, versions)
-	writeVermagic(a.stdout, vermagic, "")
+	writeVermagic(a.stdout, vermagic, magicFrom)
 	refused := refusals(versions, vermagic)
 	switch {
 	case img.Linked() && refused == "":

@@ -243,7 +243,7 @@ func (a *app) openIndex() (*kallsyms.Index, error) {
 func newRoot(stdin io.Reader, stdout, stderr io.Writer, temps *atomicfile.Temps) *cobra.Command {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, temps: temps}
 	root := &cobra.Command{
-		Use:   "klpresolve PATCH.ko [--kallsyms PATH] [--modules DIR] [--format text|json] [--strict] [--stats] [--link [-o OUT]]",
+		Use:   "klpresolve PATCH.ko [--kallsyms PATH | --root DIR] [--modules DIR] [--format text|json] [--strict] [--stats] [--link [-o OUT]]",
 		Short: "Resolve a livepatch module's relocations against a kernel's symbols, as the kernel would",
 		Example: `  # The running kernel (/proc/kallsyms)
   klpresolve livepatch-fix.ko
@@ -251,6 +251,8 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer, temps *atomicfile.Temps)
   klpresolve livepatch-fix.ko --kallsyms System.map-6.1.0-57-amd64 --link -o fix.linked
   # A System.map lists no module: check what waits for modules against their files
   klpresolve livepatch-fix.ko --kallsyms System.map-6.1.0-57-amd64 --modules /lib/modules/6.1.0-57-amd64
+  # This machine's kernel as installed: its modules, Module.symvers and vermagic too
+  klpresolve livepatch-fix.ko --root /
   # For CI: JSON, and a relocation waiting for a module that is not loaded fails
   klpresolve livepatch-fix.ko.xz --kallsyms kernels/host.snap --format json --strict`,
 		Long: `klpresolve resolves every livepatch relocation of PATCH.ko (.klp.rela.<obj>.<sec>
@@ -266,7 +268,9 @@ deferred; --modules checks it against the module's .ko file as the kernel will r
 it when the module loads, after the patch or before it (which can differ). --symvers
 checks the module's symbol versions (modversions) against the kernel build's
 Module.symvers, and its vermagic against the kernel's (--vermagic, or that of the
-first --modules file), as the module loader will.
+first --modules file), as the module loader will. --root DIR takes all of them from a
+kernel installed under a filesystem root (/: the running kernel; or a folder where its
+packages were unpacked), as check --root finds them.
 PATCH.ko may be compressed (zstd, gzip, xz), or - for standard input.
 
 Exit status: 0 all resolved (deferred allowed), 1 a relocation or patched function

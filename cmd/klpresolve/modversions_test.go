@@ -245,14 +245,13 @@ func TestVermagicCLI(t *testing.T) {
 	assert.Equal(t, 0, code, out)
 }
 
-// TestCheckRoot runs check --root on two kernels laid out as installed:
-// the corpus's 6.1.0-57 with its modules and its headers' Module.symvers
-// (the patch was built with them: taken), and one with 6.1.0-47's
-// Module.symvers (its map borrowed from 6.1.0-57, which the corpus alone
-// has) and no modules: the loader refuses module_layout's CRC there, and
-// its vermagic goes unchecked.
-func TestCheckRoot(t *testing.T) {
-	ko := filepath.Join(testutil.RepoRoot(), "testdata", "kbuild", "klp-demo.ko")
+// installedRoots lays two kernels out as installed, one folder each: the
+// corpus's 6.1.0-57 with two of its modules (af_key.ko the first) and its
+// headers' Module.symvers, and a 6.1.0-47 with that ABI's Module.symvers
+// (its map borrowed from 6.1.0-57, which the corpus alone has) and no
+// modules.
+func installedRoots(t *testing.T) string {
+	t.Helper()
 	smap := testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64")
 	mods := testutil.Corpus(t, "amd64/modules")
 	h57 := testutil.Headers(t, "6.1.0-57-amd64")
@@ -269,6 +268,18 @@ func TestCheckRoot(t *testing.T) {
 	ln(h57, "57/usr/src/linux-headers-6.1.0-57-amd64/Module.symvers")
 	ln(smap, "47/boot/System.map-6.1.0-47-amd64")
 	ln(h47, "47/usr/src/linux-headers-6.1.0-47-amd64/Module.symvers")
+	return roots
+}
+
+// TestCheckRoot runs check --root on two kernels laid out as installed:
+// the corpus's 6.1.0-57 with its modules and its headers' Module.symvers
+// (the patch was built with them: taken), and one with 6.1.0-47's
+// Module.symvers (its map borrowed from 6.1.0-57, which the corpus alone
+// has) and no modules: the loader refuses module_layout's CRC there, and
+// its vermagic goes unchecked.
+func TestCheckRoot(t *testing.T) {
+	ko := filepath.Join(testutil.RepoRoot(), "testdata", "kbuild", "klp-demo.ko")
+	roots := installedRoots(t)
 	k47 := filepath.Join(roots, "47/boot/System.map-6.1.0-47-amd64")
 	k57 := filepath.Join(roots, "57/boot/System.map-6.1.0-57-amd64")
 
@@ -346,6 +357,7 @@ func TestLinkModules(t *testing.T) {
 	assert.Contains(t, out, "dependencies: 2 modules the kernel's symbols lack, laid out first from --modules, as modprobe loads them:\n")
 	assert.Regexp(t, `(?m)^  klpdep_base +0xffffffffc0000000 +2 exports +links \(`+regexp.QuoteMeta(filepath.Join(dir, "klpdep-base.ko"))+`\)$`, out)
 	assert.Regexp(t, `(?m)^  klpdep_mid +0xffffffffc00[0-9a-f]{5} +1 export +links \(`, out)
+	assert.Contains(t, out, "vermagic: the kernel's is \"6.1.0-57-amd64 SMP preempt mod_unload modversions \" (from "+filepath.Join(dir, "klpdep-base.ko")+"): the loader takes the module's\n")
 	assert.Contains(t, out, "OK: klpdep_top (x86_64) links: 18 relocations applied\n")
 
 	// The note on dependencies the kernel lacks names only those not laid
@@ -382,4 +394,98 @@ func TestLinkModules(t *testing.T) {
 	assert.Equal(t, "0xffffffffc0000000", j.Dependencies[1].Address)
 	assert.False(t, j.Dependencies[1].Linked)
 	assert.Equal(t, []string{"klpdep_base_add"}, j.Dependencies[1].Unresolved)
+}
+
+// TestInstalledRoot runs the main job and link on one kernel as installed
+// (--root): its map, modules, Module.symvers and the vermagic of its first
+// module are used as --kallsyms, --modules, --symvers and --vermagic would
+// be; flags given win; and the root's mistakes are usage errors that say
+// what to give.
+func TestInstalledRoot(t *testing.T) {
+	ko := filepath.Join(testutil.RepoRoot(), "testdata", "kbuild", "klp-demo.ko")
+	roots := installedRoots(t)
+	r57, r47 := filepath.Join(roots, "57"), filepath.Join(roots, "47")
+	sv57 := filepath.Join(r57, "usr/src/linux-headers-6.1.0-57-amd64/Module.symvers")
+	sv47 := filepath.Join(r47, "usr/src/linux-headers-6.1.0-47-amd64/Module.symvers")
+	afKey := filepath.Join(r57, "lib/modules/6.1.0-57-amd64/kernel/net/key/af_key.ko")
+	const magic = "6.1.0-57-amd64 SMP preempt mod_unload modversions "
+
+	code, out, _ := runCLI(t, ko, "--root", r57)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "\nkernel: 6.1.0-57-amd64 under "+r57+": modules "+filepath.Join(r57, "lib/modules/6.1.0-57-amd64")+"; Module.symvers "+sv57+"\nkernel symbols: "+filepath.Join(r57, "boot/System.map-6.1.0-57-amd64")+"\n")
+	assert.Contains(t, out, "  checked against "+filepath.Join(r57, "lib/modules/6.1.0-57-amd64/kernel/fs/xfs/xfs.ko")+": all 2 resolve")
+	assert.Contains(t, out, "modversions: 6 symbols checked against "+sv57+": the loader takes them all\n")
+	assert.Contains(t, out, "vermagic: the kernel's is \""+magic+"\" (from "+afKey+"): the loader takes the module's\n")
+
+	code, out, _ = runCLI(t, ko, "--root", r47)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "kernel: 6.1.0-47-amd64 under "+r47+": no modules (lib/modules/RELEASE): deferred relocations and vermagic not checked; Module.symvers "+sv47+"\n")
+	assert.Contains(t, out, "error: modversions: klp_demo: disagrees about version of symbol module_layout\n")
+	assert.NotContains(t, out, "vermagic:")
+
+	// Flags given win over the root's files.
+	code, out, _ = runCLI(t, ko, "--root", r47, "--symvers", sv57, "--modules", filepath.Join(r57, "lib/modules"))
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "; Module.symvers "+sv57+"\n")
+	assert.Contains(t, out, "(from "+afKey+")")
+
+	code, out, _ = runCLI(t, ko, "--root", r57, "--format", "json")
+	assert.Equal(t, 0, code, out)
+	var j struct {
+		Kallsyms string
+		Kernel   struct {
+			Root, Release, Symbols, Symvers string
+			Modules                         []string
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &j), out)
+	assert.Equal(t, filepath.Join(r57, "boot/System.map-6.1.0-57-amd64"), j.Kallsyms)
+	assert.Equal(t, r57, j.Kernel.Root)
+	assert.Equal(t, "6.1.0-57-amd64", j.Kernel.Release)
+	assert.Equal(t, j.Kallsyms, j.Kernel.Symbols)
+	assert.Equal(t, sv57, j.Kernel.Symvers)
+	assert.Equal(t, []string{filepath.Join(r57, "lib/modules/6.1.0-57-amd64")}, j.Kernel.Modules)
+
+	// link takes the same kernel.
+	code, out, _ = runCLI(t, "link", ko, "--root", r57)
+	assert.Equal(t, 0, code, out)
+	assert.True(t, strings.HasPrefix(out, "kernel: 6.1.0-57-amd64 under "+r57+": "), out)
+	assert.Contains(t, out, "modversions: 6 symbols checked against "+sv57+": the loader takes them all\n")
+	assert.Contains(t, out, "(from "+afKey+")")
+	code, out, _ = runCLI(t, "link", ko, "--root", r47, "--format", "json")
+	assert.Equal(t, 1, code, out)
+	var lj struct {
+		OK     bool
+		Kernel struct{ Release string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &lj), out)
+	assert.False(t, lj.OK, "the loader refuses module_layout")
+	assert.Equal(t, "6.1.0-47-amd64", lj.Kernel.Release)
+
+	// Several kernels in one root: --release chooses.
+	both := t.TempDir()
+	for _, rel := range []string{"6.1.0-47-amd64", "6.1.0-57-amd64"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(both, "boot"), 0o755))
+		require.NoError(t, os.Symlink(filepath.Join(r57, "boot/System.map-6.1.0-57-amd64"), filepath.Join(both, "boot", "System.map-"+rel)))
+	}
+	code, _, errOut := runCLI(t, ko, "--root", both)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "several kernels installed: 6.1.0-47-amd64, 6.1.0-57-amd64; choose one (--release)")
+	code, out, _ = runCLI(t, ko, "--root", both, "--release", "6.1.0-47-amd64")
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "kernel: 6.1.0-47-amd64 under "+both+": no modules")
+	code, _, errOut = runCLI(t, ko, "--root", both, "--release", "6.1.0-99-amd64")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "no kernel found of release 6.1.0-99-amd64; it has 6.1.0-47-amd64, 6.1.0-57-amd64")
+
+	// Usage: a folder of roots; --kallsyms too; --release alone.
+	code, _, errOut = runCLI(t, ko, "--root", roots)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "give one of them, such as --root "+r47+"; check --root '"+filepath.Join(roots, "*")+"' takes them all")
+	code, _, errOut = runCLI(t, ko, "--root", r57, "--kallsyms", filepath.Join(r57, "boot/System.map-6.1.0-57-amd64"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--root and --kallsyms both give the kernel's symbols")
+	code, _, errOut = runCLI(t, "link", ko, "--release", "6.1.0-57-amd64")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--release needs --root")
 }

@@ -30,6 +30,7 @@ type resolveOpts struct {
 	modules []string
 	symvers string
 	magic   string
+	kernel  installedFlags
 }
 
 // addResolveFlags makes the root command the main job:
@@ -47,12 +48,13 @@ func addResolveFlags(root *cobra.Command, a *app) {
 	addModulesFlag(root, &o.modules)
 	addSymversFlag(root, &o.symvers)
 	addVermagicFlag(root, &o.magic, true)
+	o.kernel.add(root)
 	root.RunE = func(cmd *cobra.Command, args []string) error {
-		return a.resolve(args[0], o)
+		return a.resolve(cmd, args[0], o)
 	}
 }
 
-func (a *app) resolve(path string, o *resolveOpts) error {
+func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 	if err := checkFormat(o.format); err != nil {
 		return err
 	}
@@ -61,6 +63,10 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 		return &exitError{exitUsage, errors.New("-o, --base and --erratum-843419 need --link")}
 	}
 	if err := imageToFile(o.out); err != nil {
+		return err
+	}
+	kernel, err := o.kernel.kernel(a, cmd, &o.modules, &o.symvers)
+	if err != nil {
 		return err
 	}
 	if err := a.oneStdin(path); err != nil {
@@ -74,12 +80,9 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 	if err != nil {
 		return err
 	}
-	// The kernel's vermagic: --vermagic, else its modules' (--modules).
-	magic, magicFrom := o.magic, ""
-	if magic == "" && mf != nil {
-		if magic, magicFrom, err = mf.Vermagic(); err != nil {
-			return &exitError{exitUsage, fmt.Errorf("--modules: %w", err)}
-		}
+	magic, magicFrom, err := kernelMagic(o.magic, mf)
+	if err != nil {
+		return err
 	}
 	t0 := time.Now()
 	ix, err := a.openIndex()
@@ -119,6 +122,7 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 	}
 	if o.format == "json" {
 		j := jsonResolution(res)
+		j.Kernel = kernelJSON(&o.kernel, kernel)
 		j.Summary.OK = rep.OK(o.strict)
 		if po.Modules != nil {
 			u := append([]string{}, rep.Unchecked...)
@@ -139,7 +143,7 @@ func (a *app) resolve(path string, o *resolveOpts) error {
 		j.Vermagic = vermagicJSON(rep.Vermagic, magicFrom)
 		err = writeJSON(a, j)
 	} else {
-		writeResolution(a.stdout, rep, a.kallsymsPath())
+		writeResolution(a.stdout, rep, a.kallsymsPath(), kernelLine(&o.kernel, kernel))
 		if rep.Image != nil {
 			writeLinkSummary(a.stdout, rep, o.out)
 		}
@@ -260,12 +264,14 @@ type jsonFunc struct {
 }
 
 type jsonOut struct {
-	Module      string      `json:"module"`
-	Name        string      `json:"name,omitempty"`
-	Arch        string      `json:"arch"`
-	Format      string      `json:"format"`
-	Kallsyms    string      `json:"kallsyms"`
-	Relocations []jsonReloc `json:"relocations"`
+	Module   string `json:"module"`
+	Name     string `json:"name,omitempty"`
+	Arch     string `json:"arch"`
+	Format   string `json:"format"`
+	Kallsyms string `json:"kallsyms"`
+	// Kernel (--root): the installed kernel the report is of.
+	Kernel      *installedJSON `json:"kernel,omitempty"`
+	Relocations []jsonReloc    `json:"relocations"`
 	// FuncSource says where the module declares the functions it
 	// patches (klp.FuncSource); Funcs are they, looked up.
 	FuncSource string `json:"func_source,omitempty"`
@@ -518,7 +524,9 @@ func loaderNote(missing []string, hidden map[string]pipeline.Hidden) string {
 // (given: the --kallsyms path), per section what resolved, deferred
 // objects, and every failure with the kernel's message and the help (the
 // totals are writeVerdict's).
-func writeResolution(w io.Writer, rep *pipeline.Report, given string) {
+// writeResolution is the resolution part of the text report; kernel is
+// the --root kernel's line (kernelLine), after the module's.
+func writeResolution(w io.Writer, rep *pipeline.Report, given, kernel string) {
 	res := rep.Resolution
 	m := res.Module
 	name := m.Name
@@ -526,6 +534,9 @@ func writeResolution(w io.Writer, rep *pipeline.Report, given string) {
 		name = "?"
 	}
 	fmt.Fprintf(w, "module %s (name %s): format %s, arch %s, livepatch=%v\n", m.Path, name, m.Format, m.Arch, yesNo(m.Livepatch))
+	if kernel != "" {
+		fmt.Fprintln(w, kernel)
+	}
 	fmt.Fprintf(w, "kernel symbols: %s\n", symbolsLine(given, res.Source))
 	for _, warn := range m.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)

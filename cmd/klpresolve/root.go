@@ -1,0 +1,110 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/klpresolve/klpresolve/pipeline"
+)
+
+// installedFlags are --root and --release of the main job and link: one
+// kernel as a distribution installs it (pipeline.KernelUnder), whose
+// symbols, modules and Module.symvers stand for --kallsyms, --modules and
+// --symvers.
+type installedFlags struct {
+	root, release string
+}
+
+func (f *installedFlags) add(c *cobra.Command) {
+	c.Flags().StringVar(&f.root, "root", "", "a filesystem root with the kernel installed (/, or a folder where its packages were unpacked): its System.map (under /, /proc/kallsyms for the running kernel without one), its modules (lib/modules/RELEASE) and its Module.symvers stand for --kallsyms, --modules and --symvers, as check --root finds them")
+	c.Flags().StringVar(&f.release, "release", "", "with --root: the kernel's release, where the root has several (default: under /, the running kernel's; else the root's only one)")
+}
+
+// kernel is the --root kernel (nil without --root), its files put in
+// place of the flags they stand for: --kallsyms must not be given as
+// well; --modules and --symvers given win over the root's.
+func (f *installedFlags) kernel(a *app, c *cobra.Command, modules *[]string, symversPath *string) (*pipeline.Kernel, error) {
+	if f.root == "" {
+		if f.release != "" {
+			return nil, &exitError{exitUsage, errors.New("--release needs --root")}
+		}
+		return nil, nil
+	}
+	if c.Flags().Changed("kallsyms") {
+		return nil, &exitError{exitUsage, errors.New("--root and --kallsyms both give the kernel's symbols: give one")}
+	}
+	k, err := pipeline.KernelUnder(f.root, f.release)
+	if err != nil {
+		if errors.Is(err, pipeline.ErrWhichKernel) {
+			err = fmt.Errorf("%w (--release)", err)
+		}
+		if inner := rootsInside(f.root, err); len(inner) > 0 {
+			err = fmt.Errorf("%w (its folders hold kernels: give one of them, such as --root %s; check --root '%s' takes them all)", err, inner[0], filepath.Join(f.root, "*"))
+		}
+		return nil, &exitError{exitUsage, fmt.Errorf("--root: %w", err)}
+	}
+	a.kallsymsPaths = []string{k.Symbols}
+	if len(*modules) == 0 {
+		*modules = k.Modules
+	} else {
+		k.Modules = *modules
+	}
+	if *symversPath == "" {
+		*symversPath = k.Symvers
+	} else {
+		k.Symvers = *symversPath
+	}
+	return &k, nil
+}
+
+// kernelMagic is the kernel's vermagic and where it came from: --vermagic
+// (from ""), else that of the first module among the modules' files (nil
+// without), else none.
+func kernelMagic(magic string, mf *pipeline.ModuleFiles) (string, string, error) {
+	if magic != "" || mf == nil {
+		return magic, "", nil
+	}
+	m, from, err := mf.Vermagic()
+	if err != nil {
+		return "", "", &exitError{exitUsage, fmt.Errorf("--modules: %w", err)}
+	}
+	return m, from, nil
+}
+
+// installedJSON is the --root kernel in a JSON report.
+type installedJSON struct {
+	Root    string   `json:"root"`
+	Release string   `json:"release"`
+	Symbols string   `json:"symbols"`
+	Modules []string `json:"modules"`
+	Symvers string   `json:"symvers"`
+}
+
+func kernelJSON(f *installedFlags, k *pipeline.Kernel) *installedJSON {
+	if k == nil {
+		return nil
+	}
+	return &installedJSON{f.root, k.Release, k.Symbols, append([]string{}, k.Modules...), k.Symvers}
+}
+
+// kernelLine is the --root kernel's line of a text report ("" without):
+// its release and the files found for it, or what was not found and so
+// not checked.
+func kernelLine(f *installedFlags, k *pipeline.Kernel) string {
+	if k == nil {
+		return ""
+	}
+	mods := "no modules (lib/modules/RELEASE): deferred relocations and vermagic not checked"
+	if len(k.Modules) > 0 {
+		mods = "modules " + strings.Join(k.Modules, ", ")
+	}
+	sv := "no Module.symvers (install its headers): symbol versions not checked"
+	if k.Symvers != "" {
+		sv = "Module.symvers " + k.Symvers
+	}
+	return fmt.Sprintf("kernel: %s under %s: %s; %s", k.Release, f.root, mods, sv)
+}
