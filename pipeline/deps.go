@@ -7,6 +7,7 @@ import (
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
 )
 
@@ -51,6 +52,26 @@ func (e *Explanation) LaidOut(deps []Dependency) {
 type export struct {
 	addr uint64
 	gpl  bool // EXPORT_SYMBOL_GPL: for GPL-compatible modules only
+}
+
+// dependencies lays out, with mf, the modules m depends on and ix lacks
+// (loadDependencies), from the module area's start (lo.KernelEtext must
+// be set); next is the address past the last one, 0 when none was laid
+// out.
+func dependencies(m *klp.Module, ix *kallsyms.Index, lo modplt.LinkOptions, mf *ModuleFiles) (deps []Dependency, exports map[string]export, next uint64, err error) {
+	depends := m.ELF().ModInfo("depends")
+	if mf == nil || depends == "" {
+		return nil, nil, 0, nil
+	}
+	mod, err := modplt.FromELF(m.ELF())
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	area := mod.DefaultBase(lo.KernelEtext)
+	if deps, exports, next, err = loadDependencies(depends, ix, mf, lo, area); err != nil || next == area {
+		next = 0
+	}
+	return deps, exports, next, err
 }
 
 // loadDependencies lays out, in the order modprobe loads them (each

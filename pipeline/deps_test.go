@@ -203,3 +203,52 @@ func TestLinkDependenciesPartial(t *testing.T) {
 	pc32At(t, deps[0].Image, ".text", relocAt(t, depsFile("klpdep-mid.ko"), ".rela.text", "klpdep_base_add"), 0xffffffffc1000000)
 	pc32At(t, img, ".init.text", 0x6, 0xffffffffc1000010)
 }
+
+// TestRunDependencies: without a link, the ordinary symbols the loader
+// would not find (Report.LoaderMissing) leave out what the dependencies
+// modprobe loads first export, when Options.Modules has their files; a
+// dependency without a file still explains the rest, and a GPL-only
+// export is not one for a module under another license.
+func TestRunDependencies(t *testing.T) {
+	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), nil)
+	require.NoError(t, err)
+	m, err := klp.Open(depsFile("klpdep-top.ko"))
+	require.NoError(t, err)
+
+	rep, err := Run(m, ix, Options{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"klpdep_base_secret", "klpdep_mid_twice"}, rep.LoaderMissing)
+	assert.Equal(t, []string{"klpdep_base", "klpdep_mid"}, rep.UnloadedDepends)
+	assert.Empty(t, rep.Dependencies)
+
+	all, err := FindModules([]string{repoFile("kbuild", "deps")})
+	require.NoError(t, err)
+	rep, err = Run(m, ix, Options{Modules: all})
+	require.NoError(t, err)
+	assert.Empty(t, rep.LoaderMissing)
+	assert.Empty(t, rep.UnloadedDepends)
+	require.Len(t, rep.Dependencies, 2)
+	assert.Equal(t, "klpdep_base", rep.Dependencies[0].Name)
+	assert.Equal(t, uint64(0xffffffffc0000000), rep.Dependencies[0].Base())
+	assert.Equal(t, 2, rep.Dependencies[0].Exports)
+	assert.Equal(t, "klpdep_mid", rep.Dependencies[1].Name)
+	assert.True(t, rep.Dependencies[1].Image.Linked())
+	assert.Nil(t, rep.Image, "not linked")
+
+	mid, err := FindModules([]string{depsFile("klpdep-mid.ko")})
+	require.NoError(t, err)
+	rep, err = Run(m, ix, Options{Modules: mid})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"klpdep_base_secret"}, rep.LoaderMissing)
+	assert.Equal(t, []string{"klpdep_base"}, rep.UnloadedDepends, "not laid out: no file")
+
+	data, err := os.ReadFile(depsFile("klpdep-top.ko"))
+	require.NoError(t, err)
+	bsd := filepath.Join(t.TempDir(), "klpdep-top.ko")
+	require.NoError(t, os.WriteFile(bsd, bytes.Replace(data, []byte("license=GPL\x00"), []byte("license=BSD\x00"), 1), 0o644))
+	mb, err := klp.Open(bsd)
+	require.NoError(t, err)
+	rep, err = Run(mb, ix, Options{Modules: all})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"klpdep_base_secret"}, rep.LoaderMissing)
+}

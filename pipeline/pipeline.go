@@ -122,7 +122,8 @@ type Options struct {
 	// Modules, when set, are module files: what the patch defers to a
 	// module the kernel's symbol list lacks is checked against the
 	// module's file (klp.Target), as the kernel will resolve it when the
-	// module loads.
+	// module loads; and the modules it depends on that the kernel's
+	// symbols lack are laid out from theirs (Report.Dependencies).
 	Modules *ModuleFiles
 	// Symvers, when set, is the kernel build's Module.symvers: the
 	// module's symbol versions and namespace imports are checked against
@@ -139,14 +140,16 @@ type Options struct {
 type Report struct {
 	Resolution *klp.Resolution
 	Image      *modplt.Image // when linked
-	// Dependencies, when linked with Options.Modules: the modules the
-	// module depends on that the kernel's symbols lack, laid out first
-	// (LinkWith).
+	// Dependencies, with Options.Modules: the modules the module depends
+	// on that the kernel's symbols lack, laid out first as modprobe loads
+	// them (LinkWith); linked or not, their exports resolve the module's
+	// symbols.
 	Dependencies []Dependency
 	CFI          *CFIReport // when linked
 	// LoaderMissing, when not linked: the module's ordinary undefined
 	// symbols (not .klp.sym, not weak) that the loader's find_symbol()
-	// would not find in this kernel, which insmod refuses with "Unknown
+	// would not find in this kernel (nor among the Dependencies'
+	// exports), which insmod refuses with "Unknown
 	// symbol"; sorted. OK does not count them (the main job resolves
 	// livepatch relocations); linking checks them with the rest of the
 	// module (Image.Unresolved).
@@ -254,11 +257,12 @@ func NotExported(ix *kallsyms.Index, unresolved []string, gplOK bool) map[string
 	return out
 }
 
-// loaderMissing lists f's ordinary undefined symbols that ix does not
-// export to the module (see Report.LoaderMissing). Weak ones are left out
-// (simplify_symbols() takes 0 for them), and so is _GLOBAL_OFFSET_TABLE_,
-// which the loader makes.
-func loaderMissing(f *elfobj.File, ix *kallsyms.Index, gplOK bool) []string {
+// loaderMissing lists f's ordinary undefined symbols that find (the
+// kernel's exports to the module: Resolver, withExports) does not have
+// (see Report.LoaderMissing). Weak ones are left out (simplify_symbols()
+// takes 0 for them), and so is _GLOBAL_OFFSET_TABLE_, which the loader
+// makes.
+func loaderMissing(f *elfobj.File, find modplt.Resolver) []string {
 	seen := map[string]bool{}
 	var out []string
 	for i := range f.Symbols {
@@ -268,7 +272,7 @@ func loaderMissing(f *elfobj.File, ix *kallsyms.Index, gplOK bool) []string {
 			continue
 		}
 		seen[s.Name] = true
-		if _, ok := ix.FindExport(s.Name, gplOK); !ok {
+		if _, ok := find(s.Name); !ok {
 			out = append(out, s.Name)
 		}
 	}
@@ -307,8 +311,22 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 		return nil, err
 	}
 	if !opts.Link {
-		rep.LoaderMissing = loaderMissing(m.ELF(), ix, modplt.GPLCompatible(m.ELF().ModInfo("license")))
+		// The loader's view without a link: what vmlinux, the loaded
+		// modules and (with Modules) the dependencies modprobe loads
+		// first export.
+		lo := opts.LinkOptions
+		if lo.KernelEtext == 0 {
+			lo.KernelEtext = KernelEtext(ix)
+		}
+		deps, exports, _, err := dependencies(m, ix, lo, opts.Modules)
+		if err != nil {
+			return nil, err
+		}
+		gplOK := modplt.GPLCompatible(m.ELF().ModInfo("license"))
+		rep.Dependencies = deps
+		rep.LoaderMissing = loaderMissing(m.ELF(), withExports(Resolver(ix, gplOK), exports, gplOK))
 		rep.Explanation = Explain(m, ix, rep.LoaderMissing)
+		rep.Explanation.LaidOut(deps)
 		rep.ResolveTime = time.Since(t0)
 		return rep, nil
 	}
@@ -390,19 +408,14 @@ func LinkWith(m *klp.Module, res *klp.Resolution, ix *kallsyms.Index, lo modplt.
 	}
 	gplOK := modplt.GPLCompatible(m.ELF().ModInfo("license"))
 	lo.Resolve = Resolver(ix, gplOK)
-	var deps []Dependency
-	if depends := m.ELF().ModInfo("depends"); mf != nil && depends != "" {
-		area := mod.DefaultBase(lo.KernelEtext)
-		var exports map[string]export
-		var next uint64
-		if deps, exports, next, err = loadDependencies(depends, ix, mf, lo, area); err != nil {
-			return nil, nil, err
-		}
-		if lo.Base == 0 && next != area {
-			lo.Base = next
-		}
-		lo.Resolve = withExports(lo.Resolve, exports, gplOK)
+	deps, exports, next, err := dependencies(m, ix, lo, mf)
+	if err != nil {
+		return nil, nil, err
 	}
+	if lo.Base == 0 {
+		lo.Base = next
+	}
+	lo.Resolve = withExports(lo.Resolve, exports, gplOK)
 	lo.SkipSections = func(name string) bool { return skip[name] }
 	img, err := mod.Link(lo)
 	if err != nil {

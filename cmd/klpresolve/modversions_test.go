@@ -394,6 +394,16 @@ func TestLinkModules(t *testing.T) {
 	assert.Equal(t, "0xffffffffc0000000", j.Dependencies[1].Address)
 	assert.False(t, j.Dependencies[1].Linked)
 	assert.Equal(t, []string{"klpdep_base_add"}, j.Dependencies[1].Unresolved)
+
+	// The main job without --link: what insmod would refuse leaves out
+	// what the dependencies export.
+	code, out, _ = runCLI(t, top, "--kallsyms", smap)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "note: insmod would refuse 2 ordinary symbols (\"Unknown symbol\"); --link checks the whole module:\n  unresolved: klpdep_base_secret\n  unresolved: klpdep_mid_twice\n")
+	code, out, _ = runCLI(t, top, "--kallsyms", smap, "--modules", dir)
+	assert.Equal(t, 0, code, out)
+	assert.NotContains(t, out, "insmod would refuse")
+	assert.Regexp(t, `(?m)^  klpdep_mid +0xffffffffc00[0-9a-f]{5} +1 export +links \(`, out)
 }
 
 // TestInstalledRoot runs the main job and link on one kernel as installed

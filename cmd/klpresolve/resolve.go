@@ -133,6 +133,7 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 			j.LoaderNotExported = notExportedList(rep.LoaderMissing, rep.NotExported)
 			j.KallsymsCodeOnly = rep.CodeOnly
 			j.UnloadedDepends = rep.UnloadedDepends
+			j.Dependencies = dependenciesJSON(rep.Dependencies)
 		} else {
 			lj := linkReport(rep.Image, rep.Explanation)
 			lj.Dependencies = dependenciesJSON(rep.Dependencies)
@@ -303,9 +304,14 @@ type jsonOut struct {
 	// UnloadedDepends (without --link; with it, link's): modules the
 	// module depends on (.modinfo depends=) that the symbol list does not
 	// have, which may be why some did not resolve.
-	UnloadedDepends []string  `json:"unloaded_depends,omitempty"`
-	Link            *linkJSON `json:"link,omitempty"`
-	CFI             *cfiOut   `json:"cfi,omitempty"`
+	UnloadedDepends []string `json:"unloaded_depends,omitempty"`
+	// Dependencies (without --link, with --modules; with it, link's): the
+	// modules the module depends on that the symbol list does not have,
+	// laid out from their files as modprobe loads them, whose exports
+	// the loader will then find.
+	Dependencies []dependencyJSON `json:"dependencies,omitempty"`
+	Link         *linkJSON        `json:"link,omitempty"`
+	CFI          *cfiOut          `json:"cfi,omitempty"`
 	// Modversions (with --symvers): the module's symbol versions checked.
 	Modversions *versionsOut `json:"modversions,omitempty"`
 	// Vermagic (with --vermagic, or a vermagic in the --modules files):
@@ -426,7 +432,7 @@ type checkedJSON struct {
 
 // addModulesFlag is --modules, for the commands that resolve.
 func addModulesFlag(c *cobra.Command, paths *[]string) {
-	c.Flags().StringArrayVar(paths, "modules", nil, "module files (.ko, also compressed) or directories of them, such as /lib/modules/VERSION (repeatable): what the patch defers to a module the kernel's symbols lack is checked against its file, as the kernel will resolve it when the module loads; with --link, the modules the patch depends on (.modinfo depends=) are laid out first from theirs, as modprobe loads them")
+	c.Flags().StringArrayVar(paths, "modules", nil, "module files (.ko, also compressed) or directories of them, such as /lib/modules/VERSION (repeatable): what the patch defers to a module the kernel's symbols lack is checked against its file, as the kernel will resolve it when the module loads; the modules the patch depends on (.modinfo depends=) that the symbols lack are laid out first from theirs, as modprobe loads them, and their exports resolve its symbols (with --link, and in the note on what insmod would refuse)")
 }
 
 // findModules indexes the --modules paths (nil when none).
@@ -520,12 +526,11 @@ func loaderNote(missing []string, hidden map[string]pipeline.Hidden) string {
 	return b.String()
 }
 
-// writeResolution prints the text report: the module, the kernel symbols
-// (given: the --kallsyms path), per section what resolved, deferred
-// objects, and every failure with the kernel's message and the help (the
-// totals are writeVerdict's).
-// writeResolution is the resolution part of the text report; kernel is
-// the --root kernel's line (kernelLine), after the module's.
+// writeResolution prints the text report: the module, the --root
+// kernel's line (kernel: kernelLine's, or ""), the kernel symbols (given:
+// the --kallsyms path), per section what resolved, deferred objects, and
+// every failure with the kernel's message and the help (the totals are
+// writeVerdict's).
 func writeResolution(w io.Writer, rep *pipeline.Report, given, kernel string) {
 	res := rep.Resolution
 	m := res.Module
@@ -628,6 +633,10 @@ func writeResolution(w io.Writer, rep *pipeline.Report, given, kernel string) {
 		}
 		fmt.Fprintf(w, "error: patched function %s:%s,%d (declared at %s+%s)\n", f.Object, f.Name, f.Pos, f.Section, hex(f.Offset))
 		writeErrLines(w, f.Err)
+	}
+	if rep.Image == nil {
+		// (with --link, writeLinkSummary's)
+		writeDependencies(w, rep.Dependencies)
 	}
 	if len(rep.LoaderMissing) > 0 {
 		fmt.Fprintln(w, loaderNote(rep.LoaderMissing, rep.NotExported))
