@@ -20,7 +20,8 @@
 // imports (package symvers; VersionsOf reads a module for it), and the
 // kernel's vermagic (Options.Vermagic) check_modinfo()'s comparison.
 // LinkWith lays out first, from their files, the modules a module depends
-// on that the kernel's symbols lack, as modprobe loads them.
-// FleetKernels gives each kernel of a fleet its own such files, and
-// KernelsUnder finds them where distributions install them.
+// on that the kernel's symbols lack, as modprobe loads them (Run does
+// with Options.Modules, linked or not). FleetKernels gives each kernel of
+// a fleet its own such files, KernelsUnder finds them where distributions
+// install them, and KernelUnder picks one kernel there.
 package pipeline
