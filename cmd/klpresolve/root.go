@@ -98,7 +98,7 @@ func kernelLine(f *installedFlags, k *pipeline.Kernel) string {
 	if k == nil {
 		return ""
 	}
-	mods := "no modules (lib/modules/RELEASE): deferred relocations and vermagic not checked"
+	mods := "no modules (lib/modules/RELEASE): what the patch defers to modules is not checked against their files, and they give no vermagic"
 	if len(k.Modules) > 0 {
 		mods = "modules " + strings.Join(k.Modules, ", ")
 	}
