@@ -156,12 +156,14 @@ func (img *Image) ELF() []byte {
 		b.AddSection(bs)
 	}
 	for _, local := range []bool{true, false} { // locals first, as ELF wants
-		for i := range f.Symbols[1:] {
-			s := &f.Symbols[i+1]
+		// (from 1: entry 0 is the null symbol; a symbol table may be
+		// empty, without it)
+		for i := 1; i < len(f.Symbols); i++ {
+			s := &f.Symbols[i]
 			if s.Name == "" || s.Type() == elf.STT_SECTION || s.Type() == elf.STT_FILE || (s.Bind() == elf.STB_LOCAL) != local {
 				continue
 			}
-			if v, ok := img.SymbolAddr(uint32(i + 1)); ok {
+			if v, ok := img.SymbolAddr(uint32(i)); ok {
 				b.AddSymbol(elfobj.BuildSymbol{Name: s.Name, Value: v, Size: s.Size, Info: s.Info, Other: s.Other, Shndx: uint16(elf.SHN_ABS)})
 			}
 		}

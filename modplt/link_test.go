@@ -3,6 +3,7 @@ package modplt
 import (
 	"bufio"
 	"debug/elf"
+	"encoding/binary"
 	"encoding/hex"
 	"os"
 	"path/filepath"
@@ -96,4 +97,38 @@ func TestLinkMatchesGNULd(t *testing.T) {
 			assert.Greater(t, img.Relocs, 8)
 		})
 	}
+}
+
+// TestLinkEmptySymtab: a module whose symbol table is empty (not even
+// the null symbol: FuzzCount found ELF panicking on it) links, and its
+// image is written with no symbol.
+func TestLinkEmptySymtab(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "testdata", "modplt", "got.o"))
+	require.NoError(t, err)
+	ef, err := elf.NewFile(strings.NewReader(string(data)))
+	require.NoError(t, err)
+	symtab := ef.Section(".symtab")
+	require.NotNil(t, symtab)
+	// sh_size of .symtab, in its ELF64 section header (e_shoff at 0x28,
+	// 64 bytes a header, sh_size at 32).
+	// The relocation sections emptied too: their symbols would be past
+	// the table, which Parse refuses.
+	for i, s := range ef.Sections {
+		if s == symtab || s.Type == elf.SHT_RELA {
+			hdr := binary.LittleEndian.Uint64(data[0x28:]) + uint64(i)*64
+			binary.LittleEndian.PutUint64(data[hdr+32:], 0)
+		}
+	}
+
+	m, err := Parse("empty-symtab.o", data)
+	require.NoError(t, err)
+	img, err := m.Link(LinkOptions{})
+	require.NoError(t, err)
+	assert.True(t, img.Linked())
+	assert.NotEmpty(t, img.Sections)
+	out, err := elf.NewFile(strings.NewReader(string(img.ELF())))
+	require.NoError(t, err)
+	syms, err := out.Symbols()
+	require.NoError(t, err)
+	assert.Empty(t, syms)
 }
