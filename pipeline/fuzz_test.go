@@ -51,7 +51,9 @@ func FuzzRun(f *testing.F) {
 		}
 		// A kernel's vermagic: the module's .modinfo and __versions are
 		// read and checked too; its dependencies are laid out from deps.
-		rep, err := pipeline.Run(m, ix, pipeline.Options{Link: true, Vermagic: vermagic, Modules: deps})
+		// One input in four is not linked: the loader's note instead.
+		link := len(data)%4 != 0
+		rep, err := pipeline.Run(m, ix, pipeline.Options{Link: link, Vermagic: vermagic, Modules: deps})
 		// Nothing allocates more than the input justifies: the fixtures
 		// take 5-14 bytes a byte of module, a claimed size nothing.
 		runtime.ReadMemStats(&after)
@@ -93,6 +95,10 @@ func FuzzRun(f *testing.F) {
 				t.Fatalf("built-in %+v: not a deferred object of %v, or no evidence", b, res.DeferredObjects)
 			}
 		}
+		if !link {
+			notLinked(t, m, ix, rep)
+			return
+		}
 		if rep.Image == nil || rep.CFI == nil {
 			t.Fatalf("linked report without image (%v) or CFI (%v)", rep.Image, rep.CFI)
 		}
@@ -113,6 +119,28 @@ func FuzzRun(f *testing.F) {
 			t.Fatalf("CFI text %#x-%#x", rep.CFI.TextStart, rep.CFI.TextEnd)
 		}
 	})
+}
+
+// notLinked checks a report made without a link: no image, and the
+// ordinary symbols the loader would not find sorted, each once, none of
+// them one the kernel exports to the module.
+func notLinked(t *testing.T, m *klp.Module, ix *kallsyms.Index, rep *pipeline.Report) {
+	t.Helper()
+	if rep.Image != nil || rep.CFI != nil {
+		t.Fatalf("report not linked with an image (%v) or CFI (%v)", rep.Image, rep.CFI)
+	}
+	if !slices.IsSorted(rep.LoaderMissing) || len(slices.Compact(slices.Clone(rep.LoaderMissing))) != len(rep.LoaderMissing) {
+		t.Fatalf("loader's missing symbols not sorted or repeated: %v", rep.LoaderMissing)
+	}
+	find := pipeline.Resolver(ix, modplt.GPLCompatible(m.ELF().ModInfo("license")))
+	for _, name := range rep.LoaderMissing {
+		if _, ok := find(name); ok {
+			t.Fatalf("%s: the kernel exports it, yet it is missing", name)
+		}
+	}
+	if rep.OK(false) != (rep.Resolution.OK(false) && rep.Vermagic.OK()) {
+		t.Fatalf("OK %v disagrees with its parts", rep.OK(false))
+	}
 }
 
 // depNames are the modules of testdata/kbuild/deps, the files FuzzRun's
