@@ -252,3 +252,28 @@ func TestRunDependencies(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"klpdep_base_secret"}, rep.LoaderMissing)
 }
+
+// TestRunDependenciesOtherArch: a module for an architecture modplt does
+// not lay out (ppc64le here: klpdep_top's machine field rewritten) still
+// runs without a link, its note what the kernel's symbols lack, as it
+// did before dependencies were laid out; with a link it is refused.
+func TestRunDependenciesOtherArch(t *testing.T) {
+	ix, err := kallsyms.Open(repoFile("kallsyms", "example.txt"), nil)
+	require.NoError(t, err)
+	data, err := os.ReadFile(depsFile("klpdep-top.ko"))
+	require.NoError(t, err)
+	binary.LittleEndian.PutUint16(data[18:], uint16(elf.EM_PPC64))
+	m, err := klp.Parse("ppc64le.ko", data)
+	require.NoError(t, err)
+	all, err := FindModules([]string{repoFile("kbuild", "deps")})
+	require.NoError(t, err)
+
+	rep, err := Run(m, ix, Options{Modules: all})
+	require.NoError(t, err)
+	assert.Empty(t, rep.Dependencies)
+	assert.Contains(t, rep.LoaderMissing, "klpdep_mid_twice")
+	assert.Equal(t, []string{"klpdep_base", "klpdep_mid"}, rep.UnloadedDepends)
+
+	_, err = Run(m, ix, Options{Modules: all, Link: true})
+	assert.ErrorIs(t, err, modplt.ErrUnsupportedArch)
+}

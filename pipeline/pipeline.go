@@ -319,6 +319,12 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 			lo.KernelEtext = KernelEtext(ix)
 		}
 		deps, exports, _, err := dependencies(m, ix, lo, opts.Modules)
+		if errors.Is(err, modplt.ErrUnsupportedArch) {
+			// modplt lays out x86_64, arm64 and arm modules only; on
+			// other architectures the note is what the kernel's
+			// symbols lack.
+			deps, exports, err = nil, nil, nil
+		}
 		if err != nil {
 			return nil, err
 		}
