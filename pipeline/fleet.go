@@ -16,6 +16,9 @@ import (
 // KernelResult is one kernel's row of a fleet check.
 type KernelResult struct {
 	Kernel string // the kallsyms, System.map or snapshot it was read from
+	// Release is Kernel.Release: the release KernelsUnder found it as
+	// ("" for a symbols file given alone).
+	Release string
 	// Versions and Magic: the module loader's checks of the patch's
 	// symbol versions and vermagic (Report.Versions, Report.Vermagic),
 	// when the kernel's Module.symvers and vermagic were known (nil: not
@@ -126,7 +129,7 @@ func FleetKernels(m *klp.Module, kernels []Kernel, o FleetOptions) []KernelResul
 
 func checkOne(m *klp.Module, k Kernel, o FleetOptions) KernelResult {
 	t := time.Now()
-	kr := KernelResult{Kernel: k.Symbols}
+	kr := KernelResult{Kernel: k.Symbols, Release: k.Release}
 	unreadable := func(err error) KernelResult {
 		kr.Err = err
 		kr.FirstError, kr.FirstErrorKind = err.Error(), "unreadable"

@@ -263,7 +263,9 @@ func writeMatrix(w io.Writer, rows []pipeline.KernelResult) {
 }
 
 type checkRow struct {
-	Kernel     string  `json:"kernel"`
+	Kernel string `json:"kernel"`
+	// Release (--root): the kernel's release.
+	Release    string  `json:"release,omitempty"`
 	OK         bool    `json:"ok"`
 	Resolved   int     `json:"resolved"`
 	Deferred   int     `json:"deferred"`
@@ -305,7 +307,7 @@ type checkOut struct {
 func checkJSON(m *klp.Module, rows []pipeline.KernelResult) *checkOut {
 	out := &checkOut{Module: m.Path, Arch: m.Arch, Kernels: []checkRow{}}
 	for _, r := range rows {
-		row := checkRow{Kernel: r.Kernel, OK: r.OK, Resolved: r.Resolved, Deferred: r.Deferred, Errors: r.Errors,
+		row := checkRow{Kernel: r.Kernel, Release: r.Release, OK: r.OK, Resolved: r.Resolved, Deferred: r.Deferred, Errors: r.Errors,
 			Millis: float64(r.Time.Microseconds()) / 1e3}
 		if r.FirstError != "" {
 			s := r.FirstError

@@ -297,6 +297,7 @@ func TestCheckRoot(t *testing.T) {
 	var j struct {
 		Kernels []struct {
 			Kernel      string
+			Release     string
 			OK          bool
 			Modversions struct {
 				Symvers  string
@@ -314,6 +315,7 @@ func TestCheckRoot(t *testing.T) {
 	require.Len(t, j.Kernels, 1)
 	r := j.Kernels[0]
 	assert.True(t, r.OK)
+	assert.Equal(t, "6.1.0-57-amd64", r.Release)
 	assert.Equal(t, filepath.Join(roots, "57/usr/src/linux-headers-6.1.0-57-amd64/Module.symvers"), r.Modversions.Symvers)
 	assert.Equal(t, 6, r.Modversions.Checked)
 	assert.Empty(t, r.Modversions.Problems)
