@@ -3,7 +3,6 @@ package pipeline
 import (
 	"debug/elf"
 	"slices"
-	"strings"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/kallsyms"
@@ -126,11 +125,10 @@ func loadDependencies(depends string, ix *kallsyms.Index, mf *ModuleFiles, lo mo
 }
 
 // visitAll calls visit with each module a .modinfo depends= value names,
-// as the kernel names it: modpost writes file names ("i2c-algo-bit"), the
-// kernel's are KBUILD_MODNAME ("i2c_algo_bit").
+// as the kernel names it (dependsNames).
 func visitAll(depends string, visit func(string) error) error {
-	for _, d := range strings.Split(depends, ",") {
-		if err := visit(strings.ReplaceAll(strings.TrimSpace(d), "-", "_")); err != nil {
+	for _, d := range dependsNames(depends) {
+		if err := visit(d); err != nil {
 			return err
 		}
 	}

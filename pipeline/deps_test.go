@@ -277,3 +277,16 @@ func TestRunDependenciesOtherArch(t *testing.T) {
 	_, err = Run(m, ix, Options{Modules: all, Link: true})
 	assert.ErrorIs(t, err, modplt.ErrUnsupportedArch)
 }
+
+// TestDepends: depends= as the kernel names the modules, in order, each
+// once: modpost's dashed file names become KBUILD_MODNAME's underscores.
+func TestDepends(t *testing.T) {
+	assert.Equal(t, []string{"i2c_algo_bit", "drm", "drm_kms_helper"}, dependsNames(" i2c-algo-bit,drm,,drm_kms_helper,i2c_algo_bit, drm "))
+	assert.Empty(t, dependsNames(""))
+	m, err := klp.Open(depsFile("klpdep-top.ko"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"klpdep_base", "klpdep_mid"}, Depends(m))
+	m, err = klp.Open(depsFile("klpdep-base.ko"))
+	require.NoError(t, err)
+	assert.Empty(t, Depends(m))
+}

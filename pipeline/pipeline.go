@@ -88,11 +88,27 @@ func UnloadedDepends(depends string, ix *kallsyms.Index, unresolved []string) []
 		return nil
 	}
 	var out []string
+	for _, d := range dependsNames(depends) {
+		if !ix.HasObject(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Depends is the modules m depends on (.modinfo depends=: those whose
+// exports it uses, which modpost lists and modprobe loads first), named
+// as the kernel names them, in order, each once.
+func Depends(m *klp.Module) []string { return dependsNames(m.ELF().ModInfo("depends")) }
+
+// dependsNames splits a .modinfo depends= value into module names as the
+// kernel names them: modpost writes file names (i2c-algo-bit), the
+// kernel KBUILD_MODNAME, dashes made underscores (i2c_algo_bit).
+func dependsNames(depends string) []string {
+	var out []string
 	for d := range strings.SplitSeq(depends, ",") {
-		// modpost writes file names (i2c-algo-bit); the kernel names the
-		// module KBUILD_MODNAME, dashes made underscores (i2c_algo_bit).
 		d = strings.ReplaceAll(strings.TrimSpace(d), "-", "_")
-		if d != "" && !ix.HasObject(d) && !slices.Contains(out, d) {
+		if d != "" && !slices.Contains(out, d) {
 			out = append(out, d)
 		}
 	}

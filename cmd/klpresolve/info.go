@@ -66,15 +66,18 @@ type infoOut struct {
 	// Vermagic is .modinfo's vermagic (the kernel build it was made for);
 	// SymbolVersions the entries of its __versions section (null without
 	// one), which --symvers checks against a kernel's Module.symvers.
-	Vermagic       string        `json:"vermagic,omitempty"`
-	SymbolVersions *int          `json:"symbol_versions"`
-	Sections       []infoSection `json:"sections"`
-	Symbols        []string      `json:"symbols"` // distinct livepatch symbols, in first use
-	Objects        []string      `json:"objects,omitempty"`
-	FuncSource     string        `json:"func_source,omitempty"`
-	Funcs          []infoFunc    `json:"funcs"`
-	Refused        *problemJSON  `json:"refused,omitempty"` // the module as a whole (klp.Module.NotMarked)
-	Warnings       []string      `json:"warnings,omitempty"`
+	Vermagic       string `json:"vermagic,omitempty"`
+	SymbolVersions *int   `json:"symbol_versions"`
+	// Depends: the modules it depends on (pipeline.Depends), which
+	// modprobe loads first.
+	Depends    []string      `json:"depends,omitempty"`
+	Sections   []infoSection `json:"sections"`
+	Symbols    []string      `json:"symbols"` // distinct livepatch symbols, in first use
+	Objects    []string      `json:"objects,omitempty"`
+	FuncSource string        `json:"func_source,omitempty"`
+	Funcs      []infoFunc    `json:"funcs"`
+	Refused    *problemJSON  `json:"refused,omitempty"` // the module as a whole (klp.Module.NotMarked)
+	Warnings   []string      `json:"warnings,omitempty"`
 	// Errors counts what every kernel refuses: failed sections,
 	// relocations and functions, and Refused.
 	Errors int `json:"errors"`
@@ -119,6 +122,7 @@ func moduleInfo(m *klp.Module) *infoOut {
 		Compression: string(m.Compression), Sections: []infoSection{}, Symbols: []string{}, Funcs: []infoFunc{},
 		Objects: m.Objects, FuncSource: string(m.FuncSource), Warnings: m.Warnings}
 	out.Vermagic = m.ELF().ModInfo("vermagic")
+	out.Depends = pipeline.Depends(m)
 	if v, err := pipeline.VersionsOf(m); err != nil {
 		out.Warnings = append(out.Warnings, err.Error())
 	} else if v.HasVersions {
@@ -183,6 +187,9 @@ func writeInfoText(w io.Writer, in *infoOut) {
 			fmt.Fprintf(w, ", %s (check them with --symvers)", count(*in.SymbolVersions, "symbol version", "symbol versions"))
 		}
 		fmt.Fprintln(w)
+	}
+	if len(in.Depends) > 0 {
+		fmt.Fprintf(w, "depends on: %s (modprobe loads them first; --modules lays them out from their files)\n", strings.Join(in.Depends, ", "))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if len(in.Sections) > 0 {

@@ -1431,6 +1431,18 @@ func TestInfo(t *testing.T) {
 	assert.Contains(t, out, "livepatch sections (1):\n  .klp.rela.vmlinux..text.livepatch_vfs_read  vmlinux  1 relocation\n")
 	assert.Contains(t, out, "livepatch symbols (1): .klp.sym.vmlinux.vfs_read,0\nobjects (.init.klp_funcs): vmlinux, ext4, xfs\npatched functions (.init.klp_funcs, 4):\n  vmlinux:vfs_read,0             declared at .init.klp_funcs+0x30\n")
 	assert.True(t, strings.HasSuffix(out, "OK: nothing refused on every kernel; resolve it against one to know the rest\n"))
+	assert.NotContains(t, out, "depends on:")
+
+	// A module that uses other modules' exports (modpost's depends=).
+	top := filepath.Join(testutil.RepoRoot(), "testdata", "kbuild", "deps", "klpdep-top.ko")
+	code, out, _ = runCLI(t, "info", top)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "\ndepends on: klpdep_base, klpdep_mid (modprobe loads them first; --modules lays them out from their files)\n")
+	code, out, _ = runCLI(t, "info", top, "--format", "json")
+	assert.Equal(t, 0, code, out)
+	var dj struct{ Depends []string }
+	require.NoError(t, json.Unmarshal([]byte(out), &dj))
+	assert.Equal(t, []string{"klpdep_base", "klpdep_mid"}, dj.Depends)
 
 	code, out, _ = runCLI(t, "info", fixture("err-vmlinux-from-module.ko"))
 	assert.Equal(t, 1, code)
