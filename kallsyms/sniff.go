@@ -14,7 +14,8 @@ const SniffLen = 1024
 // whole file when shorter), begins as a file that Open reads: a snapshot,
 // a gzip, zstd, xz or bzip2 stream, or a line of kallsyms or System.map
 // text ("ADDRESS TYPE NAME[\t[module]]"; blank lines before it are
-// skipped). It is for picking the symbol lists out of a folder that holds
+// skipped, and a head of blank lines alone is taken when the file goes
+// on past it). It is for picking the symbol lists out of a folder that holds
 // other files too (a README, a checksum list); it looks no further than
 // the first line (only at the start of one longer than SniffLen), so a
 // file it accepts may still fail to parse, but one that parses it always
@@ -30,7 +31,11 @@ func Sniff(head []byte) bool {
 			// A line cut short: it may run on for long (a module name,
 			// or blanks between the fields, have no limit), so only its
 			// start is checked: an address, 1 to 16 hex digits, and the
-			// blank after it, as every line that parses begins.
+			// blank after it, as every line that parses begins; or
+			// blanks alone, which may be a blank line's.
+			if len(bytes.TrimLeft(line, " \t\r")) == 0 {
+				return true
+			}
 			k := 0
 			for k < len(line) && hexval[line[k]] >= 0 {
 				k++
@@ -44,5 +49,7 @@ func Sniff(head []byte) bool {
 		}
 		head = rest
 	}
-	return false
+	// Only blank lines: a file that goes on past head may still hold
+	// symbols after them, and what parses is never refused.
+	return cut
 }

@@ -52,6 +52,11 @@ func TestSniff(t *testing.T) {
 		// shorter than SniffLen, and it was parsed as if whole.
 		{"a blank line, then a line cut short", ("\n0 0 0 [" + long)[:SniffLen], true},
 		{"a blank line, then a cut line without an address", ("\nt [" + long)[:SniffLen], false},
+		// A head of blank lines alone from a longer file (FuzzParse: the
+		// symbols came after 1,790 blank lines): it may hold symbols.
+		{"SniffLen of blank lines, cut", strings.Repeat("\n", SniffLen), true},
+		{"SniffLen of blanks and CRs, cut", strings.Repeat(" \r\n", SniffLen/3+1)[:SniffLen], true},
+		{"a blank line longer than SniffLen", strings.Repeat(" ", SniffLen), true},
 	} {
 		assert.Equal(t, tc.want, Sniff([]byte(tc.head)), tc.name)
 	}
