@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"debug/elf"
+	"errors"
 	"slices"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
@@ -53,24 +54,38 @@ type export struct {
 	gpl  bool // EXPORT_SYMBOL_GPL: for GPL-compatible modules only
 }
 
-// dependencies lays out, with mf, the modules m depends on and ix lacks
-// (loadDependencies), from the module area's start (lo.KernelEtext must
-// be set); next is the address past the last one, 0 when none was laid
-// out.
-func dependencies(m *klp.Module, ix *kallsyms.Index, lo modplt.LinkOptions, mf *ModuleFiles) (deps []Dependency, exports map[string]export, next uint64, err error) {
+// loaderResolver is how the module loader will resolve m's ordinary
+// symbols (find_symbol()): what ix exports to m (Resolver), then, with
+// mf, what the modules m depends on and ix lacks export, laid out first
+// from the module area's start (loadDependencies); next is the address
+// past the last of them, 0 when none was laid out. A module modplt does
+// not lay out (x86_64, arm64 and arm only) gets no dependencies: its link
+// fails before this, and without one the kernel's symbols are all there is.
+func loaderResolver(m *klp.Module, ix *kallsyms.Index, lo modplt.LinkOptions, mf *ModuleFiles) (find modplt.Resolver, deps []Dependency, next uint64, err error) {
+	gplOK := modplt.GPLCompatible(m.ELF().ModInfo("license"))
+	find = Resolver(ix, gplOK)
 	depends := m.ELF().ModInfo("depends")
 	if mf == nil || depends == "" {
-		return nil, nil, 0, nil
+		return find, nil, 0, nil
 	}
 	mod, err := modplt.FromELF(m.ELF())
+	if errors.Is(err, modplt.ErrUnsupportedArch) {
+		return find, nil, 0, nil
+	} else if err != nil {
+		return nil, nil, 0, err
+	}
+	if lo.KernelEtext == 0 {
+		lo.KernelEtext = KernelEtext(ix)
+	}
+	area := mod.DefaultBase(lo.KernelEtext)
+	deps, exports, next, err := loadDependencies(depends, ix, mf, lo, area)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	area := mod.DefaultBase(lo.KernelEtext)
-	if deps, exports, next, err = loadDependencies(depends, ix, mf, lo, area); err != nil || next == area {
+	if next == area {
 		next = 0
 	}
-	return deps, exports, next, err
+	return withExports(find, exports, gplOK), deps, next, nil
 }
 
 // loadDependencies lays out, in the order modprobe loads them (each

@@ -274,7 +274,7 @@ func NotExported(ix *kallsyms.Index, unresolved []string, gplOK bool) map[string
 }
 
 // loaderMissing lists f's ordinary undefined symbols that find (the
-// kernel's exports to the module: Resolver, withExports) does not have
+// kernel's exports to the module: loaderResolver) does not have
 // (see Report.LoaderMissing). Weak ones are left out (simplify_symbols()
 // takes 0 for them), and so is _GLOBAL_OFFSET_TABLE_, which the loader
 // makes.
@@ -330,23 +330,12 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 		// The loader's view without a link: what vmlinux, the loaded
 		// modules and (with Modules) the dependencies modprobe loads
 		// first export.
-		lo := opts.LinkOptions
-		if lo.KernelEtext == 0 {
-			lo.KernelEtext = KernelEtext(ix)
-		}
-		deps, exports, _, err := dependencies(m, ix, lo, opts.Modules)
-		if errors.Is(err, modplt.ErrUnsupportedArch) {
-			// modplt lays out x86_64, arm64 and arm modules only; on
-			// other architectures the note is what the kernel's
-			// symbols lack.
-			deps, exports, err = nil, nil, nil
-		}
+		find, deps, _, err := loaderResolver(m, ix, opts.LinkOptions, opts.Modules)
 		if err != nil {
 			return nil, err
 		}
-		gplOK := modplt.GPLCompatible(m.ELF().ModInfo("license"))
 		rep.Dependencies = deps
-		rep.LoaderMissing = loaderMissing(m.ELF(), withExports(Resolver(ix, gplOK), exports, gplOK))
+		rep.LoaderMissing = loaderMissing(m.ELF(), find)
 		rep.Explanation = Explain(m, ix, rep.LoaderMissing)
 		rep.Explanation.LaidOut(deps)
 		rep.ResolveTime = time.Since(t0)
@@ -428,16 +417,14 @@ func LinkWith(m *klp.Module, res *klp.Resolution, ix *kallsyms.Index, lo modplt.
 	if lo.KernelEtext == 0 {
 		lo.KernelEtext = KernelEtext(ix)
 	}
-	gplOK := modplt.GPLCompatible(m.ELF().ModInfo("license"))
-	lo.Resolve = Resolver(ix, gplOK)
-	deps, exports, next, err := dependencies(m, ix, lo, mf)
+	find, deps, next, err := loaderResolver(m, ix, lo, mf)
 	if err != nil {
 		return nil, nil, err
 	}
+	lo.Resolve = find
 	if lo.Base == 0 {
 		lo.Base = next
 	}
-	lo.Resolve = withExports(lo.Resolve, exports, gplOK)
 	lo.SkipSections = func(name string) bool { return skip[name] }
 	img, err := mod.Link(lo)
 	if err != nil {

@@ -65,7 +65,7 @@ loader refuses a symbol version or its vermagic), 2 unusable input.`,
 			if err := imageToFile(out); err != nil {
 				return err
 			}
-			kernel, err := installed.kernel(a, cmd, &modules, &symversPath)
+			kf, err := installed.files(a, cmd, modules, symversPath, magic)
 			if err != nil {
 				return err
 			}
@@ -79,10 +79,6 @@ loader refuses a symbol version or its vermagic), 2 unusable input.`,
 			if err != nil {
 				return err
 			}
-			sv, err := openSymvers(symversPath)
-			if err != nil {
-				return err
-			}
 			ix, err := a.openIndex()
 			if err != nil {
 				return err
@@ -90,17 +86,9 @@ loader refuses a symbol version or its vermagic), 2 unusable input.`,
 			if err := pipeline.CheckArch(m.Arch, ix); err != nil {
 				return &exitError{exitUsage, err}
 			}
-			mf, err := findModules(modules)
-			if err != nil {
-				return err
-			}
-			vermagicOf, magicFrom, err := kernelMagic(magic, mf)
-			if err != nil {
-				return err
-			}
 			// As the loader and then livepatch would: the .klp.rela sections
 			// of objects that are not loaded wait for them (pipeline.Link).
-			img, deps, err := pipeline.LinkWith(m, m.Resolve(ix), ix, opts, mf)
+			img, deps, err := pipeline.LinkWith(m, m.Resolve(ix), ix, opts, kf.modules)
 			if err != nil {
 				return &exitError{exitUsage, err}
 			}
@@ -111,25 +99,25 @@ loader refuses a symbol version or its vermagic), 2 unusable input.`,
 			}
 			why := pipeline.Explain(m, ix, img.Unresolved)
 			why.LaidOut(deps)
-			versions, vermagic, err := pipeline.CheckVersions(m, sv, vermagicOf)
+			versions, vermagic, err := pipeline.CheckVersions(m, kf.symvers, kf.magic)
 			if err != nil {
 				return &exitError{exitUsage, err}
 			}
 			loads := (versions == nil || versions.OK()) && (vermagic == nil || vermagic.OK())
 			if format == "json" {
 				j := linkReport(img, why)
-				j.Kernel = kernelJSON(&installed, kernel)
+				j.Kernel = kernelJSON(&installed, kf.kernel)
 				j.Dependencies = dependenciesJSON(deps)
 				j.Modversions = versionsJSON(versions)
-				j.Vermagic = vermagicJSON(vermagic, magicFrom)
+				j.Vermagic = vermagicJSON(vermagic, kf.magicFrom)
 				j.OK = j.OK && loads
 				err = writeJSON(a, j)
 			} else {
-				if l := kernelLine(&installed, kernel); l != "" {
+				if l := kernelLine(&installed, kf.kernel); l != "" {
 					fmt.Fprintln(a.stdout, l)
 				}
 				writeDependencies(a.stdout, deps)
-				writeLinkText(a, img, why.NotExported, out, whyNotes(why, ix.Source()), versions, vermagic, magicFrom)
+				writeLinkText(a, img, why.NotExported, out, whyNotes(why, ix.Source()), versions, vermagic, kf.magicFrom)
 			}
 			if err != nil {
 				return err

@@ -65,22 +65,10 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 	if err := imageToFile(o.out); err != nil {
 		return err
 	}
-	kernel, err := o.kernel.kernel(a, cmd, &o.modules, &o.symvers)
-	if err != nil {
-		return err
-	}
 	if err := a.oneStdin(path); err != nil {
 		return err
 	}
-	mf, err := findModules(o.modules)
-	if err != nil {
-		return err
-	}
-	sv, err := openSymvers(o.symvers)
-	if err != nil {
-		return err
-	}
-	magic, magicFrom, err := kernelMagic(o.magic, mf)
+	kf, err := o.kernel.files(a, cmd, o.modules, o.symvers, o.magic)
 	if err != nil {
 		return err
 	}
@@ -96,7 +84,7 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 	}
 	t2 := time.Now()
 	var po pipeline.Options
-	po.Modules, po.Symvers, po.Vermagic = mf, sv, magic
+	po.Modules, po.Symvers, po.Vermagic = kf.modules, kf.symvers, kf.magic
 	if o.link {
 		po.Link = true
 		if po.LinkOptions.Base, err = parseAddr(o.base); err != nil {
@@ -122,7 +110,7 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 	}
 	if o.format == "json" {
 		j := jsonResolution(res)
-		j.Kernel = kernelJSON(&o.kernel, kernel)
+		j.Kernel = kernelJSON(&o.kernel, kf.kernel)
 		j.Summary.OK = rep.OK(o.strict)
 		if po.Modules != nil {
 			u := append([]string{}, rep.Unchecked...)
@@ -141,15 +129,15 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 			j.CFI = cfiJSON(rep.CFI)
 		}
 		j.Modversions = versionsJSON(rep.Versions)
-		j.Vermagic = vermagicJSON(rep.Vermagic, magicFrom)
+		j.Vermagic = vermagicJSON(rep.Vermagic, kf.magicFrom)
 		err = writeJSON(a, j)
 	} else {
-		writeResolution(a.stdout, rep, a.kallsymsPath(), kernelLine(&o.kernel, kernel))
+		writeResolution(a.stdout, rep, a.kallsymsPath(), kernelLine(&o.kernel, kf.kernel))
 		if rep.Image != nil {
 			writeLinkSummary(a.stdout, rep, o.out)
 		}
 		writeVersions(a.stdout, rep.Versions)
-		writeVermagic(a.stdout, rep.Vermagic, magicFrom)
+		writeVermagic(a.stdout, rep.Vermagic, kf.magicFrom)
 		writeVerdict(a.stdout, rep, o.strict)
 	}
 	if err != nil {

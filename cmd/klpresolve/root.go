@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/klpresolve/klpresolve/pipeline"
+	"github.com/klpresolve/klpresolve/symvers"
 )
 
 // installedFlags are --root and --release of the main job and link: one
@@ -61,18 +62,39 @@ func (f *installedFlags) kernel(a *app, c *cobra.Command, modules *[]string, sym
 	return &k, nil
 }
 
-// kernelMagic is the kernel's vermagic and where it came from: --vermagic
-// (from ""), else that of the first module among the modules' files (nil
-// without), else none.
-func kernelMagic(magic string, mf *pipeline.ModuleFiles) (string, string, error) {
-	if magic != "" || mf == nil {
-		return magic, "", nil
-	}
-	m, from, err := mf.Vermagic()
+// buildFiles are the files of the kernel's build that a run checks the
+// module against as the loader will: the --root kernel (nil without), the
+// --modules files, the --symvers table, and the kernel's vermagic and
+// where it came from: --vermagic (from ""), else the first module among
+// the modules' files.
+type buildFiles struct {
+	kernel           *pipeline.Kernel
+	modules          *pipeline.ModuleFiles
+	symvers          *symvers.Table
+	magic, magicFrom string
+}
+
+// files reads the kernel's files (buildFiles) from the flags and the
+// --root kernel; an unusable one is exit 2, before the kernel's symbols
+// are read.
+func (f *installedFlags) files(a *app, c *cobra.Command, modules []string, symversPath, magic string) (*buildFiles, error) {
+	k, err := f.kernel(a, c, &modules, &symversPath)
 	if err != nil {
-		return "", "", &exitError{exitUsage, fmt.Errorf("--modules: %w", err)}
+		return nil, err
 	}
-	return m, from, nil
+	kf := &buildFiles{kernel: k, magic: magic}
+	if kf.modules, err = findModules(modules); err != nil {
+		return nil, err
+	}
+	if kf.symvers, err = openSymvers(symversPath); err != nil {
+		return nil, err
+	}
+	if magic == "" && kf.modules != nil {
+		if kf.magic, kf.magicFrom, err = kf.modules.Vermagic(); err != nil {
+			return nil, &exitError{exitUsage, fmt.Errorf("--modules: %w", err)}
+		}
+	}
+	return kf, nil
 }
 
 // installedJSON is the --root kernel in a JSON report.
