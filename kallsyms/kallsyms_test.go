@@ -512,6 +512,37 @@ func rawSample(t *testing.T) (good []byte, symAt, nsym uint64) {
 	return good, symAt, nsym
 }
 
+// writeCalls records each Write it is given.
+type writeCalls struct{ sizes []int }
+
+func (w *writeCalls) Write(p []byte) (int, error) {
+	w.sizes = append(w.sizes, len(p))
+	return len(p), nil
+}
+
+// TestRawSnapshotOneWrite: the raw writer hands the whole file, header
+// first, to one Write (so that the page cache holds it in large folios, see
+// WriteSnapshotRaw), from a buffer sized exactly by rawSize.
+func TestRawSnapshotOneWrite(t *testing.T) {
+	lto := mustParse(t, sample, &Options{LTO: true})
+	for name, ix := range map[string]*Index{
+		"sample": mustParse(t, sample, nil),
+		"lto":    lto,
+		"one":    mustParse(t, "ffffffff81000000 T _stext\n", nil),
+	} {
+		var w writeCalls
+		require.NoError(t, ix.WriteSnapshotRaw(&w), name)
+		var buf bytes.Buffer
+		require.NoError(t, ix.WriteSnapshotRaw(&buf), name)
+		assert.Equal(t, []int{buf.Len()}, w.sizes, name)
+		assert.Equal(t, buf.Len(), ix.rawSize(), name)
+		assert.Equal(t, snapshotMagic, buf.Bytes()[:8], name)
+		back, err := ParseBytes(name, buf.Bytes(), nil)
+		require.NoError(t, err, name)
+		sameIndex(t, ix, back)
+	}
+}
+
 // TestRawSnapshotForged: a raw snapshot whose checksum is right but whose
 // chains or names lie is refused, so that no lookup can loop or read past
 // the names (its tables: TestRawSnapshotForgedTables).
