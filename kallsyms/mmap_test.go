@@ -13,11 +13,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 	"unsafe"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/klpresolve/klpresolve/internal/testutil"
@@ -666,4 +668,118 @@ func workerCounts(all ...int) []int {
 		}
 	}
 	return out
+}
+
+// A mapped file of 2 MiB or more is advised for huge pages (so that
+// readahead fills the page cache with 2 MiB folios, see mapFile): the
+// kernel lists the advice as "hg" in the mapping's VmFlags.
+func TestMappedSnapshotHugePageAdvice(t *testing.T) {
+	mapsRaw(t)
+	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage"); err != nil {
+		t.Skipf("this kernel has no transparent huge pages: %v", err)
+	}
+	for _, tc := range []struct {
+		lines int
+		hg    bool
+	}{{1000, false}, {80000, true}} {
+		path := filepath.Join(t.TempDir(), "k.raw")
+		require.NoError(t, mustParse(t, string(bigText(tc.lines)), nil).WriteSnapshotRawFile(path))
+		ix, err := Open(path, nil)
+		require.NoError(t, err)
+		require.NotNil(t, ix.mapping)
+		flags := vmFlags(t, uintptr(unsafe.Pointer(unsafe.SliceData(ix.mapping))))
+		require.Equal(t, tc.hg, slices.Contains(flags, "hg"),
+			"%d lines, %d bytes mapped: VmFlags %v", tc.lines, len(ix.mapping), flags)
+		runtime.KeepAlive(ix)
+	}
+}
+
+// vmFlags is the VmFlags of the mapping of this process that starts at
+// addr, from /proc/self/smaps.
+func vmFlags(t *testing.T, addr uintptr) []string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no /proc/self/smaps: %v", err)
+	}
+	start := fmt.Sprintf("%x-", addr)
+	in := false
+	for line := range strings.Lines(string(b)) {
+		if strings.HasPrefix(line, start) {
+			in = true
+		} else if in && strings.HasPrefix(line, "VmFlags:") {
+			return strings.Fields(strings.TrimPrefix(line, "VmFlags:"))
+		}
+	}
+	t.Fatalf("no mapping at %#x in /proc/self/smaps", addr)
+	return nil
+}
+
+// Open maps a file before reading its head (see readRegular); a file it
+// then reads instead (a text without MapText, a compact snapshot, a
+// compressed text) keeps no mapping, and a raw snapshot or a text with
+// MapText keeps exactly one while its Index lives.
+func TestOpenKeepsOnlyTheMappingsItUses(t *testing.T) {
+	mapsRaw(t)
+	dir := t.TempDir()
+	text := bigText(80000) // more than 2 MiB: the mapping is advised
+	ix := mustParse(t, string(text), nil)
+	// (bigText repeats itself too much for the compact form)
+	small := mustParse(t, sample, nil)
+	files := map[string]func(string) error{
+		"k.txt":  func(p string) error { return os.WriteFile(p, text, 0o644) },
+		"k.snap": small.WriteSnapshotFile,
+		"k.raw":  ix.WriteSnapshotRawFile,
+		"k.txt.gz": func(p string) error {
+			var b bytes.Buffer
+			z := gzip.NewWriter(&b)
+			z.Write(text)
+			z.Close()
+			return os.WriteFile(p, b.Bytes(), 0o644)
+		},
+	}
+	for _, tc := range []struct {
+		file string
+		opts *Options
+		maps int
+	}{
+		{"k.txt", nil, 0},
+		{"k.txt", &Options{MapText: true}, 1},
+		{"k.txt", &Options{MapText: true, NoMap: true}, 0},
+		{"k.snap", &Options{MapText: true}, 0},
+		{"k.raw", nil, 1},
+		{"k.raw", &Options{NoMap: true}, 0},
+		{"k.txt.gz", &Options{MapText: true}, 0},
+	} {
+		path := filepath.Join(dir, tc.file)
+		if _, err := os.Stat(path); err != nil {
+			require.NoError(t, files[tc.file](path))
+		}
+		got, err := Open(path, tc.opts)
+		require.NoError(t, err, tc.file)
+		want := ix.Len()
+		if tc.file == "k.snap" {
+			want = small.Len()
+		}
+		assert.Equal(t, want, got.Len(), tc.file)
+		assert.Equal(t, tc.maps, mappingsOf(t, path), "%s %+v", tc.file, tc.opts)
+		runtime.KeepAlive(got)
+		got.Close()
+	}
+}
+
+// mappingsOf counts this process's mappings of the file at path.
+func mappingsOf(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skipf("no /proc/self/maps: %v", err)
+	}
+	n := 0
+	for line := range strings.Lines(string(b)) {
+		if strings.HasSuffix(strings.TrimSpace(line), " "+path) {
+			n++
+		}
+	}
+	return n
 }

@@ -513,22 +513,37 @@ func readRegular(path string, workers int, mapRaw, mapText bool) (*wholeInput, e
 	if err != nil || !st.Mode().IsRegular() || st.Size() < 16 || st.Size() > maxInput {
 		return nil, nil // /proc/kallsyms says 0 bytes: stream it
 	}
+	size := int(st.Size())
+	// Where the file may be mapped, it is mapped before a byte of it is
+	// read, and its head read through the mapping: a file not yet in the
+	// page cache is then read under mapFile's huge-page advice (2 MiB
+	// folios), not by read(2)'s readahead, whose first small folios would
+	// stay in the cache for every later load. A file that is not to be
+	// mapped after all (compressed, a compact snapshot) is unmapped.
+	var m []byte
+	if (mapRaw && hostLE) || mapText {
+		m, _ = mapFile(f, size) // nil where not mappable: read it
+	}
 	var head [16]byte
-	if _, err := io.ReadFull(f, head[:]); err != nil || input.Detect(head[:]) != input.None {
+	if m != nil {
+		copy(head[:], m)
+	} else if _, err := io.ReadFull(f, head[:]); err != nil {
 		return nil, nil
 	}
-	size := int(st.Size())
 	le := binary.LittleEndian
-	if mapRaw && hostLE && isSnapshot(head[:]) && le.Uint32(head[8:]) == rawVersion && size > rawHeaderSize {
-		if m, err := mapFile(f, size); err == nil {
-			return &wholeInput{data: m, mapped: true}, nil
-		}
-		// Not mappable (a file system without mmap): read it.
+	compressed := input.Detect(head[:]) != input.None
+	raw := isSnapshot(head[:]) && le.Uint32(head[8:]) == rawVersion && size > rawHeaderSize
+	switch {
+	case m == nil:
+	case !compressed && mapRaw && hostLE && raw:
+		return &wholeInput{data: m, mapped: true}, nil
+	case !compressed && mapText && !isSnapshot(head[:]):
+		return &wholeInput{data: m, mapped: true, text: true}, nil
+	default:
+		unmapFile(m)
 	}
-	if mapText && !isSnapshot(head[:]) {
-		if m, err := mapFile(f, size); err == nil {
-			return &wholeInput{data: m, mapped: true, text: true}, nil
-		}
+	if compressed {
+		return nil, nil
 	}
 	w := &wholeInput{data: make([]byte, size)}
 	hugepage.Advise(w.data)
@@ -537,7 +552,7 @@ func readRegular(path string, workers int, mapRaw, mapText bool) (*wholeInput, e
 	var start func(i int) int
 	var work func(i int, b []byte)
 	if isSnapshot(head[:]) {
-		if le.Uint32(head[8:]) == rawVersion && size > rawHeaderSize {
+		if raw {
 			// One piece per payload chunk, the header with the first.
 			payload := w.data[rawHeaderSize:]
 			n = rawChunks(len(payload))
