@@ -747,6 +747,8 @@ func TestOpenKeepsOnlyTheMappingsItUses(t *testing.T) {
 		{"k.txt", &Options{MapText: true}, 1},
 		{"k.txt", &Options{MapText: true, NoMap: true}, 0},
 		{"k.snap", &Options{MapText: true}, 0},
+		{"k.snap", nil, 0},
+		{"k.snap", &Options{NoMap: true}, 0},
 		{"k.raw", nil, 1},
 		{"k.raw", &Options{NoMap: true}, 0},
 		{"k.txt.gz", &Options{MapText: true}, 0},
@@ -766,6 +768,17 @@ func TestOpenKeepsOnlyTheMappingsItUses(t *testing.T) {
 		runtime.KeepAlive(got)
 		got.Close()
 	}
+	// A damaged compact snapshot, decoded from its mapping: the error,
+	// and the mapping gone.
+	b, err := os.ReadFile(filepath.Join(dir, "k.snap"))
+	require.NoError(t, err)
+	b[len(b)-1] ^= 1
+	bad := filepath.Join(dir, "bad.snap")
+	require.NoError(t, os.WriteFile(bad, b, 0o644))
+	_, err = Open(bad, nil)
+	require.ErrorIs(t, err, ErrMalformed)
+	assert.Contains(t, err.Error(), "checksum mismatch")
+	assert.Zero(t, mappingsOf(t, bad))
 }
 
 // mappingsOf counts this process's mappings of the file at path.

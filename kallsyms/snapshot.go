@@ -400,8 +400,7 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 		// The records and tables are in the mapping, which ix keeps; what
 		// only the build read goes back to the kernel.
 		ix.anon, st.mem = st.mem, nil
-		hugepage.Release(st.hashes)
-		hugepage.Release(st.order)
+		st.releaseScratch()
 	}
 	ix.own(nmap)
 	nmap = nil
@@ -678,14 +677,18 @@ func allZero(b []byte) bool {
 // aligned: 2.5 MB mapped anywhere holds a whole huge page one time in
 // four, and the names were faulted in 4 KiB at a time the other three: a
 // compact load took 15-19 ms in a loop here, 14-16 aligned.)
+//
+// The mapping reaches the end of the last huge page the bytes end in,
+// which is advised too where they fill an eighth of it: 2.97 MB of names
+// took 237 faults of 4 KiB for their last 0.97 MB.
 func anonBytes(n int) (b, mapping []byte) {
 	if n >= hugepage.Size {
-		if m, err := mapAnon(n + hugepage.Size); err == nil {
+		up := (n + hugepage.Size - 1) &^ (hugepage.Size - 1)
+		if m, err := mapAnon(up + hugepage.Size); err == nil {
 			base := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
 			skip := int((base+hugepage.Size-1)&^(hugepage.Size-1) - base)
-			b = m[skip : skip+n : skip+n]
-			hugepage.Advise(b)
-			return b, m
+			hugepage.AdviseWithin(m[skip : skip+n : skip+up])
+			return m[skip : skip+n : skip+n], m
 		}
 	}
 	return make([]byte, n), nil

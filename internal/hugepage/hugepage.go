@@ -41,6 +41,45 @@ func Advise[T any](b []T) {
 	advise(lo, hi-lo)
 }
 
+// minPart is the least part of a huge page that AdviseWithin advises a
+// whole huge page for: an eighth (256 KiB, 64 pages). On this project's VM
+// a fresh 4 KiB page cost 4-16 us to fault in and a huge page 0.45 ms; on
+// bare metal about 0.7 us and 80 us: an eighth breaks even there.
+const minPart = Size / 8
+
+// AdviseWithin marks for huge pages each huge page that b's elements
+// cover at least an eighth of and that lies wholly inside b's capacity:
+// the memory up to cap(b) is the caller's (a mapping it reserved), so an
+// array that ends part way into a huge page gets that page whole when it
+// covers enough of it (Advise leaves it out). Call it before the buffer
+// is first written.
+func AdviseWithin[T any](b []T) {
+	var t T
+	sz := unsafe.Sizeof(t)
+	if cap(b) == 0 || sz == 0 {
+		return
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	end, limit := start+uintptr(len(b))*sz, start+uintptr(cap(b))*sz
+	lo := start &^ (Size - 1)
+	if lo < start {
+		lo += Size // the huge page b starts in is not wholly b's
+	}
+	var from, to uintptr
+	for p := lo; p+Size <= limit; p += Size {
+		if min(end, p+Size) < p+minPart {
+			break
+		}
+		if to == 0 {
+			from = p
+		}
+		to = p + Size
+	}
+	if to > from {
+		advise(from, to-from)
+	}
+}
+
 // Release gives the whole pages of b back to the kernel (MADV_DONTNEED):
 // a scratch array that is done with stops counting towards the resident
 // set, while the allocation that holds it lives on. b then reads as
