@@ -675,9 +675,7 @@ func workerCounts(all ...int) []int {
 // kernel lists the advice as "hg" in the mapping's VmFlags.
 func TestMappedSnapshotHugePageAdvice(t *testing.T) {
 	mapsRaw(t)
-	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage"); err != nil {
-		t.Skipf("this kernel has no transparent huge pages: %v", err)
-	}
+	testutil.HugePageAdvice(t)
 	for _, tc := range []struct {
 		lines int
 		hg    bool
@@ -687,32 +685,11 @@ func TestMappedSnapshotHugePageAdvice(t *testing.T) {
 		ix, err := Open(path, nil)
 		require.NoError(t, err)
 		require.NotNil(t, ix.mapping)
-		flags := vmFlags(t, uintptr(unsafe.Pointer(unsafe.SliceData(ix.mapping))))
+		flags := testutil.VmFlags(t, uintptr(unsafe.Pointer(unsafe.SliceData(ix.mapping))))
 		require.Equal(t, tc.hg, slices.Contains(flags, "hg"),
 			"%d lines, %d bytes mapped: VmFlags %v", tc.lines, len(ix.mapping), flags)
 		runtime.KeepAlive(ix)
 	}
-}
-
-// vmFlags is the VmFlags of the mapping of this process that starts at
-// addr, from /proc/self/smaps.
-func vmFlags(t *testing.T, addr uintptr) []string {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/smaps")
-	if err != nil {
-		t.Skipf("no /proc/self/smaps: %v", err)
-	}
-	start := fmt.Sprintf("%x-", addr)
-	in := false
-	for line := range strings.Lines(string(b)) {
-		if strings.HasPrefix(line, start) {
-			in = true
-		} else if in && strings.HasPrefix(line, "VmFlags:") {
-			return strings.Fields(strings.TrimPrefix(line, "VmFlags:"))
-		}
-	}
-	t.Fatalf("no mapping at %#x in /proc/self/smaps", addr)
-	return nil
 }
 
 // Open maps a file before reading its head (see readRegular); a file it

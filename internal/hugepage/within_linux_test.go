@@ -1,23 +1,21 @@
 package hugepage
 
 import (
-	"fmt"
-	"os"
-	"strings"
+	"slices"
 	"testing"
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/klpresolve/klpresolve/internal/testutil"
 )
 
 // AdviseWithin advises the huge pages a slice covers an eighth of and owns
 // (up to its capacity), and no other: read back from the mapping's
 // VmFlags, where the kernel lists the advice as "hg".
 func TestAdviseWithin(t *testing.T) {
-	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage"); err != nil {
-		t.Skipf("this kernel has no transparent huge pages: %v", err)
-	}
+	testutil.HugePageAdvice(t)
 	const pages = 4
 	for _, tc := range []struct {
 		from, len, cap int // bytes from the first huge page boundary
@@ -59,20 +57,8 @@ func TestAdviseWithin(t *testing.T) {
 }
 
 // advised reports whether the mapping holding addr has the huge page
-// advice, from /proc/self/smaps.
+// advice.
 func advised(t *testing.T, addr uintptr) bool {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/smaps")
-	require.NoError(t, err)
-	in := false
-	for line := range strings.Lines(string(b)) {
-		var lo, hi uintptr
-		if n, _ := fmt.Sscanf(line, "%x-%x ", &lo, &hi); n == 2 {
-			in = lo <= addr && addr < hi
-		} else if in && strings.HasPrefix(line, "VmFlags:") {
-			return strings.Contains(line, " hg")
-		}
-	}
-	t.Fatalf("no mapping holds %#x", addr)
-	return false
+	return slices.Contains(testutil.VmFlags(t, addr), "hg")
 }
