@@ -118,14 +118,33 @@ func (a *findArg) result() (uint64, bool) {
 	return a.addr, true
 }
 
+// strcmpEq is the kernel's strcmp(a, b) == 0 (lib/string.c): byte by byte
+// up to the first difference or the end of both. A C string has no length
+// to compare first, as Go's == does (which skips nearly every name of a
+// walk unread): klp_find_callback() reads the first byte of every name it
+// is given, and more where they share a prefix.
+func strcmpEq(a, b string) bool {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
+
 // OldLookup is klp_find_object_symbol() of Linux 6.1 and earlier: a walk
 // over every vmlinux symbol (kallsyms_on_each_symbol) or over every module
-// symbol (module_kallsyms_on_each_symbol), string-comparing each.
+// symbol (module_kallsyms_on_each_symbol), each name compared by
+// klp_find_callback()'s strcmp, then the module's name. (The kernel also
+// expanded each vmlinux name from the compressed table before comparing
+// it, kallsyms_expand_symbol(), which this leaves out: the reference is
+// the faster for it.)
 func (k *Kernel) OldLookup(objname, name string, pos uint64) (uint64, bool) {
 	a := &findArg{name: name, objname: objname, pos: pos}
 	if objname == "" {
 		for _, s := range k.Vmlinux {
-			if s.Name == name && a.match(s.Addr) {
+			if strcmpEq(name, s.Name) && a.match(s.Addr) {
 				break
 			}
 		}
@@ -134,7 +153,7 @@ func (k *Kernel) OldLookup(objname, name string, pos uint64) (uint64, bool) {
 outer:
 	for _, m := range k.Modules {
 		for _, s := range m.Syms {
-			if s.Name != name || m.Name != objname {
+			if !strcmpEq(name, s.Name) || !strcmpEq(objname, m.Name) {
 				continue
 			}
 			if a.match(s.Addr) {
@@ -164,7 +183,7 @@ func (k *Kernel) CurrentLookup(objname, name string, pos uint64) (uint64, bool) 
 			continue
 		}
 		for _, s := range m.Syms {
-			if s.Name == name && a.match(s.Addr) {
+			if strcmpEq(name, s.Name) && a.match(s.Addr) {
 				break
 			}
 		}
