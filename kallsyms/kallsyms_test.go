@@ -384,7 +384,7 @@ func TestModuleLinesSplitAcrossTheFile(t *testing.T) {
 	assert.Equal(t, 2, ix.Objects()[1].Symbols)
 }
 
-// writers are the snapshot formats: compact (version 5), raw (4), and
+// writers are the snapshot formats: compact (version 5), raw (6), and
 // the compact version 1 that builds before version 5 wrote.
 var writers = map[string]func(*Index, io.Writer) error{"zstd": (*Index).WriteSnapshot, "raw": (*Index).WriteSnapshotRaw, "zstd v1": writeSnapshotV1}
 
@@ -540,6 +540,19 @@ func TestRawSnapshotOneWrite(t *testing.T) {
 		back, err := ParseBytes(name, buf.Bytes(), nil)
 		require.NoError(t, err, name)
 		sameIndex(t, ix, back)
+	}
+}
+
+func TestRawPadding(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct{ size, want int }{
+		{0, 0}, {100, 0}, {2*mib - 1, 0}, {2 * mib, 0}, {6 * mib, 0},
+		{3 * mib, 0},               // 1 MiB would be a third
+		{7 * mib, mib},             // a seventh
+		{6880722, 8*mib - 6880722}, // the corpus host file's
+		{4*mib + 1, 0}, {8*mib + 1, 2*mib - 1}, {10*mib - 4096, 4096},
+	} {
+		assert.Equal(t, tc.want, rawPadding(tc.size), "size %d", tc.size)
 	}
 }
 

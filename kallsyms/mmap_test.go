@@ -5,6 +5,7 @@ package kallsyms
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/klpresolve/klpresolve/internal/hugepage"
 	"github.com/klpresolve/klpresolve/internal/testutil"
 )
 
@@ -772,4 +774,58 @@ func mappingsOf(t *testing.T, path string) int {
 		}
 	}
 	return n
+}
+
+// TestRawSnapshotPadded: a raw snapshot that nearly fills its last 2 MiB
+// is padded to them with zeros (counted in the payload's length, and
+// checksummed), and loads as the index it was written from, mapped and
+// read; version 4, which has no padding, still loads, and padding where
+// version 4 has none, or of 2 MiB or more, is refused.
+func TestRawSnapshotPadded(t *testing.T) {
+	// About 4 MB of raw snapshot: under a quarter of padding to 4 MiB.
+	ix := mustParse(t, string(bigText(104000)), nil)
+	var buf bytes.Buffer
+	require.NoError(t, ix.WriteSnapshotRaw(&buf))
+	b := buf.Bytes()
+	le := binary.LittleEndian
+	require.Zero(t, len(b)%hugepage.Size, "%d bytes", len(b))
+	require.Equal(t, uint64(len(b)-rawHeaderSize), le.Uint64(b[16:]))
+	require.Equal(t, uint32(rawVersion), le.Uint32(b[8:]))
+	pad := 0
+	for pad < len(b) && b[len(b)-1-pad] == 0 {
+		pad++
+	}
+	require.Greater(t, pad, 4096, "the padding")
+	path := filepath.Join(t.TempDir(), "k.raw")
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	for _, opts := range []*Options{nil, {NoMap: true}} {
+		got, err := Open(path, opts)
+		require.NoError(t, err)
+		sameIndex(t, ix, got)
+		got.Close()
+	}
+
+	// Version 4: the sample's (no padding), relabelled.
+	small, _, _ := rawSample(t)
+	v4 := bytes.Clone(small)
+	le.PutUint32(v4[8:], rawVersionV4)
+	got, err := ParseBytes("v4", rawWithChecksum(v4), nil)
+	require.NoError(t, err)
+	sameIndex(t, mustParse(t, sample, nil), got)
+
+	// Padding in a version 4 file; 2 MiB of padding.
+	v4 = bytes.Clone(b)
+	le.PutUint32(v4[8:], rawVersionV4)
+	_, err = ParseBytes("v4", rawWithChecksum(v4), nil)
+	require.ErrorIs(t, err, ErrMalformed)
+	assert.Contains(t, err.Error(), "bytes of padding)")
+	long := append(bytes.Clone(small), make([]byte, hugepage.Size)...)
+	le.PutUint64(long[16:], uint64(len(long)-rawHeaderSize))
+	_, err = ParseBytes("long", rawWithChecksum(long), nil)
+	require.ErrorIs(t, err, ErrMalformed)
+	assert.Contains(t, err.Error(), fmt.Sprintf("(%d bytes of padding)", hugepage.Size))
+	long = long[:len(long)-1]
+	le.PutUint64(long[16:], uint64(len(long)-rawHeaderSize))
+	_, err = ParseBytes("long", rawWithChecksum(long), nil)
+	require.NoError(t, err, "just under 2 MiB of padding")
 }

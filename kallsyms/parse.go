@@ -551,7 +551,7 @@ func readRegular(path string, workers int, mapRaw, mapText bool) (*wholeInput, e
 	}
 	le := binary.LittleEndian
 	compressed := input.Detect(head[:]) != input.None
-	raw := isSnapshot(head[:]) && le.Uint32(head[8:]) == rawVersion && size > rawHeaderSize
+	raw := isSnapshot(head[:]) && isRawVersion(le.Uint32(head[8:])) && size > rawHeaderSize
 	switch {
 	case m == nil:
 	case !compressed && mapRaw && hostLE && raw:

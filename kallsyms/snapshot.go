@@ -243,7 +243,7 @@ func storedSize(b []byte) (size, need int64, known bool) {
 			size += int64(le.Uint32(b[headerSize+8*k:]))
 		}
 		return min(size, maxInput), 0, true
-	case rawVersion:
+	case rawVersion, rawVersionV4:
 		if len(b) < rawHeaderSize {
 			return 0, rawHeaderSize, false
 		}
@@ -291,15 +291,15 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 	le := binary.LittleEndian
 	switch v := le.Uint32(b[8:]); v {
 	case snapshotVersion:
-	case rawVersion:
+	case rawVersion, rawVersionV4:
 		return loadRawSnapshot(name, b, sums, lto)
 	case snapshotV1:
 		return loadSnapshotV1(name, b, lto)
 	default:
 		if v > snapshotVersion {
-			return nil, snapErr(name, "version %d, from a newer klpresolve (this build reads %d, %d and %d): use that klpresolve, or write the snapshot again with this one", v, snapshotVersion, snapshotV1, rawVersion)
+			return nil, snapErr(name, "version %d, from a newer klpresolve (this build reads %d, %d, %d and %d): use that klpresolve, or write the snapshot again with this one", v, snapshotVersion, snapshotV1, rawVersion, rawVersionV4)
 		}
-		return nil, snapErr(name, "unsupported version %d (this build reads %d, %d and %d; write the snapshot again with this build)", v, snapshotVersion, snapshotV1, rawVersion)
+		return nil, snapErr(name, "unsupported version %d (this build reads %d, %d, %d and %d; write the snapshot again with this build)", v, snapshotVersion, snapshotV1, rawVersion, rawVersionV4)
 	}
 	flags := le.Uint32(b[12:])
 	if flags&^1 != 0 {

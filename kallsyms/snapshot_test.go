@@ -300,11 +300,11 @@ func TestSnapshotVersion1(t *testing.T) {
 	binary.LittleEndian.PutUint32(b[8:], 3)
 	_, err = ParseBytes("old.snap", b, nil)
 	require.ErrorIs(t, err, ErrMalformed)
-	require.ErrorContains(t, err, "old.snap: snapshot: malformed input: unsupported version 3 (this build reads 5, 1 and 4; write the snapshot again with this build)")
-	binary.LittleEndian.PutUint32(b[8:], 6)
+	require.ErrorContains(t, err, "old.snap: snapshot: malformed input: unsupported version 3 (this build reads 5, 1, 6 and 4; write the snapshot again with this build)")
+	binary.LittleEndian.PutUint32(b[8:], 7)
 	_, err = ParseBytes("new.snap", b, nil)
 	require.ErrorIs(t, err, ErrMalformed)
-	require.ErrorContains(t, err, "new.snap: snapshot: malformed input: version 6, from a newer klpresolve (this build reads 5, 1 and 4): use that klpresolve, or write the snapshot again with this one")
+	require.ErrorContains(t, err, "new.snap: snapshot: malformed input: version 7, from a newer klpresolve (this build reads 5, 1, 6 and 4): use that klpresolve, or write the snapshot again with this one")
 }
 
 // TestSnapshotTooRepetitive: an index that compresses more than 64-fold

@@ -309,7 +309,7 @@ func newSnapshotCmd(a *app) *cobra.Command {
 		Long: `Writes the index as a snapshot that any --kallsyms flag reads: by default compact
 (zstd, column by column: about a ninth of the text, smaller than the text compressed by
 zstd -19; it loads in about 1.4 times the text's parse time), with --raw the
-index as it sits in memory, hash tables included (about 1.3x the text), which loads five
+index as it sits in memory, hash tables included (about 1.5x the text), which loads five
 to ten times faster than the text parses: the form for a folder of kernels checked at once.`,
 		Args: needArgs(0, 0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {

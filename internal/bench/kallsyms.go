@@ -157,7 +157,7 @@ func Kallsyms(path string, self []string) (*Report, error) {
 	st, _ = os.Stat(snap.Name())
 	raw := minTime(15, func() { _, _ = kallsyms.Open(snap.Name(), nil) })
 	rawRead := minTime(15, func() { _, _ = kallsyms.Open(snap.Name(), &kallsyms.Options{NoMap: true}) })
-	rep.add("snapshot_raw_bytes", float64(st.Size()), "bytes", "raw (version 4): tables stored, used in place")
+	rep.add("snapshot_raw_bytes", float64(st.Size()), "bytes", "raw (version 6): tables stored, used in place")
 	rep.add("snapshot_raw_load_ms", ms(raw), "ms", "mapped (the default)")
 	rep.add("parse_vs_snapshot_raw_load", ratio(parse, raw), "x", "target >= 5")
 	rep.add("snapshot_raw_read_load_ms", ms(rawRead), "ms", "read into memory (Options.NoMap)")
