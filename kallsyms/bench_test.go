@@ -59,34 +59,25 @@ func BenchmarkScanHashFloor(b *testing.B) {
 }
 
 func BenchmarkOpenSnapshot(b *testing.B) {
-	p := testutil.Corpus(b, benchFile)
-	ix, err := kallsyms.Open(p, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	snap := b.TempDir() + "/k.snap"
-	if err := ix.WriteSnapshotFile(snap); err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := kallsyms.Open(snap, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchOpenSnapshot(b, (*kallsyms.Index).WriteSnapshotFile)
 }
 
 // BenchmarkOpenSnapshotRaw loads a raw snapshot as written by
 // WriteSnapshotRawFile (mapped, checksummed, validated): set it beside
 // BenchmarkOpen, whose text it was made from (issue 2: at least 5x faster).
 func BenchmarkOpenSnapshotRaw(b *testing.B) {
+	benchOpenSnapshot(b, (*kallsyms.Index).WriteSnapshotRawFile)
+}
+
+// benchOpenSnapshot opens the snapshot write makes of the corpus file.
+func benchOpenSnapshot(b *testing.B, write func(*kallsyms.Index, string) error) {
 	p := testutil.Corpus(b, benchFile)
 	ix, err := kallsyms.Open(p, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	snap := b.TempDir() + "/k.raw"
-	if err := ix.WriteSnapshotRawFile(snap); err != nil {
+	snap := b.TempDir() + "/k.snap"
+	if err := write(ix, snap); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
