@@ -65,9 +65,10 @@ type Options struct {
 	// indexed a 5.4 MB kallsyms in 4.7 / 6.0 / 7.2 ms, min / q1 / median,
 	// against 6.7 / 8.4 / 9.7 without it; on a later day, when a fresh
 	// 4 KiB page cost 4-16 us there, a whole process that opens it took
-	// 16-19 ms and 380 page faults, against 35-39 ms and 2,060). Lookups cost more: each reads
-	// its name from the file's 4 KiB pages (about 125 ns instead of 85),
-	// and in a loop that keeps its heap warm Open is no faster. As with a
+	// 16-19 ms and 380 page faults, against 35-39 ms and 2,060). Lookups
+	// cost more: each reads its name from the file's 4 KiB pages (about
+	// 125 ns instead of 85), and in a loop that keeps its heap warm Open
+	// is no faster. As with a
 	// mapped raw snapshot, the file must not be truncated or rewritten in
 	// place while the Index is in use, and the mappings are released by
 	// Close or once the Index is unreachable. NoMap overrides it.
