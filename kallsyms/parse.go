@@ -479,9 +479,10 @@ type wholeInput struct {
 	nl    []int // nl[i]: line ends in data[i*piece : (i+1)*piece]
 	// sums: a raw snapshot's chunk hashes (see loadRawSnapshot).
 	sums []byte
-	// mapped: data is a read-only mapping of a raw snapshot file, of a
-	// text file (text), or of a compact snapshot (compact), which the
-	// loader decodes out of it: it is unmapped once loaded.
+	// mapped: data is a read-only mapping of a raw snapshot file, or of
+	// a text file (text), which the Index keeps. compact: data is a
+	// read-only mapping of a compact snapshot, which the loader decodes
+	// out of it and which is unmapped once loaded.
 	mapped, text, compact bool
 }
 
@@ -565,7 +566,7 @@ func readRegular(path string, workers int, mapRaw, mapText bool) (*wholeInput, e
 		// A compact snapshot, decoded straight from the page cache: read,
 		// it took a fresh buffer's pages (153 faults of 4 KiB for the
 		// corpus file's 627 KB).
-		return &wholeInput{data: m, mapped: true, compact: true}, nil
+		return &wholeInput{data: m, compact: true}, nil
 	default:
 		unmapFile(m)
 	}

@@ -147,16 +147,35 @@ func (ix *Index) WriteSnapshotRaw(w io.Writer) error {
 // rawSize is the size of ix's raw snapshot (the writer's buffer, allocated
 // once).
 func (ix *Index) rawSize() int {
-	n := rawHeaderSize + int(align8(uint64(4+len(ix.source)))) +
-		rawObjRecord*len(ix.objs) + symRecord*len(ix.syms) +
-		int(align8(uint64(4*len(ix.next)))) + 8*len(ix.slots)
+	var nname int
 	for i := range ix.objs {
-		n += len(ix.objs[i].name)
+		nname += len(ix.objs[i].name)
 	}
 	for i := range ix.syms {
-		n += int(ix.syms[i].nlen)
+		nname += int(ix.syms[i].nlen)
 	}
+	at := rawOffsetsOf(uint64(len(ix.source)), uint64(len(ix.objs)), uint64(len(ix.syms)), uint64(len(ix.slots)), uint64(nname))
+	n := rawHeaderSize + int(at.end)
 	return n + rawPadding(n)
+}
+
+// rawOffsets are the payload offsets of a raw snapshot's sections (see
+// the format), and where the names end: the layout, computed once for the
+// writer's size (rawSize) and the loader (rawLayout).
+type rawOffsets struct{ src, obj, sym, next, slot, names, end uint64 }
+
+// rawOffsetsOf lays the sections out from their counts: the source name's
+// bytes, objects, symbols, table slots and name bytes.
+func rawOffsetsOf(nsrc, nobj, nsym, nslot, nname uint64) rawOffsets {
+	var o rawOffsets
+	o.src = 4 // after the source name's length
+	o.obj = align8(o.src + nsrc)
+	o.sym = o.obj + nobj*rawObjRecord
+	o.next = o.sym + nsym*symRecord
+	o.slot = align8(o.next + nsym*4)
+	o.names = o.slot + nslot*8
+	o.end = o.names + nname
+	return o
 }
 
 // WriteSnapshotRawFile writes ix to path atomically in the raw format.
@@ -312,52 +331,41 @@ func rawLayout(name string, b []byte) (*Index, rawSections, error) {
 		return nil, lay, snapErr(name, "truncated payload")
 	}
 	nsrc := uint64(le.Uint32(p))
-	at := uint64(4)
-	srcAt := at
-	at = align8(at + nsrc)
-	objAt := at
-	at += nobj * rawObjRecord
-	symAt := at
-	at += nsym * symRecord
-	nextAt := at
-	at = align8(at + nsym*4)
-	slotAt := at
-	at += nslot * 8
-	namesAt := at
+	at := rawOffsetsOf(nsrc, nobj, nsym, nslot, nname)
 	// Version 6 may end with padding, less than a huge page of it.
-	switch end := at + nname; {
-	case nsrc > plen || end > plen:
-		return nil, lay, snapErr(name, "section sizes add up to %d bytes, payload has %d", end, plen)
-	case end < plen && (le.Uint32(b[8:]) == rawVersionV4 || plen-end >= hugepage.Size):
-		return nil, lay, snapErr(name, "section sizes add up to %d bytes, payload has %d (%d bytes of padding)", end, plen, plen-end)
+	switch {
+	case nsrc > plen || at.end > plen:
+		return nil, lay, snapErr(name, "section sizes add up to %d bytes, payload has %d", at.end, plen)
+	case at.end < plen && (le.Uint32(b[8:]) == rawVersionV4 || plen-at.end >= hugepage.Size):
+		return nil, lay, snapErr(name, "section sizes add up to %d bytes, payload has %d (%d bytes of padding)", at.end, plen, plen-at.end)
 	}
-	lay = rawSections{symAt: symAt, nsym: nsym}
-	ix := &Index{source: string(p[srcAt : srcAt+nsrc]), byName: make(map[string]int, nobj), lto: flags&1 != 0}
-	names := p[namesAt : namesAt+nname]
+	lay = rawSections{symAt: at.sym, nsym: nsym}
+	ix := &Index{source: string(p[at.src : at.src+nsrc]), byName: make(map[string]int, nobj), lto: flags&1 != 0}
+	names := p[at.names:at.end]
 	ix.data = unsafe.String(unsafe.SliceData(names), len(names))
 
 	// The arrays, in place on a little-endian host whose buffer is 8-byte
 	// aligned (os.ReadFile's is), else copied.
 	aligned := uintptr(unsafe.Pointer(unsafe.SliceData(p)))%8 == 0
 	if hostLE && aligned {
-		ix.syms = unsafe.Slice((*sym)(unsafe.Pointer(&p[symAt])), nsym)
-		ix.next = unsafe.Slice((*uint32)(unsafe.Pointer(&p[nextAt])), nsym)
+		ix.syms = unsafe.Slice((*sym)(unsafe.Pointer(&p[at.sym])), nsym)
+		ix.next = unsafe.Slice((*uint32)(unsafe.Pointer(&p[at.next])), nsym)
 		if nslot > 0 {
-			ix.slots = unsafe.Slice((*slot)(unsafe.Pointer(&p[slotAt])), nslot)
+			ix.slots = unsafe.Slice((*slot)(unsafe.Pointer(&p[at.slot])), nslot)
 		}
 	} else {
 		ix.syms = make([]sym, nsym)
 		for i := range ix.syms {
-			r := p[symAt+uint64(i)*symRecord:]
+			r := p[at.sym+uint64(i)*symRecord:]
 			ix.syms[i] = sym{addr: le.Uint64(r), off: le.Uint32(r[8:]), nlen: le.Uint16(r[12:]), typ: r[14], flags: r[15]}
 		}
 		ix.next = make([]uint32, nsym)
 		for i := range ix.next {
-			ix.next[i] = le.Uint32(p[nextAt+uint64(i)*4:])
+			ix.next[i] = le.Uint32(p[at.next+uint64(i)*4:])
 		}
 		ix.slots = make([]slot, nslot)
 		for i := range ix.slots {
-			r := p[slotAt+uint64(i)*8:]
+			r := p[at.slot+uint64(i)*8:]
 			ix.slots[i] = slot{le.Uint32(r), le.Uint32(r[4:])}
 		}
 	}
@@ -365,7 +373,7 @@ func rawLayout(name string, b []byte) (*Index, rawSections, error) {
 	ix.objs = make([]object, nobj)
 	prev, tables := uint32(0), uint64(0)
 	for i := range ix.objs {
-		r := p[objAt+uint64(i)*rawObjRecord:]
+		r := p[at.obj+uint64(i)*rawObjRecord:]
 		off, nl, fl := le.Uint32(r), uint32(le.Uint16(r[4:])), le.Uint16(r[6:])
 		o := object{start: le.Uint32(r[8:]), end: le.Uint32(r[12:]), off: le.Uint32(r[16:]), size: le.Uint32(r[20:]),
 			lo: le.Uint64(r[24:]), hi: le.Uint64(r[32:]), pseudo: fl&1 != 0}

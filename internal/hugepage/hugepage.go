@@ -24,21 +24,7 @@ const Size = 2 << 20
 // Advise marks the huge-page-aligned interior of b for huge pages. Call it
 // before the buffer is first written.
 func Advise[T any](b []T) {
-	if len(b) == 0 {
-		return
-	}
-	var t T
-	n := uintptr(len(b)) * unsafe.Sizeof(t)
-	if n < Size {
-		return
-	}
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	lo := (start + Size - 1) &^ (Size - 1)
-	hi := (start + n) &^ (Size - 1)
-	if hi <= lo {
-		return
-	}
-	advise(lo, hi-lo)
+	AdviseWithin(b[:len(b):len(b)])
 }
 
 // minPart is the least part of a huge page that AdviseWithin advises a

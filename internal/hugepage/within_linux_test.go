@@ -20,23 +20,31 @@ func TestAdviseWithin(t *testing.T) {
 	for _, tc := range []struct {
 		from, len, cap int // bytes from the first huge page boundary
 		want           []bool
+		advise         bool // Advise(b[from:from+len]): whole pages only
 	}{
-		{0, Size + Size/4, 2 * Size, []bool{true, true, false, false}},
-		{0, Size + Size/8, 2 * Size, []bool{true, true, false, false}},
-		{0, Size + Size/8 - 1, 2 * Size, []bool{true, false, false, false}},
-		{0, Size + Size/4, Size + Size/2, []bool{true, false, false, false}},
-		{4096, 2 * Size, 3*Size - 4096, []bool{false, true, false, false}},
-		{4096, 2*Size + Size/4, 3*Size - 4096, []bool{false, true, true, false}},
-		{0, Size / 16, Size, []bool{false, false, false, false}},
-		{0, 0, 3 * Size, []bool{false, false, false, false}},
-		{Size, 2 * Size, 2 * Size, []bool{false, true, true, false}},
+		{4096, 2*Size + Size/4, 0, []bool{false, true, false, false}, true},
+		{0, 3 * Size, 0, []bool{true, true, true, false}, true},
+		{0, 2*Size - 1, 0, []bool{true, false, false, false}, true},
+		{0, Size + Size/4, 2 * Size, []bool{true, true, false, false}, false},
+		{0, Size + Size/8, 2 * Size, []bool{true, true, false, false}, false},
+		{0, Size + Size/8 - 1, 2 * Size, []bool{true, false, false, false}, false},
+		{0, Size + Size/4, Size + Size/2, []bool{true, false, false, false}, false},
+		{4096, 2 * Size, 3*Size - 4096, []bool{false, true, false, false}, false},
+		{4096, 2*Size + Size/4, 3*Size - 4096, []bool{false, true, true, false}, false},
+		{0, Size / 16, Size, []bool{false, false, false, false}, false},
+		{0, 0, 3 * Size, []bool{false, false, false, false}, false},
+		{Size, 2 * Size, 2 * Size, []bool{false, true, true, false}, false},
 	} {
 		m, err := unix.Mmap(-1, 0, (pages+1)*Size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 		require.NoError(t, err)
 		base := uintptr(unsafe.Pointer(&m[0]))
 		skip := int((base+Size-1)&^(Size-1) - base)
 		a := m[skip:]
-		AdviseWithin(a[tc.from : tc.from+tc.len : tc.from+tc.cap])
+		if tc.advise {
+			Advise(a[tc.from : tc.from+tc.len])
+		} else {
+			AdviseWithin(a[tc.from : tc.from+tc.len : tc.from+tc.cap])
+		}
 		got := make([]bool, pages)
 		for i := range got {
 			got[i] = advised(t, uintptr(unsafe.Pointer(&a[i*Size])))
