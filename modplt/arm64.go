@@ -245,21 +245,24 @@ func arm64Movw(op int, loc []byte, p, val uint64, lsb uint, signed bool) bool {
 }
 
 // arm64Data is reloc_data(): a 16-, 32- or 64-bit datum, unsigned for
-// ABS (the kernel's check), signed for PREL.
-func arm64Data(op int, loc []byte, p, val uint64, bits int) bool {
+// ABS (the kernel's check), signed for PREL. Data is stored in the
+// kernel's own byte order (reloc_data() writes *(s64 *)place, native),
+// big-endian on a CONFIG_CPU_BIG_ENDIAN kernel, where instructions stay
+// little-endian (reloc_insn_imm() goes through le32_to_cpu()).
+func arm64Data(order binary.ByteOrder, op int, loc []byte, p, val uint64, bits int) bool {
 	sval := arm64DoReloc(op, p, val)
 	switch bits {
 	case 64:
-		binary.LittleEndian.PutUint64(loc, uint64(sval))
+		order.PutUint64(loc, uint64(sval))
 		return true
 	case 32:
-		binary.LittleEndian.PutUint32(loc, uint32(sval))
+		order.PutUint32(loc, uint32(sval))
 		if op == arm64OpAbs {
 			return sval >= 0 && sval <= math.MaxUint32
 		}
 		return sval >= math.MinInt32 && sval <= math.MaxInt32
 	default:
-		binary.LittleEndian.PutUint16(loc, uint16(sval))
+		order.PutUint16(loc, uint16(sval))
 		if op == arm64OpAbs {
 			return sval >= 0 && sval <= math.MaxUint16
 		}
@@ -298,23 +301,25 @@ func arm64Apply(l *linker, rc *reloc) error {
 		}
 	}
 	loc, p, val := rc.loc, rc.P, rc.S+uint64(rc.A)
+	// Data in the object's byte order; instructions always little-endian.
+	order := l.m.f.Order
 	nc := func(bool) error { return nil } // overflow_check = false
 	switch t {
 	case elf.R_AARCH64_NONE, arm64RNone:
 		return nil
 	case elf.R_AARCH64_ABS64: // S + A, 64 bits: cannot overflow
-		binary.LittleEndian.PutUint64(loc, val)
+		order.PutUint64(loc, val)
 		return nil
 	case elf.R_AARCH64_ABS32:
-		return arm64Fits(arm64Data(arm64OpAbs, loc, p, val, 32), val, rangeWhy)
+		return arm64Fits(arm64Data(order, arm64OpAbs, loc, p, val, 32), val, rangeWhy)
 	case elf.R_AARCH64_ABS16:
-		return arm64Fits(arm64Data(arm64OpAbs, loc, p, val, 16), val, rangeWhy)
+		return arm64Fits(arm64Data(order, arm64OpAbs, loc, p, val, 16), val, rangeWhy)
 	case elf.R_AARCH64_PREL64:
-		return arm64Fits(arm64Data(arm64OpPrel, loc, p, val, 64), val, rangeWhy)
+		return arm64Fits(arm64Data(order, arm64OpPrel, loc, p, val, 64), val, rangeWhy)
 	case elf.R_AARCH64_PREL32:
-		return arm64Fits(arm64Data(arm64OpPrel, loc, p, val, 32), val, rangeWhy)
+		return arm64Fits(arm64Data(order, arm64OpPrel, loc, p, val, 32), val, rangeWhy)
 	case elf.R_AARCH64_PREL16:
-		return arm64Fits(arm64Data(arm64OpPrel, loc, p, val, 16), val, rangeWhy)
+		return arm64Fits(arm64Data(order, arm64OpPrel, loc, p, val, 16), val, rangeWhy)
 
 	// MOVZ/MOVK xd, #:abs_gN:sym
 	case elf.R_AARCH64_MOVW_UABS_G0_NC:

@@ -52,4 +52,11 @@
 //   - the load address, when none is given: where the architecture's
 //     module_alloc() starts (MODULES_VADDR on x86_64 and arm, _etext - 128
 //     MiB on arm64 as kaslr_init() sets module_alloc_base).
+//
+// Big-endian modules link too: on arm64 (CONFIG_CPU_BIG_ENDIAN)
+// instructions stay little-endian (the kernel reads them through
+// le32_to_cpu()) and data is written big-endian; on arm, a BE8 module
+// (EF_ARM_BE8, linked by Kbuild with --be8) has little-endian
+// instructions and big-endian data, a BE32 one big-endian both. Each is
+// checked against GNU ld (testdata/modplt/link).
 package modplt

@@ -15,8 +15,10 @@ import (
 // FuzzCount: no input makes Parse, Count or Link panic, and a module
 // that parses counts in both modes with optimal never above kernel.
 func FuzzCount(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join(testutil.RepoRoot(), "testdata", "modplt", "*.o"))
-	for _, p := range files {
+	dir := filepath.Join(testutil.RepoRoot(), "testdata", "modplt")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.o"))
+	oracle, _ := filepath.Glob(filepath.Join(dir, "link", "*.o")) // big-endian ones too
+	for _, p := range append(files, oracle...) {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
 		}

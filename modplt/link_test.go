@@ -53,15 +53,22 @@ func mapResolver(m map[string]uint64) Resolver {
 	}
 }
 
-// TestLinkMatchesGNULd links each testdata/modplt/link/<arch>.o with
-// modplt at the addresses GNU ld was given (<arch>.syms) and compares
-// every section, byte for byte, with what ld produced (<arch>.elf): the
-// relocation math of every type each fixture holds.
+// TestLinkMatchesGNULd links each testdata/modplt/link/<name>.o with
+// modplt at the addresses GNU ld was given (<name>.syms, or the
+// little-endian build's for a big-endian one) and compares every section,
+// byte for byte, with what ld produced (<name>.elf): the relocation math
+// of every type each fixture holds, in both byte orders.
 func TestLinkMatchesGNULd(t *testing.T) {
-	for _, arch := range []string{"x86_64", "arm64", "arm", "cfix-x86_64", "cfix-arm64", "cfix-arm", "cfix-thumb"} {
-		t.Run(arch, func(t *testing.T) {
-			at, syms := readSyms(t, linkFixture(arch+".syms"))
-			m, err := Open(linkFixture(arch + ".o"))
+	for _, fx := range []struct{ name, syms string }{
+		{"x86_64", "x86_64"}, {"arm64", "arm64"}, {"arm", "arm"},
+		{"cfix-x86_64", "cfix-x86_64"}, {"cfix-arm64", "cfix-arm64"}, {"cfix-arm", "cfix-arm"}, {"cfix-thumb", "cfix-thumb"},
+		// Big-endian: AArch64 data (instructions stay little-endian),
+		// ARM BE32 and BE8 (see the Makefile).
+		{"arm64be", "arm64"}, {"cfix-arm64be", "cfix-arm64"}, {"armbe", "arm"}, {"armbe8", "arm"},
+	} {
+		t.Run(fx.name, func(t *testing.T) {
+			at, syms := readSyms(t, linkFixture(fx.syms+".syms"))
+			m, err := Open(linkFixture(fx.name + ".o"))
 			require.NoError(t, err)
 			img, err := m.Link(LinkOptions{At: at, Resolve: mapResolver(syms)})
 			require.NoError(t, err)
@@ -69,7 +76,7 @@ func TestLinkMatchesGNULd(t *testing.T) {
 				t.Errorf("%v", e)
 			}
 			require.Empty(t, img.Unresolved)
-			ld, err := elf.Open(linkFixture(arch + ".elf"))
+			ld, err := elf.Open(linkFixture(fx.name + ".elf"))
 			require.NoError(t, err)
 			defer ld.Close()
 			compared := 0
