@@ -412,7 +412,7 @@ func (l *linker) armPLT(r Region, thumb bool, target uint32) (uint64, error) {
 		return e, nil
 	}
 	if a.used >= a.max {
-		return 0, pltFull(a)
+		return 0, pltFull(a, "")
 	}
 	e := l.armWritePLT(a, a.used, thumb, target)
 	a.used++

@@ -476,7 +476,11 @@ func (l *linker) arm64PLT(r Region, target uint64) (uint64, error) {
 		i++ // skip a slot whose ADRP would sit at 0xff8/0xffc
 	}
 	if i >= a.max {
-		return 0, pltFull(a)
+		why := ""
+		if l.opts.NoRandomizeBase {
+			why = "without KASLR, 6.1 reserves none for branches, which must then reach their targets"
+		}
+		return 0, pltFull(a, why)
 	}
 	addr := a.p.Addr + uint64(i)*arm64PLTEntry
 	b := a.p.Data[i*arm64PLTEntry:]
@@ -513,7 +517,7 @@ func (l *linker) arm64Veneer(rc *reloc, page uint64) (uint64, error) {
 		i++
 	}
 	if i >= a.max {
-		return 0, pltFull(a)
+		return 0, pltFull(a, "")
 	}
 	addr := a.p.Addr + uint64(i)*arm64PLTEntry
 	b := a.p.Data[i*arm64PLTEntry:]

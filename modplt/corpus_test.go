@@ -77,6 +77,11 @@ func TestCorpusExpectedPLT(t *testing.T) {
 					require.NoError(t, err)
 					assert.Equal(t, e.int(t, "plt_core_erratum"), ke.PLTCore, "plt_core_erratum")
 					assert.Equal(t, e.int(t, "plt_init_erratum"), ke.PLTInit, "plt_init_erratum")
+					// Without KASLR, 6.1 reserves nothing for branches.
+					nk, err := m.Count(Options{NoRandomizeBase: true})
+					require.NoError(t, err)
+					assert.Equal(t, []int{0, 0}, []int{nk.PLTCore, nk.PLTInit}, "no KASLR")
+					assert.Equal(t, e.int(t, "jc"), nk.Totals.Branches, "jc, no KASLR")
 				}
 				o, err := m.Count(Options{Mode: ModeOptimal})
 				require.NoError(t, err)

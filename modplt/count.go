@@ -53,6 +53,13 @@ type Options struct {
 	// NoModuleUnload counts as a kernel built without CONFIG_MODULE_UNLOAD,
 	// which loads .exit* sections with init.
 	NoModuleUnload bool
+	// NoRandomizeBase counts as an arm64 kernel built without
+	// CONFIG_RANDOMIZE_BASE (KASLR) does: Linux 6.1's count_plts() and
+	// partition_branch_plt_relas() return early for branches, since such
+	// a kernel loads modules in the 128 MiB below _etext, which every BL
+	// reaches; ADRP veneers are still counted. (Linux 6.5 moved modules
+	// out of that region and d35686444fc8 removed the early returns.)
+	NoRandomizeBase bool
 
 	// serial counts on one goroutine, and pieceRelocs overrides
 	// optimalPiece (tests compare the parallel optimal-mode count with the
@@ -97,12 +104,15 @@ type SectionCount struct {
 
 // Counts is a module's count.
 type Counts struct {
-	Module        string         `json:"module"`
-	Path          string         `json:"path"`
-	Arch          string         `json:"arch"`
-	Mode          string         `json:"mode"`
-	Erratum843419 bool           `json:"erratum_843419"`
-	Sections      []SectionCount `json:"sections"`
+	Module        string `json:"module"`
+	Path          string `json:"path"`
+	Arch          string `json:"arch"`
+	Mode          string `json:"mode"`
+	Erratum843419 bool   `json:"erratum_843419"`
+	// NoRandomizeBase: counted as an arm64 kernel without KASLR
+	// (Options.NoRandomizeBase): no branch gets a PLT entry.
+	NoRandomizeBase bool           `json:"no_randomize_base"`
+	Sections        []SectionCount `json:"sections"`
 
 	// PLTCore and PLTInit are the entries of .plt and .init.plt (what the
 	// kernel sets plt_max_entries to), fixed slots included.
@@ -155,7 +165,9 @@ type counter struct {
 	m       *Module
 	opts    Options
 	erratum bool // the erratum 843419 workaround applies (arm64)
-	nsym    int
+	// noBranchPLT: branches get no entries (Options.NoRandomizeBase).
+	noBranchPLT bool
+	nsym        int
 
 	serial uint32
 	// stamps[slot*nsym+sym] holds the serial of the section that last saw
@@ -251,6 +263,8 @@ func (m *Module) Count(opts Options) (*Counts, error) {
 	res := &Counts{Module: m.Name, Path: m.Path, Arch: a.name, Mode: opts.Mode.String(),
 		Erratum843419: opts.Erratum843419 && a.machine == elf.EM_AARCH64, FixedPLTs: a.fixedPLTs}
 	c.erratum = res.Erratum843419
+	res.NoRandomizeBase = opts.NoRandomizeBase && a.machine == elf.EM_AARCH64
+	c.noBranchPLT = res.NoRandomizeBase
 	var plt [2]int // by region, before the optimal slack and the fixed slots
 
 	// module_frob_arch_sections(): every section of the loader's
@@ -377,7 +391,7 @@ func (c *counter) optimalParallel(secs []sectionWork, scs []SectionCount, worker
 	}
 	par.For(workers, len(pieces), func(i int) {
 		p := pieces[i]
-		pc := &counter{m: c.m, opts: c.opts, erratum: c.erratum, nsym: c.nsym}
+		pc := &counter{m: c.m, opts: c.opts, erratum: c.erratum, noBranchPLT: c.noBranchPLT, nsym: c.nsym}
 		if p.w.to == 0 && p.w.relocs == 0 {
 			return
 		}
@@ -507,7 +521,7 @@ func (c *counter) scan(w *sectionWork, sc *SectionCount) (int, error) {
 			undef += b2i(shndx == uint16(elf.SHN_UNDEF))
 			same += b2i(isSame)
 			nonzero += b2i(!zero)
-			if ki.kind != kindBranch || isSame {
+			if ki.kind != kindBranch || isSame || c.noBranchPLT {
 				continue
 			}
 		}

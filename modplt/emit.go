@@ -33,8 +33,14 @@ func (l *linker) pltFor(r Region) (*pltArea, error) {
 	return nil, &RelocError{Kind: ErrNoPLT, Detail: "the module has no " + map[Region]string{Core: ".plt", Init: ".init.plt"}[r] + " section"}
 }
 
-func pltFull(a *pltArea) error {
-	return &RelocError{Kind: ErrPLTFull, Detail: fmt.Sprintf("%s has %d slots", a.p.Name, a.max)}
+// pltFull is the error for a PLT with no slot left; why, if not empty,
+// says why the count reserved too few.
+func pltFull(a *pltArea, why string) error {
+	d := fmt.Sprintf("%s has %d slots", a.p.Name, a.max)
+	if why != "" {
+		d += ": " + why
+	}
+	return &RelocError{Kind: ErrPLTFull, Detail: d}
 }
 
 // gotArea is the module GOT an x86_64 PIE module needs: one 8-byte entry

@@ -541,3 +541,39 @@ func TestLinkCoreOnLastPage(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(0xffffffffffffe000), img.Section(".text").Addr)
 }
+
+// TestLinkNoRandomizeBase: without KASLR an arm64 module links while
+// every branch is in range, and one out of range finds no PLT slot, as
+// module_emit_plt_entry() fails the load on such a 6.1 kernel; with
+// KASLR the same branch goes through the PLT.
+func TestLinkNoRandomizeBase(t *testing.T) {
+	s := newSmall(elf.EM_AARCH64, nil, ".text")
+	s.rel(".text", call26(0, s.sym["memset"]), call26(4, s.sym["memcpy"]))
+	m, err := Parse("small.ko", s.b.Bytes())
+	require.NoError(t, err)
+	const base = 0xffff800010000000
+	near := func(string) (uint64, bool) { return base - 64<<20, true }
+	far := func(name string) (uint64, bool) {
+		if name == "memcpy" {
+			return base - 256<<20, true // beyond a BL's 128 MiB
+		}
+		return near(name)
+	}
+
+	img, err := m.Link(LinkOptions{Base: base, Resolve: near, NoRandomizeBase: true})
+	require.NoError(t, err)
+	assert.True(t, img.Linked())
+	assert.Equal(t, []int{0, 0}, []int{img.PLTCoreUsed, img.PLTCoreMax})
+
+	img, err = m.Link(LinkOptions{Base: base, Resolve: far, NoRandomizeBase: true})
+	require.NoError(t, err)
+	require.Len(t, img.Errors, 1)
+	assert.ErrorIs(t, img.Errors[0], ErrPLTFull)
+	assert.Equal(t, uint64(4), img.Errors[0].Offset, "memcpy's call")
+	assert.Contains(t, img.Errors[0].Error(), ".plt has 0 slots: without KASLR, 6.1 reserves none for branches")
+
+	img, err = m.Link(LinkOptions{Base: base, Resolve: far})
+	require.NoError(t, err)
+	assert.Empty(t, img.Errors)
+	assert.Equal(t, []int{1, 2}, []int{img.PLTCoreUsed, img.PLTCoreMax})
+}

@@ -73,9 +73,13 @@ type LinkOptions struct {
 	// in range or not: a debug knob so that small fixtures exercise
 	// emission.
 	ForcePLT bool
-	// Erratum843419 and NoModuleUnload are as for Count.
-	Erratum843419  bool
-	NoModuleUnload bool
+	// Erratum843419, NoModuleUnload and NoRandomizeBase are as for
+	// Count. Without KASLR an arm64 module has no PLT slot for a branch,
+	// so one out of range fails with ErrPLTFull, as the kernel's
+	// module_emit_plt_entry() fails the load (-ENOEXEC).
+	Erratum843419   bool
+	NoModuleUnload  bool
+	NoRandomizeBase bool
 	// SkipSections leaves the relocation sections named here unapplied
 	// (the caller applies them, e.g. livepatch sections resolved apart).
 	SkipSections func(name string) bool
@@ -222,7 +226,7 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 	if opts.Base == 0 {
 		opts.Base = m.DefaultBase(opts.KernelEtext)
 	}
-	counts, err := m.Count(Options{Erratum843419: opts.Erratum843419, NoModuleUnload: opts.NoModuleUnload})
+	counts, err := m.Count(Options{Erratum843419: opts.Erratum843419, NoModuleUnload: opts.NoModuleUnload, NoRandomizeBase: opts.NoRandomizeBase})
 	if err != nil {
 		return nil, err
 	}

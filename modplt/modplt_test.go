@@ -307,3 +307,36 @@ func TestInitSection(t *testing.T) {
 		}
 	}
 }
+
+// TestNoRandomizeBase: an arm64 kernel without KASLR counts no branch
+// (count_plts() and partition_branch_plt_relas() return early) but still
+// the erratum 843419 veneers; the branch statistics are unchanged, and
+// other architectures ignore the option.
+func TestNoRandomizeBase(t *testing.T) {
+	s := newSmall(elf.EM_AARCH64, nil, ".text", ".init.text")
+	adrp := elfobj.Reloc{Offset: 0xff8, Sym: s.sym["memset"], Type: uint32(elf.R_AARCH64_ADR_PREL_PG_HI21)}
+	s.rel(".text", call26(0, s.sym["memset"]), call26(4, s.sym["memcpy"]), call26(8, s.sym["memcpy"]), adrp)
+	s.rel(".init.text", call26(0, s.sym["memset"]))
+	k := s.count(t, Options{})
+	assert.Equal(t, []int{2, 1}, []int{k.PLTCore, k.PLTInit})
+	assert.False(t, k.NoRandomizeBase)
+	for _, mode := range []Mode{ModeKernel, ModeOptimal} {
+		n := s.count(t, Options{Mode: mode, NoRandomizeBase: true})
+		assert.True(t, n.NoRandomizeBase)
+		assert.Equal(t, []int{0, 0}, []int{n.PLTCore, n.PLTInit}, "%v", mode)
+		assert.Equal(t, []uint64{arm64PLTEntry, arm64PLTEntry}, []uint64{n.PLTSizeCore, n.PLTSizeInit}, "%v: the spare slot only", mode)
+		assert.Equal(t, k.Totals.Branches, n.Totals.Branches)
+		assert.Equal(t, k.Totals.Undef, n.Totals.Undef)
+		assert.Zero(t, n.Totals.Candidates)
+		// The erratum's veneer (ADRP at 0xff8) and its slack remain.
+		e := s.count(t, Options{Mode: mode, NoRandomizeBase: true, Erratum843419: true})
+		assert.Equal(t, 1, e.Totals.Veneers)
+		assert.Equal(t, []int{1 + 1, 0}, []int{e.PLTCore, e.PLTInit}, "%v: veneer and slack", mode)
+	}
+
+	a := newSmall(elf.EM_ARM, nil, ".text")
+	a.rel(".text", elfobj.Reloc{Offset: 0, Sym: a.sym["memset"], Type: uint32(elf.R_ARM_CALL)})
+	plain, without := a.count(t, Options{}), a.count(t, Options{NoRandomizeBase: true})
+	assert.False(t, without.NoRandomizeBase, "arm64 only")
+	assert.Equal(t, plain.PLTCore, without.PLTCore)
+}

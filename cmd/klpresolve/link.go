@@ -133,6 +133,7 @@ loader refuses a symbol version or its vermagic), 2 unusable input.`,
 	c.Flags().StringVar(&initBase, "init-base", "", "init load address (default: past core and its vmalloc guard page)")
 	c.Flags().StringVarP(&out, "output", "o", "", "write the linked image (ELF, sections at their load addresses)")
 	c.Flags().BoolVar(&opts.Erratum843419, "erratum-843419", false, "arm64: work around Cortex-A53 erratum 843419")
+	addNoKASLRFlag(c, &opts.NoRandomizeBase, "arm64: link as for a kernel")
 	c.Flags().BoolVar(&opts.ForcePLT, "force-plt", false, "debug: send every branch that has a PLT slot through the PLT")
 	addSymversFlag(c, &symversPath)
 	addVermagicFlag(c, &magic, true)

@@ -348,6 +348,15 @@ func TestPLTCommandCorpus(t *testing.T) {
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "md4 (arm64), kernel mode, erratum 843419 workaround")
 	assert.Contains(t, out, ".plt:      6 entries, sh_size 84") // expected-plt.tsv: plt_core_erratum 6
+
+	// Without KASLR: no branch entry, and so no erratum slack either (md4
+	// has no ADRP that needs a veneer); the spare slot stays.
+	code, out, _ = runCLI(t, "plt", md4, "--no-kaslr", "--erratum-843419")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "md4 (arm64), kernel mode, erratum 843419 workaround, no KASLR: no branch PLT entries")
+	assert.Contains(t, out, ".plt:      0 entries, sh_size 12")
+	assert.Contains(t, out, ".init.plt: 0 entries, sh_size 12")
+	assert.Regexp(t, `all sections +24 +7 +7 +0 +0 +0`, out) // the 7 branches are still listed
 }
 
 // A module calling vfs_read, which 6.1 does not export: link says so, in
@@ -676,11 +685,11 @@ func TestMainJobLink(t *testing.T) {
 	assert.Equal(t, 1, j.CFI.Pages)
 	assert.True(t, j.CFI.Shadowed)
 
-	for _, flag := range [][]string{{"-o", out}, {"--base", "0xffffffffc0000000"}, {"--erratum-843419"}} {
+	for _, flag := range [][]string{{"-o", out}, {"--base", "0xffffffffc0000000"}, {"--erratum-843419"}, {"--no-kaslr"}} {
 		// Refused before any symbol is read: --kallsyms names no file.
 		code, _, errs := runCLI(t, append([]string{fixture("livepatch-sample.ko"), "--kallsyms", "/nonexistent"}, flag...)...)
 		assert.Equal(t, 2, code, flag)
-		assert.Contains(t, errs, "-o, --base and --erratum-843419 need --link", flag)
+		assert.Contains(t, errs, "-o, --base, --erratum-843419 and --no-kaslr need --link", flag)
 	}
 }
 

@@ -13,7 +13,7 @@ func newPLTCmd(a *app) *cobra.Command {
 	var format, mode string
 	var opts modplt.Options
 	c := &cobra.Command{
-		Use:   "plt MODULE.ko [--mode kernel|optimal] [--erratum-843419] [--format text|json]",
+		Use:   "plt MODULE.ko [--mode kernel|optimal] [--erratum-843419] [--no-kaslr] [--format text|json]",
 		Short: "Count the PLT (arm64, arm) or GOT (x86_64) entries a module needs",
 		Example: `  klpresolve plt btrfs.ko
   klpresolve plt btrfs.ko --mode optimal --erratum-843419 --format json`,
@@ -58,6 +58,7 @@ Exit status: 0 counted, 1 the kernel would refuse the module (no .plt section),
 	c.Flags().StringVar(&mode, "mode", "kernel", "kernel (Linux 6.1's count, quirks included) or optimal")
 	c.Flags().BoolVar(&opts.Erratum843419, "erratum-843419", false, "arm64: count as a kernel with the Cortex-A53 erratum 843419 workaround on")
 	c.Flags().BoolVar(&opts.NoModuleUnload, "no-module-unload", false, "count as a kernel without CONFIG_MODULE_UNLOAD (.exit sections are init)")
+	addNoKASLRFlag(c, &opts.NoRandomizeBase, "arm64: count as a kernel")
 	return c
 }
 
@@ -66,6 +67,9 @@ func writePLTText(a *app, r *modplt.Counts) {
 	fmt.Fprintf(a.stdout, "%s (%s), %s mode", r.Module, r.Arch, r.Mode)
 	if r.Erratum843419 {
 		fmt.Fprint(a.stdout, ", erratum 843419 workaround")
+	}
+	if r.NoRandomizeBase {
+		fmt.Fprint(a.stdout, ", no KASLR: no branch PLT entries")
 	}
 	fmt.Fprintln(a.stdout)
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -107,4 +111,12 @@ func writePLTText(a *app, r *modplt.Counts) {
 	for _, w := range r.Warnings {
 		fmt.Fprintf(a.stdout, "warning: %s\n", w)
 	}
+}
+
+// addNoKASLRFlag adds --no-kaslr: an arm64 kernel built without
+// CONFIG_RANDOMIZE_BASE, whose 6.1 loader reserves no PLT entry for a
+// branch (modplt.Options.NoRandomizeBase). what says what the flag does
+// with such a kernel.
+func addNoKASLRFlag(c *cobra.Command, v *bool, what string) {
+	c.Flags().BoolVar(v, "no-kaslr", false, what+" built without CONFIG_RANDOMIZE_BASE (KASLR): Linux 6.1 then reserves no PLT entry for a branch, modules being within its reach")
 }

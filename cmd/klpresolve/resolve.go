@@ -27,6 +27,7 @@ type resolveOpts struct {
 	base    string
 	out     string
 	erratum bool
+	noKASLR bool
 	modules []string
 	symvers string
 	magic   string
@@ -45,6 +46,7 @@ func addResolveFlags(root *cobra.Command, a *app) {
 	root.Flags().StringVar(&o.base, "base", "", "with --link: core load address (default: where module_alloc() starts: x86_64 0xffffffffc0000000, arm 0xbf000000, arm64 _etext - 128 MiB)")
 	root.Flags().StringVarP(&o.out, "output", "o", "", "with --link: write the linked image (ELF, sections at their load addresses)")
 	root.Flags().BoolVar(&o.erratum, "erratum-843419", false, "with --link: arm64 Cortex-A53 erratum 843419 workaround")
+	addNoKASLRFlag(root, &o.noKASLR, "with --link: arm64, link as for a kernel")
 	addModulesFlag(root, &o.modules)
 	addSymversFlag(root, &o.symvers)
 	addVermagicFlag(root, &o.magic, true)
@@ -59,8 +61,8 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 		return err
 	}
 	// Usage first: before the kernel's symbols are read.
-	if !o.link && (o.out != "" || o.base != "" || o.erratum) {
-		return &exitError{exitUsage, errors.New("-o, --base and --erratum-843419 need --link")}
+	if !o.link && (o.out != "" || o.base != "" || o.erratum || o.noKASLR) {
+		return &exitError{exitUsage, errors.New("-o, --base, --erratum-843419 and --no-kaslr need --link")}
 	}
 	if err := imageToFile(o.out); err != nil {
 		return err
@@ -91,6 +93,7 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 			return err
 		}
 		po.LinkOptions.Erratum843419 = o.erratum
+		po.LinkOptions.NoRandomizeBase = o.noKASLR
 	}
 	rep, err := pipeline.Run(m, ix, po)
 	if err != nil {
