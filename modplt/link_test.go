@@ -139,3 +139,39 @@ func TestLinkEmptySymtab(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, syms)
 }
+
+// TestCountBothByteOrders: a module's count does not depend on its byte
+// order: the big-endian builds of the oracle's sources (arm64 BE, arm
+// BE32 and BE8, whose REL addends are read out of instructions in either
+// order) count what the little-endian ones do, in total and for each
+// executable section (ld -r, which makes armbe8.o, reorders the others).
+func TestCountBothByteOrders(t *testing.T) {
+	type figures struct {
+		PLT        [4]any
+		Executable map[string]SectionCount
+	}
+	figuresOf := func(c *Counts) figures {
+		f := figures{PLT: [4]any{c.PLTCore, c.PLTInit, c.PLTSizeCore, c.PLTSizeInit}, Executable: map[string]SectionCount{}}
+		for _, s := range c.Sections {
+			if s.Exec {
+				f.Executable[s.Name] = s
+			}
+		}
+		return f
+	}
+	for _, pair := range [][2]string{{"arm64", "arm64be"}, {"cfix-arm64", "cfix-arm64be"}, {"arm", "armbe"}, {"arm", "armbe8"}} {
+		for _, opts := range []Options{{}, {Mode: ModeOptimal}, {Erratum843419: true}} {
+			var f [2]figures
+			for i, name := range pair {
+				m, err := Open(linkFixture(name + ".o"))
+				require.NoError(t, err)
+				c, err := m.Count(opts)
+				require.NoError(t, err)
+				f[i] = figuresOf(c)
+			}
+			assert.NotEmpty(t, f[0].Executable, pair[0])
+			assert.Greater(t, f[0].PLT[0], 0, pair[0])
+			assert.Equal(t, f[0], f[1], "%s against %s, %+v", pair[0], pair[1], opts)
+		}
+	}
+}
