@@ -64,7 +64,7 @@ func TestLinkMatchesGNULd(t *testing.T) {
 		{"cfix-x86_64", "cfix-x86_64"}, {"cfix-arm64", "cfix-arm64"}, {"cfix-arm", "cfix-arm"}, {"cfix-thumb", "cfix-thumb"},
 		// Big-endian: AArch64 data (instructions stay little-endian),
 		// ARM BE32 and BE8 (see the Makefile).
-		{"arm64be", "arm64"}, {"cfix-arm64be", "cfix-arm64"}, {"armbe", "arm"}, {"armbe8", "arm"},
+		{"arm64be", "arm64"}, {"cfix-arm64be", "cfix-arm64"}, {"armbe", "arm"}, {"armbe8", "arm"}, {"cfix-thumbbe8", "cfix-thumb"},
 	} {
 		t.Run(fx.name, func(t *testing.T) {
 			at, syms := readSyms(t, linkFixture(fx.syms+".syms"))
@@ -159,7 +159,7 @@ func TestCountBothByteOrders(t *testing.T) {
 		}
 		return f
 	}
-	for _, pair := range [][2]string{{"arm64", "arm64be"}, {"cfix-arm64", "cfix-arm64be"}, {"arm", "armbe"}, {"arm", "armbe8"}} {
+	for _, pair := range [][2]string{{"arm64", "arm64be"}, {"cfix-arm64", "cfix-arm64be"}, {"arm", "armbe"}, {"arm", "armbe8"}, {"cfix-thumb", "cfix-thumbbe8"}} {
 		for _, opts := range []Options{{}, {Mode: ModeOptimal}, {Erratum843419: true}} {
 			var f [2]figures
 			for i, name := range pair {
