@@ -29,7 +29,8 @@ var amd64Arch = newArch(arch{
 	relType:      elf.SHT_RELA,
 	pltEntry:     0,
 	pltSize:      func(int) uint64 { return 0 },
-	moduleArea:   func(uint64) uint64 { return amd64ModulesVaddr },
+	moduleArea:   func(uint64, uint64) uint64 { return amd64ModulesVaddr },
+	pageSizes:    []uint64{4096},
 	initPrefixes: []string{".init"},
 	exitPrefixes: []string{".exit"},
 	kind: func(t uint32) (relKind, uint8, uint8) {

@@ -33,8 +33,11 @@ type arch struct {
 	// moduleArea is where module_alloc() starts looking for room, which
 	// Link uses for the core when LinkOptions.Base is 0. etext is the
 	// kernel's _etext (0 when not known), which arm64 places its modules
-	// below.
-	moduleArea func(etext uint64) uint64
+	// below, and page its PAGE_SIZE.
+	moduleArea func(etext, page uint64) uint64
+	// pageSizes are the PAGE_SIZE values the architecture's kernels
+	// can be built with (LinkOptions.PageSize).
+	pageSizes []uint64
 
 	initPrefixes []string // module_init_section()
 	exitPrefixes []string // module_exit_section()

@@ -38,12 +38,14 @@ const (
 // _etext - MODULES_VSIZE, so that a module anywhere in its 128 MiB
 // reaches all of the kernel's text with a BL (no PLT); module
 // randomization (CONFIG_RANDOMIZE_MODULE_REGION_FULL) then moves it by a
-// seed, which LinkOptions.Base stands for. Without _etext: MODULES_VADDR.
-func arm64ModuleArea(etext uint64) uint64 {
+// seed, which LinkOptions.Base stands for, and rounds it down to a page
+// (module_alloc_base &= PAGE_MASK). Without _etext: MODULES_VADDR (of a
+// 48-bit address space).
+func arm64ModuleArea(etext, page uint64) uint64 {
 	if etext < arm64ModulesVaddr+arm64ModulesVsize {
 		return arm64ModulesVaddr
 	}
-	return (etext - arm64ModulesVsize) &^ (arm64Page - 1)
+	return (etext - arm64ModulesVsize) &^ (page - 1)
 }
 
 var arm64Arch = newArch(arch{
@@ -56,8 +58,10 @@ var arm64Arch = newArch(arch{
 	// module_frob_arch_sections(): sh_size = (n + 1) * sizeof(struct
 	// plt_entry); the spare slot makes module_emit_plt_entry()'s
 	// speculative write at index n safe.
-	pltSize:      func(n int) uint64 { return uint64(n+1) * arm64PLTEntry },
-	moduleArea:   arm64ModuleArea,
+	pltSize:    func(n int) uint64 { return uint64(n+1) * arm64PLTEntry },
+	moduleArea: arm64ModuleArea,
+	// CONFIG_ARM64_4K_PAGES, _16K_PAGES, _64K_PAGES (RHEL's kernel-64k).
+	pageSizes:    []uint64{4096, 16384, 65536},
 	initPrefixes: []string{".init"},
 	exitPrefixes: []string{".exit"},
 	kind: func(t uint32) (relKind, uint8, uint8) {

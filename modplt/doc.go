@@ -53,6 +53,11 @@
 //     module_alloc() starts (MODULES_VADDR on x86_64 and arm, _etext - 128
 //     MiB on arm64 as kaslr_init() sets module_alloc_base).
 //
+// LinkOptions.PageSize lays a module out for a kernel whose pages are not
+// 4 KiB (arm64's 16 and 64 KiB: CONFIG_ARM64_64K_PAGES): strict_align()'s
+// groups, module_alloc()'s guard page and module_alloc_base's rounding
+// follow PAGE_SIZE.
+//
 // Big-endian modules link too: on arm64 (CONFIG_CPU_BIG_ENDIAN)
 // instructions stay little-endian (the kernel reads them through
 // le32_to_cpu()) and data is written big-endian; on arm, a BE8 module

@@ -440,26 +440,31 @@ func TestDefaultBase(t *testing.T) {
 		machine elf.Machine
 		etext   uint64
 		want    uint64
+		page    uint64
 	}{
-		{elf.EM_X86_64, 0, 0xffffffffc0000000},
-		{elf.EM_X86_64, 0xffffffff82000000, 0xffffffffc0000000}, // _etext does not matter
-		{elf.EM_ARM, 0, 0xbf000000},
-		{elf.EM_ARM, 0xc0800000, 0xbf000000},
-		{elf.EM_AARCH64, 0, 0xffff800000000000},                            // MODULES_VADDR
-		{elf.EM_AARCH64, 0xffff800008d00000, 0xffff800008d00000 - 128*mib}, // Debian 6.1 arm64's _etext
-		{elf.EM_AARCH64, 0xffff800008d00abc, 0xffff800008d00000 - 128*mib}, // page aligned down
-		{elf.EM_AARCH64, 0xffff800000001000, 0xffff800000000000},           // below MODULES_END: not a kernel's
-		{elf.EM_AARCH64, 0xffffffffffff0000, 0xffffffffffff0000 - 128*mib}, // no wrap at the top
+		{elf.EM_X86_64, 0, 0xffffffffc0000000, 0},
+		{elf.EM_X86_64, 0xffffffff82000000, 0xffffffffc0000000, 0}, // _etext does not matter
+		{elf.EM_ARM, 0, 0xbf000000, 0},
+		{elf.EM_ARM, 0xc0800000, 0xbf000000, 0},
+		{elf.EM_AARCH64, 0, 0xffff800000000000, 0},                            // MODULES_VADDR
+		{elf.EM_AARCH64, 0xffff800008d00000, 0xffff800008d00000 - 128*mib, 0}, // Debian 6.1 arm64's _etext
+		{elf.EM_AARCH64, 0xffff800008d00abc, 0xffff800008d00000 - 128*mib, 0}, // page aligned down
+		{elf.EM_AARCH64, 0xffff800000001000, 0xffff800000000000, 0},           // below MODULES_END: not a kernel's
+		{elf.EM_AARCH64, 0xffffffffffff0000, 0xffffffffffff0000 - 128*mib, 0}, // no wrap at the top
+		// module_alloc_base &= PAGE_MASK with 16 and 64 KiB pages.
+		{elf.EM_AARCH64, 0xffff800008d0f000, 0xffff800008d0c000 - 128*mib, 16 << 10},
+		{elf.EM_AARCH64, 0xffff800008d0f000, 0xffff800008d00000 - 128*mib, 64 << 10},
 	} {
 		s := newSmall(tc.machine, make([]byte, 64), ".text")
 		m, err := Parse("small.ko", s.b.Bytes())
 		require.NoError(t, err)
-		assert.Equal(t, tc.want, m.DefaultBase(tc.etext), "%v %#x", tc.machine, tc.etext)
-		img, err := m.Link(LinkOptions{KernelEtext: tc.etext, Resolve: mapResolver(nil)})
+		lo := LinkOptions{KernelEtext: tc.etext, PageSize: tc.page, Resolve: mapResolver(nil)}
+		assert.Equal(t, tc.want, m.DefaultBase(lo), "%v %#x", tc.machine, tc.etext)
+		img, err := m.Link(lo)
 		require.NoError(t, err)
 		assert.Equal(t, tc.want, img.Sections[0].Addr, "%v %#x: %s", tc.machine, tc.etext, img.Sections[0].Name)
 		// An explicit Base wins.
-		img, err = m.Link(LinkOptions{Base: 0x10000, KernelEtext: tc.etext, Resolve: mapResolver(nil)})
+		img, err = m.Link(LinkOptions{Base: 0x10000, KernelEtext: tc.etext, PageSize: tc.page, Resolve: mapResolver(nil)})
 		require.NoError(t, err)
 		assert.Equal(t, uint64(0x10000), img.Sections[0].Addr)
 	}
@@ -488,6 +493,51 @@ func TestInitAfterGuardPage(t *testing.T) {
 	img, err = m.Link(LinkOptions{Base: 0xffffffffc0000000, InitBase: 0xffffffffc0100000, Resolve: func(string) (uint64, bool) { return 0xffffffff81000000, true }})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(0xffffffffc0100000), img.Section(".init.text").Addr)
+}
+
+// TestPageSize: with 64 KiB pages (an arm64 kernel-64k) every group of
+// sections starts on a 64 KiB page, init follows core's last page and a
+// 64 KiB guard page, a base off such a page is refused, and a page size
+// the architecture's kernels do not have is ErrBadPageSize.
+func TestPageSize(t *testing.T) {
+	m, err := Open(testutil.Corpus(t, "arm64/modules/md4.ko"))
+	require.NoError(t, err)
+	const base, page = 0xffff800000d00000, 64 << 10
+	resolve := func(string) (uint64, bool) { return base - 16<<20, true }
+	small, err := m.Link(LinkOptions{Base: base, Resolve: resolve})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(DefaultPageSize), small.PageSize)
+	img, err := m.Link(LinkOptions{Base: base, PageSize: page, Resolve: resolve})
+	require.NoError(t, err)
+	assert.True(t, img.Linked())
+	assert.Equal(t, uint64(page), img.PageSize)
+	// md4's groups (as `klpresolve link` lists them with 4 KiB pages:
+	// text at +0, read-only data at +0x1000, data at +0x2000, init text
+	// at +0x4000 and its data at +0x5000) move to 64 KiB pages.
+	for _, tc := range []struct {
+		name       string
+		small, big uint64
+	}{
+		{".text", base, base},
+		{".note.gnu.property", base + 0x1000, base + page},
+		{".data", base + 0x2080, base + 2*page + 0x80},
+		{".init.text", base + 0x4000, base + 4*page}, // core: 3 pages, then the guard page
+		{".init.data", base + 0x5000, base + 5*page},
+	} {
+		assert.Equal(t, tc.small, small.Section(tc.name).Addr, "%s, 4 KiB pages", tc.name)
+		assert.Equal(t, tc.big, img.Section(tc.name).Addr, "%s, 64 KiB pages", tc.name)
+	}
+	assert.Equal(t, uint64(base+6*page+page), img.Next(), "past init's page and a guard page")
+
+	_, err = m.Link(LinkOptions{Base: base + 0x1000, PageSize: page, Resolve: resolve})
+	assert.ErrorIs(t, err, ErrBadBase)
+	assert.Contains(t, err.Error(), "is not on a 65536-byte page")
+	_, err = m.Link(LinkOptions{PageSize: 8192, Resolve: resolve})
+	assert.ErrorIs(t, err, ErrBadPageSize)
+	assert.Contains(t, err.Error(), "8192 (arm64 kernels have [4096 16384 65536])")
+	x86 := openFixture(t, "got.o")
+	_, err = x86.Link(LinkOptions{PageSize: page, Resolve: resolve})
+	assert.ErrorIs(t, err, ErrBadPageSize)
 }
 
 // A load address module_alloc() could not return is refused, before any

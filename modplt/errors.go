@@ -25,4 +25,7 @@ var (
 	// InitBase) that module_alloc() could not return: not on a page, or a
 	// region that would run past the end of the address space.
 	ErrBadBase = errors.New("bad load address")
+	// ErrBadPageSize is returned by Link for a LinkOptions.PageSize the
+	// architecture's kernels do not have.
+	ErrBadPageSize = errors.New("bad page size")
 )

@@ -18,8 +18,10 @@ const shfROAfterInit = 0x00200000
 // maxNobits bounds one section's size: arm64's module area (128 MiB).
 const maxNobits = 128 << 20
 
-// layoutPage is the alignment strict_align() gives each group.
-const layoutPage = 4096
+// DefaultPageSize is the kernel's PAGE_SIZE when LinkOptions.PageSize is
+// 0: 4 KiB, as on every x86_64 and 32-bit ARM kernel and Debian's arm64
+// ones.
+const DefaultPageSize = 4096
 
 // layoutMasks are layout_sections()'s groups, in order: code, read-only
 // data, ro-after-init data, writable data (ARCH_SHF_SMALL is 0 here).
@@ -60,7 +62,8 @@ func (p *Placed) fill() {
 // sizes (the PLT sections the counting sized), aligns raises alignments
 // (erratum 843419), at overrides addresses (tests, to match GNU ld).
 // Init goes at init, or (init == 0) past core's end and its guard page.
-func (m *Module) layout(core, init uint64, sizes map[int]uint64, aligns map[int]uint64, flagsOf map[int]elf.SectionFlag, at map[string]uint64, unload bool) ([]*Placed, error) {
+// page is the kernel's PAGE_SIZE.
+func (m *Module) layout(core, init, page uint64, sizes map[int]uint64, aligns map[int]uint64, flagsOf map[int]elf.SectionFlag, at map[string]uint64, unload bool) ([]*Placed, error) {
 	f := m.f
 	placed := make([]*Placed, len(f.Sections))
 	var out []*Placed
@@ -74,12 +77,12 @@ func (m *Module) layout(core, init uint64, sizes map[int]uint64, aligns map[int]
 				// Init is module_alloc()'s next allocation: vmalloc
 				// puts it past core's pages and core's guard page (the
 				// corpus's modules sit a page apart too).
-				base = core + coreSize + layoutPage
+				base = core + coreSize + page
 			}
 		}
 		// module_alloc() returns whole pages, within the address space.
-		if base%layoutPage != 0 {
-			return nil, fmt.Errorf("%s: %w: %s at %#x is not on a %d-byte page", f.Name, ErrBadBase, region, base, layoutPage)
+		if base%page != 0 {
+			return nil, fmt.Errorf("%s: %w: %s at %#x is not on a %d-byte page", f.Name, ErrBadBase, region, base, page)
 		}
 		off := uint64(0)
 		for _, mask := range layoutMasks {
@@ -135,9 +138,9 @@ func (m *Module) layout(core, init uint64, sizes map[int]uint64, aligns map[int]
 				off += size
 			}
 			// strict_align(): each group starts on a page.
-			off = (off + layoutPage - 1) &^ (layoutPage - 1)
+			off = (off + page - 1) &^ (page - 1)
 		}
-		if top := addressTop(f.Class); base > top || off > top-base || (region == Core && init == 0 && layoutPage > top-base-off) {
+		if top := addressTop(f.Class); base > top || off > top-base || (region == Core && init == 0 && page > top-base-off) {
 			// (core also needs room for init after it, a page on, when
 			// init goes there)
 			return nil, fmt.Errorf("%s: %w: %s at %#x, %#x bytes, runs past the end of the address space (%#x)", f.Name, ErrBadBase, region, base, off, top)

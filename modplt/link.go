@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -73,6 +74,13 @@ type LinkOptions struct {
 	// in range or not: a debug knob so that small fixtures exercise
 	// emission.
 	ForcePLT bool
+	// PageSize is the kernel's PAGE_SIZE (0: DefaultPageSize, 4 KiB):
+	// each group of sections starts on a page (strict_align()), init
+	// follows core's pages and a guard page, and arm64's default Base is
+	// rounded down to a page. arm64 kernels may have 16 or 64 KiB pages
+	// (CONFIG_ARM64_16K_PAGES, CONFIG_ARM64_64K_PAGES: RHEL's kernel-64k);
+	// other sizes, or others than 4 KiB elsewhere, are ErrBadPageSize.
+	PageSize uint64
 	// Erratum843419, NoModuleUnload and NoRandomizeBase are as for
 	// Count. Without KASLR an arm64 module has no PLT slot for a branch,
 	// so one out of range fails with ErrPLTFull, as the kernel's
@@ -90,6 +98,7 @@ type Image struct {
 	Module   *Module
 	syms     []symInfo
 	Sections []*Placed // in layout order
+	PageSize uint64    // the kernel's PAGE_SIZE it was laid out with
 	// PLT and GOT use: entries emitted and slots available.
 	PLTCoreUsed, PLTCoreMax int
 	PLTInitUsed, PLTInitMax int
@@ -118,7 +127,7 @@ func (img *Image) Next() uint64 {
 	for _, p := range img.Sections {
 		end = max(end, p.Addr+p.Size)
 	}
-	return (end+layoutPage-1)&^(layoutPage-1) + layoutPage
+	return (end+img.PageSize-1)&^(img.PageSize-1) + img.PageSize
 }
 
 // Section returns the placed section called name, or nil.
@@ -210,10 +219,21 @@ type linker struct {
 	sec []byte
 }
 
-// DefaultBase is where Link places m's core when LinkOptions.Base is 0,
-// for a kernel whose _etext is etext (0: not known; only arm64's module
-// area depends on it).
-func (m *Module) DefaultBase(etext uint64) uint64 { return m.arch.moduleArea(etext) }
+// DefaultBase is where Link places m's core when opts.Base is 0: where
+// the architecture's module_alloc() starts, which on arm64 depends on the
+// kernel's _etext (opts.KernelEtext, 0: not known) and page size
+// (opts.PageSize).
+func (m *Module) DefaultBase(opts LinkOptions) uint64 {
+	return m.arch.moduleArea(opts.KernelEtext, opts.pageSize())
+}
+
+// pageSize is the kernel's PAGE_SIZE the options give.
+func (o *LinkOptions) pageSize() uint64 {
+	if o.PageSize == 0 {
+		return DefaultPageSize
+	}
+	return o.PageSize
+}
 
 // Link lays m out and applies every relocation that applies to a loaded
 // section, as the kernel's apply_relocate_add()/apply_relocate() for the
@@ -223,8 +243,12 @@ func (m *Module) DefaultBase(etext uint64) uint64 { return m.arch.moduleArea(ete
 func (m *Module) Link(opts LinkOptions) (*Image, error) {
 	a := m.arch
 	f := m.f
+	page := opts.pageSize()
+	if !slices.Contains(a.pageSizes, page) {
+		return nil, fmt.Errorf("%s: %w: %d (%s kernels have %v)", f.Name, ErrBadPageSize, page, a.name, a.pageSizes)
+	}
 	if opts.Base == 0 {
-		opts.Base = m.DefaultBase(opts.KernelEtext)
+		opts.Base = m.DefaultBase(opts)
 	}
 	counts, err := m.Count(Options{Erratum843419: opts.Erratum843419, NoModuleUnload: opts.NoModuleUnload, NoRandomizeBase: opts.NoRandomizeBase})
 	if err != nil {
@@ -253,11 +277,11 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 			}
 		}
 	}
-	placed, err := m.layout(opts.Base, opts.InitBase, sizes, aligns, flags, opts.At, !opts.NoModuleUnload)
+	placed, err := m.layout(opts.Base, opts.InitBase, page, sizes, aligns, flags, opts.At, !opts.NoModuleUnload)
 	if err != nil {
 		return nil, err
 	}
-	l := &linker{m: m, opts: &opts, img: &Image{Module: m, Sections: placed},
+	l := &linker{m: m, opts: &opts, img: &Image{Module: m, Sections: placed, PageSize: page},
 		placed: make([]*Placed, len(f.Sections)), syms: make([]symInfo, len(f.Symbols))}
 	for _, p := range placed {
 		l.placed[p.Index] = p

@@ -24,7 +24,7 @@ func BenchmarkLink(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run(m.Name, func(b *testing.B) {
-			opts := LinkOptions{Resolve: nearResolver(m.DefaultBase(0))}
+			opts := LinkOptions{Resolve: nearResolver(m.DefaultBase(LinkOptions{}))}
 			var relocs int
 			var apply float64
 			best := 0.0

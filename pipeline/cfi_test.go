@@ -35,6 +35,32 @@ func TestCorpusFunctionPointersKnown(t *testing.T) {
 	assert.True(t, rep.Shadowed)
 }
 
+// The shadow's pages are the kernel's: arm64 btrfs's core text, laid out
+// with 64 KiB pages, covers a sixteenth as many shadow pages (rounded
+// out) as with 4 KiB ones.
+func TestCFIPageSize(t *testing.T) {
+	ix, err := kallsyms.Open(testutil.Corpus(t, "arm64/kallsyms-6.1.0-57-arm64.txt"), nil)
+	require.NoError(t, err)
+	m, err := modplt.Open(testutil.Corpus(t, "arm64/modules/btrfs.ko"))
+	require.NoError(t, err)
+	etext := KernelEtext(ix)
+	inKernel := func(string) (uint64, bool) { return etext - 0x1000, true } // btrfs's dependencies too
+	pages := map[uint64]int{}
+	for _, size := range []uint64{4 << 10, 64 << 10} {
+		img, err := m.Link(modplt.LinkOptions{PageSize: size, Resolve: inKernel, KernelEtext: etext})
+		require.NoError(t, err)
+		require.True(t, img.OK(), "%v", img.Errors)
+		rep, err := recordCFI(img)
+		require.NoError(t, err)
+		require.True(t, rep.Shadowed)
+		assert.Zero(t, rep.TextStart%size, "text starts on a page")
+		assert.Equal(t, int((rep.TextEnd-rep.TextStart+size-1)/size), rep.Pages, "%d-byte pages", size)
+		pages[size] = rep.Pages
+	}
+	assert.Greater(t, pages[4<<10], 100)
+	assert.Equal(t, (pages[4<<10]+15)/16, pages[64<<10])
+}
+
 // A pointer to a function outside the module and the kernel's text is
 // reported; pointers to the module's core and init functions are not.
 func TestFunctionPointerOutsideModule(t *testing.T) {

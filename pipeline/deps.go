@@ -77,7 +77,7 @@ func loaderResolver(m *klp.Module, ix *kallsyms.Index, lo modplt.LinkOptions, mf
 	if lo.KernelEtext == 0 {
 		lo.KernelEtext = KernelEtext(ix)
 	}
-	area := mod.DefaultBase(lo.KernelEtext)
+	area := mod.DefaultBase(lo)
 	deps, exports, next, err := loadDependencies(depends, ix, mf, lo, area)
 	if err != nil {
 		return nil, nil, 0, err

@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 	"time"
@@ -489,7 +490,8 @@ func recordCFI(img *modplt.Image) (*CFIReport, error) {
 	// One module, one update: the smallest backlog, and no shadow memory
 	// made ahead (faulting in the 1.8 MB a default Set keeps ready took
 	// 4 ms, most of a one-shot link).
-	set, err := cfi.New(cfi.Options{Reclaim: cfi.Synchronous, MaxPending: 1, Lazy: true})
+	// The shadow's pages are the kernel's (PAGE_SHIFT), as the layout's.
+	set, err := cfi.New(cfi.Options{Reclaim: cfi.Synchronous, MaxPending: 1, Lazy: true, PageShift: uint(bits.TrailingZeros64(img.PageSize))})
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -24,8 +25,34 @@ func parseAddr(s string) (uint64, error) {
 	return v, nil
 }
 
+// parsePageSize reads --page-size: bytes, or kibibytes with a K or KiB
+// suffix (4K, 16K, 64K). Which sizes an architecture's kernels have is
+// modplt.Link's to say (modplt.ErrBadPageSize).
+func parsePageSize(s string) (uint64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	u, mult := strings.ToUpper(s), uint64(1)
+	for _, suffix := range []string{"KIB", "K"} {
+		if strings.HasSuffix(u, suffix) {
+			u, mult = strings.TrimSuffix(u, suffix), 1024
+			break
+		}
+	}
+	v, err := strconv.ParseUint(u, 10, 32)
+	if err != nil || v == 0 || v*mult&(v*mult-1) != 0 {
+		return 0, &exitError{exitUsage, fmt.Errorf("bad page size %q: give a power of two, e.g. 4K, 16K or 64K", s)}
+	}
+	return v * mult, nil
+}
+
+// addPageSizeFlag adds --page-size, the kernel's PAGE_SIZE.
+func addPageSizeFlag(c *cobra.Command, v *string, what string) {
+	c.Flags().StringVar(v, "page-size", "", what+"the kernel's page size, which section groups and the CFI shadow's pages follow: 4K (the default), or 16K or 64K on arm64 (CONFIG_ARM64_64K_PAGES, as RHEL's kernel-64k)")
+}
+
 func newLinkCmd(a *app) *cobra.Command {
-	var format, base, initBase, out, symversPath, magic string
+	var format, base, initBase, pageSize, out, symversPath, magic string
 	var opts modplt.LinkOptions
 	var modules []string
 	var installed installedFlags
@@ -73,6 +100,9 @@ loader refuses a symbol version or its vermagic), 2 unusable input.`,
 				return err
 			}
 			if opts.InitBase, err = parseAddr(initBase); err != nil {
+				return err
+			}
+			if opts.PageSize, err = parsePageSize(pageSize); err != nil {
 				return err
 			}
 			m, err := openModule(a, args[0], klp.Parse)
@@ -134,6 +164,7 @@ loader refuses a symbol version or its vermagic), 2 unusable input.`,
 	c.Flags().StringVarP(&out, "output", "o", "", "write the linked image (ELF, sections at their load addresses)")
 	c.Flags().BoolVar(&opts.Erratum843419, "erratum-843419", false, "arm64: work around Cortex-A53 erratum 843419")
 	addNoKASLRFlag(c, &opts.NoRandomizeBase, "arm64: link as for a kernel")
+	addPageSizeFlag(c, &pageSize, "")
 	c.Flags().BoolVar(&opts.ForcePLT, "force-plt", false, "debug: send every branch that has a PLT slot through the PLT")
 	addSymversFlag(c, &symversPath)
 	addVermagicFlag(c, &magic, true)

@@ -464,6 +464,44 @@ func TestLinkCommand(t *testing.T) {
 	code, _, errs := runCLI(t, "link", md4, "--kallsyms", k, "--base", "nope")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, `bad address "nope"`)
+
+	// x86_64 kernels have 4 KiB pages only; 3K is no page size at all.
+	for _, tc := range []struct{ size, err string }{
+		{"64K", "bad page size: 65536 (x86_64 kernels have [4096])"},
+		{"3K", `bad page size "3K": give a power of two, e.g. 4K, 16K or 64K`},
+	} {
+		code, _, errs = runCLI(t, "link", md4, "--kallsyms", k, "--page-size", tc.size)
+		assert.Equal(t, 2, code, tc.size)
+		assert.Contains(t, errs, tc.err)
+	}
+}
+
+// An arm64 module laid out for a kernel with 64 KiB pages (RHEL's
+// kernel-64k): every group of sections on a 64 KiB page, below _etext -
+// 128 MiB rounded down to one.
+func TestLinkPageSize(t *testing.T) {
+	md4 := testutil.Corpus(t, "arm64/modules/md4.ko")
+	k := testutil.Corpus(t, "arm64/kallsyms-6.1.0-57-arm64.txt")
+	addrs := map[string]map[string]string{}
+	for _, size := range []string{"4096", "64KiB"} {
+		code, stdout, _ := runCLI(t, "link", md4, "--kallsyms", k, "--page-size", size, "--format", "json")
+		require.Equal(t, 0, code, stdout)
+		var j struct {
+			Sections []struct{ Name, Address string }
+		}
+		require.NoError(t, json.Unmarshal([]byte(stdout), &j))
+		addrs[size] = map[string]string{}
+		for _, s := range j.Sections {
+			addrs[size][s.Name] = s.Address
+		}
+	}
+	small, big := addrs["4096"], addrs["64KiB"]
+	assert.Equal(t, "0xffff800000d00000", small[".text"]) // Debian's _etext - 128 MiB, a 64 KiB multiple
+	assert.Equal(t, small[".text"], big[".text"])
+	assert.Equal(t, "0xffff800000d01000", small[".note.gnu.property"])
+	assert.Equal(t, "0xffff800000d10000", big[".note.gnu.property"])
+	assert.Equal(t, "0xffff800000d04000", small[".init.text"])
+	assert.Equal(t, "0xffff800000d40000", big[".init.text"])
 }
 
 func TestCheckCommand(t *testing.T) {
@@ -685,11 +723,11 @@ func TestMainJobLink(t *testing.T) {
 	assert.Equal(t, 1, j.CFI.Pages)
 	assert.True(t, j.CFI.Shadowed)
 
-	for _, flag := range [][]string{{"-o", out}, {"--base", "0xffffffffc0000000"}, {"--erratum-843419"}, {"--no-kaslr"}} {
+	for _, flag := range [][]string{{"-o", out}, {"--base", "0xffffffffc0000000"}, {"--erratum-843419"}, {"--no-kaslr"}, {"--page-size", "4K"}} {
 		// Refused before any symbol is read: --kallsyms names no file.
 		code, _, errs := runCLI(t, append([]string{fixture("livepatch-sample.ko"), "--kallsyms", "/nonexistent"}, flag...)...)
 		assert.Equal(t, 2, code, flag)
-		assert.Contains(t, errs, "-o, --base, --erratum-843419 and --no-kaslr need --link", flag)
+		assert.Contains(t, errs, "-o, --base, --erratum-843419, --no-kaslr and --page-size need --link", flag)
 	}
 }
 

@@ -28,6 +28,7 @@ type resolveOpts struct {
 	out     string
 	erratum bool
 	noKASLR bool
+	page    string
 	modules []string
 	symvers string
 	magic   string
@@ -47,6 +48,7 @@ func addResolveFlags(root *cobra.Command, a *app) {
 	root.Flags().StringVarP(&o.out, "output", "o", "", "with --link: write the linked image (ELF, sections at their load addresses)")
 	root.Flags().BoolVar(&o.erratum, "erratum-843419", false, "with --link: arm64 Cortex-A53 erratum 843419 workaround")
 	addNoKASLRFlag(root, &o.noKASLR, "with --link: arm64, link as for a kernel")
+	addPageSizeFlag(root, &o.page, "with --link: ")
 	addModulesFlag(root, &o.modules)
 	addSymversFlag(root, &o.symvers)
 	addVermagicFlag(root, &o.magic, true)
@@ -61,8 +63,12 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 		return err
 	}
 	// Usage first: before the kernel's symbols are read.
-	if !o.link && (o.out != "" || o.base != "" || o.erratum || o.noKASLR) {
-		return &exitError{exitUsage, errors.New("-o, --base, --erratum-843419 and --no-kaslr need --link")}
+	if !o.link && (o.out != "" || o.base != "" || o.erratum || o.noKASLR || o.page != "") {
+		return &exitError{exitUsage, errors.New("-o, --base, --erratum-843419, --no-kaslr and --page-size need --link")}
+	}
+	page, err := parsePageSize(o.page)
+	if err != nil {
+		return err
 	}
 	if err := imageToFile(o.out); err != nil {
 		return err
@@ -94,6 +100,7 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 		}
 		po.LinkOptions.Erratum843419 = o.erratum
 		po.LinkOptions.NoRandomizeBase = o.noKASLR
+		po.LinkOptions.PageSize = page
 	}
 	rep, err := pipeline.Run(m, ix, po)
 	if err != nil {

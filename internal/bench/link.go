@@ -16,7 +16,7 @@ func Link(module string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := modplt.LinkOptions{Resolve: NearResolver(m.DefaultBase(0))}
+	opts := modplt.LinkOptions{Resolve: NearResolver(m.DefaultBase(modplt.LinkOptions{}))}
 	img, err := m.Link(opts)
 	if err != nil {
 		return nil, err
