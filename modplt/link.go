@@ -227,6 +227,10 @@ func (m *Module) DefaultBase(opts LinkOptions) uint64 {
 	return m.arch.moduleArea(opts.KernelEtext, opts.pageSize())
 }
 
+// PageSizes are the PAGE_SIZE values kernels of m's architecture can be
+// built with, which LinkOptions.PageSize may give.
+func (m *Module) PageSizes() []uint64 { return slices.Clone(m.arch.pageSizes) }
+
 // pageSize is the kernel's PAGE_SIZE the options give.
 func (o *LinkOptions) pageSize() uint64 {
 	if o.PageSize == 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/klpresolve/klpresolve/internal/input"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
+	"github.com/klpresolve/klpresolve/modplt"
 	"github.com/klpresolve/klpresolve/pipeline"
 )
 
@@ -24,13 +25,14 @@ import (
 const progressMin = 8
 
 func newCheckCmd(a *app) *cobra.Command {
-	var format, dir string
+	var format, dir, pageSize string
 	var strict, link bool
+	var lo modplt.LinkOptions // with --link, for every kernel
 	var maxTime time.Duration
 	var workers int
 	var modules, roots []string
 	c := &cobra.Command{
-		Use:   "check PATCH.ko --kallsyms A --kallsyms B ... | --kernels DIR|'PATTERN' | --root DIR [--link] [--format text|json|junit]",
+		Use:   "check PATCH.ko --kallsyms A --kallsyms B ... | --kernels DIR|'PATTERN' | --root DIR [--link [--erratum-843419] [--no-kaslr] [--page-size SIZE]] [--format text|json|junit]",
 		Short: "Resolve a patch against many kernel builds at once and print a matrix",
 		Example: `  klpresolve check livepatch-fix.ko --kallsyms System.map-6.1.0-57-amd64 --kallsyms System.map-6.1.0-58-amd64
   # A folder of snapshots or symbol files, one per kernel; a JUnit report for CI
@@ -69,6 +71,13 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 			if err := checkFormat(format, "junit"); err != nil {
 				return err
 			}
+			if !link && (lo.Erratum843419 || lo.NoRandomizeBase || pageSize != "") {
+				return &exitError{exitUsage, errors.New("--erratum-843419, --no-kaslr and --page-size need --link")}
+			}
+			var err error
+			if lo.PageSize, err = parsePageSize(pageSize); err != nil {
+				return err
+			}
 			t0 := time.Now()
 			var kernels []pipeline.Kernel
 			add := func(paths ...string) {
@@ -104,11 +113,14 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 			if err != nil {
 				return err
 			}
+			if err := checkPageSize(m, lo.PageSize); err != nil {
+				return err
+			}
 			mf, err := findModules(modules)
 			if err != nil {
 				return err
 			}
-			o := pipeline.FleetOptions{Workers: workers, Strict: strict, LTO: a.lto, NoMap: a.noMap, Run: pipeline.Options{Link: link, Modules: mf}}
+			o := pipeline.FleetOptions{Workers: workers, Strict: strict, LTO: a.lto, NoMap: a.noMap, Run: pipeline.Options{Link: link, LinkOptions: lo, Modules: mf}}
 			if len(kernels) >= progressMin && isTerminal(a.stderr) {
 				o.Progress = func(done, total int) { drawProgress(a.stderr, done, total) }
 			}
@@ -152,6 +164,9 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 	c.Flags().StringVar(&dir, "kernels", "", "folder of kernel symbol files (kallsyms, System.map, snapshots), one per kernel build; or a quoted glob pattern, e.g. 'kernels/*/System.map'")
 	c.Flags().BoolVar(&strict, "strict", false, "treat deferred relocations (module not loaded) as failures")
 	c.Flags().BoolVar(&link, "link", false, "also link the whole module against each kernel")
+	c.Flags().BoolVar(&lo.Erratum843419, "erratum-843419", false, "with --link: arm64 Cortex-A53 erratum 843419 workaround, on every kernel")
+	addNoKASLRFlag(c, &lo.NoRandomizeBase, "with --link: arm64, link as for kernels")
+	addPageSizeFlag(c, &pageSize, "with --link, for every kernel: ")
 	c.Flags().DurationVar(&maxTime, "max-time", 0, "exit 3 when the check takes longer than this")
 	c.Flags().IntVar(&workers, "jobs", 0, "kernels checked at once (default: GOMAXPROCS)")
 	c.Flags().StringArrayVar(&roots, "root", nil, "root of a filesystem with kernels installed (/, or a folder where each kernel's packages were unpacked): every boot/System.map-RELEASE is a kernel, checked with its own modules, Module.symvers and vermagic as the module loader checks them; repeatable; or a quoted glob pattern, e.g. 'roots/*'")

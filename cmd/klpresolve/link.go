@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -44,6 +45,17 @@ func parsePageSize(s string) (uint64, error) {
 		return 0, &exitError{exitUsage, fmt.Errorf("bad page size %q: give a power of two, e.g. 4K, 16K or 64K", s)}
 	}
 	return v * mult, nil
+}
+
+// checkPageSize refuses a --page-size that kernels of m's architecture
+// do not have, before any kernel is read (check would otherwise fail
+// every kernel for it).
+func checkPageSize(m *klp.Module, size uint64) error {
+	mod, err := modplt.FromELF(m.ELF())
+	if err != nil || size == 0 || slices.Contains(mod.PageSizes(), size) {
+		return nil // Link says what is wrong with a module it cannot link
+	}
+	return &exitError{exitUsage, fmt.Errorf("%w: %d: %s kernels have %v", modplt.ErrBadPageSize, size, m.Arch, mod.PageSizes())}
 }
 
 // addPageSizeFlag adds --page-size, the kernel's PAGE_SIZE.

@@ -1634,3 +1634,24 @@ func TestModulesOtherBuild(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &j))
 	assert.Equal(t, []string{"xfs"}, j.OtherBuild)
 }
+
+// check takes the link options for every kernel: they need --link, and a
+// page size the patch's architecture has no kernels with is refused
+// before any kernel is read.
+func TestCheckLinkOptions(t *testing.T) {
+	k := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	for _, flag := range [][]string{{"--erratum-843419"}, {"--no-kaslr"}, {"--page-size", "4K"}} {
+		code, _, errs := runCLI(t, append([]string{"check", fixture("livepatch-sample.ko"), "--kallsyms", k}, flag...)...)
+		assert.Equal(t, 2, code, flag)
+		assert.Contains(t, errs, "--erratum-843419, --no-kaslr and --page-size need --link", flag)
+	}
+	code, stdout, errs := runCLI(t, "check", fixture("livepatch-sample.ko"), "--kallsyms", "/nonexistent", "--link", "--page-size", "64K")
+	assert.Equal(t, 2, code)
+	assert.Empty(t, stdout)
+	assert.Contains(t, errs, "bad page size: 65536: x86_64 kernels have [4096]")
+	// 4 KiB is x86_64's: the kernel is checked (and fails on the patch's
+	// own unresolved call, as without the flags).
+	code, stdout, _ = runCLI(t, "check", fixture("livepatch-sample.ko"), "--kallsyms", k, "--link", "--page-size", "4096", "--no-kaslr", "--erratum-843419")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stdout, "no_such_function: unresolved symbol")
+}
