@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"os"
@@ -270,4 +271,49 @@ func TestCorpusLoaderMissing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, rep.LoaderMissing)
 	assert.Equal(t, []string{"no_such_function", "vfs_read"}, rep.Image.Unresolved)
+}
+
+// KernelPageSize reads an arm64 kernel's page size off its symbols, and
+// a link takes it when none is given: the corpus arm64 map's 4 KiB, 64
+// KiB when swapper_pg_dir sits 64 KiB after reserved_pg_dir (as a
+// kernel-64k's does), nothing for x86_64 or a list without them.
+func TestKernelPageSize(t *testing.T) {
+	arm64 := testutil.Corpus(t, "arm64/System.map-6.1.0-57-arm64")
+	ix, err := kallsyms.Open(arm64, nil)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(4096), KernelPageSize(ix))
+	amd64, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), nil)
+	require.NoError(t, err)
+	assert.Zero(t, KernelPageSize(amd64))
+
+	text, err := os.ReadFile(arm64)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		swapper string
+		want    uint64
+	}{
+		{"ffff800009667000", 64 << 10},
+		{"ffff80000965b000", 16 << 10},
+		{"ffff800009659000", 0}, // 8 KiB: no arm64 page size
+		{"ffff800009656000", 0}, // below reserved_pg_dir
+	} {
+		b := bytes.Replace(text, []byte("ffff800009658000 T swapper_pg_dir\n"), []byte(tc.swapper+" T swapper_pg_dir\n"), 1)
+		require.NotEqual(t, text, b)
+		ix, err := kallsyms.ParseBytes("map", b, nil)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, KernelPageSize(ix), tc.swapper)
+		if tc.want != 64<<10 {
+			continue
+		}
+		m, err := klp.Open(testutil.Corpus(t, "arm64/modules/md4.ko"))
+		require.NoError(t, err)
+		img, err := Link(m, m.Resolve(ix), ix, modplt.LinkOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, uint64(64<<10), img.PageSize)
+		assert.Zero(t, img.Section(".init.text").Addr%(64<<10))
+		// Given, it wins.
+		img, err = Link(m, m.Resolve(ix), ix, modplt.LinkOptions{PageSize: 4096})
+		require.NoError(t, err)
+		assert.Equal(t, uint64(4096), img.PageSize)
+	}
 }

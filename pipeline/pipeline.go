@@ -116,6 +116,39 @@ func dependsNames(depends string) []string {
 	return out
 }
 
+// KernelPageSize is an arm64 kernel's PAGE_SIZE as its symbols show it:
+// arch/arm64/kernel/vmlinux.lds.S puts swapper_pg_dir one page after
+// reserved_pg_dir (and asserts it: RESERVED_SWAPPER_OFFSET is PAGE_SIZE).
+// It is 0 when ix does not list both (another architecture, or a kallsyms
+// without CONFIG_KALLSYMS_ALL) or they are not 4, 16 or 64 KiB apart.
+func KernelPageSize(ix *kallsyms.Index) uint64 {
+	reserved, ok1 := ix.Find(kallsyms.Vmlinux, "reserved_pg_dir", 0)
+	swapper, ok2 := ix.Find(kallsyms.Vmlinux, "swapper_pg_dir", 0)
+	if !ok1 || !ok2 || swapper.Address < reserved.Address {
+		return 0
+	}
+	switch d := swapper.Address - reserved.Address; d {
+	case 4 << 10, 16 << 10, 64 << 10:
+		return d
+	}
+	return 0
+}
+
+// kernelLinkOptions fills in what lo leaves to the kernel's symbols: its
+// _etext (KernelEtext) and, where mod's architecture has a choice of page
+// sizes, its PAGE_SIZE (KernelPageSize).
+func kernelLinkOptions(mod *modplt.Module, ix *kallsyms.Index, lo modplt.LinkOptions) modplt.LinkOptions {
+	if lo.KernelEtext == 0 {
+		lo.KernelEtext = KernelEtext(ix)
+	}
+	if sizes := mod.PageSizes(); lo.PageSize == 0 && len(sizes) > 1 {
+		if p := KernelPageSize(ix); slices.Contains(sizes, p) {
+			lo.PageSize = p
+		}
+	}
+	return lo
+}
+
 // KernelEtext is the kernel's _etext from ix (0 when ix does not list it:
 // a kallsyms without CONFIG_KALLSYMS_ALL may not), for
 // modplt.LinkOptions.KernelEtext: arm64 loads modules in the 128 MiB below
@@ -134,7 +167,8 @@ type Options struct {
 	// CFI shadow.
 	Link bool
 	// LinkOptions are passed to modplt (Resolve and SkipSections are set
-	// by Run).
+	// by Run; KernelEtext and, on arm64, PageSize come from the kernel's
+	// symbols when 0: KernelEtext, KernelPageSize).
 	LinkOptions modplt.LinkOptions
 	// Modules, when set, are module files: what the patch defers to a
 	// module the kernel's symbol list lacks is checked against the
@@ -382,7 +416,8 @@ func CheckVersions(m *klp.Module, t *symvers.Table, kernel string) (*symvers.Rep
 }
 
 // Link links m against ix as the kernel's module loader and livepatch
-// would (lo's Resolve and SkipSections are set here): ordinary undefined
+// would (lo's Resolve and SkipSections are set here, and its KernelEtext
+// and arm64 PageSize from ix when 0): ordinary undefined
 // symbols among what the loader gives the module (Resolver), .klp.sym
 // ones with livepatch's rules. The .klp.rela sections of objects that are
 // not loaded (res.DeferredObjects) are left unapplied, as
@@ -415,9 +450,7 @@ func LinkWith(m *klp.Module, res *klp.Resolution, ix *kallsyms.Index, lo modplt.
 			skip[s.Name] = true
 		}
 	}
-	if lo.KernelEtext == 0 {
-		lo.KernelEtext = KernelEtext(ix)
-	}
+	lo = kernelLinkOptions(mod, ix, lo)
 	find, deps, next, err := loaderResolver(m, ix, lo, mf)
 	if err != nil {
 		return nil, nil, err

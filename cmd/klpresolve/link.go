@@ -188,13 +188,16 @@ loader refuses a symbol version or its vermagic), 2 unusable input.`,
 type linkJSON struct {
 	Module string `json:"module"`
 	// Kernel (--root): the installed kernel the module was linked against.
-	Kernel     *installedJSON `json:"kernel,omitempty"`
-	Arch       string         `json:"arch"`
-	OK         bool           `json:"ok"`
-	Sections   []sectionJSON  `json:"sections"`
-	Relocs     int            `json:"relocations_applied"`
-	Errors     []errorJSON    `json:"errors"`
-	Unresolved []string       `json:"unresolved"`
+	Kernel   *installedJSON `json:"kernel,omitempty"`
+	Arch     string         `json:"arch"`
+	OK       bool           `json:"ok"`
+	Sections []sectionJSON  `json:"sections"`
+	// PageSize is the kernel's page size the module was laid out with
+	// (--page-size, or an arm64 kernel's own from its symbols).
+	PageSize   uint64      `json:"page_size"`
+	Relocs     int         `json:"relocations_applied"`
+	Errors     []errorJSON `json:"errors"`
+	Unresolved []string    `json:"unresolved"`
 	// NotExported: unresolved names the kernel has but does not export.
 	NotExported []notExportedJSON `json:"not_exported"`
 	PLTCore     [2]int            `json:"plt_core_used_max"`
@@ -264,7 +267,7 @@ type errorJSON struct {
 
 func linkReport(img *modplt.Image, why pipeline.Explanation) linkJSON {
 	j := linkJSON{Module: img.Module.Name, Arch: img.Module.Arch, OK: img.Linked(),
-		Relocs: img.Relocs, Errors: []errorJSON{}, Unresolved: img.Unresolved,
+		PageSize: img.PageSize, Relocs: img.Relocs, Errors: []errorJSON{}, Unresolved: img.Unresolved,
 		PLTCore: [2]int{img.PLTCoreUsed, img.PLTCoreMax}, PLTInit: [2]int{img.PLTInitUsed, img.PLTInitMax},
 		GOT: [2]int{img.GOTUsed, img.GOTMax}, NotExported: notExportedList(img.Unresolved, why.NotExported),
 		KallsymsCodeOnly: why.CodeOnly, UnloadedDepends: why.UnloadedDepends}
@@ -291,6 +294,10 @@ func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden,
 		fmt.Fprintf(tw, "%s\t%s\t%#x\t%#x\n", p.Name, p.Region, p.Addr, p.Size)
 	}
 	tw.Flush()
+	if img.PageSize != modplt.DefaultPageSize {
+		// Given, or an arm64 kernel's own (pipeline.KernelPageSize).
+		fmt.Fprintf(a.stdout, "page size: %d KiB\n", img.PageSize>>10)
+	}
 	switch {
 	case img.PLTCoreMax+img.PLTInitMax > 0:
 		fmt.Fprintf(a.stdout, "PLT: .plt %d of %s, .init.plt %d of %d\n", img.PLTCoreUsed, count(img.PLTCoreMax, "entry", "entries"), img.PLTInitUsed, img.PLTInitMax)

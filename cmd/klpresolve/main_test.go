@@ -502,6 +502,30 @@ func TestLinkPageSize(t *testing.T) {
 	assert.Equal(t, "0xffff800000d10000", big[".note.gnu.property"])
 	assert.Equal(t, "0xffff800000d04000", small[".init.text"])
 	assert.Equal(t, "0xffff800000d40000", big[".init.text"])
+
+	// A System.map shows an arm64 kernel's page size (swapper_pg_dir a
+	// page after reserved_pg_dir): taken when --page-size is not given.
+	m, err := os.ReadFile(testutil.Corpus(t, "arm64/System.map-6.1.0-57-arm64"))
+	require.NoError(t, err)
+	m64 := filepath.Join(t.TempDir(), "System.map-64k")
+	b := bytes.Replace(m, []byte("ffff800009658000 T swapper_pg_dir\n"), []byte("ffff800009667000 T swapper_pg_dir\n"), 1)
+	require.NotEqual(t, m, b)
+	require.NoError(t, os.WriteFile(m64, b, 0o644))
+	code, stdout, _ := runCLI(t, "link", md4, "--kallsyms", m64)
+	require.Equal(t, 0, code, stdout)
+	assert.Contains(t, stdout, "page size: 64 KiB\n")
+	assert.Regexp(t, `\.init\.text\s+init\s+0xffff800000d40000`, stdout)
+	code, stdout, _ = runCLI(t, "link", md4, "--kallsyms", m64, "--page-size", "4K")
+	require.Equal(t, 0, code, stdout)
+	assert.NotContains(t, stdout, "page size")
+	assert.Regexp(t, `\.init\.text\s+init\s+0xffff800000d04000`, stdout)
+
+	// The main job's --link says so too (md4 is no livepatch module, but
+	// links); its 0x894 bytes of text are one 64 KiB page of the shadow.
+	code, stdout, _ = runCLI(t, md4, "--kallsyms", m64, "--link")
+	require.Equal(t, 0, code, stdout)
+	assert.Contains(t, stdout, "; 64 KiB pages\n")
+	assert.Contains(t, stdout, "cfi: text 0xffff800000d00000-0xffff800000d00894, 1 page in the shadow")
 }
 
 func TestCheckCommand(t *testing.T) {

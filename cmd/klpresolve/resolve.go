@@ -15,6 +15,7 @@ import (
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
+	"github.com/klpresolve/klpresolve/modplt"
 	"github.com/klpresolve/klpresolve/pipeline"
 )
 
@@ -172,6 +173,9 @@ func writeLinkSummary(w io.Writer, rep *pipeline.Report, out string) {
 		fmt.Fprintf(w, "; PLT .plt %d/%d, .init.plt %d/%d", img.PLTCoreUsed, img.PLTCoreMax, img.PLTInitUsed, img.PLTInitMax)
 	case img.GOTMax > 0:
 		fmt.Fprintf(w, "; GOT %d/%d", img.GOTUsed, img.GOTMax)
+	}
+	if img.PageSize != modplt.DefaultPageSize {
+		fmt.Fprintf(w, "; %d KiB pages", img.PageSize>>10)
 	}
 	fmt.Fprintln(w)
 	for _, u := range img.Unresolved {
