@@ -60,7 +60,7 @@ func checkPageSize(m *klp.Module, size uint64) error {
 
 // addPageSizeFlag adds --page-size, the kernel's PAGE_SIZE.
 func addPageSizeFlag(c *cobra.Command, v *string, what string) {
-	c.Flags().StringVar(v, "page-size", "", what+"the kernel's page size, which section groups and the CFI shadow's pages follow: 4K (the default), or 16K or 64K on arm64 (CONFIG_ARM64_64K_PAGES, as RHEL's kernel-64k)")
+	c.Flags().StringVar(v, "page-size", "", what+"the kernel's page size, which section groups and the CFI shadow's pages follow: 4K, or 16K or 64K on arm64 (CONFIG_ARM64_64K_PAGES, as RHEL's kernel-64k); default: an arm64 kernel's own where its symbols show it (a System.map does), else 4K")
 }
 
 func newLinkCmd(a *app) *cobra.Command {
