@@ -127,7 +127,11 @@ func (img *Image) Next() uint64 {
 	for _, p := range img.Sections {
 		end = max(end, p.Addr+p.Size)
 	}
-	return (end+img.PageSize-1)&^(img.PageSize-1) + img.PageSize
+	page := img.PageSize
+	if page == 0 { // an Image not made by Link
+		page = DefaultPageSize
+	}
+	return (end+page-1)&^(page-1) + page
 }
 
 // Section returns the placed section called name, or nil.

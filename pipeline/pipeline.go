@@ -524,7 +524,8 @@ func recordCFI(img *modplt.Image) (*CFIReport, error) {
 	// made ahead (faulting in the 1.8 MB a default Set keeps ready took
 	// 4 ms, most of a one-shot link).
 	// The shadow's pages are the kernel's (PAGE_SHIFT), as the layout's.
-	set, err := cfi.New(cfi.Options{Reclaim: cfi.Synchronous, MaxPending: 1, Lazy: true, PageShift: uint(bits.TrailingZeros64(img.PageSize))})
+	page := max(img.PageSize, modplt.DefaultPageSize)
+	set, err := cfi.New(cfi.Options{Reclaim: cfi.Synchronous, MaxPending: 1, Lazy: true, PageShift: uint(bits.TrailingZeros64(page))})
 	if err != nil {
 		return nil, err
 	}
