@@ -416,6 +416,12 @@ func arm64Apply(l *linker, rc *reloc) error {
 			binary.LittleEndian.PutUint32(loc, insn&^0x3ffffff|uint32(d>>2)&0x3ffffff)
 			return nil
 		}
+		if !ok && l.opts.NoRandomizeBase && l.plt[rc.region] == nil {
+			// A kernel without KASLR and without ARM64_MODULE_PLTS
+			// (its modules have no PLT sections) fails the load with
+			// "overflow in relocation type".
+			return rangeErr(val, "BL reaches +-128 MiB, and a module without PLT sections (no ARM64_MODULE_PLTS) has no PLT to go through")
+		}
 		entry, perr := l.arm64PLT(rc.region, val)
 		if perr != nil {
 			if !ok {

@@ -326,7 +326,14 @@ func (m *Module) Count(opts Options) (*Counts, error) {
 		}
 		res.PLTCore, res.PLTInit = plt[Core], plt[Init]
 		res.PLTSizeCore, res.PLTSizeInit = a.pltSize(res.PLTCore), a.pltSize(res.PLTInit)
-		if f.SectionByName(".plt") == nil || f.SectionByName(".init.plt") == nil {
+		core, init := f.SectionByName(".plt") != nil, f.SectionByName(".init.plt") != nil
+		switch {
+		case core && init:
+		case !core && !init && res.NoRandomizeBase:
+			// Without KASLR, arm64's MODULE_PLTS is not selected, and a
+			// kernel without it links its modules without PLT sections
+			// (module.lds.h) and never looks for them.
+		default:
 			res.Warnings = append(res.Warnings, "no .plt or .init.plt section: the kernel refuses the module (\"module PLT section(s) missing\"); it was not linked with the kernel's module.lds")
 		}
 	}

@@ -340,3 +340,48 @@ func TestNoRandomizeBase(t *testing.T) {
 	assert.False(t, without.NoRandomizeBase, "arm64 only")
 	assert.Equal(t, plain.PLTCore, without.PLTCore)
 }
+
+// TestNoRandomizeBaseWithoutPLTSections: a kernel without KASLR selects
+// no ARM64_MODULE_PLTS, so its modules may come without .plt sections
+// (module.lds.h adds them only with it): no warning then, unlike with
+// KASLR, or with one of the two sections only.
+func TestNoRandomizeBaseWithoutPLTSections(t *testing.T) {
+	for _, keep := range [][]string{nil, {".plt"}} {
+		b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_AARCH64}
+		text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 16), Addralign: 4})
+		for _, name := range keep {
+			b.AddSection(elfobj.BuildSection{Name: name, Type: elf.SHT_NOBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Size: 1})
+		}
+		memset := b.AddSymbol(elfobj.BuildSymbol{Name: "memset", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+		b.AddRelocs(".rela.text", true, text, []elfobj.Reloc{call26(0, memset)})
+		m, err := Parse("noplt.ko", b.Bytes())
+		require.NoError(t, err)
+		with, err := m.Count(Options{})
+		require.NoError(t, err)
+		assert.Len(t, with.Warnings, 1, "%v", keep)
+		without, err := m.Count(Options{NoRandomizeBase: true})
+		require.NoError(t, err)
+		if keep != nil {
+			assert.Len(t, without.Warnings, 1, "one PLT section only: from no module.lds")
+			continue
+		}
+		assert.Empty(t, without.Warnings)
+		// Linked, a call out of a BL's reach overflows, as that kernel's
+		// apply_relocate_add() says; within it, the module links.
+		const base = 0xffff800010000000
+		for _, tc := range []struct {
+			target uint64
+			err    error
+		}{{base - 64<<20, nil}, {base - 256<<20, ErrOutOfRange}} {
+			img, err := m.Link(LinkOptions{Base: base, NoRandomizeBase: true, Resolve: func(string) (uint64, bool) { return tc.target, true }})
+			require.NoError(t, err)
+			if tc.err == nil {
+				assert.Empty(t, img.Errors)
+				continue
+			}
+			require.Len(t, img.Errors, 1)
+			assert.ErrorIs(t, img.Errors[0], tc.err)
+			assert.Contains(t, img.Errors[0].Error(), "a module without PLT sections (no ARM64_MODULE_PLTS) has no PLT")
+		}
+	}
+}
