@@ -330,7 +330,8 @@ func (m *Module) Count(opts Options) (*Counts, error) {
 		switch {
 		case core && init:
 		case !core && !init && res.NoRandomizeBase:
-			// Without KASLR, arm64's MODULE_PLTS is not selected, and a
+			// Without KASLR, ARM64_MODULE_PLTS may be off (only
+			// RANDOMIZE_BASE and ARM64_ERRATUM_843419 select it), and a
 			// kernel without it links its modules without PLT sections
 			// (module.lds.h) and never looks for them.
 		default:

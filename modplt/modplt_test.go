@@ -341,10 +341,11 @@ func TestNoRandomizeBase(t *testing.T) {
 	assert.Equal(t, plain.PLTCore, without.PLTCore)
 }
 
-// TestNoRandomizeBaseWithoutPLTSections: a kernel without KASLR selects
-// no ARM64_MODULE_PLTS, so its modules may come without .plt sections
-// (module.lds.h adds them only with it): no warning then, unlike with
-// KASLR, or with one of the two sections only.
+// TestNoRandomizeBaseWithoutPLTSections: a kernel without KASLR may
+// lack ARM64_MODULE_PLTS (RANDOMIZE_BASE and ARM64_ERRATUM_843419 select
+// it), and its modules then come without .plt sections (module.lds.h adds
+// them only with it): no warning then, unlike with KASLR, or with one of
+// the two sections only.
 func TestNoRandomizeBaseWithoutPLTSections(t *testing.T) {
 	for _, keep := range [][]string{nil, {".plt"}} {
 		b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_AARCH64}
