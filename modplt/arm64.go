@@ -38,14 +38,16 @@ const (
 // _etext - MODULES_VSIZE, so that a module anywhere in its 128 MiB
 // reaches all of the kernel's text with a BL (no PLT); module
 // randomization (CONFIG_RANDOMIZE_MODULE_REGION_FULL) then moves it by a
-// seed, which LinkOptions.Base stands for, and rounds it down to a page
-// (module_alloc_base &= PAGE_MASK). Without _etext: MODULES_VADDR (of a
-// 48-bit address space).
+// seed, which LinkOptions.Base stands for. vmalloc places the first
+// module on the first page at or above module_alloc_base (alloc_vmap_area()
+// aligns up to MODULE_ALIGN, PAGE_SIZE); _etext is SEGMENT_ALIGN (64 KiB)
+// aligned, so on a real kernel that is module_alloc_base itself. Without
+// _etext: MODULES_VADDR (of a 48-bit address space).
 func arm64ModuleArea(etext, page uint64) uint64 {
-	if etext < arm64ModulesVaddr+arm64ModulesVsize {
+	if etext < arm64ModulesVaddr+arm64ModulesVsize || etext > math.MaxUint64-page {
 		return arm64ModulesVaddr
 	}
-	return (etext - arm64ModulesVsize) &^ (page - 1)
+	return (etext - arm64ModulesVsize + page - 1) &^ (page - 1)
 }
 
 var arm64Arch = newArch(arch{

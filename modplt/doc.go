@@ -55,7 +55,7 @@
 //
 // LinkOptions.PageSize lays a module out for a kernel whose pages are not
 // 4 KiB (arm64's 16 and 64 KiB: CONFIG_ARM64_64K_PAGES): strict_align()'s
-// groups, module_alloc()'s guard page and module_alloc_base's rounding
+// groups, module_alloc()'s guard page and the page vmalloc starts on
 // follow PAGE_SIZE.
 //
 // Big-endian modules link too: on arm64 (CONFIG_CPU_BIG_ENDIAN)

@@ -432,8 +432,9 @@ func TestPLTFull(t *testing.T) {
 
 // TestDefaultBase: with no Base, the core goes where the kernel's
 // module_alloc() starts: MODULES_VADDR on x86_64 and arm, and on arm64
-// the page below _etext - 128 MiB (kaslr_init()'s module_alloc_base),
-// from which a BL reaches all of the kernel's text.
+// the first page at or above _etext - 128 MiB (kaslr_init()'s
+// module_alloc_base, aligned up as vmalloc does), from which a BL reaches
+// all of the kernel's text.
 func TestDefaultBase(t *testing.T) {
 	const mib = 1 << 20
 	for _, tc := range []struct {
@@ -448,12 +449,13 @@ func TestDefaultBase(t *testing.T) {
 		{elf.EM_ARM, 0xc0800000, 0xbf000000, 0},
 		{elf.EM_AARCH64, 0, 0xffff800000000000, 0},                            // MODULES_VADDR
 		{elf.EM_AARCH64, 0xffff800008d00000, 0xffff800008d00000 - 128*mib, 0}, // Debian 6.1 arm64's _etext
-		{elf.EM_AARCH64, 0xffff800008d00abc, 0xffff800008d00000 - 128*mib, 0}, // page aligned down
+		{elf.EM_AARCH64, 0xffff800008d00abc, 0xffff800008d01000 - 128*mib, 0}, // vmalloc aligns up to a page
 		{elf.EM_AARCH64, 0xffff800000001000, 0xffff800000000000, 0},           // below MODULES_END: not a kernel's
 		{elf.EM_AARCH64, 0xffffffffffff0000, 0xffffffffffff0000 - 128*mib, 0}, // no wrap at the top
-		// module_alloc_base &= PAGE_MASK with 16 and 64 KiB pages.
-		{elf.EM_AARCH64, 0xffff800008d0f000, 0xffff800008d0c000 - 128*mib, 16 << 10},
-		{elf.EM_AARCH64, 0xffff800008d0f000, 0xffff800008d00000 - 128*mib, 64 << 10},
+		// Up to a 16 or a 64 KiB page.
+		{elf.EM_AARCH64, 0xffff800008d0f000, 0xffff800008d10000 - 128*mib, 16 << 10},
+		{elf.EM_AARCH64, 0xffff800008d01000, 0xffff800008d10000 - 128*mib, 64 << 10},
+		{elf.EM_AARCH64, 0xffff800008d10000, 0xffff800008d10000 - 128*mib, 64 << 10},
 	} {
 		s := newSmall(tc.machine, make([]byte, 64), ".text")
 		m, err := Parse("small.ko", s.b.Bytes())

@@ -77,7 +77,7 @@ type LinkOptions struct {
 	// PageSize is the kernel's PAGE_SIZE (0: DefaultPageSize, 4 KiB):
 	// each group of sections starts on a page (strict_align()), init
 	// follows core's pages and a guard page, and arm64's default Base is
-	// rounded down to a page. arm64 kernels may have 16 or 64 KiB pages
+	// rounded up to a page. arm64 kernels may have 16 or 64 KiB pages
 	// (CONFIG_ARM64_16K_PAGES, CONFIG_ARM64_64K_PAGES: RHEL's kernel-64k);
 	// other sizes, or others than 4 KiB elsewhere, are ErrBadPageSize.
 	PageSize uint64

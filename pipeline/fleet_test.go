@@ -256,7 +256,7 @@ func TestRunLinkARM64ModuleArea(t *testing.T) {
 	require.NotNil(t, rep.Image)
 	assert.Empty(t, rep.Image.Errors)
 	require.NotNil(t, rep.CFI)
-	assert.Equal(t, (etext-128<<20)&^0xfff, rep.CFI.TextStart)
+	assert.Equal(t, (etext-128<<20+0xfff)&^0xfff, rep.CFI.TextStart)
 
 	// The kernel's text up to _etext (init text, above it, is freed once
 	// the kernel has booted).
