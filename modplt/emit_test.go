@@ -540,6 +540,9 @@ func TestPageSize(t *testing.T) {
 	x86 := openFixture(t, "got.o")
 	_, err = x86.Link(LinkOptions{PageSize: page, Resolve: resolve})
 	assert.ErrorIs(t, err, ErrBadPageSize)
+	assert.Equal(t, []uint64{4096, 16384, 65536}, PageSizes(elf.EM_AARCH64))
+	assert.Equal(t, []uint64{4096}, PageSizes(elf.EM_X86_64))
+	assert.Nil(t, PageSizes(elf.EM_PPC64), "not linked by modplt")
 }
 
 // A load address module_alloc() could not return is refused, before any

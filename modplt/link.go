@@ -231,9 +231,15 @@ func (m *Module) DefaultBase(opts LinkOptions) uint64 {
 	return m.arch.moduleArea(opts.KernelEtext, opts.pageSize())
 }
 
-// PageSizes are the PAGE_SIZE values kernels of m's architecture can be
-// built with, which LinkOptions.PageSize may give.
-func (m *Module) PageSizes() []uint64 { return slices.Clone(m.arch.pageSizes) }
+// PageSizes are the PAGE_SIZE values kernels of machine m can be built
+// with, which LinkOptions.PageSize may give (nil: a machine modplt does
+// not link).
+func PageSizes(m elf.Machine) []uint64 {
+	if a := archFor(m); a != nil {
+		return slices.Clone(a.pageSizes)
+	}
+	return nil
+}
 
 // pageSize is the kernel's PAGE_SIZE the options give.
 func (o *LinkOptions) pageSize() uint64 {

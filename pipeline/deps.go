@@ -74,7 +74,7 @@ func loaderResolver(m *klp.Module, ix *kallsyms.Index, lo modplt.LinkOptions, mf
 	} else if err != nil {
 		return nil, nil, 0, err
 	}
-	lo = kernelLinkOptions(mod, ix, lo)
+	lo = kernelLinkOptions(m.Machine, ix, lo)
 	area := mod.DefaultBase(lo)
 	deps, exports, next, err := loadDependencies(depends, ix, mf, lo, area)
 	if err != nil {

@@ -135,13 +135,13 @@ func KernelPageSize(ix *kallsyms.Index) uint64 {
 }
 
 // kernelLinkOptions fills in what lo leaves to the kernel's symbols: its
-// _etext (KernelEtext) and, where mod's architecture has a choice of page
-// sizes, its PAGE_SIZE (KernelPageSize).
-func kernelLinkOptions(mod *modplt.Module, ix *kallsyms.Index, lo modplt.LinkOptions) modplt.LinkOptions {
+// _etext (KernelEtext) and, where the module's machine has a choice of
+// page sizes, its PAGE_SIZE (KernelPageSize).
+func kernelLinkOptions(machine elf.Machine, ix *kallsyms.Index, lo modplt.LinkOptions) modplt.LinkOptions {
 	if lo.KernelEtext == 0 {
 		lo.KernelEtext = KernelEtext(ix)
 	}
-	if sizes := mod.PageSizes(); lo.PageSize == 0 && len(sizes) > 1 {
+	if sizes := modplt.PageSizes(machine); lo.PageSize == 0 && len(sizes) > 1 {
 		if p := KernelPageSize(ix); slices.Contains(sizes, p) {
 			lo.PageSize = p
 		}
@@ -450,7 +450,7 @@ func LinkWith(m *klp.Module, res *klp.Resolution, ix *kallsyms.Index, lo modplt.
 			skip[s.Name] = true
 		}
 	}
-	lo = kernelLinkOptions(mod, ix, lo)
+	lo = kernelLinkOptions(m.Machine, ix, lo)
 	find, deps, next, err := loaderResolver(m, ix, lo, mf)
 	if err != nil {
 		return nil, nil, err

@@ -25,9 +25,9 @@ import (
 const progressMin = 8
 
 func newCheckCmd(a *app) *cobra.Command {
-	var format, dir, pageSize string
+	var format, dir string
 	var strict, link bool
-	var lo modplt.LinkOptions // with --link, for every kernel
+	var lf linkFlags // with --link, for every kernel
 	var maxTime time.Duration
 	var workers int
 	var modules, roots []string
@@ -71,11 +71,11 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 			if err := checkFormat(format, "junit"); err != nil {
 				return err
 			}
-			if !link && (lo.Erratum843419 || lo.NoRandomizeBase || pageSize != "") {
+			if !link && lf.given() {
 				return &exitError{exitUsage, errors.New("--erratum-843419, --no-kaslr and --page-size need --link")}
 			}
-			var err error
-			if lo.PageSize, err = parsePageSize(pageSize); err != nil {
+			var lo modplt.LinkOptions
+			if err := lf.apply(&lo); err != nil {
 				return err
 			}
 			t0 := time.Now()
@@ -164,9 +164,7 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 	c.Flags().StringVar(&dir, "kernels", "", "folder of kernel symbol files (kallsyms, System.map, snapshots), one per kernel build; or a quoted glob pattern, e.g. 'kernels/*/System.map'")
 	c.Flags().BoolVar(&strict, "strict", false, "treat deferred relocations (module not loaded) as failures")
 	c.Flags().BoolVar(&link, "link", false, "also link the whole module against each kernel")
-	c.Flags().BoolVar(&lo.Erratum843419, "erratum-843419", false, "with --link: arm64 Cortex-A53 erratum 843419 workaround, on every kernel")
-	addNoKASLRFlag(c, &lo.NoRandomizeBase, "with --link: arm64, link as for kernels")
-	addPageSizeFlag(c, &pageSize, "with --link, for every kernel: ")
+	lf.add(c, "with --link, for every kernel: ")
 	c.Flags().DurationVar(&maxTime, "max-time", 0, "exit 3 when the check takes longer than this")
 	c.Flags().IntVar(&workers, "jobs", 0, "kernels checked at once (default: GOMAXPROCS)")
 	c.Flags().StringArrayVar(&roots, "root", nil, "root of a filesystem with kernels installed (/, or a folder where each kernel's packages were unpacked): every boot/System.map-RELEASE is a kernel, checked with its own modules, Module.symvers and vermagic as the module loader checks them; repeatable; or a quoted glob pattern, e.g. 'roots/*'")

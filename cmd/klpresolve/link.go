@@ -51,21 +51,45 @@ func parsePageSize(s string) (uint64, error) {
 // do not have, before any kernel is read (check would otherwise fail
 // every kernel for it).
 func checkPageSize(m *klp.Module, size uint64) error {
-	mod, err := modplt.FromELF(m.ELF())
-	if err != nil || size == 0 || slices.Contains(mod.PageSizes(), size) {
+	sizes := modplt.PageSizes(m.Machine)
+	if sizes == nil || size == 0 || slices.Contains(sizes, size) {
 		return nil // Link says what is wrong with a module it cannot link
 	}
-	return &exitError{exitUsage, fmt.Errorf("%w: %d: %s kernels have %v", modplt.ErrBadPageSize, size, m.Arch, mod.PageSizes())}
+	return &exitError{exitUsage, fmt.Errorf("%w: %d: %s kernels have %v", modplt.ErrBadPageSize, size, m.Arch, sizes)}
 }
 
-// addPageSizeFlag adds --page-size, the kernel's PAGE_SIZE.
-func addPageSizeFlag(c *cobra.Command, v *string, what string) {
-	c.Flags().StringVar(v, "page-size", "", what+"the kernel's page size, which section groups and the CFI shadow's pages follow: 4K, or 16K or 64K on arm64 (CONFIG_ARM64_64K_PAGES, as RHEL's kernel-64k); default: an arm64 kernel's own where its symbols show it (a System.map does), else 4K")
+// linkFlags are the flags that say how the kernel was built, for a link:
+// --erratum-843419, --no-kaslr and --page-size, which the main job (with
+// --link), link and check (with --link) take alike.
+type linkFlags struct {
+	erratum, noKASLR bool
+	pageSize         string
+}
+
+// add registers the flags on c; prefix opens each help text.
+func (f *linkFlags) add(c *cobra.Command, prefix string) {
+	c.Flags().BoolVar(&f.erratum, "erratum-843419", false, prefix+"arm64: work around Cortex-A53 erratum 843419")
+	addNoKASLRFlag(c, &f.noKASLR, prefix+"arm64: link as for a kernel")
+	c.Flags().StringVar(&f.pageSize, "page-size", "", prefix+"the kernel's page size, which section groups and the CFI shadow's pages follow: 4K, or 16K or 64K on arm64 (CONFIG_ARM64_64K_PAGES, as RHEL's kernel-64k); default: an arm64 kernel's own where its symbols show it (a System.map does), else 4K")
+}
+
+// given reports whether any of the flags was given.
+func (f *linkFlags) given() bool { return f.erratum || f.noKASLR || f.pageSize != "" }
+
+// apply sets what the flags say in lo; a bad --page-size is exit 2.
+func (f *linkFlags) apply(lo *modplt.LinkOptions) error {
+	size, err := parsePageSize(f.pageSize)
+	if err != nil {
+		return err
+	}
+	lo.Erratum843419, lo.NoRandomizeBase, lo.PageSize = f.erratum, f.noKASLR, size
+	return nil
 }
 
 func newLinkCmd(a *app) *cobra.Command {
-	var format, base, initBase, pageSize, out, symversPath, magic string
+	var format, base, initBase, out, symversPath, magic string
 	var opts modplt.LinkOptions
+	var lf linkFlags
 	var modules []string
 	var installed installedFlags
 	c := &cobra.Command{
@@ -114,7 +138,7 @@ loader refuses a symbol version or its vermagic), 2 unusable input.`,
 			if opts.InitBase, err = parseAddr(initBase); err != nil {
 				return err
 			}
-			if opts.PageSize, err = parsePageSize(pageSize); err != nil {
+			if err := lf.apply(&opts); err != nil {
 				return err
 			}
 			m, err := openModule(a, args[0], klp.Parse)
@@ -174,9 +198,7 @@ loader refuses a symbol version or its vermagic), 2 unusable input.`,
 	c.Flags().StringVar(&base, "base", "", "core load address (default: where module_alloc() starts: x86_64 0xffffffffc0000000, arm 0xbf000000, arm64 _etext - 128 MiB)")
 	c.Flags().StringVar(&initBase, "init-base", "", "init load address (default: past core and its vmalloc guard page)")
 	c.Flags().StringVarP(&out, "output", "o", "", "write the linked image (ELF, sections at their load addresses)")
-	c.Flags().BoolVar(&opts.Erratum843419, "erratum-843419", false, "arm64: work around Cortex-A53 erratum 843419")
-	addNoKASLRFlag(c, &opts.NoRandomizeBase, "arm64: link as for a kernel")
-	addPageSizeFlag(c, &pageSize, "")
+	lf.add(c, "")
 	c.Flags().BoolVar(&opts.ForcePLT, "force-plt", false, "debug: send every branch that has a PLT slot through the PLT")
 	addSymversFlag(c, &symversPath)
 	addVermagicFlag(c, &magic, true)

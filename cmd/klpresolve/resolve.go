@@ -27,9 +27,7 @@ type resolveOpts struct {
 	link    bool
 	base    string
 	out     string
-	erratum bool
-	noKASLR bool
-	page    string
+	kbuild  linkFlags
 	modules []string
 	symvers string
 	magic   string
@@ -47,9 +45,7 @@ func addResolveFlags(root *cobra.Command, a *app) {
 	root.Flags().BoolVar(&o.link, "link", false, "also link the whole module (modplt) and record it in a CFI shadow")
 	root.Flags().StringVar(&o.base, "base", "", "with --link: core load address (default: where module_alloc() starts: x86_64 0xffffffffc0000000, arm 0xbf000000, arm64 _etext - 128 MiB)")
 	root.Flags().StringVarP(&o.out, "output", "o", "", "with --link: write the linked image (ELF, sections at their load addresses)")
-	root.Flags().BoolVar(&o.erratum, "erratum-843419", false, "with --link: arm64 Cortex-A53 erratum 843419 workaround")
-	addNoKASLRFlag(root, &o.noKASLR, "with --link: arm64, link as for a kernel")
-	addPageSizeFlag(root, &o.page, "with --link: ")
+	o.kbuild.add(root, "with --link: ")
 	addModulesFlag(root, &o.modules)
 	addSymversFlag(root, &o.symvers)
 	addVermagicFlag(root, &o.magic, true)
@@ -64,11 +60,11 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 		return err
 	}
 	// Usage first: before the kernel's symbols are read.
-	if !o.link && (o.out != "" || o.base != "" || o.erratum || o.noKASLR || o.page != "") {
+	if !o.link && (o.out != "" || o.base != "" || o.kbuild.given()) {
 		return &exitError{exitUsage, errors.New("-o, --base, --erratum-843419, --no-kaslr and --page-size need --link")}
 	}
-	page, err := parsePageSize(o.page)
-	if err != nil {
+	var po pipeline.Options
+	if err := o.kbuild.apply(&po.LinkOptions); err != nil {
 		return err
 	}
 	if err := imageToFile(o.out); err != nil {
@@ -92,16 +88,12 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 		return err
 	}
 	t2 := time.Now()
-	var po pipeline.Options
 	po.Modules, po.Symvers, po.Vermagic = kf.modules, kf.symvers, kf.magic
 	if o.link {
 		po.Link = true
 		if po.LinkOptions.Base, err = parseAddr(o.base); err != nil {
 			return err
 		}
-		po.LinkOptions.Erratum843419 = o.erratum
-		po.LinkOptions.NoRandomizeBase = o.noKASLR
-		po.LinkOptions.PageSize = page
 	}
 	rep, err := pipeline.Run(m, ix, po)
 	if err != nil {
