@@ -359,6 +359,12 @@ func TestPlaceholder(t *testing.T) {
 		_, err = Open(path, o)
 		require.ErrorIs(t, err, ErrPlaceholder, "%+v", o)
 	}
+	// The test is on the words, whatever follows "in the": the fast path
+	// and the line-by-line one must agree (FuzzParse found them apart).
+	for _, s := range []string{"ffffffffffffffff B The real System.map is in the\n", "ffffffffffffffff B The real System.map is in the"} {
+		_, err = ParseBytes("map", []byte(s), nil)
+		require.ErrorIs(t, err, ErrPlaceholder, "%q", s)
+	}
 	// The same line after a real one is a malformed line 2.
 	_, err = ParseBytes("map", []byte("ffffffff81000000 T _stext\n"+stub), nil)
 	var pe *ParseError

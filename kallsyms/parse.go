@@ -1346,14 +1346,16 @@ func stripLLVM[T string | []byte](name T) T {
 	return name
 }
 
-// finish waits for the workers and merges their chunks into an index.
 // IsPlaceholder reports whether data begins as the one-line System.map
 // that Debian's kernel image packages install in /boot (ErrPlaceholder):
-// 64 bytes of a file tell.
+// 64 bytes of a file tell. The prefix stops at a word, not at the blank
+// after it, so that what follows "the" (a blank, the end of the line, or
+// the end of the data) does not decide it.
 func IsPlaceholder(data []byte) bool {
-	return bytes.HasPrefix(data, []byte("ffffffffffffffff B The real System.map is in the "))
+	return bytes.HasPrefix(data, []byte("ffffffffffffffff B The real System.map is in the"))
 }
 
+// finish waits for the workers and merges their chunks into an index.
 func (p *parser) finish(buf []byte) (*Index, error) {
 	p.drain()
 	line := 0
