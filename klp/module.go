@@ -2,6 +2,7 @@ package klp
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -30,12 +31,16 @@ const (
 
 // Module describes a livepatch module, independently of any kernel.
 type Module struct {
-	Path        string
-	Name        string // .modinfo name=
-	Livepatch   bool   // .modinfo livepatch=Y
-	Machine     elf.Machine
-	Arch        string
-	Class       elf.Class
+	Path      string
+	Name      string // .modinfo name=
+	Livepatch bool   // .modinfo livepatch=Y
+	Machine   elf.Machine
+	Arch      string
+	Class     elf.Class
+	// ByteOrder is the module's: a big-endian arm64 or arm kernel
+	// (CONFIG_CPU_BIG_ENDIAN) has the same Arch and loads only modules of
+	// its own byte order (elf_check_arch()).
+	ByteOrder   binary.ByteOrder
 	Format      Format
 	Compression input.Compression
 	Sections    []*RelaSection
@@ -129,7 +134,7 @@ func Parse(name string, data []byte) (*Module, error) {
 	}
 	m := &Module{
 		Path: name, Name: f.ModInfo("name"), Livepatch: f.ModInfo("livepatch") == "Y", marked: f.ModInfo("livepatch") != "",
-		Machine: f.Machine, Arch: ArchName(f.Machine), Class: f.Class, Compression: comp, elf: f,
+		Machine: f.Machine, Arch: ArchName(f.Machine), Class: f.Class, ByteOrder: f.Order, Compression: comp, elf: f,
 	}
 	if err := m.readKLP(); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package klp
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -47,6 +48,8 @@ type Target struct {
 	Name string // the module's name: .modinfo name=, else the file's with dashes as underscores
 	Path string
 	Arch string
+	// ByteOrder is the module's (Module.ByteOrder).
+	ByteOrder binary.ByteOrder
 	// KallsymsAll is the kernel's CONFIG_KALLSYMS_ALL as NewTarget was
 	// told it: without it, Loaded lists code only.
 	KallsymsAll bool
@@ -75,7 +78,7 @@ const targetBase = 0x1000
 // System.map; a kernel with livepatch always has it).
 func NewTarget(m *Module, kallsymsAll bool) (*Target, error) {
 	f := m.elf
-	t := &Target{Name: m.Name, Path: m.Path, Arch: m.Arch, KallsymsAll: kallsymsAll, sizes: map[uint64]uint64{}}
+	t := &Target{Name: m.Name, Path: m.Path, Arch: m.Arch, ByteOrder: m.ByteOrder, KallsymsAll: kallsymsAll, sizes: map[uint64]uint64{}}
 	if t.Name == "" {
 		t.Name = ModuleNameFromFile(m.Path)
 	}

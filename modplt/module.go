@@ -2,6 +2,7 @@ package modplt
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"strings"
@@ -21,6 +22,10 @@ type Module struct {
 	Path string // as given to Open or Parse
 	Name string // .modinfo name=, or the file name without .ko
 	Arch string // the kernel's name: "arm64", "arm", "x86_64"
+	// ByteOrder is the module's; a big-endian arm64 or arm module is
+	// linked with its data in that order (instructions stay
+	// little-endian on arm64 and BE8 arm).
+	ByteOrder binary.ByteOrder
 	// License is .modinfo's license= ("" when there is none).
 	License string
 
@@ -91,7 +96,7 @@ func FromELF(f *elfobj.File) (*Module, error) {
 	for i := range f.Symbols {
 		shndx[i] = f.Symbols[i].Shndx
 	}
-	return &Module{Path: f.Name, Name: name, Arch: a.name, License: f.ModInfo("license"), f: f, arch: a, shndx: shndx}, nil
+	return &Module{Path: f.Name, Name: name, Arch: a.name, ByteOrder: f.Order, License: f.ModInfo("license"), f: f, arch: a, shndx: shndx}, nil
 }
 
 // GPLCompatible reports whether the module's license lets it use the

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
 )
@@ -201,6 +202,12 @@ func (mf *ModuleFiles) targetsFor(m *klp.Module, ix *kallsyms.Index) (targets ma
 		t, err := mf.Target(o, m.Arch, ix.KernelKallsyms().All)
 		if err != nil {
 			return nil, nil, nil, err
+		}
+		// Arch does not tell a big-endian arm64 or arm module from a
+		// little-endian one; the kernel loads only its own byte order
+		// (elf_check_arch()), so the two never meet in one kernel.
+		if t != nil && m.ByteOrder != nil && t.ByteOrder != nil && t.ByteOrder != m.ByteOrder {
+			return nil, nil, nil, fmt.Errorf("%s: %w: a %s module for %s, and the patch is %s", t.Path, ErrModuleFile, elfobj.EndianName(t.ByteOrder), t.Arch, elfobj.EndianName(m.ByteOrder))
 		}
 		switch {
 		case t == nil && !ix.HasObject(o):

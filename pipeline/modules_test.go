@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"debug/elf"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
@@ -224,4 +227,53 @@ func TestModuleFilesVermagic(t *testing.T) {
 	_, _, err = broken.Vermagic()
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), bad)
+}
+
+// arm64Module is an arm64 module in byte order o: .modinfo of modinfo,
+// one function fn, and, when obj is not "", a livepatch relocation of a
+// call to obj's callee (a patch).
+func arm64Module(o binary.ByteOrder, modinfo, fn, obj, callee string) []byte {
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: o, Machine: elf.EM_AARCH64}
+	b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte(modinfo), Addralign: 1})
+	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 8), Addralign: 4})
+	b.AddSymbol(elfobj.BuildSymbol{Name: fn, Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC), Shndx: uint16(text), Size: 8})
+	if obj != "" {
+		s := b.AddSymbol(elfobj.BuildSymbol{Name: ".klp.sym." + obj + "." + callee + ",0", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC), Shndx: klp.SHNLivepatch})
+		i := b.AddRelocs(".klp.rela."+obj+"..text", true, text, []elfobj.Reloc{{Offset: 4, Sym: s, Type: uint32(elf.R_AARCH64_CALL26)}})
+		b.Sections[i-1].Flags |= elf.SHF_ALLOC | klp.SHFRelaLivepatch
+	}
+	return b.Bytes()
+}
+
+// A big-endian arm64 patch and a little-endian arm64 module file have one
+// Arch; the kernel never loads both (elf_check_arch()), and the file is
+// refused as the patch's module, whichever way round.
+func TestModuleFileByteOrder(t *testing.T) {
+	ix, err := kallsyms.ParseBytes("kallsyms", []byte("ffff800008000000 T _stext\nffff800008010000 T klp_enable_patch\n"), nil)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		patch, module binary.ByteOrder
+		err           string
+	}{
+		{binary.BigEndian, binary.LittleEndian, "a little-endian module for arm64, and the patch is big-endian"},
+		{binary.LittleEndian, binary.BigEndian, "a big-endian module for arm64, and the patch is little-endian"},
+		{binary.BigEndian, binary.BigEndian, ""},
+	} {
+		dir := t.TempDir()
+		ko := filepath.Join(dir, "foo.ko")
+		require.NoError(t, os.WriteFile(ko, arm64Module(c.module, "name=foo\x00", "foo_fn", "", ""), 0o644))
+		mf, err := FindModules([]string{dir})
+		require.NoError(t, err)
+		p, err := klp.Parse("p.ko", arm64Module(c.patch, "name=p\x00livepatch=Y\x00", "p_fn", "foo", "foo_fn"))
+		require.NoError(t, err)
+		require.Equal(t, c.patch, p.ByteOrder)
+		rep, err := Run(p, ix, Options{Modules: mf})
+		if c.err != "" {
+			require.ErrorIs(t, err, ErrModuleFile)
+			require.EqualError(t, err, ko+": unusable module file: "+c.err)
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, []klp.CheckedObject{{Object: "foo", Path: ko, OK: 1}}, rep.Resolution.Checked)
+	}
 }

@@ -307,10 +307,11 @@ type checkRow struct {
 }
 
 type checkOut struct {
-	Module  string     `json:"module"`
-	Arch    string     `json:"arch"`
-	Kernels []checkRow `json:"kernels"`
-	Summary struct {
+	Module    string     `json:"module"`
+	Arch      string     `json:"arch"`
+	BigEndian bool       `json:"big_endian,omitempty"`
+	Kernels   []checkRow `json:"kernels"`
+	Summary   struct {
 		Kernels int `json:"kernels"`
 		OK      int `json:"ok"`
 		Failed  int `json:"failed"`
@@ -318,7 +319,7 @@ type checkOut struct {
 }
 
 func checkJSON(m *klp.Module, rows []pipeline.KernelResult) *checkOut {
-	out := &checkOut{Module: m.Path, Arch: m.Arch, Kernels: []checkRow{}}
+	out := &checkOut{Module: m.Path, Arch: m.Arch, BigEndian: bigEndian(m.ByteOrder), Kernels: []checkRow{}}
 	for _, r := range rows {
 		row := checkRow{Kernel: r.Kernel, Release: r.Release, OK: r.OK, Resolved: r.Resolved, Deferred: r.Deferred, Errors: r.Errors,
 			Millis: float64(r.Time.Microseconds()) / 1e3}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"strings"
@@ -60,6 +61,7 @@ type infoOut struct {
 	Module      string `json:"module"`
 	Name        string `json:"name"` // as the kernel names it
 	Arch        string `json:"arch"`
+	BigEndian   bool   `json:"big_endian,omitempty"`
 	Format      string `json:"format"`
 	Livepatch   bool   `json:"livepatch"` // .modinfo livepatch=Y
 	Compression string `json:"compression,omitempty"`
@@ -114,11 +116,24 @@ func problemOf(e *klp.RelocError) *problemJSON {
 	return &problemJSON{Error: e.Kernel, Kind: e.Kind(), Help: e.Hint}
 }
 
+// archText is how the text names a module's architecture: the kernel's
+// name, and "big-endian" after it for a big-endian module (a
+// CONFIG_CPU_BIG_ENDIAN kernel has the same name and loads only those).
+func archText(arch string, big bool) string {
+	if big {
+		return arch + " big-endian"
+	}
+	return arch
+}
+
+// bigEndian reports whether o is big-endian.
+func bigEndian(o binary.ByteOrder) bool { return o == binary.ByteOrder(binary.BigEndian) }
+
 // problem is a static failure (klp.StaticError) in the JSON reports.
 func problem(err error) *problemJSON { return problemOf(klp.StaticError(err)) }
 
 func moduleInfo(m *klp.Module) *infoOut {
-	out := &infoOut{Module: m.Path, Name: m.KernelName(), Arch: m.Arch, Format: string(m.Format), Livepatch: m.Livepatch,
+	out := &infoOut{Module: m.Path, Name: m.KernelName(), Arch: m.Arch, BigEndian: bigEndian(m.ByteOrder), Format: string(m.Format), Livepatch: m.Livepatch,
 		Compression: string(m.Compression), Sections: []infoSection{}, Symbols: []string{}, Funcs: []infoFunc{},
 		Objects: m.Objects, FuncSource: string(m.FuncSource), Warnings: m.Warnings}
 	out.Vermagic = m.ELF().ModInfo("vermagic")
@@ -177,7 +192,7 @@ func moduleInfo(m *klp.Module) *infoOut {
 }
 
 func writeInfoText(w io.Writer, in *infoOut) {
-	fmt.Fprintf(w, "module %s (name %s): format %s, arch %s, livepatch=%s\n", in.Module, in.Name, in.Format, in.Arch, yesNo(in.Livepatch))
+	fmt.Fprintf(w, "module %s (name %s): format %s, arch %s, livepatch=%s\n", in.Module, in.Name, in.Format, archText(in.Arch, in.BigEndian), yesNo(in.Livepatch))
 	if in.Vermagic != "" || in.SymbolVersions != nil {
 		fmt.Fprintf(w, "built for: vermagic %q", in.Vermagic)
 		if in.Vermagic != "" {

@@ -210,10 +210,11 @@ loader refuses a symbol version or its vermagic), 2 unusable input.`,
 type linkJSON struct {
 	Module string `json:"module"`
 	// Kernel (--root): the installed kernel the module was linked against.
-	Kernel   *installedJSON `json:"kernel,omitempty"`
-	Arch     string         `json:"arch"`
-	OK       bool           `json:"ok"`
-	Sections []sectionJSON  `json:"sections"`
+	Kernel    *installedJSON `json:"kernel,omitempty"`
+	Arch      string         `json:"arch"`
+	BigEndian bool           `json:"big_endian,omitempty"`
+	OK        bool           `json:"ok"`
+	Sections  []sectionJSON  `json:"sections"`
 	// PageSize is the kernel's page size the module was laid out with
 	// (--page-size, or an arm64 kernel's own from its symbols).
 	PageSize   uint64      `json:"page_size"`
@@ -288,7 +289,7 @@ type errorJSON struct {
 }
 
 func linkReport(img *modplt.Image, why pipeline.Explanation) linkJSON {
-	j := linkJSON{Module: img.Module.Name, Arch: img.Module.Arch, OK: img.Linked(),
+	j := linkJSON{Module: img.Module.Name, Arch: img.Module.Arch, BigEndian: bigEndian(img.Module.ByteOrder), OK: img.Linked(),
 		PageSize: img.PageSize, Relocs: img.Relocs, Errors: []errorJSON{}, Unresolved: img.Unresolved,
 		PLTCore: [2]int{img.PLTCoreUsed, img.PLTCoreMax}, PLTInit: [2]int{img.PLTInitUsed, img.PLTInitMax},
 		GOT: [2]int{img.GOTUsed, img.GOTMax}, NotExported: notExportedList(img.Unresolved, why.NotExported),
@@ -347,10 +348,10 @@ func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden,
 	refused := refusals(versions, vermagic)
 	switch {
 	case img.Linked() && refused == "":
-		fmt.Fprintf(a.stdout, "OK: %s (%s) links: %s applied\n", m.Name, m.Arch, count(img.Relocs, "relocation", "relocations"))
+		fmt.Fprintf(a.stdout, "OK: %s (%s) links: %s applied\n", m.Name, archText(m.Arch, bigEndian(m.ByteOrder)), count(img.Relocs, "relocation", "relocations"))
 	case img.Linked():
-		fmt.Fprintf(a.stdout, "FAILED: %s (%s) links: %s applied%s\n", m.Name, m.Arch, count(img.Relocs, "relocation", "relocations"), refused)
+		fmt.Fprintf(a.stdout, "FAILED: %s (%s) links: %s applied%s\n", m.Name, archText(m.Arch, bigEndian(m.ByteOrder)), count(img.Relocs, "relocation", "relocations"), refused)
 	default:
-		fmt.Fprintf(a.stdout, "FAILED: %s (%s): %s applied, %d failed, %s%s\n", m.Name, m.Arch, count(img.Relocs, "relocation", "relocations"), len(img.Errors), count(len(img.Unresolved), "unresolved symbol", "unresolved symbols"), refused)
+		fmt.Fprintf(a.stdout, "FAILED: %s (%s): %s applied, %d failed, %s%s\n", m.Name, archText(m.Arch, bigEndian(m.ByteOrder)), count(img.Relocs, "relocation", "relocations"), len(img.Errors), count(len(img.Unresolved), "unresolved symbol", "unresolved symbols"), refused)
 	}
 }

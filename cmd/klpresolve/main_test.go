@@ -334,6 +334,29 @@ func TestPLTCommand(t *testing.T) {
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, `"got": 7`)
 
+	// A big-endian module says so (its Arch is the little-endian one's);
+	// it counts what its little-endian build counts.
+	for _, c := range []struct{ obj, head, json string }{
+		{"arm64be.o", "arm64be (arm64 big-endian), kernel mode", `"big_endian": true`},
+		{"arm64.o", "arm64 (arm64), kernel mode", ""},
+	} {
+		obj := filepath.Join(testutil.RepoRoot(), "testdata", "modplt", "link", c.obj)
+		code, out, _ = runCLI(t, "plt", obj)
+		require.Equal(t, 1, code, "ld's objects have no PLT sections: refused")
+		assert.Contains(t, out, c.head)
+		assert.Contains(t, out, ".plt:      3 entries")
+		code, out, _ = runCLI(t, "plt", obj, "--format", "json")
+		require.Equal(t, 1, code)
+		if c.json != "" {
+			assert.Contains(t, out, c.json)
+		} else {
+			assert.NotContains(t, out, "big_endian")
+		}
+		code, out, _ = runCLI(t, "info", obj, "--format", "json")
+		require.Equal(t, 0, code)
+		assert.Equal(t, c.json != "", strings.Contains(out, `"big_endian": true`), out)
+	}
+
 	code, _, errs := runCLI(t, "plt", thumb, "--mode", "fast")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, `unknown mode "fast"`)

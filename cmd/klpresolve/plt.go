@@ -64,7 +64,7 @@ Exit status: 0 counted, 1 the kernel would refuse the module (no .plt section),
 
 func writePLTText(a *app, r *modplt.Counts) {
 	got := r.Arch == "x86_64"
-	fmt.Fprintf(a.stdout, "%s (%s), %s mode", r.Module, r.Arch, r.Mode)
+	fmt.Fprintf(a.stdout, "%s (%s), %s mode", r.Module, archText(r.Arch, r.BigEndian), r.Mode)
 	if r.Erratum843419 {
 		fmt.Fprint(a.stdout, ", erratum 843419 workaround")
 	}

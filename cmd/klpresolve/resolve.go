@@ -259,11 +259,12 @@ type jsonFunc struct {
 }
 
 type jsonOut struct {
-	Module   string `json:"module"`
-	Name     string `json:"name,omitempty"`
-	Arch     string `json:"arch"`
-	Format   string `json:"format"`
-	Kallsyms string `json:"kallsyms"`
+	Module    string `json:"module"`
+	Name      string `json:"name,omitempty"`
+	Arch      string `json:"arch"`
+	BigEndian bool   `json:"big_endian,omitempty"`
+	Format    string `json:"format"`
+	Kallsyms  string `json:"kallsyms"`
 	// Kernel (--root): the installed kernel the report is of.
 	Kernel      *installedJSON `json:"kernel,omitempty"`
 	Relocations []jsonReloc    `json:"relocations"`
@@ -329,7 +330,7 @@ type jsonOut struct {
 
 func jsonResolution(res *klp.Resolution) *jsonOut {
 	m := res.Module
-	out := &jsonOut{Module: m.Path, Name: m.Name, Arch: m.Arch, Format: string(m.Format), Kallsyms: res.Source,
+	out := &jsonOut{Module: m.Path, Name: m.Name, Arch: m.Arch, BigEndian: bigEndian(m.ByteOrder), Format: string(m.Format), Kallsyms: res.Source,
 		Relocations: []jsonReloc{}, Deferred: res.DeferredObjects, BuiltIn: builtInList(res.BuiltIn), Warnings: m.Warnings}
 	if out.Deferred == nil {
 		out.Deferred = []string{}
@@ -532,7 +533,7 @@ func writeResolution(w io.Writer, rep *pipeline.Report, given, kernel string) {
 	if name == "" {
 		name = "?"
 	}
-	fmt.Fprintf(w, "module %s (name %s): format %s, arch %s, livepatch=%v\n", m.Path, name, m.Format, m.Arch, yesNo(m.Livepatch))
+	fmt.Fprintf(w, "module %s (name %s): format %s, arch %s, livepatch=%v\n", m.Path, name, m.Format, archText(m.Arch, bigEndian(m.ByteOrder)), yesNo(m.Livepatch))
 	if kernel != "" {
 		fmt.Fprintln(w, kernel)
 	}

@@ -2,6 +2,7 @@ package elfobj
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"strings"
 )
@@ -43,6 +44,15 @@ var moreRelocNames = map[elf.Machine]map[uint32]string{
 	elf.EM_X86_64: {
 		43: "R_X86_64_CODE_4_GOTPCRELX", 44: "R_X86_64_CODE_4_GOTTPOFF", 45: "R_X86_64_CODE_4_GOTPC32_TLSDESC",
 	},
+}
+
+// EndianName names a byte order as klpresolve's text does:
+// "big-endian", or "little-endian" (also for nil).
+func EndianName(o binary.ByteOrder) string {
+	if o == binary.ByteOrder(binary.BigEndian) {
+		return "big-endian"
+	}
+	return "little-endian"
 }
 
 // ArchName is the kernel's name of a machine.
