@@ -302,6 +302,9 @@ func TestLayoutMalformed(t *testing.T) {
 			"bad.ko: section .bss: claims 4294967296 bytes, more than a module area holds (134217728)"},
 		{"alignment not a power of two", elfobj.BuildSection{Name: ".data", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 16), Addralign: 10241},
 			"bad.ko: section .data: alignment 10241 is not a power of two"},
+		// FuzzRun found it: no bytes in the file, and 14 MB made of them.
+		{"SHT_NULL with SHF_ALLOC", elfobj.BuildSection{Name: ".null", Type: elf.SHT_NULL, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Size: 14 << 20, Addralign: 8},
+			"bad.ko: section .null: is SHT_NULL and SHF_ALLOC with 14680064 bytes: the loader would copy them from an offset it never checked"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}

@@ -107,6 +107,12 @@ func (m *Module) layout(core, init, page uint64, sizes map[int]uint64, aligns ma
 				if v, ok := sizes[i]; ok {
 					size = v
 				}
+				// elf_validity_check() does not check a SHT_NULL
+				// section's offset, and move_module() copies sh_size
+				// bytes from it all the same: out of the file.
+				if s.Type == elf.SHT_NULL && size != 0 {
+					return nil, &elfobj.FormatError{File: f.Name, Section: s.Name, Msg: fmt.Sprintf("is SHT_NULL and SHF_ALLOC with %d bytes: the loader would copy them from an offset it never checked", size)}
+				}
 				align := max(s.Addralign, 1, aligns[i])
 				if align&(align-1) != 0 {
 					return nil, &elfobj.FormatError{File: f.Name, Section: s.Name, Msg: fmt.Sprintf("alignment %d is not a power of two", align)}

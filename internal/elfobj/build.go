@@ -26,7 +26,7 @@ type BuildSection struct {
 	Type      elf.SectionType
 	Flags     elf.SectionFlag
 	Data      []byte
-	Size      uint64 // for SHT_NOBITS
+	Size      uint64 // for SHT_NOBITS (and SHT_NULL), which have no Data
 	Addr      uint64 // sh_addr
 	Link      uint32
 	Info      uint32
@@ -171,7 +171,7 @@ func (b *Builder) Bytes() []byte {
 	out = append(out, make([]byte, shentsize)...) // the null section
 	for i, s := range all {
 		size := uint64(len(s.Data))
-		if s.Type == elf.SHT_NOBITS {
+		if s.Type == elf.SHT_NOBITS || s.Type == elf.SHT_NULL {
 			size = s.Size
 		}
 		if is64 {

@@ -221,6 +221,7 @@ func Parse(name string, data []byte) (*File, error) {
 	// Extended numbering: e_shnum 0 -> sh_size of section 0; SHN_XINDEX
 	// -> sh_link of section 0.
 	first := f.rawSection(data[shoff:])
+	extended := shnum == 0
 	if shnum == 0 {
 		if first.Size > uint64(len(data))/uint64(shentsize) {
 			return nil, f.errf("", "extended section count %d does not fit the file", first.Size)
@@ -238,6 +239,13 @@ func Parse(name string, data []byte) (*File, error) {
 	}
 	if shstrndx == 0 || shstrndx >= shnum {
 		return nil, f.errf("", "section name table index %d out of range (%d sections)", shstrndx, shnum)
+	}
+	// elf_validity_check(): "The code assumes that section 0 has a length
+	// of zero and an addr of zero": the loader refuses any other (its
+	// sh_size may hold the section count of extended numbering).
+	if first.Type != elf.SHT_NULL || (first.Size != 0 && !extended) || first.Addr != 0 {
+		return nil, f.errf("[0]", "is not the null section (type %v, %d bytes at address %#x): the kernel refuses it (\"ELF Spec violation: section 0 type(%d)!=SH_NULL or non-zero len or addr\")",
+			first.Type, first.Size, first.Addr, uint32(first.Type))
 	}
 	f.Sections = make([]Section, shnum)
 	for i := range f.Sections {

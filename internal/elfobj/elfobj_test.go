@@ -63,6 +63,16 @@ func TestHostileInputs(t *testing.T) {
 		"name offset out of range": {mutate(func(b []byte) {
 			binary.LittleEndian.PutUint32(secHdr(b, 1), 0xffffff)
 		}), "name offset"},
+		// elf_validity_check(): section 0 is SHT_NULL, 0 bytes at 0.
+		"section 0 with a size": {mutate(func(b []byte) {
+			binary.LittleEndian.PutUint64(secHdr(b, 0)[32:], 0xde0000)
+		}), "section [0]: is not the null section (type SHT_NULL, 14548992 bytes at address 0x0): the kernel refuses it"},
+		"section 0 with an address": {mutate(func(b []byte) {
+			binary.LittleEndian.PutUint64(secHdr(b, 0)[16:], 0x1000)
+		}), "0 bytes at address 0x1000"},
+		"section 0 not SHT_NULL": {mutate(func(b []byte) {
+			binary.LittleEndian.PutUint32(secHdr(b, 0)[4:], uint32(elf.SHT_PROGBITS))
+		}), `(type SHT_PROGBITS, 0 bytes at address 0x0): the kernel refuses it ("ELF Spec violation: section 0 type(1)!=SH_NULL or non-zero len or addr")`},
 	}
 	for name, tt := range tests {
 		_, err := Parse("bad.o", tt.data)
