@@ -261,7 +261,7 @@ func (m *Module) Count(opts Options) (*Counts, error) {
 	a := m.arch
 	f := m.f
 	c := &counter{m: m, opts: opts, nsym: len(f.Symbols)}
-	res := &Counts{Module: m.Name, Path: m.Path, Arch: a.name, BigEndian: f.Order == binary.ByteOrder(binary.BigEndian), Mode: opts.Mode.String(),
+	res := &Counts{Module: m.Name, Path: m.Path, Arch: a.name, BigEndian: elfobj.BigEndian(f.Order), Mode: opts.Mode.String(),
 		Erratum843419: opts.Erratum843419 && a.machine == elf.EM_AARCH64, FixedPLTs: a.fixedPLTs}
 	c.erratum = res.Erratum843419
 	res.NoRandomizeBase = opts.NoRandomizeBase && a.machine == elf.EM_AARCH64

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/input"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
@@ -319,7 +320,7 @@ type checkOut struct {
 }
 
 func checkJSON(m *klp.Module, rows []pipeline.KernelResult) *checkOut {
-	out := &checkOut{Module: m.Path, Arch: m.Arch, BigEndian: bigEndian(m.ByteOrder), Kernels: []checkRow{}}
+	out := &checkOut{Module: m.Path, Arch: m.Arch, BigEndian: elfobj.BigEndian(m.ByteOrder), Kernels: []checkRow{}}
 	for _, r := range rows {
 		row := checkRow{Kernel: r.Kernel, Release: r.Release, OK: r.OK, Resolved: r.Resolved, Deferred: r.Deferred, Errors: r.Errors,
 			Millis: float64(r.Time.Microseconds()) / 1e3}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
 	"strings"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/pipeline"
 )
@@ -126,14 +126,11 @@ func archText(arch string, big bool) string {
 	return arch
 }
 
-// bigEndian reports whether o is big-endian.
-func bigEndian(o binary.ByteOrder) bool { return o == binary.ByteOrder(binary.BigEndian) }
-
 // problem is a static failure (klp.StaticError) in the JSON reports.
 func problem(err error) *problemJSON { return problemOf(klp.StaticError(err)) }
 
 func moduleInfo(m *klp.Module) *infoOut {
-	out := &infoOut{Module: m.Path, Name: m.KernelName(), Arch: m.Arch, BigEndian: bigEndian(m.ByteOrder), Format: string(m.Format), Livepatch: m.Livepatch,
+	out := &infoOut{Module: m.Path, Name: m.KernelName(), Arch: m.Arch, BigEndian: elfobj.BigEndian(m.ByteOrder), Format: string(m.Format), Livepatch: m.Livepatch,
 		Compression: string(m.Compression), Sections: []infoSection{}, Symbols: []string{}, Funcs: []infoFunc{},
 		Objects: m.Objects, FuncSource: string(m.FuncSource), Warnings: m.Warnings}
 	out.Vermagic = m.ELF().ModInfo("vermagic")

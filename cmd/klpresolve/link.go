@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
 	"github.com/klpresolve/klpresolve/pipeline"
@@ -289,7 +290,7 @@ type errorJSON struct {
 }
 
 func linkReport(img *modplt.Image, why pipeline.Explanation) linkJSON {
-	j := linkJSON{Module: img.Module.Name, Arch: img.Module.Arch, BigEndian: bigEndian(img.Module.ByteOrder), OK: img.Linked(),
+	j := linkJSON{Module: img.Module.Name, Arch: img.Module.Arch, BigEndian: elfobj.BigEndian(img.Module.ByteOrder), OK: img.Linked(),
 		PageSize: img.PageSize, Relocs: img.Relocs, Errors: []errorJSON{}, Unresolved: img.Unresolved,
 		PLTCore: [2]int{img.PLTCoreUsed, img.PLTCoreMax}, PLTInit: [2]int{img.PLTInitUsed, img.PLTInitMax},
 		GOT: [2]int{img.GOTUsed, img.GOTMax}, NotExported: notExportedList(img.Unresolved, why.NotExported),
@@ -348,10 +349,10 @@ func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden,
 	refused := refusals(versions, vermagic)
 	switch {
 	case img.Linked() && refused == "":
-		fmt.Fprintf(a.stdout, "OK: %s (%s) links: %s applied\n", m.Name, archText(m.Arch, bigEndian(m.ByteOrder)), count(img.Relocs, "relocation", "relocations"))
+		fmt.Fprintf(a.stdout, "OK: %s (%s) links: %s applied\n", m.Name, archText(m.Arch, elfobj.BigEndian(m.ByteOrder)), count(img.Relocs, "relocation", "relocations"))
 	case img.Linked():
-		fmt.Fprintf(a.stdout, "FAILED: %s (%s) links: %s applied%s\n", m.Name, archText(m.Arch, bigEndian(m.ByteOrder)), count(img.Relocs, "relocation", "relocations"), refused)
+		fmt.Fprintf(a.stdout, "FAILED: %s (%s) links: %s applied%s\n", m.Name, archText(m.Arch, elfobj.BigEndian(m.ByteOrder)), count(img.Relocs, "relocation", "relocations"), refused)
 	default:
-		fmt.Fprintf(a.stdout, "FAILED: %s (%s): %s applied, %d failed, %s%s\n", m.Name, archText(m.Arch, bigEndian(m.ByteOrder)), count(img.Relocs, "relocation", "relocations"), len(img.Errors), count(len(img.Unresolved), "unresolved symbol", "unresolved symbols"), refused)
+		fmt.Fprintf(a.stdout, "FAILED: %s (%s): %s applied, %d failed, %s%s\n", m.Name, archText(m.Arch, elfobj.BigEndian(m.ByteOrder)), count(img.Relocs, "relocation", "relocations"), len(img.Errors), count(len(img.Unresolved), "unresolved symbol", "unresolved symbols"), refused)
 	}
 }

@@ -330,7 +330,7 @@ type jsonOut struct {
 
 func jsonResolution(res *klp.Resolution) *jsonOut {
 	m := res.Module
-	out := &jsonOut{Module: m.Path, Name: m.Name, Arch: m.Arch, BigEndian: bigEndian(m.ByteOrder), Format: string(m.Format), Kallsyms: res.Source,
+	out := &jsonOut{Module: m.Path, Name: m.Name, Arch: m.Arch, BigEndian: elfobj.BigEndian(m.ByteOrder), Format: string(m.Format), Kallsyms: res.Source,
 		Relocations: []jsonReloc{}, Deferred: res.DeferredObjects, BuiltIn: builtInList(res.BuiltIn), Warnings: m.Warnings}
 	if out.Deferred == nil {
 		out.Deferred = []string{}
@@ -533,7 +533,7 @@ func writeResolution(w io.Writer, rep *pipeline.Report, given, kernel string) {
 	if name == "" {
 		name = "?"
 	}
-	fmt.Fprintf(w, "module %s (name %s): format %s, arch %s, livepatch=%v\n", m.Path, name, m.Format, archText(m.Arch, bigEndian(m.ByteOrder)), yesNo(m.Livepatch))
+	fmt.Fprintf(w, "module %s (name %s): format %s, arch %s, livepatch=%v\n", m.Path, name, m.Format, archText(m.Arch, elfobj.BigEndian(m.ByteOrder)), yesNo(m.Livepatch))
 	if kernel != "" {
 		fmt.Fprintln(w, kernel)
 	}

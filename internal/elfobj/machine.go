@@ -46,10 +46,13 @@ var moreRelocNames = map[elf.Machine]map[uint32]string{
 	},
 }
 
+// BigEndian reports whether o is binary.BigEndian.
+func BigEndian(o binary.ByteOrder) bool { return o == binary.ByteOrder(binary.BigEndian) }
+
 // EndianName names a byte order as klpresolve's text does:
 // "big-endian", or "little-endian" (also for nil).
 func EndianName(o binary.ByteOrder) string {
-	if o == binary.ByteOrder(binary.BigEndian) {
+	if BigEndian(o) {
 		return "big-endian"
 	}
 	return "little-endian"
