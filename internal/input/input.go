@@ -35,6 +35,10 @@ const (
 // justified by the file: a bomb must end as an error, not an OOM.
 const DefaultMaxSize = 2 << 30
 
+// ErrIsFolder is returned by ReadFileChecked for a folder (os.ReadFile
+// says "read X: is a directory", after opening it).
+var ErrIsFolder = errors.New("a folder, not a file")
+
 // ErrTooLarge is returned when an input grows past its size limit.
 var ErrTooLarge = errors.New("input larger than the limit")
 
@@ -130,7 +134,12 @@ func Open(path string) (*Source, error) {
 		return nil, err
 	}
 	var hint int64
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+	st, err := f.Stat()
+	if err == nil && st.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, ErrIsFolder)
+	}
+	if err == nil && st.Mode().IsRegular() {
 		hint = st.Size()
 	}
 	s, err := Wrap(path, f, hint)
@@ -308,7 +317,11 @@ func ReadFileChecked(path string, max int64, check func(name string, head []byte
 		return nil, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+	st, err := f.Stat()
+	if err == nil && st.IsDir() {
+		return nil, fmt.Errorf("%s: %w", path, ErrIsFolder)
+	}
+	if err == nil && st.Mode().IsRegular() {
 		// Refused past max before anything is read: a vmlinux or a disk
 		// image given by mistake is not read into memory first.
 		if st.Size() > max {

@@ -248,6 +248,15 @@ func TestReadFileChecked(t *testing.T) {
 	assert.EqualError(t, err, big+": input larger than the limit (3221225472 bytes, more than 1073741824)")
 	_, err = ReadFileChecked(filepath.Join(t.TempDir(), "absent"), 1<<30, refuse)
 	assert.ErrorIs(t, err, os.ErrNotExist)
+
+	// A folder is named for what it is, by both ways in, before any read.
+	dir := t.TempDir()
+	_, err = ReadFileChecked(dir, 1<<30, refuse)
+	require.ErrorIs(t, err, ErrIsFolder)
+	assert.EqualError(t, err, dir+": a folder, not a file")
+	_, err = Open(dir)
+	require.ErrorIs(t, err, ErrIsFolder)
+	assert.EqualError(t, err, dir+": a folder, not a file")
 }
 
 // zeros is /dev/zero: it never ends.
