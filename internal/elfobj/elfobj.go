@@ -218,21 +218,11 @@ func Parse(name string, data []byte) (*File, error) {
 	if uint64(len(data))-shoff < uint64(shentsize) {
 		return nil, f.errf("", "section header table at %#x runs past the end of the file (%d bytes)", shoff, len(data))
 	}
-	// Extended numbering: e_shnum 0 -> sh_size of section 0; SHN_XINDEX
-	// -> sh_link of section 0.
-	first := f.rawSection(data[shoff:])
-	extended := shnum == 0
+	// elf_validity_check() reads e_shnum and e_shstrndx as they are: a
+	// file with ELF's extended numbering (e_shnum 0 and the count in
+	// section 0's sh_size, for 65,280 sections or more) is refused.
 	if shnum == 0 {
-		if first.Size > uint64(len(data))/uint64(shentsize) {
-			return nil, f.errf("", "extended section count %d does not fit the file", first.Size)
-		}
-		shnum = int(first.Size)
-	}
-	if shstrndx == int(elf.SHN_XINDEX) {
-		shstrndx = int(first.Link)
-	}
-	if shnum == 0 {
-		return nil, f.errf("", "no sections")
+		return nil, f.errf("", "no sections (e_shnum 0: extended section numbering, which the kernel's loader refuses: \"Invalid ELF section name index\")")
 	}
 	if end := shoff + uint64(shnum)*uint64(shentsize); end > uint64(len(data)) {
 		return nil, f.errf("", "section header table (%d entries at %#x) runs past the end of the file (%d bytes)", shnum, shoff, len(data))
@@ -240,10 +230,10 @@ func Parse(name string, data []byte) (*File, error) {
 	if shstrndx == 0 || shstrndx >= shnum {
 		return nil, f.errf("", "section name table index %d out of range (%d sections)", shstrndx, shnum)
 	}
-	// elf_validity_check(): "The code assumes that section 0 has a length
-	// of zero and an addr of zero": the loader refuses any other (its
-	// sh_size may hold the section count of extended numbering).
-	if first.Type != elf.SHT_NULL || (first.Size != 0 && !extended) || first.Addr != 0 {
+	// "The code assumes that section 0 has a length of zero and an addr
+	// of zero" (elf_validity_check()): the loader refuses any other.
+	first := f.rawSection(data[shoff:])
+	if first.Type != elf.SHT_NULL || first.Size != 0 || first.Addr != 0 {
 		return nil, f.errf("[0]", "is not the null section (type %v, %d bytes at address %#x): the kernel refuses it (\"ELF Spec violation: section 0 type(%d)!=SH_NULL or non-zero len or addr\")",
 			first.Type, first.Size, first.Addr, uint32(first.Type))
 	}

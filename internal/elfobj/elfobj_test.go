@@ -70,6 +70,10 @@ func TestHostileInputs(t *testing.T) {
 		"section 0 with an address": {mutate(func(b []byte) {
 			binary.LittleEndian.PutUint64(secHdr(b, 0)[16:], 0x1000)
 		}), "0 bytes at address 0x1000"},
+		"extended numbering": {mutate(func(b []byte) {
+			binary.LittleEndian.PutUint16(b[60:], 0)
+			binary.LittleEndian.PutUint64(secHdr(b, 0)[32:], uint64(binary.LittleEndian.Uint16(good[60:])))
+		}), `no sections (e_shnum 0: extended section numbering, which the kernel's loader refuses: "Invalid ELF section name index")`},
 		"section 0 not SHT_NULL": {mutate(func(b []byte) {
 			binary.LittleEndian.PutUint32(secHdr(b, 0)[4:], uint32(elf.SHT_PROGBITS))
 		}), `(type SHT_PROGBITS, 0 bytes at address 0x0): the kernel refuses it ("ELF Spec violation: section 0 type(1)!=SH_NULL or non-zero len or addr")`},
