@@ -197,9 +197,9 @@ func Parse(name string, data []byte) (*File, error) {
 	o := f.Order
 	var shoff uint64
 	var shentsize, shnum, shstrndx int
-	shentMin := 40
+	shentWant := 40
 	if f.Is64() {
-		shentMin = 64
+		shentWant = 64
 		shoff = o.Uint64(data[40:])
 		shentsize, shnum, shstrndx = int(o.Uint16(data[58:])), int(o.Uint16(data[60:])), int(o.Uint16(data[62:]))
 	} else {
@@ -209,8 +209,9 @@ func Parse(name string, data []byte) (*File, error) {
 	if shoff == 0 {
 		return nil, f.errf("", "no section header table")
 	}
-	if shentsize < shentMin {
-		return nil, f.errf("", "section header entry size %d is smaller than %d", shentsize, shentMin)
+	// elf_validity_check(): e_shentsize is sizeof(Elf_Shdr), exactly.
+	if shentsize != shentWant {
+		return nil, f.errf("", "section header entry size %d is not %d: the kernel refuses it (\"Invalid ELF section header size\")", shentsize, shentWant)
 	}
 	if shoff >= uint64(len(data)) {
 		return nil, f.errf("", "section header table at %#x is past the end of the file (%d bytes)", shoff, len(data))

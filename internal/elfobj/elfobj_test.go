@@ -70,6 +70,8 @@ func TestHostileInputs(t *testing.T) {
 		"section 0 with an address": {mutate(func(b []byte) {
 			binary.LittleEndian.PutUint64(secHdr(b, 0)[16:], 0x1000)
 		}), "0 bytes at address 0x1000"},
+		"section header entry size 72": {mutate(func(b []byte) { binary.LittleEndian.PutUint16(b[58:], 72) }),
+			`section header entry size 72 is not 64: the kernel refuses it ("Invalid ELF section header size")`},
 		"extended numbering": {mutate(func(b []byte) {
 			binary.LittleEndian.PutUint16(b[60:], 0)
 			binary.LittleEndian.PutUint64(secHdr(b, 0)[32:], uint64(binary.LittleEndian.Uint16(good[60:])))
