@@ -469,3 +469,33 @@ func TestBuiltIn(t *testing.T) {
 	both := two.Resolve(index(string(example) + "ffffffff81400000 t xfs_iget\nffffffff81400100 t xfs_ilock\n"))
 	assert.Equal(t, []BuiltIn{{Object: "xfs", Names: []string{"xfs_iget", "xfs_ilock"}}}, both.BuiltIn)
 }
+
+// A patch module without .gnu.linkonce.this_module (an object converted
+// without the NAME.mod.o kbuild links in) is one the module loader
+// refuses; Open says so. The fixtures have it, as kbuild's modules do.
+func TestNoThisModule(t *testing.T) {
+	data, err := readFixture("livepatch-sample.ko")
+	require.NoError(t, err)
+	m, err := Parse("sample.ko", data)
+	require.NoError(t, err)
+	require.Empty(t, m.Warnings)
+
+	// The same bytes with the section renamed (same length).
+	i := bytes.Index(data, []byte(".gnu.linkonce.this_module\x00"))
+	require.Positive(t, i)
+	renamed := slices.Clone(data)
+	copy(renamed[i:], ".gnu.linkonce.that_module")
+	m, err = Parse("bare.ko", renamed)
+	require.NoError(t, err)
+	assert.Equal(t, []string{`no .gnu.linkonce.this_module section: the module loader refuses the module ("livepatch_sample: No module found in object"); link the object with the livepatch_sample.mod.o that modpost makes, as kbuild does`}, m.Warnings)
+
+	// An object without .modinfo is not told: kbuild has still to link
+	// it (with its .mod.o, which brings both).
+	obj, err := readFixture("kpatch-sample.ko")
+	require.NoError(t, err)
+	m, err = Parse("kpatch.ko", obj)
+	require.NoError(t, err)
+	for _, w := range m.Warnings {
+		assert.NotContains(t, w, "this_module")
+	}
+}

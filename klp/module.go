@@ -166,6 +166,7 @@ func Parse(name string, data []byte) (*Module, error) {
 	checkFuncs(m.Funcs, m.FuncSource == FuncsStatic)
 	m.checkObjects(d)
 	m.checkMarked()
+	m.checkThisModule()
 	return m, nil
 }
 
@@ -184,6 +185,20 @@ func (m *Module) checkMarked() {
 	m.NotMarked = &RelocError{File: m.Path, Section: ".modinfo", Symbol: "livepatch", Err: ErrNotMarked,
 		Kernel: fmt.Sprintf("module %s is not marked as a livepatch module", m.KernelName()),
 		Hint:   `its .modinfo has no livepatch=Y (MODULE_INFO(livepatch, "Y")), so klp_enable_patch() refuses it on every kernel`}
+}
+
+// checkThisModule: setup_load_info() refuses a module without
+// .gnu.linkonce.this_module, where modpost's NAME.mod.c puts its struct
+// module ("No module found in object"). Kbuild links every module with
+// its NAME.mod.o; an object compiled alone (and converted) lacks it. Only
+// for a patch that is marked or has livepatch sections and a .modinfo:
+// not for an object kbuild has still to link.
+func (m *Module) checkThisModule() {
+	if m.elf.SectionByName(".modinfo") == nil || m.elf.SectionByName(".gnu.linkonce.this_module") != nil ||
+		(m.Format == FormatNone && !m.marked) {
+		return
+	}
+	m.Warnings = append(m.Warnings, fmt.Sprintf("no .gnu.linkonce.this_module section: the module loader refuses the module (%q); link the object with the %s.mod.o that modpost makes, as kbuild does", m.KernelName()+": No module found in object", m.KernelName()))
 }
 
 // KernelName is the module's name as the kernel gives it: .modinfo's

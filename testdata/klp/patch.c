@@ -52,3 +52,10 @@ int livepatch_missing(void)
 static const char modinfo_name[] __attribute__((section(".modinfo"), used, aligned(1))) = "name=livepatch_sample";
 static const char modinfo_lp[] __attribute__((section(".modinfo"), used, aligned(1))) = "livepatch=Y";
 static const char modinfo_lic[] __attribute__((section(".modinfo"), used, aligned(1))) = "license=GPL";
+
+/* What modpost's NAME.mod.c adds (kbuild links it in): the module loader
+ * finds the module's struct module in this section, and refuses a module
+ * without it ("No module found in object"). Its layout is the kernel
+ * build's; nothing here reads it. */
+struct this_module { char opaque[64]; };
+struct this_module __this_module __attribute__((section(".gnu.linkonce.this_module"), used)) = { { 0 } };
