@@ -54,6 +54,10 @@ var (
 	// its .modinfo: klp_enable_patch() refuses it ("module %s is not
 	// marked as a livepatch module").
 	ErrNotMarked = errors.New("the module is not marked as a livepatch module")
+	// ErrNoModuleStruct: a module file without .gnu.linkonce.this_module,
+	// the struct module that modpost's NAME.mod.c defines and kbuild links
+	// in: setup_load_info() refuses it ("No module found in object").
+	ErrNoModuleStruct = errors.New("no struct module in the file (.gnu.linkonce.this_module)")
 	// ErrNameTooLong: a patched function's name is KSYM_NAME_LEN bytes or
 	// longer, or its object's MODULE_NAME_LEN or longer: klp_init_func()
 	// or klp_init_object() fails with -EINVAL, and says nothing.
@@ -182,6 +186,7 @@ var relocKinds = []struct {
 	{ErrNeverLoads, "never_loads"},
 	{ErrNoLivepatch, "no_livepatch"},
 	{ErrNotMarked, "not_marked_livepatch"},
+	{ErrNoModuleStruct, "no_module_struct"},
 	{ErrObjectNotInPatch, "no_klp_object"},
 	{ErrLoadTimeSection, "load_time_section"},
 	{ErrInitFunction, "init_function"},
@@ -199,9 +204,9 @@ var relocKinds = []struct {
 // "load_time_section"; a patched function's "name_too_long",
 // "duplicate", "init_function" or "not_traceable"; a deferred one checked
 // against its module's file, "load_order" (or a lookup's); the module's as a
-// whole, "no_livepatch" or "not_marked_livepatch"; "malformed" (the
-// module's bytes), or "other". The names do not change between releases;
-// errors.Is on the sentinels is the library's way.
+// whole, "no_module_struct", "no_livepatch" or "not_marked_livepatch";
+// "malformed" (the module's bytes), or "other". The names do not change
+// between releases; errors.Is on the sentinels is the library's way.
 func (e *RelocError) Kind() string {
 	var le *kallsyms.LookupError
 	if errors.As(e.Err, &le) {

@@ -65,6 +65,10 @@ type Module struct {
 	// in its .modinfo: klp_enable_patch() refuses it on every kernel
 	// (ErrNotMarked; Resolution.LoadErr carries it).
 	NotMarked *RelocError
+	// NoModuleStruct is set for a patch module without
+	// .gnu.linkonce.this_module: the module loader refuses it on every
+	// kernel (ErrNoModuleStruct; Resolution.LoadErr carries it).
+	NoModuleStruct *RelocError
 
 	elf *elfobj.File
 	// marked: .modinfo has a livepatch key, whatever its value, which is
@@ -198,7 +202,9 @@ func (m *Module) checkThisModule() {
 		(m.Format == FormatNone && !m.marked) {
 		return
 	}
-	m.Warnings = append(m.Warnings, fmt.Sprintf("no .gnu.linkonce.this_module section: the module loader refuses the module (%q); link the object with the %s.mod.o that modpost makes, as kbuild does", m.KernelName()+": No module found in object", m.KernelName()))
+	m.NoModuleStruct = &RelocError{File: m.Path, Section: ".gnu.linkonce.this_module", Err: ErrNoModuleStruct,
+		Kernel: m.KernelName() + ": No module found in object",
+		Hint:   fmt.Sprintf("the file has no .gnu.linkonce.this_module section, where the loader finds the module's struct module; modpost writes it in %s.mod.c and kbuild links %s.mod.o into every module: build the patch as a kbuild module (an object converted alone lacks it)", m.KernelName(), m.KernelName())}
 }
 
 // KernelName is the module's name as the kernel gives it: .modinfo's

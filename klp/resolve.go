@@ -65,6 +65,7 @@ type Resolution struct {
 	// then (or ErrLoadOrder); one that will stays Deferred.
 	Checked []CheckedObject
 	// LoadErr is set when the kernel refuses the module as a whole:
+	// ErrNoModuleStruct (the module loader, on every kernel),
 	// ErrNoLivepatch (the module loader, on this kernel) or ErrNotMarked
 	// (klp_enable_patch(), on every kernel). The relocations and
 	// functions are resolved all the same, to show what else would
@@ -262,7 +263,12 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 	}
 	slices.SortFunc(res.Checked, func(a, b CheckedObject) int { return strings.Compare(a.Object, b.Object) })
 	res.BuiltIn = builtIn(ix, res, deferred)
-	res.LoadErr = m.checkLivepatchSupport(ix)
+	// In load_module()'s order: setup_load_info(), check_modinfo(),
+	// then klp_enable_patch() from the module's init.
+	res.LoadErr = m.NoModuleStruct
+	if res.LoadErr == nil {
+		res.LoadErr = m.checkLivepatchSupport(ix)
+	}
 	if res.LoadErr == nil {
 		res.LoadErr = m.NotMarked
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -78,7 +79,7 @@ type infoOut struct {
 	Objects    []string      `json:"objects,omitempty"`
 	FuncSource string        `json:"func_source,omitempty"`
 	Funcs      []infoFunc    `json:"funcs"`
-	Refused    *problemJSON  `json:"refused,omitempty"` // the module as a whole (klp.Module.NotMarked)
+	Refused    *problemJSON  `json:"refused,omitempty"` // the module as a whole (klp.Module.NoModuleStruct, NotMarked)
 	Warnings   []string      `json:"warnings,omitempty"`
 	// Errors counts what every kernel refuses: failed sections,
 	// relocations and functions, and Refused.
@@ -181,7 +182,7 @@ func moduleInfo(m *klp.Module) *infoOut {
 		}
 		out.Funcs = append(out.Funcs, fi)
 	}
-	if e := m.NotMarked; e != nil {
+	if e := cmp.Or(m.NoModuleStruct, m.NotMarked); e != nil {
 		out.Refused = problemOf(e)
 		out.Errors++
 	}

@@ -1702,3 +1702,34 @@ func TestCheckLinkOptions(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stdout, "no_such_function: unresolved symbol")
 }
+
+// An object compiled alone has no .gnu.linkonce.this_module (kbuild links
+// it in with NAME.mod.o): convert says the loader will refuse what it
+// writes, and the main job fails the module as a whole.
+func TestConvertNoModuleStruct(t *testing.T) {
+	obj, err := os.ReadFile(fixture("patch.o"))
+	require.NoError(t, err)
+	i := bytes.Index(obj, []byte(".gnu.linkonce.this_module\x00"))
+	require.Positive(t, i)
+	copy(obj[i:], ".gnu.linkonce.that_module")
+	dir := t.TempDir()
+	bare := filepath.Join(dir, "bare.o")
+	require.NoError(t, os.WriteFile(bare, obj, 0o644))
+	kallsymsFile := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	out := filepath.Join(dir, "bare.ko")
+	code, stdout, errOut := runCLI(t, "convert", bare, "-o", out, "--kallsyms", kallsymsFile, "--symbol", "vfs_read")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "wrote "+out+": 1 livepatch symbol\n"+
+		`note: it has no .gnu.linkonce.this_module: the module loader refuses it ("livepatch_sample: No module found in object") until kbuild links it with its livepatch_sample.mod.o`+"\n", stdout)
+	code, stdout, _ = runCLI(t, out, "--kallsyms", kallsymsFile)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stdout, "error: the kernel refuses the module\n  kernel: livepatch_sample: No module found in object\n")
+	code, stdout, _ = runCLI(t, out, "--kallsyms", kallsymsFile, "--format", "json")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stdout, `"kind": "no_module_struct"`)
+
+	// The fixture itself has it: nothing said.
+	code, stdout, _ = runCLI(t, "convert", fixture("patch.o"), "-o", out, "--kallsyms", kallsymsFile, "--symbol", "vfs_read")
+	require.Equal(t, 0, code)
+	assert.NotContains(t, stdout, "note:")
+}

@@ -779,6 +779,11 @@ them), or written name@ADDRESS to pick the occurrence at that address.`,
 				distinct[s.Name] = true
 			}
 			fmt.Fprintf(said, "wrote %s: %s\n", out, count(len(distinct), "livepatch symbol", "livepatch symbols"))
+			// An object compiled alone: kbuild has still to link it
+			// with its NAME.mod.o for the loader to take it.
+			if m, err := klp.Parse(out, b); err == nil && m.NoModuleStruct != nil {
+				fmt.Fprintf(said, "note: it has no .gnu.linkonce.this_module: the module loader refuses it (%q) until kbuild links it with its %s.mod.o\n", m.NoModuleStruct.Kernel, m.KernelName())
+			}
 			return nil
 		},
 	}
