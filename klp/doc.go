@@ -44,8 +44,11 @@
 //     elf_type()'s letters. A sympos can mean different symbols in the two
 //     (ErrLoadOrder).
 //   - klp_enable_patch() refuses a module without livepatch=Y in its
-//     .modinfo (a warning here), and apply_relocate_add(), which applies
-//     every livepatch section, reads RELA only (Convert refuses REL).
+//     .modinfo (ErrNotMarked), setup_load_info() one without
+//     .gnu.linkonce.this_module, its struct module (ErrNoModuleStruct:
+//     "No module found in object"), and apply_relocate_add(), which
+//     applies every livepatch section, reads RELA only (Convert refuses
+//     REL).
 //
 // # Input
 //
