@@ -43,7 +43,12 @@ type Module struct {
 	ByteOrder   binary.ByteOrder
 	Format      Format
 	Compression input.Compression
-	Sections    []*RelaSection
+	// Signature is the signature appended to the module (sign-file), nil
+	// when it is unsigned: a kernel that enforces module signatures
+	// (CONFIG_MODULE_SIG_FORCE, or lockdown under UEFI Secure Boot)
+	// refuses an unsigned module.
+	Signature *Signature
+	Sections  []*RelaSection
 	// Kpatch holds what a kpatch-build module's .kpatch.* sections hold.
 	Kpatch *Kpatch
 	// Funcs are the functions the patch replaces, as the module declares
@@ -139,6 +144,10 @@ func Parse(name string, data []byte) (*Module, error) {
 	m := &Module{
 		Path: name, Name: f.ModInfo("name"), Livepatch: f.ModInfo("livepatch") == "Y", marked: f.ModInfo("livepatch") != "",
 		Machine: f.Machine, Arch: ArchName(f.Machine), Class: f.Class, ByteOrder: f.Order, Compression: comp, elf: f,
+	}
+	m.Signature = readSignature(f.Data)
+	if w := m.Signature.warning(); w != "" {
+		m.Warnings = append(m.Warnings, w)
 	}
 	if err := m.readKLP(); err != nil {
 		return nil, err

@@ -71,6 +71,8 @@ type infoOut struct {
 	// one), which --symvers checks against a kernel's Module.symvers.
 	Vermagic       string `json:"vermagic,omitempty"`
 	SymbolVersions *int   `json:"symbol_versions"`
+	// Signature is the appended module signature (null: unsigned).
+	Signature *signatureJSON `json:"signature"`
 	// Depends: the modules it depends on (pipeline.Depends), which
 	// modprobe loads first.
 	Depends    []string      `json:"depends,omitempty"`
@@ -127,6 +129,12 @@ func archText(arch string, big bool) string {
 	return arch
 }
 
+// signatureJSON is a klp.Signature.
+type signatureJSON struct {
+	Bytes   int    `json:"bytes"`
+	Problem string `json:"problem,omitempty"`
+}
+
 // problem is a static failure (klp.StaticError) in the JSON reports.
 func problem(err error) *problemJSON { return problemOf(klp.StaticError(err)) }
 
@@ -135,6 +143,9 @@ func moduleInfo(m *klp.Module) *infoOut {
 		Compression: string(m.Compression), Sections: []infoSection{}, Symbols: []string{}, Funcs: []infoFunc{},
 		Objects: m.Objects, FuncSource: string(m.FuncSource), Warnings: m.Warnings}
 	out.Vermagic = m.ELF().ModInfo("vermagic")
+	if s := m.Signature; s != nil {
+		out.Signature = &signatureJSON{Bytes: s.Bytes, Problem: s.Problem}
+	}
 	out.Depends = pipeline.Depends(m)
 	if v, err := pipeline.VersionsOf(m); err != nil {
 		out.Warnings = append(out.Warnings, err.Error())
@@ -200,6 +211,14 @@ func writeInfoText(w io.Writer, in *infoOut) {
 			fmt.Fprintf(w, ", %s (check them with --symvers)", count(*in.SymbolVersions, "symbol version", "symbol versions"))
 		}
 		fmt.Fprintln(w)
+	}
+	switch s := in.Signature; {
+	case s == nil:
+		fmt.Fprintln(w, "signature: none (a kernel that enforces module signatures refuses it: \"Loading of unsigned module is rejected\")")
+	case s.Problem == "":
+		fmt.Fprintf(w, "signature: PKCS#7, %d bytes (whether a kernel trusts its key, only that kernel can tell)\n", s.Bytes)
+	default:
+		fmt.Fprintf(w, "signature: malformed (%s)\n", s.Problem)
 	}
 	if len(in.Depends) > 0 {
 		fmt.Fprintf(w, "depends on: %s (modprobe loads them first; --modules lays them out from their files)\n", strings.Join(in.Depends, ", "))

@@ -1733,3 +1733,17 @@ func TestConvertNoModuleStruct(t *testing.T) {
 	require.Equal(t, 0, code)
 	assert.NotContains(t, stdout, "note:")
 }
+
+// info says whether a module is signed: Debian's are, the fixtures not.
+func TestInfoSignature(t *testing.T) {
+	md4 := testutil.Corpus(t, "amd64/modules/md4.ko")
+	code, out, _ := runCLI(t, "info", md4)
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "\nsignature: PKCS#7, 681 bytes (whether a kernel trusts its key, only that kernel can tell)\n")
+	code, out, _ = runCLI(t, "info", md4, "--format", "json")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "\"signature\": {\n    \"bytes\": 681\n  }")
+	code, out, _ = runCLI(t, "info", fixture("livepatch-sample.ko"), "--format", "json")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, `"signature": null`)
+}
