@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
@@ -275,5 +276,29 @@ func TestModuleFileByteOrder(t *testing.T) {
 		}
 		require.NoError(t, err)
 		require.Equal(t, []klp.CheckedObject{{Object: "foo", Path: ko, OK: 1}}, rep.Resolution.Checked)
+	}
+}
+
+// A kernel with a module of the patch's own name loaded refuses another
+// (add_unformed_module(): -EEXIST): a note, not a failure.
+func TestAlreadyLoaded(t *testing.T) {
+	m, err := klp.Open(repoFile("klp", "livepatch-sample.ko"))
+	require.NoError(t, err)
+	example, err := os.ReadFile(repoFile("kallsyms", "example.txt"))
+	require.NoError(t, err)
+	for _, c := range []struct {
+		extra string
+		want  bool
+	}{
+		{"", false},
+		{"ffffffffc0300000 t livepatch_vfs_read\t[livepatch_sample]\n", true},
+		{"ffffffffc0300000 t livepatch_vfs_read\t[livepatch_other]\n", false},
+	} {
+		ix, err := kallsyms.ParseBytes("k", append(slices.Clone(example), c.extra...), nil)
+		require.NoError(t, err)
+		rep, err := Run(m, ix, Options{})
+		require.NoError(t, err)
+		assert.Equal(t, c.want, rep.AlreadyLoaded, "%q", c.extra)
+		assert.True(t, rep.OK(false), "a note only")
 	}
 }

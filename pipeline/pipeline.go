@@ -221,6 +221,11 @@ type Report struct {
 	// against the kernel's, as check_modinfo() checks it; OK fails when
 	// the loader refuses it.
 	Vermagic *symvers.Magic
+	// AlreadyLoaded: the kernel's symbols list a module of the patch's
+	// own name, so insmod of this file fails with "File exists" until
+	// that one is removed (add_unformed_module(): -EEXIST). A note: OK
+	// does not count it (a patch may be checked where it is loaded).
+	AlreadyLoaded bool
 	// Times of the phases.
 	ResolveTime, LinkTime time.Duration
 }
@@ -357,6 +362,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 		}
 	}
 	rep.Resolution = m.ResolveWith(ix, ro)
+	rep.AlreadyLoaded = m.KernelName() != kallsyms.Vmlinux && ix.HasObject(m.KernelName())
 	var err error
 	if rep.Versions, rep.Vermagic, err = CheckVersions(m, opts.Symvers, opts.Vermagic); err != nil {
 		return nil, err

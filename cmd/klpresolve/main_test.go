@@ -1747,3 +1747,17 @@ func TestInfoSignature(t *testing.T) {
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, `"signature": null`)
 }
+
+// The main job notes a module of the patch's name loaded already.
+func TestMainJobAlreadyLoaded(t *testing.T) {
+	example, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt"))
+	require.NoError(t, err)
+	k := filepath.Join(t.TempDir(), "kallsyms")
+	require.NoError(t, os.WriteFile(k, append(example, "ffffffffc0300000 t livepatch_vfs_read\t[livepatch_sample]\n"...), 0o644))
+	code, out, _ := runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "\nnote: a module named livepatch_sample is loaded in this kernel already: insmod of this file fails (\"File exists\") until it is removed")
+	code, out, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k, "--format", "json")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, `"already_loaded": true`)
+}

@@ -131,6 +131,7 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 			j.Link = &lj
 			j.CFI = cfiJSON(rep.CFI)
 		}
+		j.AlreadyLoaded = rep.AlreadyLoaded
 		j.Modversions = versionsJSON(rep.Versions)
 		j.Vermagic = vermagicJSON(rep.Vermagic, kf.magicFrom)
 		err = writeJSON(a, j)
@@ -291,7 +292,10 @@ type jsonOut struct {
 	// LoaderUnresolved (without --link): the ordinary undefined symbols
 	// the module loader would not find; LoaderNotExported: those of them
 	// the kernel has but does not export to the module.
-	LoaderUnresolved  []string          `json:"loader_unresolved,omitempty"`
+	LoaderUnresolved []string `json:"loader_unresolved,omitempty"`
+	// AlreadyLoaded: a module of the patch's name is loaded
+	// (pipeline.Report.AlreadyLoaded).
+	AlreadyLoaded     bool              `json:"already_loaded,omitempty"`
 	LoaderNotExported []notExportedJSON `json:"loader_not_exported,omitempty"`
 	// KallsymsCodeOnly (without --link; with it, link's): the symbol list
 	// has no data symbols, which may be why some did not resolve.
@@ -638,6 +642,10 @@ func writeResolution(w io.Writer, rep *pipeline.Report, given, kernel string) {
 		for _, n := range whyNotes(rep.Explanation, res.Source) {
 			fmt.Fprintf(w, "  %s\n", n)
 		}
+	}
+	if rep.AlreadyLoaded {
+		name := res.Module.KernelName()
+		fmt.Fprintf(w, "note: a module named %s is loaded in this kernel already: insmod of this file fails (\"File exists\") until it is removed (a livepatch is disabled first: echo 0 > /sys/kernel/livepatch/%s/enabled, then rmmod %s); a patch loaded beside it needs another name\n", name, name, name)
 	}
 }
 
