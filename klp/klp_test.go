@@ -332,6 +332,19 @@ func TestConvertRefusals(t *testing.T) {
 	assert.Equal(t, SymbolName{Object: "vmlinux", Name: "used", Pos: 2}, m.Sections[0].Relocs[0].Sym)
 }
 
+// respelt is a copy of data with the first old overwritten by new, no
+// longer than it: a string table's name or a .modinfo key changed in
+// place.
+func respelt(t *testing.T, data []byte, old, new string) []byte {
+	t.Helper()
+	i := bytes.Index(data, []byte(old))
+	require.Positive(t, i, "%q", old)
+	require.LessOrEqual(t, len(new), len(old))
+	out := slices.Clone(data)
+	copy(out[i:], new)
+	return out
+}
+
 // TestNotMarkedLivepatch: a built module (it has a .modinfo) with
 // livepatch sections but no livepatch key fails on every kernel, as
 // klp_enable_patch() refuses it; the sample (marked), one marked
@@ -345,10 +358,7 @@ func TestNotMarkedLivepatch(t *testing.T) {
 	require.True(t, m.Livepatch)
 	assert.Empty(t, m.Warnings)
 
-	i := bytes.Index(data, []byte("livepatch=Y\x00"))
-	require.Positive(t, i)
-	unmarked := slices.Clone(data)
-	copy(unmarked[i:], "livepatcX=Y")
+	unmarked := respelt(t, data, "livepatch=Y\x00", "livepatcX=Y")
 	m, err = Parse("unmarked.ko", unmarked)
 	require.NoError(t, err)
 	assert.False(t, m.Livepatch)
@@ -364,17 +374,13 @@ func TestNotMarkedLivepatch(t *testing.T) {
 	// calls klp_enable_patch(), so its klp_patch is read, and refused.
 	kp, err := readFixture("klp-patch.o")
 	require.NoError(t, err)
-	j := bytes.Index(kp, []byte("livepatch=Y\x00"))
-	require.Positive(t, j)
-	copy(kp[j:], "livepatcX=Y")
-	km, err := Parse("klp-patch.o", kp)
+	km, err := Parse("klp-patch.o", respelt(t, kp, "livepatch=Y\x00", "livepatcX=Y"))
 	require.NoError(t, err)
 	assert.Equal(t, FuncsStatic, km.FuncSource)
 	require.NotNil(t, km.NotMarked)
 	assert.Equal(t, "not_marked_livepatch", km.NotMarked.Kind())
 
-	copy(unmarked[i:], "livepatch=N")
-	m, err = Parse("marked-n.ko", unmarked)
+	m, err = Parse("marked-n.ko", respelt(t, data, "livepatch=Y\x00", "livepatch=N"))
 	require.NoError(t, err)
 	assert.Nil(t, m.Resolve(ix).LoadErr, "is_livepatch_module(): the key is there")
 
@@ -476,22 +482,19 @@ func TestBuiltIn(t *testing.T) {
 func TestNoThisModule(t *testing.T) {
 	data, err := readFixture("livepatch-sample.ko")
 	require.NoError(t, err)
-	m, err := Parse("sample.ko", data)
+	kernel, err := kallsyms.Parse("k", strings.NewReader("ffffffff81000000 T start_kernel\nffffffff81000100 T klp_enable_patch\nffffffff81010180 T vfs_read\n"), nil)
 	require.NoError(t, err)
-	require.Empty(t, m.Warnings)
+	sample, err := Parse("sample.ko", data)
+	require.NoError(t, err)
+	require.Nil(t, sample.Resolve(kernel).LoadErr)
 
-	// The same bytes with the section renamed (same length).
-	i := bytes.Index(data, []byte(".gnu.linkonce.this_module\x00"))
-	require.Positive(t, i)
-	renamed := slices.Clone(data)
-	copy(renamed[i:], ".gnu.linkonce.that_module")
-	m, err = Parse("bare.ko", renamed)
+	// The same bytes with the section renamed.
+	renamed := respelt(t, data, ".gnu.linkonce.this_module\x00", ".gnu.linkonce.that_module")
+	m, err := Parse("bare.ko", renamed)
 	require.NoError(t, err)
-	assert.Empty(t, m.Warnings)
+	assert.Empty(t, m.Warnings, "an error, not a warning")
 	require.NotNil(t, m.NoModuleStruct)
-	ix, err := kallsyms.Parse("k", strings.NewReader("ffffffff81000000 T start_kernel\nffffffff81000100 T klp_enable_patch\nffffffff81010180 T vfs_read\n"), nil)
-	require.NoError(t, err)
-	res := m.Resolve(ix)
+	res := m.Resolve(kernel)
 	require.NotNil(t, res.LoadErr)
 	require.ErrorIs(t, res.LoadErr, ErrNoModuleStruct)
 	assert.Equal(t, "no_module_struct", res.LoadErr.Kind())
@@ -499,12 +502,10 @@ func TestNoThisModule(t *testing.T) {
 	assert.Contains(t, res.LoadErr.Hint, "kbuild links livepatch_sample.mod.o into every module")
 	assert.False(t, res.OK(false))
 	// The loader's refusal comes before klp_enable_patch()'s.
-	i = bytes.Index(renamed, []byte("livepatch=Y\x00"))
-	copy(renamed[i:], "livepatcX=Y")
-	m, err = Parse("bare-unmarked.ko", renamed)
+	m, err = Parse("bare-unmarked.ko", respelt(t, renamed, "livepatch=Y\x00", "livepatcX=Y"))
 	require.NoError(t, err)
 	require.NotNil(t, m.NotMarked)
-	require.ErrorIs(t, m.Resolve(ix).LoadErr, ErrNoModuleStruct)
+	require.ErrorIs(t, m.Resolve(kernel).LoadErr, ErrNoModuleStruct)
 
 	// An object without .modinfo is not told: kbuild has still to link
 	// it (with its .mod.o, which brings both).
