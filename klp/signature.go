@@ -22,7 +22,8 @@ const pkeyIDPKCS7 = 2
 // Whether the key is one the kernel trusts, and whether the digest
 // matches, only the kernel can tell.
 type Signature struct {
-	// Bytes is the length of the PKCS#7 message (sig_len).
+	// Bytes is the length of the PKCS#7 message (sig_len; 0 when it does
+	// not fit the file).
 	Bytes int
 	// Problem is set when mod_check_sig() fails the trailer itself;
 	// Kernel is then what the kernel prints, if anything.
@@ -50,7 +51,7 @@ func readSignature(data []byte) *Signature {
 	sigLen := binary.BigEndian.Uint32(ms[8:])
 	// mod_check_sig(): the message must leave room for the module.
 	if uint64(sigLen) >= uint64(modlen-moduleSignatureSize) {
-		return &Signature{Bytes: int(min(sigLen, uint32(modlen))), Problem: fmt.Sprintf("sig_len %d is not less than the %d bytes before the module_signature", sigLen, modlen-moduleSignatureSize), Fatal: true}
+		return &Signature{Problem: fmt.Sprintf("sig_len %d is not less than the %d bytes before the module_signature", sigLen, modlen-moduleSignatureSize), Fatal: true}
 	}
 	if ms[2] != pkeyIDPKCS7 {
 		return &Signature{Bytes: int(sigLen), Problem: fmt.Sprintf("id_type %d, not PKEY_ID_PKCS7 (%d)", ms[2], pkeyIDPKCS7),

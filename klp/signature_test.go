@@ -35,7 +35,7 @@ func TestReadSignature(t *testing.T) {
 		{"unsigned", body, nil},
 		{"marker only", []byte(sigMagic), nil},
 		{"good", signed(body, msg, pkcs7, 40), &Signature{Bytes: 40}},
-		{"sig_len past the module", signed(body, msg, pkcs7, 140), &Signature{Bytes: 140,
+		{"sig_len past the module", signed(body, msg, pkcs7, 140), &Signature{
 			Problem: "sig_len 140 is not less than the 140 bytes before the module_signature", Fatal: true}},
 		{"X.509 id_type", signed(body, msg, [8]byte{0, 0, 1}, 40), &Signature{Bytes: 40,
 			Problem: "id_type 1, not PKEY_ID_PKCS7 (2)", Kernel: "module: not signed with expected PKCS#7 message"}},

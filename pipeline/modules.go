@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -143,8 +144,11 @@ func (mf *ModuleFiles) Vermagic() (magic, path string, err error) {
 }
 
 // Target reads the module called name as a target for a patch for arch
-// (nil, nil when no file was found for it).
-func (mf *ModuleFiles) Target(name, arch string, kallsymsAll bool) (*klp.Target, error) {
+// in byte order order (nil: either), or nil, nil when no file was found
+// for it. A file for another architecture or byte order is ErrModuleFile:
+// Arch does not tell a big-endian arm64 or arm module from a
+// little-endian one, and a kernel loads only its own (elf_check_arch()).
+func (mf *ModuleFiles) Target(name, arch string, order binary.ByteOrder, kallsymsAll bool) (*klp.Target, error) {
 	path, err := mf.Path(name)
 	if path == "" || err != nil {
 		return nil, err
@@ -172,6 +176,8 @@ func (mf *ModuleFiles) Target(name, arch string, kallsymsAll bool) (*klp.Target,
 		return nil, fmt.Errorf("%s: %w: its .modinfo names module %s, not %s", path, ErrModuleFile, o.t.Name, name)
 	case o.t.Arch != arch:
 		return nil, fmt.Errorf("%s: %w: a module for %s, and the patch is for %s", path, ErrModuleFile, o.t.Arch, arch)
+	case order != nil && o.t.ByteOrder != nil && o.t.ByteOrder != order:
+		return nil, fmt.Errorf("%s: %w: a %s module for %s, and the patch is %s", path, ErrModuleFile, elfobj.EndianName(o.t.ByteOrder), arch, elfobj.EndianName(order))
 	}
 	return o.t, nil
 }
@@ -199,15 +205,9 @@ func (mf *ModuleFiles) targetsFor(m *klp.Module, ix *kallsyms.Index) (targets ma
 		if o == kallsyms.Vmlinux {
 			continue
 		}
-		t, err := mf.Target(o, m.Arch, ix.KernelKallsyms().All)
+		t, err := mf.Target(o, m.Arch, m.ByteOrder, ix.KernelKallsyms().All)
 		if err != nil {
 			return nil, nil, nil, err
-		}
-		// Arch does not tell a big-endian arm64 or arm module from a
-		// little-endian one; the kernel loads only its own byte order
-		// (elf_check_arch()), so the two never meet in one kernel.
-		if t != nil && m.ByteOrder != nil && t.ByteOrder != nil && t.ByteOrder != m.ByteOrder {
-			return nil, nil, nil, fmt.Errorf("%s: %w: a %s module for %s, and the patch is %s", t.Path, ErrModuleFile, elfobj.EndianName(t.ByteOrder), t.Arch, elfobj.EndianName(m.ByteOrder))
 		}
 		switch {
 		case t == nil && !ix.HasObject(o):

@@ -60,15 +60,18 @@ func TestModuleFiles(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, p)
 
-	tg, err := mf.Target("xfs", "x86_64", true)
+	tg, err := mf.Target("xfs", "x86_64", nil, true)
 	require.NoError(t, err)
 	require.Equal(t, "xfs", tg.Name)
-	again, err := mf.Target("xfs", "x86_64", true)
+	again, err := mf.Target("xfs", "x86_64", binary.LittleEndian, true)
 	require.NoError(t, err)
 	require.Same(t, tg, again, "read once")
+	_, err = mf.Target("xfs", "x86_64", binary.BigEndian, true)
+	require.ErrorIs(t, err, ErrModuleFile)
+	require.ErrorContains(t, err, "xfs.ko.zst: unusable module file: a little-endian module for x86_64, and the patch is big-endian")
 
 	// crc-t10dif.ko is xfs.ko under another name: its .modinfo says so.
-	_, err = mf.Target("crc_t10dif", "x86_64", true)
+	_, err = mf.Target("crc_t10dif", "x86_64", nil, true)
 	require.ErrorIs(t, err, ErrModuleFile)
 	require.ErrorContains(t, err, "crc-t10dif.ko: unusable module file: its .modinfo names module xfs, not crc_t10dif")
 	// Another architecture's module.
@@ -76,7 +79,7 @@ func TestModuleFiles(t *testing.T) {
 	copyFile(t, repoFile("modplt", "thumb.o"), arm)
 	mf2, err := FindModules([]string{arm})
 	require.NoError(t, err)
-	_, err = mf2.Target("thumb", "x86_64", true)
+	_, err = mf2.Target("thumb", "x86_64", nil, true)
 	require.ErrorIs(t, err, ErrModuleFile)
 	require.ErrorContains(t, err, "a module for arm, and the patch is for x86_64")
 
@@ -172,7 +175,7 @@ func TestModuleFilesConcurrent(t *testing.T) {
 	got := make(chan *klp.Target, 8)
 	for range 8 {
 		go func() {
-			tg, err := mf.Target("xfs", "x86_64", false)
+			tg, err := mf.Target("xfs", "x86_64", nil, false)
 			if err != nil {
 				tg = nil
 			}

@@ -347,12 +347,13 @@ func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden,
 	writeVersions(a.stdout, versions)
 	writeVermagic(a.stdout, vermagic, magicFrom)
 	refused := refusals(versions, vermagic)
+	arch := archText(m.Arch, elfobj.BigEndian(m.ByteOrder))
 	switch {
 	case img.Linked() && refused == "":
-		fmt.Fprintf(a.stdout, "OK: %s (%s) links: %s applied\n", m.Name, archText(m.Arch, elfobj.BigEndian(m.ByteOrder)), count(img.Relocs, "relocation", "relocations"))
+		fmt.Fprintf(a.stdout, "OK: %s (%s) links: %s applied\n", m.Name, arch, count(img.Relocs, "relocation", "relocations"))
 	case img.Linked():
-		fmt.Fprintf(a.stdout, "FAILED: %s (%s) links: %s applied%s\n", m.Name, archText(m.Arch, elfobj.BigEndian(m.ByteOrder)), count(img.Relocs, "relocation", "relocations"), refused)
+		fmt.Fprintf(a.stdout, "FAILED: %s (%s) links: %s applied%s\n", m.Name, arch, count(img.Relocs, "relocation", "relocations"), refused)
 	default:
-		fmt.Fprintf(a.stdout, "FAILED: %s (%s): %s applied, %d failed, %s%s\n", m.Name, archText(m.Arch, elfobj.BigEndian(m.ByteOrder)), count(img.Relocs, "relocation", "relocations"), len(img.Errors), count(len(img.Unresolved), "unresolved symbol", "unresolved symbols"), refused)
+		fmt.Fprintf(a.stdout, "FAILED: %s (%s): %s applied, %d failed, %s%s\n", m.Name, arch, count(img.Relocs, "relocation", "relocations"), len(img.Errors), count(len(img.Unresolved), "unresolved symbol", "unresolved symbols"), refused)
 	}
 }

@@ -292,11 +292,11 @@ type jsonOut struct {
 	// LoaderUnresolved (without --link): the ordinary undefined symbols
 	// the module loader would not find; LoaderNotExported: those of them
 	// the kernel has but does not export to the module.
-	LoaderUnresolved []string `json:"loader_unresolved,omitempty"`
+	LoaderUnresolved  []string          `json:"loader_unresolved,omitempty"`
+	LoaderNotExported []notExportedJSON `json:"loader_not_exported,omitempty"`
 	// AlreadyLoaded: a module of the patch's name is loaded
 	// (pipeline.Report.AlreadyLoaded).
-	AlreadyLoaded     bool              `json:"already_loaded,omitempty"`
-	LoaderNotExported []notExportedJSON `json:"loader_not_exported,omitempty"`
+	AlreadyLoaded bool `json:"already_loaded,omitempty"`
 	// KallsymsCodeOnly (without --link; with it, link's): the symbol list
 	// has no data symbols, which may be why some did not resolve.
 	KallsymsCodeOnly bool `json:"kallsyms_code_only,omitempty"`

@@ -35,9 +35,23 @@ const (
 // justified by the file: a bomb must end as an error, not an OOM.
 const DefaultMaxSize = 2 << 30
 
-// ErrIsFolder is returned by ReadFileChecked for a folder (os.ReadFile
-// says "read X: is a directory", after opening it).
+// ErrIsFolder is returned by Open and ReadFileChecked for a folder
+// (os.ReadFile says "read X: is a directory", after opening it).
 var ErrIsFolder = errors.New("a folder, not a file")
+
+// statOpened tells an opened path's size when it is a regular file, and
+// refuses a folder (ErrIsFolder). A Stat that fails tells nothing: the
+// reads that follow say what is wrong.
+func statOpened(path string, f *os.File) (size int64, regular bool, err error) {
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		return 0, false, nil
+	case st.IsDir():
+		return 0, false, fmt.Errorf("%s: %w", path, ErrIsFolder)
+	}
+	return st.Size(), st.Mode().IsRegular(), nil
+}
 
 // ErrTooLarge is returned when an input grows past its size limit.
 var ErrTooLarge = errors.New("input larger than the limit")
@@ -134,13 +148,13 @@ func Open(path string) (*Source, error) {
 		return nil, err
 	}
 	var hint int64
-	st, err := f.Stat()
-	if err == nil && st.IsDir() {
+	size, regular, err := statOpened(path, f)
+	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: %w", path, ErrIsFolder)
+		return nil, err
 	}
-	if err == nil && st.Mode().IsRegular() {
-		hint = st.Size()
+	if regular {
+		hint = size
 	}
 	s, err := Wrap(path, f, hint)
 	if err != nil {
@@ -317,17 +331,17 @@ func ReadFileChecked(path string, max int64, check func(name string, head []byte
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err == nil && st.IsDir() {
-		return nil, fmt.Errorf("%s: %w", path, ErrIsFolder)
+	size, regular, err := statOpened(path, f)
+	if err != nil {
+		return nil, err
 	}
-	if err == nil && st.Mode().IsRegular() {
+	if regular {
 		// Refused past max before anything is read: a vmlinux or a disk
 		// image given by mistake is not read into memory first.
-		if st.Size() > max {
-			return nil, fmt.Errorf("%s: %w (%d bytes, more than %d)", path, ErrTooLarge, st.Size(), max)
+		if size > max {
+			return nil, fmt.Errorf("%s: %w (%d bytes, more than %d)", path, ErrTooLarge, size, max)
 		}
-		data, err := ReadAll(f, st.Size(), max)
+		data, err := ReadAll(f, size, max)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
