@@ -46,7 +46,11 @@
 //   - klp_enable_patch() refuses a module without livepatch=Y in its
 //     .modinfo (ErrNotMarked), setup_load_info() one without
 //     .gnu.linkonce.this_module, its struct module (ErrNoModuleStruct:
-//     "No module found in object"), and apply_relocate_add(), which
+//     "No module found in object") or a symbol table (ErrNoSymbols:
+//     "module has no symbols (stripped?)"), module_enforce_rwx_sections()
+//     a section both writable and executable (ErrWriteExec),
+//     verify_exported_symbols() an export the kernel has already
+//     (ErrDuplicateExport), and apply_relocate_add(), which
 //     applies every livepatch section, reads RELA only (Convert refuses
 //     REL).
 //

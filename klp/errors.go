@@ -58,6 +58,18 @@ var (
 	// the struct module that modpost's NAME.mod.c defines and kbuild links
 	// in: setup_load_info() refuses it ("No module found in object").
 	ErrNoModuleStruct = errors.New("no struct module in the file (.gnu.linkonce.this_module)")
+	// ErrNoSymbols: a module file without a symbol table (strip
+	// --strip-all): setup_load_info() refuses it ("module has no symbols
+	// (stripped?)").
+	ErrNoSymbols = errors.New("no symbol table in the file")
+	// ErrWriteExec: a module with a section both writable and executable:
+	// module_enforce_rwx_sections() refuses it on a CONFIG_STRICT_MODULE_RWX
+	// kernel ("has invalid WRITE|EXEC flags").
+	ErrWriteExec = errors.New("a section both writable and executable")
+	// ErrDuplicateExport: the module exports a symbol that vmlinux or a
+	// loaded module exports already: verify_exported_symbols() refuses it
+	// ("exports duplicate symbol").
+	ErrDuplicateExport = errors.New("exports a symbol the kernel exports already")
 	// ErrNameTooLong: a patched function's name is KSYM_NAME_LEN bytes or
 	// longer, or its object's MODULE_NAME_LEN or longer: klp_init_func()
 	// or klp_init_object() fails with -EINVAL, and says nothing.
@@ -187,6 +199,9 @@ var relocKinds = []struct {
 	{ErrNoLivepatch, "no_livepatch"},
 	{ErrNotMarked, "not_marked_livepatch"},
 	{ErrNoModuleStruct, "no_module_struct"},
+	{ErrNoSymbols, "no_symbols"},
+	{ErrWriteExec, "write_exec"},
+	{ErrDuplicateExport, "duplicate_export"},
 	{ErrObjectNotInPatch, "no_klp_object"},
 	{ErrLoadTimeSection, "load_time_section"},
 	{ErrInitFunction, "init_function"},

@@ -1,6 +1,7 @@
 package klp
 
 import (
+	"cmp"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
@@ -74,6 +75,15 @@ type Module struct {
 	// .gnu.linkonce.this_module: the module loader refuses it on every
 	// kernel (ErrNoModuleStruct; Resolution.LoadErr carries it).
 	NoModuleStruct *RelocError
+	// NoSymbols is set for a module file without a symbol table (strip
+	// --strip-all): the module loader refuses it on every kernel
+	// (ErrNoSymbols; Resolution.LoadErr carries it).
+	NoSymbols *RelocError
+	// WriteExec is set for a module with a section both writable and
+	// executable: the module loader of a CONFIG_STRICT_MODULE_RWX kernel
+	// (every x86_64 and arm64 kernel, and armv7's by default) refuses it
+	// (ErrWriteExec; Resolution.LoadErr carries it).
+	WriteExec *RelocError
 
 	elf *elfobj.File
 	// marked: .modinfo has a livepatch key, whatever its value, which is
@@ -180,7 +190,55 @@ func Parse(name string, data []byte) (*Module, error) {
 	m.checkObjects(d)
 	m.checkMarked()
 	m.checkThisModule()
+	m.checkSymtab()
+	m.checkWriteExec()
 	return m, nil
+}
+
+// Refused is the first reason the module loader refuses the module on
+// every kernel, in load_module()'s order (setup_load_info(), then
+// layout_and_allocate(), then klp_enable_patch() from the module's init),
+// or nil. Resolution.LoadErr adds what depends on the kernel.
+func (m *Module) Refused() *RelocError {
+	return cmp.Or(m.NoSymbols, m.NoModuleStruct, m.WriteExec, m.NotMarked)
+}
+
+// loaderName is the name the loader gives the module in its first
+// refusals: .modinfo's name, before it has read struct module
+// (setup_load_info()).
+func (m *Module) loaderName() string {
+	return cmp.Or(m.Name, "(missing .modinfo section or name field)")
+}
+
+// checkSymtab: setup_load_info() refuses a module without a SHT_SYMTAB
+// section ("module has no symbols (stripped?)"), before it looks for
+// struct module. strip --strip-all does it (strip --strip-debug, which
+// kbuild's INSTALL_MOD_STRIP=1 runs, keeps the table).
+func (m *Module) checkSymtab() {
+	if m.elf.Symtab != 0 {
+		return
+	}
+	m.NoSymbols = &RelocError{File: m.Path, Section: ".symtab", Err: ErrNoSymbols,
+		Kernel: m.loaderName() + ": module has no symbols (stripped?)",
+		Hint:   "the file has no symbol table: the loader needs it to resolve and relocate anything; strip modules with --strip-debug (what INSTALL_MOD_STRIP=1 runs), never --strip-all"}
+}
+
+// checkWriteExec: module_enforce_rwx_sections() (kernel/module/
+// strict_rwx.c), from layout_and_allocate(), refuses the first section
+// with both SHF_WRITE and SHF_EXECINSTR, allocated or not, when the kernel
+// has CONFIG_STRICT_MODULE_RWX: always on x86_64 and arm64, and on arm
+// the default for ARMv7 (ARCH_OPTIONAL_KERNEL_RWX_DEFAULT).
+func (m *Module) checkWriteExec() {
+	const wx = elf.SHF_WRITE | elf.SHF_EXECINSTR
+	for i, s := range m.elf.Sections {
+		if s.Flags&wx != wx {
+			continue
+		}
+		m.WriteExec = &RelocError{File: m.Path, Section: s.Name, Err: ErrWriteExec,
+			Kernel: fmt.Sprintf("%s: section %s (index %d) has invalid WRITE|EXEC flags", m.KernelName(), s.Name, i),
+			Hint:   "a section both writable and executable (an assembler .section with \"awx\" flags, or code and data given one section name) is refused by every kernel with CONFIG_STRICT_MODULE_RWX (x86_64, arm64, and ARMv7 by default): give code and data sections of their own"}
+		return
+	}
 }
 
 // checkMarked: klp_enable_patch() refuses a module that the loader did
@@ -212,7 +270,7 @@ func (m *Module) checkThisModule() {
 		return
 	}
 	m.NoModuleStruct = &RelocError{File: m.Path, Section: ".gnu.linkonce.this_module", Err: ErrNoModuleStruct,
-		Kernel: m.KernelName() + ": No module found in object",
+		Kernel: m.loaderName() + ": No module found in object",
 		Hint:   fmt.Sprintf("the file has no .gnu.linkonce.this_module section, where the loader finds the module's struct module; modpost writes it in %s.mod.c and kbuild links %s.mod.o into every module: build the patch as a kbuild module (an object converted alone lacks it)", m.KernelName(), m.KernelName())}
 }
 

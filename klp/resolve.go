@@ -1,6 +1,7 @@
 package klp
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -64,12 +65,14 @@ type Resolution struct {
 	// the module loads is Failed, with the error the kernel will give
 	// then (or ErrLoadOrder); one that will stays Deferred.
 	Checked []CheckedObject
-	// LoadErr is set when the kernel refuses the module as a whole:
+	// LoadErr is set when the kernel refuses the module as a whole, the
+	// first reason in load_module()'s order: ErrNoSymbols or
 	// ErrNoModuleStruct (the module loader, on every kernel),
-	// ErrNoLivepatch (the module loader, on this kernel) or ErrNotMarked
-	// (klp_enable_patch(), on every kernel). The relocations and
-	// functions are resolved all the same, to show what else would
-	// fail.
+	// ErrNoLivepatch (the module loader, on this kernel), ErrWriteExec
+	// (on every kernel with CONFIG_STRICT_MODULE_RWX), ErrDuplicateExport
+	// (on this kernel) or ErrNotMarked (klp_enable_patch(), on every
+	// kernel). The relocations and functions are resolved all the same,
+	// to show what else would fail.
 	LoadErr *RelocError
 }
 
@@ -263,16 +266,55 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 	}
 	slices.SortFunc(res.Checked, func(a, b CheckedObject) int { return strings.Compare(a.Object, b.Object) })
 	res.BuiltIn = builtIn(ix, res, deferred)
-	// In load_module()'s order: setup_load_info(), check_modinfo(),
-	// then klp_enable_patch() from the module's init.
-	res.LoadErr = m.NoModuleStruct
-	if res.LoadErr == nil {
-		res.LoadErr = m.checkLivepatchSupport(ix)
-	}
-	if res.LoadErr == nil {
-		res.LoadErr = m.NotMarked
+	// In load_module()'s order: setup_load_info(), check_modinfo() and
+	// module_enforce_rwx_sections() (layout_and_allocate()),
+	// verify_exported_symbols() (complete_formation()), then
+	// klp_enable_patch() from the module's init.
+	for _, check := range []func() *RelocError{
+		func() *RelocError { return cmp.Or(m.NoSymbols, m.NoModuleStruct) },
+		func() *RelocError { return m.checkLivepatchSupport(ix) },
+		func() *RelocError { return m.WriteExec },
+		func() *RelocError { return m.checkExports(ix) },
+		func() *RelocError { return m.NotMarked },
+	} {
+		if res.LoadErr = check(); res.LoadErr != nil {
+			break
+		}
 	}
 	return res
+}
+
+// checkExports: verify_exported_symbols(), from complete_formation(),
+// refuses a module that exports a name find_symbol() finds already:
+// exported by vmlinux (either table) or by any module in the kernel. The
+// first of the module's exports found is the error, owner "kernel" for
+// vmlinux (module_name(NULL)). Where the index does not list vmlinux's
+// exports (a kallsyms without CONFIG_KALLSYMS_ALL), a vmlinux symbol of
+// the name proves nothing and is passed over. When a module of this one's
+// name is loaded, insmod fails earlier ("File exists",
+// add_unformed_module()), and a module found exporting the names is this
+// one: nothing is said (pipeline.Report.AlreadyLoaded says it).
+func (m *Module) checkExports(ix *kallsyms.Index) *RelocError {
+	name := m.KernelName()
+	if name != kallsyms.Vmlinux && ix.HasObject(name) {
+		return nil
+	}
+	for _, e := range m.elf.Exports() {
+		s, ok := ix.FindExport(e.Name, true)
+		if !ok || (s.Object == kallsyms.Vmlinux && !ix.ListsExports()) {
+			continue
+		}
+		owner, by := s.Object, "vmlinux exports it"
+		if owner == kallsyms.Vmlinux {
+			owner = "kernel"
+		} else {
+			by = "module " + owner + " exports it"
+		}
+		return &RelocError{File: m.Path, Section: "__ksymtab", Symbol: e.Name, Err: ErrDuplicateExport,
+			Kernel: fmt.Sprintf("%s: exports duplicate symbol %s (owned by %s)", name, e.Name, owner),
+			Hint:   fmt.Sprintf("%s already, and a name is exported once in a kernel: drop the module's EXPORT_SYMBOL(%s) (a patch's copy of an exported function is reached through the function it replaces, and needs no export of its own)", by, e.Name)}
+	}
+	return nil
 }
 
 // checkLivepatchSupport: check_modinfo_livepatch() (kernel/module/main.c)

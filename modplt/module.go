@@ -79,8 +79,8 @@ func FromELF(f *elfobj.File) (*Module, error) {
 		return nil, fmt.Errorf("%s: %w: %v %v", f.Name, ErrUnsupportedArch, f.Class, f.Machine)
 	}
 	if f.Symtab == 0 {
-		// module_frob_arch_sections(): "module symtab section missing".
-		return nil, &elfobj.FormatError{File: f.Name, Msg: "no symbol table (the kernel says \"module symtab section missing\")"}
+		// setup_load_info(): "module has no symbols (stripped?)".
+		return nil, &elfobj.FormatError{File: f.Name, Msg: "no symbol table (the module loader says \"module has no symbols (stripped?)\")"}
 	}
 	name := f.ModInfo("name")
 	if name == "" {

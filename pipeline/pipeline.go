@@ -190,7 +190,9 @@ type Options struct {
 // Report is one module against one kernel.
 type Report struct {
 	Resolution *klp.Resolution
-	Image      *modplt.Image // when linked
+	// Image is the linked module, with Options.Link (nil for a module
+	// without a symbol table: Resolution.LoadErr refuses it first).
+	Image *modplt.Image
 	// Dependencies, with Options.Modules: the modules the module depends
 	// on that the kernel's symbols lack, laid out first as modprobe loads
 	// them (LinkWith); linked or not, their exports resolve the module's
@@ -383,6 +385,11 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 		return rep, nil
 	}
 	rep.ResolveTime = time.Since(t0)
+	if m.NoSymbols != nil {
+		// Nothing to link: the loader refuses the module before its
+		// layout (Resolution.LoadErr says so).
+		return rep, nil
+	}
 	t1 := time.Now()
 	img, deps, err := LinkWith(m, rep.Resolution, ix, opts.LinkOptions, opts.Modules)
 	if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -81,7 +80,7 @@ type infoOut struct {
 	Objects    []string      `json:"objects,omitempty"`
 	FuncSource string        `json:"func_source,omitempty"`
 	Funcs      []infoFunc    `json:"funcs"`
-	Refused    *problemJSON  `json:"refused,omitempty"` // the module as a whole (klp.Module.NoModuleStruct, NotMarked)
+	Refused    *problemJSON  `json:"refused,omitempty"` // the module as a whole, on every kernel (klp.Module.Refused)
 	Warnings   []string      `json:"warnings,omitempty"`
 	// Errors counts what every kernel refuses: failed sections,
 	// relocations and functions, and Refused.
@@ -193,7 +192,7 @@ func moduleInfo(m *klp.Module) *infoOut {
 		}
 		out.Funcs = append(out.Funcs, fi)
 	}
-	if e := cmp.Or(m.NoModuleStruct, m.NotMarked); e != nil {
+	if e := m.Refused(); e != nil {
 		out.Refused = problemOf(e)
 		out.Errors++
 	}
@@ -266,7 +265,7 @@ func writeInfoText(w io.Writer, in *infoOut) {
 		}
 	}
 	if in.Refused != nil {
-		problemLines("the module", in.Refused)
+		problemLines("the kernel refuses the module", in.Refused)
 	}
 	for _, warn := range in.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)

@@ -120,7 +120,7 @@ takes all of them from a kernel installed under a filesystem root, as check --ro
 finds them.
 
 Exit status: 0 the module links, 1 it does not (a relocation or symbol failed, or the
-loader refuses a symbol version or its vermagic), 2 unusable input.`,
+loader refuses a symbol version, its vermagic or the module as a whole), 2 unusable input.`,
 		Args: needArgs(1, 1, "one module, MODULE.ko"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
@@ -155,7 +155,8 @@ loader refuses a symbol version or its vermagic), 2 unusable input.`,
 			}
 			// As the loader and then livepatch would: the .klp.rela sections
 			// of objects that are not loaded wait for them (pipeline.Link).
-			img, deps, err := pipeline.LinkWith(m, m.Resolve(ix), ix, opts, kf.modules)
+			res := m.Resolve(ix)
+			img, deps, err := pipeline.LinkWith(m, res, ix, opts, kf.modules)
 			if err != nil {
 				return &exitError{exitUsage, err}
 			}
@@ -170,13 +171,16 @@ loader refuses a symbol version or its vermagic), 2 unusable input.`,
 			if err != nil {
 				return &exitError{exitUsage, err}
 			}
-			loads := (versions == nil || versions.OK()) && (vermagic == nil || vermagic.OK())
+			loads := (versions == nil || versions.OK()) && (vermagic == nil || vermagic.OK()) && res.LoadErr == nil
 			if format == "json" {
 				j := linkReport(img, why)
 				j.Kernel = kernelJSON(&installed, kf.kernel)
 				j.Dependencies = dependenciesJSON(deps)
 				j.Modversions = versionsJSON(versions)
 				j.Vermagic = vermagicJSON(vermagic, kf.magicFrom)
+				if res.LoadErr != nil {
+					j.LoadError = problemOf(res.LoadErr)
+				}
 				j.OK = j.OK && loads
 				err = writeJSON(a, j)
 			} else {
@@ -184,7 +188,7 @@ loader refuses a symbol version or its vermagic), 2 unusable input.`,
 					fmt.Fprintln(a.stdout, l)
 				}
 				writeDependencies(a.stdout, deps)
-				writeLinkText(a, img, why.NotExported, out, whyNotes(why, ix.Source()), versions, vermagic, kf.magicFrom)
+				writeLinkText(a, img, why.NotExported, out, whyNotes(why, ix.Source()), res.LoadErr, versions, vermagic, kf.magicFrom)
 			}
 			if err != nil {
 				return err
@@ -233,6 +237,9 @@ type linkJSON struct {
 	// Vermagic (link --vermagic): the module's vermagic checked; OK is
 	// false when the loader refuses it.
 	Vermagic *vermagicOut `json:"vermagic,omitempty"`
+	// LoadError: the loader refuses the module as a whole
+	// (klp.Resolution.LoadErr); OK is false.
+	LoadError *problemJSON `json:"load_error,omitempty"`
 	// KallsymsCodeOnly: the symbol list has no data symbols, which may be
 	// why some did not resolve (pipeline.Report.CodeOnly).
 	KallsymsCodeOnly bool `json:"kallsyms_code_only,omitempty"`
@@ -310,7 +317,7 @@ func linkReport(img *modplt.Image, why pipeline.Explanation) linkJSON {
 // writeLinkText prints link's report; why are notes on why the
 // unresolved symbols may be unresolved (codeOnlyNote, dependsNote);
 // versions, with --symvers, the symbol versions checked.
-func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden, out string, why []string, versions *symvers.Report, vermagic *symvers.Magic, magicFrom string) {
+func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden, out string, why []string, loadErr *klp.RelocError, versions *symvers.Report, vermagic *symvers.Magic, magicFrom string) {
 	m := img.Module
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "SECTION\tREGION\tADDRESS\tSIZE\n")
@@ -344,9 +351,15 @@ func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden,
 	if out != "" {
 		fmt.Fprintf(a.stdout, "wrote %s\n", out)
 	}
+	if loadErr != nil {
+		fmt.Fprintf(a.stdout, "error: the kernel refuses the module\n  kernel: %s\n  help: %s\n", loadErr.Kernel, loadErr.Hint)
+	}
 	writeVersions(a.stdout, versions)
 	writeVermagic(a.stdout, vermagic, magicFrom)
 	refused := refusals(versions, vermagic)
+	if loadErr != nil {
+		refused += "; " + loadErr.Err.Error()
+	}
 	arch := archText(m.Arch, elfobj.BigEndian(m.ByteOrder))
 	switch {
 	case img.Linked() && refused == "":

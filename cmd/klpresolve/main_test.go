@@ -1575,7 +1575,7 @@ func TestInfo(t *testing.T) {
 	require.NoError(t, os.WriteFile(mod, data, 0o644))
 	code, out, _ = runCLI(t, "info", mod)
 	assert.Equal(t, 1, code)
-	assert.Contains(t, out, "error: the module\n  kernel: module livepatch_sample is not marked as a livepatch module\n")
+	assert.Contains(t, out, "error: the kernel refuses the module\n  kernel: module livepatch_sample is not marked as a livepatch module\n")
 }
 
 // TestModulesCLI: --modules checks what a patch defers to a module the

@@ -17,6 +17,9 @@ type Builder struct {
 	Flags    uint32
 	Sections []BuildSection
 	Symbols  []BuildSymbol // without the null symbol, which is added
+	// NoSymtab writes no .symtab and .strtab (a stripped file); Symbols
+	// and relocation sections are then ignored and dangling.
+	NoSymtab bool
 }
 
 // BuildSection is one section to write. REL/RELA sections get their
@@ -93,7 +96,7 @@ func (b *Builder) Bytes() []byte {
 	})
 	f := &File{Class: b.Class}
 	symtab := len(b.Sections) + 1
-	strtabIdx, shstrIdx := symtab+1, symtab+2
+	strtabIdx := symtab + 1
 
 	var strtab, shstr bytes.Buffer
 	strtab.WriteByte(0)
@@ -135,10 +138,12 @@ func (b *Builder) Bytes() []byte {
 			all[i].Entsize = uint64(f.RelocEntSize(all[i].Type == elf.SHT_RELA))
 		}
 	}
-	all = append(all,
-		BuildSection{Name: ".symtab", Type: elf.SHT_SYMTAB, Data: syms.Bytes(), Link: uint32(strtabIdx), Info: uint32(firstGlobal), Addralign: 8, Entsize: uint64(f.SymEntSize())},
-		BuildSection{Name: ".strtab", Type: elf.SHT_STRTAB, Data: strtab.Bytes(), Addralign: 1},
-		BuildSection{Name: ".shstrtab", Type: elf.SHT_STRTAB, Addralign: 1})
+	if !b.NoSymtab {
+		all = append(all,
+			BuildSection{Name: ".symtab", Type: elf.SHT_SYMTAB, Data: syms.Bytes(), Link: uint32(strtabIdx), Info: uint32(firstGlobal), Addralign: 8, Entsize: uint64(f.SymEntSize())},
+			BuildSection{Name: ".strtab", Type: elf.SHT_STRTAB, Data: strtab.Bytes(), Addralign: 1})
+	}
+	all = append(all, BuildSection{Name: ".shstrtab", Type: elf.SHT_STRTAB, Addralign: 1})
 	names := make([]uint32, len(all))
 	for i, s := range all {
 		names[i] = uint32(shstr.Len())
@@ -221,14 +226,14 @@ func (b *Builder) Bytes() []byte {
 		o.PutUint16(h[52:], uint16(ehsize))
 		o.PutUint16(h[58:], uint16(shentsize))
 		o.PutUint16(h[60:], shnum)
-		o.PutUint16(h[62:], uint16(shstrIdx))
+		o.PutUint16(h[62:], uint16(len(all))) // .shstrtab, the last
 	} else {
 		o.PutUint32(h[32:], uint32(shoff))
 		o.PutUint32(h[36:], b.Flags)
 		o.PutUint16(h[40:], uint16(ehsize))
 		o.PutUint16(h[46:], uint16(shentsize))
 		o.PutUint16(h[48:], shnum)
-		o.PutUint16(h[50:], uint16(shstrIdx))
+		o.PutUint16(h[50:], uint16(len(all))) // .shstrtab, the last
 	}
 	return out
 }

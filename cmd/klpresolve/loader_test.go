@@ -1,0 +1,110 @@
+package main
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/internal/testutil"
+)
+
+// refusedModule writes a small x86_64 livepatch module (struct module,
+// .modinfo name=fix_patch livepatch=Y, a function calling vfs_read) that
+// the module loader refuses: with a section both writable and executable,
+// without a symbol table (stripped), or exporting vfs_read.
+func refusedModule(t *testing.T, how string) string {
+	t.Helper()
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: []byte{0xe8, 0, 0, 0, 0, 0xc3}, Addralign: 16})
+	b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("name=fix_patch\x00livepatch=Y\x00"), Addralign: 1})
+	b.AddSection(elfobj.BuildSection{Name: ".gnu.linkonce.this_module", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 64), Addralign: 64})
+	fn := b.AddSymbol(elfobj.BuildSymbol{Name: "vfs_read", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+	b.AddRelocs(".rela.text", true, text, []elfobj.Reloc{{Offset: 1, Sym: fn, Type: uint32(elf.R_X86_64_PLT32), Addend: -4}})
+	switch how {
+	case "wx":
+		b.AddSection(elfobj.BuildSection{Name: ".text.wx", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE | elf.SHF_EXECINSTR, Data: make([]byte, 8), Addralign: 8})
+	case "stripped":
+		b.Sections = b.Sections[:3] // the relocations need the table
+		b.NoSymtab = true
+	case "export":
+		tab := b.AddSection(elfobj.BuildSection{Name: "__ksymtab", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: make([]byte, 12), Addralign: 4})
+		b.AddSymbol(elfobj.BuildSymbol{Name: "__ksymtab_vfs_read", Size: 12, Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_OBJECT), Shndx: uint16(tab)})
+	}
+	p := filepath.Join(t.TempDir(), "fix-"+how+".ko")
+	require.NoError(t, os.WriteFile(p, b.Bytes(), 0o644))
+	return p
+}
+
+// TestLoaderRefusals: info, the main job and link each say what the
+// module loader refuses of the whole module, in its words, with exit 1
+// (link of a file without symbols: 2, there is nothing to lay out).
+func TestLoaderRefusals(t *testing.T) {
+	dir := t.TempDir()
+	k := filepath.Join(dir, "kallsyms")
+	// vmlinux's exports listed (CONFIG_KALLSYMS_ALL): vfs_read is one.
+	require.NoError(t, os.WriteFile(k, []byte(`ffffffff81000000 T start_kernel
+ffffffff81000100 T klp_enable_patch
+ffffffff81010180 T vfs_read
+ffffffff81800000 r __ksymtab_vfs_read
+ffffffff81800000 R __start___ksymtab
+ffffffff81800010 R __stop___ksymtab
+`), 0o644))
+
+	wx := refusedModule(t, "wx")
+	const wxKernel = "  kernel: fix_patch: section .text.wx (index 5) has invalid WRITE|EXEC flags\n"
+	code, out, _ := runCLI(t, "info", wx)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "error: the kernel refuses the module\n"+wxKernel)
+	assert.Contains(t, out, "FAILED: 1 problem on every kernel\n")
+	code, out, _ = runCLI(t, wx, "--kallsyms", k, "--link")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "error: the kernel refuses the module\n"+wxKernel)
+	assert.Contains(t, out, "; a section both writable and executable")
+	code, out, _ = runCLI(t, "link", wx, "--kallsyms", k)
+	assert.Equal(t, 1, code, "it links, and the loader refuses it")
+	assert.Contains(t, out, "error: the kernel refuses the module\n"+wxKernel)
+	assert.Contains(t, out, "FAILED: fix_patch (x86_64) links: 1 relocation applied; a section both writable and executable\n")
+	code, out, _ = runCLI(t, "link", wx, "--kallsyms", k, "--format", "json")
+	assert.Equal(t, 1, code)
+	var j struct {
+		OK        bool                                `json:"ok"`
+		LoadError *struct{ Error, Kind, Help string } `json:"load_error"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	assert.False(t, j.OK)
+	require.NotNil(t, j.LoadError)
+	assert.Equal(t, "write_exec", j.LoadError.Kind)
+
+	exp := refusedModule(t, "export")
+	code, _, _ = runCLI(t, "info", exp)
+	assert.Equal(t, 0, code, "a duplicate depends on the kernel")
+	code, out, _ = runCLI(t, exp, "--kallsyms", k, "--format", "json")
+	assert.Equal(t, 1, code)
+	j.LoadError = nil
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	require.NotNil(t, j.LoadError)
+	assert.Equal(t, "duplicate_export", j.LoadError.Kind)
+	assert.Equal(t, "fix_patch: exports duplicate symbol vfs_read (owned by kernel)", j.LoadError.Error)
+	// The fixtures' example kallsyms lists no exports: nothing known.
+	code, _, _ = runCLI(t, exp, "--kallsyms", filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt"))
+	assert.Equal(t, 0, code)
+
+	stripped := refusedModule(t, "stripped")
+	const strippedKernel = "  kernel: fix_patch: module has no symbols (stripped?)\n"
+	code, out, _ = runCLI(t, "info", stripped)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "error: the kernel refuses the module\n"+strippedKernel)
+	code, out, _ = runCLI(t, stripped, "--kallsyms", k, "--link")
+	assert.Equal(t, 1, code, "the loader's answer is known: no link needed")
+	assert.Contains(t, out, "error: the kernel refuses the module\n"+strippedKernel)
+	code, _, errOut := runCLI(t, "link", stripped, "--kallsyms", k)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, `no symbol table (the module loader says "module has no symbols (stripped?)")`)
+}

@@ -1,0 +1,205 @@
+package klp
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/kallsyms"
+)
+
+// loaderModule writes a small x86_64 module for the loader's own refusals:
+// .modinfo (modinfo's keys), struct module (unless bare), one function,
+// and what add puts in.
+func loaderModule(modinfo string, bare bool, add func(b *elfobj.Builder)) []byte {
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: []byte{0xc3}, Addralign: 16})
+	b.AddSymbol(elfobj.BuildSymbol{Name: "fix", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC), Shndx: uint16(text), Size: 1})
+	b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte(modinfo), Addralign: 1})
+	if !bare {
+		b.AddSection(elfobj.BuildSection{Name: ".gnu.linkonce.this_module", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 64), Addralign: 64})
+	}
+	if add != nil {
+		add(b)
+	}
+	return b.Bytes()
+}
+
+// loaderKernel: a whole kernel's symbols (start_kernel, livepatch) that
+// list vmlinux's exports (vfs_read, and kmalloc GPL-only), and a module
+// ext4 exporting ext4_iget (upper case) but not ext4_fill_super.
+const loaderKernel = `ffffffff81000000 T start_kernel
+ffffffff81000100 T klp_enable_patch
+ffffffff81010180 T vfs_read
+ffffffff81010200 T kmalloc
+ffffffff81800000 r __ksymtab_vfs_read
+ffffffff81800000 R __start___ksymtab
+ffffffff81800010 R __stop___ksymtab
+ffffffff81800010 r __ksymtab_kmalloc
+ffffffff81800010 R __start___ksymtab_gpl
+ffffffff81800020 R __stop___ksymtab_gpl
+ffffffffc0100000 T ext4_iget	[ext4]
+ffffffffc0100100 t ext4_fill_super	[ext4]
+`
+
+func loaderIndex(t *testing.T, text string) *kallsyms.Index {
+	t.Helper()
+	ix, err := kallsyms.Parse("kernel", strings.NewReader(text), nil)
+	require.NoError(t, err)
+	return ix
+}
+
+// TestNoSymbols: setup_load_info() refuses a file without a symbol table
+// first, before it looks for struct module, with .modinfo's name or its
+// stand-in; every kernel, so Refused says it too.
+func TestNoSymbols(t *testing.T) {
+	ix := loaderIndex(t, loaderKernel)
+	stripped := func(b *elfobj.Builder) { b.NoSymtab = true }
+	for _, tc := range []struct {
+		name, modinfo string
+		bare          bool
+		kernel        string
+	}{
+		{"named", "name=fix_patch\x00livepatch=Y\x00", false, "fix_patch: module has no symbols (stripped?)"},
+		{"no struct module either", "name=fix_patch\x00livepatch=Y\x00", true, "fix_patch: module has no symbols (stripped?)"},
+		{"no name", "livepatch=Y\x00", false, "(missing .modinfo section or name field): module has no symbols (stripped?)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Parse("fix.ko", loaderModule(tc.modinfo, tc.bare, stripped))
+			require.NoError(t, err)
+			require.NotNil(t, m.NoSymbols)
+			assert.Equal(t, tc.kernel, m.NoSymbols.Kernel)
+			assert.Contains(t, m.NoSymbols.Hint, "--strip-debug")
+			assert.Same(t, m.NoSymbols, m.Refused())
+			res := m.Resolve(ix)
+			require.NotNil(t, res.LoadErr)
+			require.ErrorIs(t, res.LoadErr, ErrNoSymbols)
+			assert.Equal(t, "no_symbols", res.LoadErr.Kind())
+			assert.False(t, res.OK(false))
+		})
+	}
+	m, err := Parse("fix.ko", loaderModule("name=fix_patch\x00livepatch=Y\x00", false, nil))
+	require.NoError(t, err)
+	assert.Nil(t, m.NoSymbols)
+	assert.Nil(t, m.Refused())
+	assert.Nil(t, m.Resolve(ix).LoadErr)
+}
+
+// TestWriteExec: module_enforce_rwx_sections() refuses the first section
+// with SHF_WRITE and SHF_EXECINSTR, allocated or not, naming its index;
+// after check_modinfo()'s refusal, before klp_enable_patch()'s.
+func TestWriteExec(t *testing.T) {
+	const wx = elf.SHF_WRITE | elf.SHF_EXECINSTR
+	addWX := func(flags ...elf.SectionFlag) func(b *elfobj.Builder) {
+		return func(b *elfobj.Builder) {
+			b.AddSection(elfobj.BuildSection{Name: ".data.ok", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 8), Addralign: 8})
+			for i, f := range flags {
+				b.AddSection(elfobj.BuildSection{Name: []string{".text.wx", ".note.wx"}[i], Type: elf.SHT_PROGBITS, Flags: f, Data: make([]byte, 8), Addralign: 8})
+			}
+		}
+	}
+	ix := loaderIndex(t, loaderKernel)
+	// Sections: 1 .text, 2 .modinfo, 3 struct module, 4 .data.ok, 5 and 6.
+	for _, tc := range []struct {
+		name   string
+		flags  []elf.SectionFlag
+		kernel string
+	}{
+		{"allocated", []elf.SectionFlag{elf.SHF_ALLOC | wx}, "fix_patch: section .text.wx (index 5) has invalid WRITE|EXEC flags"},
+		{"not allocated, second", []elf.SectionFlag{elf.SHF_ALLOC | elf.SHF_EXECINSTR, wx}, "fix_patch: section .note.wx (index 6) has invalid WRITE|EXEC flags"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Parse("fix.ko", loaderModule("name=fix_patch\x00livepatch=Y\x00", false, addWX(tc.flags...)))
+			require.NoError(t, err)
+			require.NotNil(t, m.WriteExec)
+			assert.Equal(t, tc.kernel, m.WriteExec.Kernel)
+			assert.Contains(t, m.WriteExec.Hint, "CONFIG_STRICT_MODULE_RWX")
+			res := m.Resolve(ix)
+			require.ErrorIs(t, res.LoadErr, ErrWriteExec)
+			assert.Equal(t, "write_exec", res.LoadErr.Kind())
+		})
+	}
+	m, err := Parse("fix.ko", loaderModule("name=fix_patch\x00livepatch=Y\x00", false, addWX(elf.SHF_ALLOC|elf.SHF_EXECINSTR, elf.SHF_WRITE)))
+	require.NoError(t, err)
+	assert.Nil(t, m.WriteExec, "write or execute, not both")
+
+	// A kernel without CONFIG_LIVEPATCH refuses it in check_modinfo(),
+	// first; klp_enable_patch() would come after.
+	noKLP := loaderIndex(t, "ffffffff81000000 T start_kernel\n")
+	m, err = Parse("fix.ko", loaderModule("name=fix_patch\x00livepatch=Y\x00", false, addWX(elf.SHF_ALLOC|wx)))
+	require.NoError(t, err)
+	require.ErrorIs(t, m.Resolve(noKLP).LoadErr, ErrNoLivepatch)
+	m, err = Parse("fix.ko", respelt(t, loaderModule("name=fix_patch\x00livepatch=Y\x00", false, addWX(elf.SHF_ALLOC|wx)), "livepatch=Y\x00", "livepatcX=Y"))
+	require.NoError(t, err)
+	m.Format = FormatKLP // checkMarked's condition, for a module with no relocations
+	m.checkMarked()
+	require.NotNil(t, m.NotMarked)
+	require.ErrorIs(t, m.Resolve(ix).LoadErr, ErrWriteExec)
+	assert.Same(t, m.WriteExec, m.Refused())
+}
+
+// TestDuplicateExport: verify_exported_symbols() refuses the first export
+// that vmlinux (either table) or a loaded module has already, owner
+// "kernel" for vmlinux; a kallsyms that lists no vmlinux exports proves
+// nothing about vmlinux; a loaded module of the patch's own name is not
+// one (insmod fails earlier: File exists).
+func TestDuplicateExport(t *testing.T) {
+	exporting := func(names ...string) []byte {
+		return loaderModule("name=fix_patch\x00livepatch=Y\x00", false, func(b *elfobj.Builder) {
+			tab := b.AddSection(elfobj.BuildSection{Name: "__ksymtab", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: make([]byte, 12*len(names)), Addralign: 4})
+			for i, n := range names {
+				b.AddSymbol(elfobj.BuildSymbol{Name: "__ksymtab_" + n, Value: uint64(12 * i), Size: 12, Info: elf.ST_INFO(elf.STB_LOCAL, elf.STT_OBJECT), Shndx: uint16(tab)})
+			}
+		})
+	}
+	ix := loaderIndex(t, loaderKernel)
+	for _, tc := range []struct {
+		name   string
+		export []string
+		kernel string // "": no refusal
+		hint   string
+	}{
+		{"vmlinux", []string{"fix_new", "vfs_read"}, "fix_patch: exports duplicate symbol vfs_read (owned by kernel)", "vmlinux exports it already"},
+		{"vmlinux GPL-only", []string{"kmalloc"}, "fix_patch: exports duplicate symbol kmalloc (owned by kernel)", "EXPORT_SYMBOL(kmalloc)"},
+		{"a module", []string{"ext4_iget"}, "fix_patch: exports duplicate symbol ext4_iget (owned by ext4)", "module ext4 exports it already"},
+		{"a module's own symbol, not exported", []string{"ext4_fill_super"}, "", ""},
+		{"a name nobody has", []string{"fix_new"}, "", ""},
+		{"the first found", []string{"ext4_iget", "vfs_read"}, "fix_patch: exports duplicate symbol ext4_iget (owned by ext4)", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Parse("fix.ko", exporting(tc.export...))
+			require.NoError(t, err)
+			assert.Nil(t, m.Refused(), "depends on the kernel")
+			e := m.Resolve(ix).LoadErr
+			if tc.kernel == "" {
+				assert.Nil(t, e)
+				return
+			}
+			require.ErrorIs(t, e, ErrDuplicateExport)
+			assert.Equal(t, "duplicate_export", e.Kind())
+			assert.Equal(t, tc.kernel, e.Kernel)
+			assert.Contains(t, e.Hint, tc.hint)
+		})
+	}
+	m, err := Parse("fix.ko", exporting("vfs_read", "ext4_iget"))
+	require.NoError(t, err)
+	// Without CONFIG_KALLSYMS_ALL, vmlinux's exports are not listed: its
+	// vfs_read may or may not be exported; ext4's still is.
+	codeOnly := loaderIndex(t, "ffffffff81000000 T start_kernel\nffffffff81000100 T klp_enable_patch\nffffffff81010180 T vfs_read\nffffffffc0100000 T ext4_iget\t[ext4]\n")
+	require.False(t, codeOnly.ListsExports())
+	assert.Equal(t, "fix_patch: exports duplicate symbol ext4_iget (owned by ext4)", m.Resolve(codeOnly).LoadErr.Kernel)
+	m, err = Parse("fix.ko", exporting("vfs_read"))
+	require.NoError(t, err)
+	assert.Nil(t, m.Resolve(codeOnly).LoadErr)
+	// The patch itself loaded: its exports are its own.
+	loaded := loaderIndex(t, loaderKernel+"ffffffffc0200000 T fix_new\t[fix_patch]\n")
+	m, err = Parse("fix.ko", exporting("fix_new"))
+	require.NoError(t, err)
+	assert.Nil(t, m.Resolve(loaded).LoadErr)
+	assert.Equal(t, "fix_patch: exports duplicate symbol fix_new (owned by fix_patch_v2)", m.Resolve(loaderIndex(t, loaderKernel+"ffffffffc0200000 T fix_new\t[fix_patch_v2]\n")).LoadErr.Kernel)
+}
