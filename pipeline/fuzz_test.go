@@ -1,6 +1,8 @@
 package pipeline_test
 
 import (
+	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
@@ -32,6 +35,16 @@ func FuzzRun(f *testing.F) {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
 		}
+	}
+	// And what the loader refuses whole: a module without a symbol table,
+	// one with a writable and executable section exporting vfs_read.
+	for _, stripped := range []bool{true, false} {
+		b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64, NoSymtab: stripped}
+		b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("name=fix\x00livepatch=Y\x00"), Addralign: 1})
+		b.AddSection(elfobj.BuildSection{Name: ".gnu.linkonce.this_module", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 64), Addralign: 64})
+		wx := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE | elf.SHF_EXECINSTR, Data: []byte{0xc3}, Addralign: 16})
+		b.AddSymbol(elfobj.BuildSymbol{Name: "__ksymtab_vfs_read", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_OBJECT), Shndx: uint16(wx)})
+		f.Add(b.Bytes())
 	}
 	ix, err := kallsyms.Open("../testdata/kallsyms/example.txt", nil)
 	if err != nil {
@@ -97,6 +110,13 @@ func FuzzRun(f *testing.F) {
 		}
 		if !link {
 			notLinked(t, m, ix, rep)
+			return
+		}
+		if m.NoSymbols != nil {
+			// Refused before its layout: nothing is linked.
+			if rep.Image != nil || !errors.Is(res.LoadErr, klp.ErrNoSymbols) || rep.OK(false) {
+				t.Fatalf("module without symbols: image %v, load error %v, OK %v", rep.Image, res.LoadErr, rep.OK(false))
+			}
 			return
 		}
 		if rep.Image == nil || rep.CFI == nil {
