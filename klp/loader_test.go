@@ -1,8 +1,10 @@
 package klp
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"os"
 	"strings"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/kallsyms"
 )
 
@@ -202,4 +205,30 @@ func TestDuplicateExport(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, m.Resolve(loaded).LoadErr)
 	assert.Equal(t, "fix_patch: exports duplicate symbol fix_new (owned by fix_patch_v2)", m.Resolve(loaderIndex(t, loaderKernel+"ffffffffc0200000 T fix_new\t[fix_patch_v2]\n")).LoadErr.Kernel)
+}
+
+// TestCorpusDuplicateExport: Debian's crc-t10dif.ko exports crc_t10dif
+// and crc_t10dif_update (its __ksymtab in that order, its symbol table
+// the other way round), and the amd64 kallsyms has it loaded: against
+// that kernel nothing is said (insmod fails earlier, File exists); with
+// the loaded copy renamed, the loader refuses the file for the first
+// export in its table.
+func TestCorpusDuplicateExport(t *testing.T) {
+	mod := testutil.Corpus(t, "amd64/modules/crc-t10dif.ko")
+	text, err := os.ReadFile(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"))
+	require.NoError(t, err)
+	m, err := Open(mod)
+	require.NoError(t, err)
+	assert.Equal(t, []elfobj.Export{{Name: "crc_t10dif", GPL: false}, {Name: "crc_t10dif_update", GPL: false}}, m.ELF().Exports())
+	ix, err := kallsyms.Parse("kallsyms", bytes.NewReader(text), nil)
+	require.NoError(t, err)
+	require.True(t, ix.HasObject("crc_t10dif"))
+	assert.Nil(t, m.Resolve(ix).LoadErr)
+
+	renamed := bytes.ReplaceAll(text, []byte("\t[crc_t10dif]\n"), []byte("\t[crc_t10dif_old]\n"))
+	ix, err = kallsyms.Parse("kallsyms", bytes.NewReader(renamed), nil)
+	require.NoError(t, err)
+	e := m.Resolve(ix).LoadErr
+	require.ErrorIs(t, e, ErrDuplicateExport)
+	assert.Equal(t, "crc_t10dif: exports duplicate symbol crc_t10dif (owned by crc_t10dif_old)", e.Kernel)
 }

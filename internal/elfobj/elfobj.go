@@ -7,11 +7,13 @@ package elfobj
 
 import (
 	"bytes"
+	"cmp"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 
 	"github.com/klpresolve/klpresolve/internal/input"
@@ -560,12 +562,18 @@ type Export struct {
 	GPL  bool // EXPORT_SYMBOL_GPL: for GPL-compatible modules only
 }
 
-// Exports lists what the module exports, in symbol table order: each
-// __ksymtab_NAME symbol in its __ksymtab section (EXPORT_SYMBOL) or
-// __ksymtab_gpl (EXPORT_SYMBOL_GPL), the tables Linux 6.1's find_symbol()
-// and is_exported() search.
+// Exports lists what the module exports: each __ksymtab_NAME symbol in
+// its __ksymtab section (EXPORT_SYMBOL) or __ksymtab_gpl
+// (EXPORT_SYMBOL_GPL), the tables Linux 6.1's find_symbol() and
+// is_exported() search. They come in the order the kernel walks them
+// (verify_exported_symbols()): __ksymtab's entries by their place in it,
+// then __ksymtab_gpl's.
 func (f *File) Exports() []Export {
-	var out []Export
+	type placed struct {
+		Export
+		at uint64
+	}
+	var all []placed
 	for i := range f.Symbols {
 		s := &f.Symbols[i]
 		name, ok := strings.CutPrefix(s.Name, "__ksymtab_")
@@ -574,10 +582,23 @@ func (f *File) Exports() []Export {
 		}
 		switch f.Sections[s.Shndx].Name {
 		case "__ksymtab":
-			out = append(out, Export{name, false})
+			all = append(all, placed{Export{name, false}, s.Value})
 		case "__ksymtab_gpl":
-			out = append(out, Export{name, true})
+			all = append(all, placed{Export{name, true}, s.Value})
 		}
+	}
+	slices.SortStableFunc(all, func(a, b placed) int {
+		if a.GPL != b.GPL {
+			if a.GPL {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(a.at, b.at)
+	})
+	out := make([]Export, len(all))
+	for i, p := range all {
+		out[i] = p.Export
 	}
 	return out
 }

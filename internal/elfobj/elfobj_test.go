@@ -212,3 +212,24 @@ func TestExports(t *testing.T) {
 	}
 	assert.Equal(t, []Export{{"klpdep_base_add", false}}, base.Exports())
 }
+
+// TestExportsOrder: exports come in the order verify_exported_symbols()
+// walks them, __ksymtab by place, then __ksymtab_gpl, whatever the
+// symbol table's order (modpost's linker script sorts the tables by name,
+// the assembler's symbol table is in another order: crc-t10dif.ko's lists
+// __ksymtab_crc_t10dif_update first, at 0xc).
+func TestExportsOrder(t *testing.T) {
+	b := &Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	gpl := b.AddSection(BuildSection{Name: "__ksymtab_gpl", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: make([]byte, 24), Addralign: 4})
+	tab := b.AddSection(BuildSection{Name: "__ksymtab", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: make([]byte, 24), Addralign: 4})
+	for _, s := range []struct {
+		name  string
+		value uint64
+		sec   int
+	}{{"g_second", 12, gpl}, {"b_second", 12, tab}, {"g_first", 0, gpl}, {"a_first", 0, tab}} {
+		b.AddSymbol(BuildSymbol{Name: "__ksymtab_" + s.name, Value: s.value, Info: elf.ST_INFO(elf.STB_LOCAL, elf.STT_NOTYPE), Shndx: uint16(s.sec)})
+	}
+	f, err := Parse("order.ko", b.Bytes())
+	require.NoError(t, err)
+	assert.Equal(t, []Export{{"a_first", false}, {"b_second", false}, {"g_first", true}, {"g_second", true}}, f.Exports())
+}
