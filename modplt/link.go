@@ -491,9 +491,11 @@ func (l *linker) symbol(i uint32) (uint64, bool) {
 			v = 0 // the null symbol: relocations against "nothing"
 			break
 		}
-		if s.Name == "_GLOBAL_OFFSET_TABLE_" {
+		if s.Name == "_GLOBAL_OFFSET_TABLE_" && l.m.arch.machine == elf.EM_X86_64 {
 			// A PIE module's reference to its own GOT (Garnier's series
-			// made it SHN_ABS): the GOT the linker added, if any.
+			// made it SHN_ABS): the GOT the linker added, if any. (On
+			// arm64 and arm the loader looks it up like any name, and
+			// finds none: "Unknown symbol".)
 			if l.got != nil {
 				v = l.got.p.Addr
 			}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -317,4 +318,49 @@ func TestKernelPageSize(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, uint64(4096), img.PageSize)
 	}
+}
+
+// TestLoaderLookupNames: the names the loader never looks up, or looks up
+// under another name, per architecture: x86_64 passes
+// _GLOBAL_OFFSET_TABLE_ (ignore_undef_symbol()) and s390 defines it, arm64
+// looks it up (Unknown symbol); powerpc64 defines .TOC. and looks .name
+// up as name (dedotify()).
+func TestLoaderLookupNames(t *testing.T) {
+	ix, err := kallsyms.Parse("kernel", strings.NewReader("ffffffff81000000 T start_kernel\nffffffff81010180 T vfs_read\n"), nil)
+	require.NoError(t, err)
+	module := func(machine elf.Machine, order binary.ByteOrder, undef ...string) *klp.Module {
+		b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: order, Machine: machine}
+		b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 8), Addralign: 8})
+		b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("name=m\x00license=GPL\x00"), Addralign: 1})
+		b.AddSection(elfobj.BuildSection{Name: ".gnu.linkonce.this_module", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 64), Addralign: 64})
+		for _, u := range undef {
+			b.AddSymbol(elfobj.BuildSymbol{Name: u, Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+		}
+		m, err := klp.Parse("m.ko", b.Bytes())
+		require.NoError(t, err)
+		return m
+	}
+	for _, tc := range []struct {
+		name    string
+		m       *klp.Module
+		missing []string
+	}{
+		{"x86_64", module(elf.EM_X86_64, binary.LittleEndian, "_GLOBAL_OFFSET_TABLE_", "vfs_read", "gone"), []string{"gone"}},
+		{"s390", module(elf.EM_S390, binary.BigEndian, "_GLOBAL_OFFSET_TABLE_", "vfs_read", "gone"), []string{"gone"}},
+		{"arm64", module(elf.EM_AARCH64, binary.LittleEndian, "_GLOBAL_OFFSET_TABLE_", "vfs_read"), []string{"_GLOBAL_OFFSET_TABLE_"}},
+		{"ppc64le", module(elf.EM_PPC64, binary.LittleEndian, ".TOC.", ".vfs_read", ".gone", "_GLOBAL_OFFSET_TABLE_"), []string{"_GLOBAL_OFFSET_TABLE_", "gone"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Run(tc.m, ix, Options{})
+			require.NoError(t, err)
+			assert.Equal(t, tc.missing, rep.LoaderMissing)
+		})
+	}
+	// Linked, arm64's _GLOBAL_OFFSET_TABLE_ is unresolved too.
+	rep, err := Run(module(elf.EM_AARCH64, binary.LittleEndian, "_GLOBAL_OFFSET_TABLE_", "vfs_read"), ix, Options{Link: true})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"_GLOBAL_OFFSET_TABLE_"}, rep.Image.Unresolved)
+	rep, err = Run(module(elf.EM_X86_64, binary.LittleEndian, "_GLOBAL_OFFSET_TABLE_", "vfs_read"), ix, Options{Link: true})
+	require.NoError(t, err)
+	assert.Empty(t, rep.Image.Unresolved)
 }

@@ -317,25 +317,52 @@ func NotExported(ix *kallsyms.Index, unresolved []string, gplOK bool) map[string
 
 // loaderMissing lists f's ordinary undefined symbols that find (the
 // kernel's exports to the module: loaderResolver) does not have
-// (see Report.LoaderMissing). Weak ones are left out (simplify_symbols()
-// takes 0 for them), and so is _GLOBAL_OFFSET_TABLE_, which the loader
-// makes.
+// (see Report.LoaderMissing), under the names the loader looks them up by
+// (loaderLookupName). Weak ones are left out (simplify_symbols() takes 0
+// for them).
 func loaderMissing(f *elfobj.File, find modplt.Resolver) []string {
 	seen := map[string]bool{}
 	var out []string
 	for i := range f.Symbols {
 		s := &f.Symbols[i]
-		if s.Shndx != uint16(elf.SHN_UNDEF) || s.Name == "" || s.Bind() == elf.STB_WEAK || seen[s.Name] ||
-			s.Name == "_GLOBAL_OFFSET_TABLE_" || strings.HasPrefix(s.Name, klp.SymPrefix) {
+		if s.Shndx != uint16(elf.SHN_UNDEF) || s.Name == "" || s.Bind() == elf.STB_WEAK || strings.HasPrefix(s.Name, klp.SymPrefix) {
 			continue
 		}
-		seen[s.Name] = true
-		if _, ok := find(s.Name); !ok {
-			out = append(out, s.Name)
+		name, ok := loaderLookupName(f.Machine, s.Name)
+		if !ok || seen[name] {
+			continue
+		}
+		seen[name] = true
+		if _, ok := find(name); !ok {
+			out = append(out, name)
 		}
 	}
 	slices.Sort(out)
 	return out
+}
+
+// loaderLookupName is the name under which simplify_symbols() looks up
+// an undefined symbol of a module for machine, or false when it looks up
+// none: x86's ignore_undef_symbol() passes _GLOBAL_OFFSET_TABLE_ (GNU as
+// before 2.37 left one unreferenced), s390's module_frob_arch_sections()
+// defines it (SHN_ABS), and powerpc64's dedotify() defines .TOC. and
+// strips the dot of every other name that has one (ELFv1's function
+// descriptors: .name is name's entry point).
+func loaderLookupName(machine elf.Machine, name string) (string, bool) {
+	switch machine {
+	case elf.EM_X86_64, elf.EM_386, elf.EM_S390:
+		if name == "_GLOBAL_OFFSET_TABLE_" {
+			return "", false
+		}
+	case elf.EM_PPC64:
+		if name == ".TOC." {
+			return "", false
+		}
+		if len(name) > 1 && name[0] == '.' {
+			return name[1:], true
+		}
+	}
+	return name, true
 }
 
 // OK reports whether the module resolved (and, when linked, linked, and
