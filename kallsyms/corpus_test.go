@@ -405,6 +405,16 @@ func TestArchUnknown(t *testing.T) {
 	arch, evidence = ix.Arch()
 	assert.Equal(t, "x86_64", arch)
 	assert.Equal(t, "startup_64", evidence)
+	// s390 and powerpc64 (no corpus of theirs: their head code's names).
+	for text, want := range map[string]string{
+		"0000000000100000 T startup_continue\n0000000000200000 T vfs_read\n": "s390",
+		"c000000000000100 T __secondary_hold\nc000000000200000 T vfs_read\n": "ppc64",
+	} {
+		ix, err = ParseBytes("t", []byte(text), nil)
+		require.NoError(t, err)
+		arch, _ = ix.Arch()
+		assert.Equal(t, want, arch)
+	}
 }
 
 // TestCorpusAddrExtent: an object ends, as far as kallsyms tells, on the

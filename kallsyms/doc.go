@@ -23,7 +23,8 @@
 //     (kallsyms does not list where objects end).
 //   - The architecture's entry code: Index.Arch names the architecture a
 //     kernel was built for from symbols only one of them defines
-//     (x86_64_start_kernel, primary_entry, vector_swi).
+//     (x86_64_start_kernel, primary_entry, vector_swi, startup_continue,
+//     start_here_multiplatform).
 //
 // # Input
 //
