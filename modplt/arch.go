@@ -99,7 +99,7 @@ func (a *arch) classify(t uint32) (relKind, uint8, uint8) {
 	return kindOther, 0, 0
 }
 
-var arches = []*arch{arm64Arch, armArch, amd64Arch}
+var arches = []*arch{arm64Arch, armArch, amd64Arch, s390Arch}
 
 func archFor(m elf.Machine) *arch {
 	for _, a := range arches {

@@ -60,6 +60,13 @@ type Options struct {
 	// reaches; ADRP veneers are still counted. (Linux 6.5 moved modules
 	// out of that region and d35686444fc8 removed the early returns.)
 	NoRandomizeBase bool
+	// NoExpoline counts as an s390 kernel without expolines does
+	// (CONFIG_EXPOLINE off, or turned off at boot): its PLT has no
+	// __jump_r1 thunk entry. The default is a kernel with them, as
+	// distributions build s390x kernels (CONFIG_EXPOLINE=y); with
+	// CONFIG_EXPOLINE_AUTO a machine with etokens (z15 and later) turns
+	// them off at boot, which a module cannot tell.
+	NoExpoline bool
 
 	// serial counts on one goroutine, and pieceRelocs overrides
 	// optimalPiece (tests compare the parallel optimal-mode count with the
@@ -112,8 +119,11 @@ type Counts struct {
 	Erratum843419 bool   `json:"erratum_843419"`
 	// NoRandomizeBase: counted as an arm64 kernel without KASLR
 	// (Options.NoRandomizeBase): no branch gets a PLT entry.
-	NoRandomizeBase bool           `json:"no_randomize_base"`
-	Sections        []SectionCount `json:"sections"`
+	NoRandomizeBase bool `json:"no_randomize_base"`
+	// NoExpoline: counted as an s390 kernel without expolines
+	// (Options.NoExpoline).
+	NoExpoline bool           `json:"no_expoline,omitempty"`
+	Sections   []SectionCount `json:"sections"`
 
 	// PLTCore and PLTInit are the entries of .plt and .init.plt (what the
 	// kernel sets plt_max_entries to), fixed slots included.
@@ -259,6 +269,9 @@ func (c *counter) markGroup(x *candidate, serial uint32) groupState {
 // Count counts the PLT (and GOT) entries m needs.
 func (m *Module) Count(opts Options) (*Counts, error) {
 	a := m.arch
+	if a.machine == elf.EM_S390 {
+		return m.countS390(opts)
+	}
 	f := m.f
 	c := &counter{m: m, opts: opts, nsym: len(f.Symbols)}
 	res := &Counts{Module: m.Name, Path: m.Path, Arch: a.name, BigEndian: elfobj.BigEndian(f.Order), Mode: opts.Mode.String(),

@@ -24,7 +24,7 @@ func FuzzCount(f *testing.F) {
 		}
 	}
 	r := rand.New(rand.NewPCG(1, 1))
-	for _, m := range []elf.Machine{elf.EM_AARCH64, elf.EM_ARM, elf.EM_X86_64} {
+	for _, m := range []elf.Machine{elf.EM_AARCH64, elf.EM_ARM, elf.EM_X86_64, elf.EM_S390} {
 		f.Add(genModule(r, m))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -62,8 +62,9 @@ func (p *Placed) fill() {
 // sizes (the PLT sections the counting sized), aligns raises alignments
 // (erratum 843419), at overrides addresses (tests, to match GNU ld).
 // Init goes at init, or (init == 0) past core's end and its guard page.
-// page is the kernel's PAGE_SIZE.
-func (m *Module) layout(core, init, page uint64, sizes map[int]uint64, aligns map[int]uint64, flagsOf map[int]elf.SectionFlag, at map[string]uint64, unload bool) ([]*Placed, error) {
+// page is the kernel's PAGE_SIZE. Core's first reserve bytes are left to
+// what the architecture puts there (s390's GOT and PLT).
+func (m *Module) layout(core, init, page, reserve uint64, sizes map[int]uint64, aligns map[int]uint64, flagsOf map[int]elf.SectionFlag, at map[string]uint64, unload bool) ([]*Placed, error) {
 	f := m.f
 	placed := make([]*Placed, len(f.Sections))
 	var out []*Placed
@@ -85,6 +86,9 @@ func (m *Module) layout(core, init, page uint64, sizes map[int]uint64, aligns ma
 			return nil, fmt.Errorf("%s: %w: %s at %#x is not on a %d-byte page", f.Name, ErrBadBase, region, base, page)
 		}
 		off := uint64(0)
+		if region == Core {
+			off = reserve
+		}
 		for _, mask := range layoutMasks {
 			for i := range f.Sections {
 				s := &f.Sections[i]

@@ -88,6 +88,11 @@ type LinkOptions struct {
 	Erratum843419   bool
 	NoModuleUnload  bool
 	NoRandomizeBase bool
+	// NoExpoline links as an s390 kernel without expolines does
+	// (CONFIG_EXPOLINE off, or nospec_disable: nospec=off, or a machine
+	// with etokens where the kernel turns them off): no __jump_r1 thunk,
+	// and PLT entries end in br %r1. See Options.NoExpoline.
+	NoExpoline bool
 	// SkipSections leaves the relocation sections named here unapplied
 	// (the caller applies them, e.g. livepatch sections resolved apart).
 	SkipSections func(name string) bool
@@ -99,6 +104,9 @@ type Image struct {
 	syms     []symInfo
 	Sections []*Placed // in layout order
 	PageSize uint64    // the kernel's PAGE_SIZE it was laid out with
+	// Expoline: an s390 module's PLT has the expoline thunk, its last
+	// entry (counted in PLTCoreMax and PLTCoreUsed).
+	Expoline bool
 	// PLT and GOT use: entries emitted and slots available.
 	PLTCoreUsed, PLTCoreMax int
 	PLTInitUsed, PLTInitMax int
@@ -218,6 +226,7 @@ type linker struct {
 	syms   []symInfo // each symbol, resolved
 	plt    [2]*pltArea
 	got    *gotArea
+	s390   *s390Linker // s390's GOT and PLT
 	// sec is the section being relocated, for the rare relocation that
 	// rewrites bytes before its place (x86_64's mov -> lea).
 	sec []byte
@@ -264,7 +273,7 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 	if opts.Base == 0 {
 		opts.Base = m.DefaultBase(opts)
 	}
-	counts, err := m.Count(Options{Erratum843419: opts.Erratum843419, NoModuleUnload: opts.NoModuleUnload, NoRandomizeBase: opts.NoRandomizeBase})
+	counts, err := m.Count(Options{Erratum843419: opts.Erratum843419, NoModuleUnload: opts.NoModuleUnload, NoRandomizeBase: opts.NoRandomizeBase, NoExpoline: opts.NoExpoline})
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +300,18 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 			}
 		}
 	}
-	placed, err := m.layout(opts.Base, opts.InitBase, page, sizes, aligns, flags, opts.At, !opts.NoModuleUnload)
+	var s390t *s390Tables
+	var reserve uint64
+	if a.machine == elf.EM_S390 {
+		// module_frob_arch_sections() grows core by the GOT and PLT
+		// (core_layout.size, 0 so far: ALIGN(0, 4)) before the sections
+		// are laid out after them.
+		if s390t, err = s390Count(f, !opts.NoExpoline); err != nil {
+			return nil, err
+		}
+		reserve = s390t.gotSize + s390t.pltSize
+	}
+	placed, err := m.layout(opts.Base, opts.InitBase, page, reserve, sizes, aligns, flags, opts.At, !opts.NoModuleUnload)
 	if err != nil {
 		return nil, err
 	}
@@ -312,10 +332,14 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 			l.armPrefillFixed()
 		}
 	}
-	if a.machine == elf.EM_X86_64 {
+	switch a.machine {
+	case elf.EM_X86_64:
 		if err := l.addGOT(); err != nil {
 			return nil, err
 		}
+	case elf.EM_S390:
+		l.s390Setup(s390t, opts.Base, !opts.NoExpoline)
+		l.img.Expoline = !opts.NoExpoline && s390t.pltN > 0
 	}
 	// simplify_symbols(): every symbol is resolved before any relocation
 	// (an unresolved one fails the load even if nothing refers to it).
@@ -449,6 +473,8 @@ func (l *linker) apply(rc *reloc) error {
 		return arm64Apply(l, rc)
 	case elf.EM_ARM:
 		return armApply(l, rc)
+	case elf.EM_S390:
+		return s390Apply(l, rc)
 	}
 	return amd64Apply(l, rc)
 }
@@ -489,6 +515,11 @@ func (l *linker) symbol(i uint32) (uint64, bool) {
 	case s.Shndx == uint16(elf.SHN_UNDEF) || s.Shndx == shnLivepatch:
 		if i == 0 {
 			v = 0 // the null symbol: relocations against "nothing"
+			break
+		}
+		if s.Name == "_GLOBAL_OFFSET_TABLE_" && l.m.arch.machine == elf.EM_S390 {
+			// module_frob_arch_sections() makes it SHN_ABS, value 0:
+			// the GOT relocations find the GOT without it.
 			break
 		}
 		if s.Name == "_GLOBAL_OFFSET_TABLE_" && l.m.arch.machine == elf.EM_X86_64 {

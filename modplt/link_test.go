@@ -65,6 +65,8 @@ func TestLinkMatchesGNULd(t *testing.T) {
 		// Big-endian: AArch64 data (instructions stay little-endian),
 		// ARM BE32 and BE8 (see the Makefile).
 		{"arm64be", "arm64"}, {"cfix-arm64be", "cfix-arm64"}, {"armbe", "arm"}, {"armbe8", "arm"}, {"cfix-thumbbe8", "cfix-thumb"},
+		// s390x: the types that take no GOT or PLT (TestS390GOTPLT has those).
+		{"s390x", "s390x"},
 	} {
 		t.Run(fx.name, func(t *testing.T) {
 			at, syms := readSyms(t, linkFixture(fx.syms+".syms"))

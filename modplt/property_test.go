@@ -38,6 +38,10 @@ func genModule(r *rand.Rand, m elf.Machine) []byte {
 	case elf.EM_X86_64:
 		branches = []uint32{uint32(elf.R_X86_64_GOTPCREL), uint32(elf.R_X86_64_GOTPCRELX), uint32(elf.R_X86_64_REX_GOTPCRELX), uint32(elf.R_X86_64_PLT32)}
 		others = []uint32{uint32(elf.R_X86_64_64), uint32(elf.R_X86_64_32S)}
+	case elf.EM_S390:
+		b.Order = binary.BigEndian
+		branches = []uint32{uint32(elf.R_390_PLT32DBL), uint32(elf.R_390_GOTENT), uint32(elf.R_390_GOT20)}
+		others = []uint32{uint32(elf.R_390_64), uint32(elf.R_390_PC32DBL)}
 	}
 	names := []string{".text", ".text.unlikely", ".init.text", ".exit.text", ".text.hot"}
 	nsec := 1 + r.IntN(len(names))
@@ -68,8 +72,10 @@ func genModule(r *rand.Rand, m elf.Machine) []byte {
 		secs = append(secs, b.AddSection(elfobj.BuildSection{Name: names[i], Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: text, Addralign: 4}))
 	}
 	data := b.AddSection(elfobj.BuildSection{Name: ".data", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 64), Addralign: 8})
-	b.AddSection(elfobj.BuildSection{Name: ".plt", Type: elf.SHT_NOBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Size: 1})
-	b.AddSection(elfobj.BuildSection{Name: ".init.plt", Type: elf.SHT_NOBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Size: 1})
+	if m != elf.EM_S390 { // s390's PLT is no section
+		b.AddSection(elfobj.BuildSection{Name: ".plt", Type: elf.SHT_NOBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Size: 1})
+		b.AddSection(elfobj.BuildSection{Name: ".init.plt", Type: elf.SHT_NOBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Size: 1})
+	}
 	var syms []uint32
 	for _, s := range secs {
 		syms = append(syms, b.AddSymbol(elfobj.BuildSymbol{Info: elf.ST_INFO(elf.STB_LOCAL, elf.STT_SECTION), Shndx: uint16(s)}))

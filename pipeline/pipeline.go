@@ -541,7 +541,10 @@ func recordCFI(img *modplt.Image) (*CFIReport, error) {
 	f := m.ELF()
 	rep := &CFIReport{TextStart: ^uint64(0)}
 	for _, p := range img.Sections {
-		if p.Index < 0 || p.Region != modplt.Core || f.Sections[p.Index].Flags&elf.SHF_EXECINSTR == 0 || p.Size == 0 {
+		// s390's GOT and PLT (pseudo-sections) open the text group: the
+		// module's text starts at core's base, as its core_layout does.
+		text := p.Index < 0 && m.Arch == "s390" || p.Index >= 0 && f.Sections[p.Index].Flags&elf.SHF_EXECINSTR != 0
+		if !text || p.Region != modplt.Core || p.Size == 0 {
 			continue
 		}
 		rep.TextStart = min(rep.TextStart, p.Addr)

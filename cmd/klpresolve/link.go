@@ -63,19 +63,20 @@ func checkPageSize(m *klp.Module, size uint64) error {
 // --erratum-843419, --no-kaslr and --page-size, which the main job (with
 // --link), link and check (with --link) take alike.
 type linkFlags struct {
-	erratum, noKASLR bool
-	pageSize         string
+	erratum, noKASLR, noExpoline bool
+	pageSize                     string
 }
 
 // add registers the flags on c; prefix opens each help text.
 func (f *linkFlags) add(c *cobra.Command, prefix string) {
 	c.Flags().BoolVar(&f.erratum, "erratum-843419", false, prefix+"arm64: work around Cortex-A53 erratum 843419")
 	addNoKASLRFlag(c, &f.noKASLR, prefix+"arm64: link as for a kernel")
+	addNoExpolineFlag(c, &f.noExpoline, prefix+"link")
 	c.Flags().StringVar(&f.pageSize, "page-size", "", prefix+"the kernel's page size, which section groups and the CFI shadow's pages follow: 4K, or 16K or 64K on arm64 (CONFIG_ARM64_64K_PAGES, as RHEL's kernel-64k); default: an arm64 kernel's own where its symbols show it (a System.map does), else 4K")
 }
 
 // given reports whether any of the flags was given.
-func (f *linkFlags) given() bool { return f.erratum || f.noKASLR || f.pageSize != "" }
+func (f *linkFlags) given() bool { return f.erratum || f.noKASLR || f.noExpoline || f.pageSize != "" }
 
 // apply sets what the flags say in lo; a bad --page-size is exit 2.
 func (f *linkFlags) apply(lo *modplt.LinkOptions) error {
@@ -83,7 +84,7 @@ func (f *linkFlags) apply(lo *modplt.LinkOptions) error {
 	if err != nil {
 		return err
 	}
-	lo.Erratum843419, lo.NoRandomizeBase, lo.PageSize = f.erratum, f.noKASLR, size
+	lo.Erratum843419, lo.NoRandomizeBase, lo.NoExpoline, lo.PageSize = f.erratum, f.noKASLR, f.noExpoline, size
 	return nil
 }
 
@@ -330,6 +331,12 @@ func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden,
 		fmt.Fprintf(a.stdout, "page size: %d KiB\n", img.PageSize>>10)
 	}
 	switch {
+	case m.Arch == "s390" && img.GOTMax+img.PLTCoreMax > 0:
+		thunk := ""
+		if img.Expoline {
+			thunk = " (the expoline thunk's included)"
+		}
+		fmt.Fprintf(a.stdout, "GOT: %d of %s; PLT: %d of %s%s\n", img.GOTUsed, count(img.GOTMax, "slot", "slots"), img.PLTCoreUsed, count(img.PLTCoreMax, "entry", "entries"), thunk)
 	case img.PLTCoreMax+img.PLTInitMax > 0:
 		fmt.Fprintf(a.stdout, "PLT: .plt %d of %s, .init.plt %d of %d\n", img.PLTCoreUsed, count(img.PLTCoreMax, "entry", "entries"), img.PLTInitUsed, img.PLTInitMax)
 	case img.GOTMax > 0:

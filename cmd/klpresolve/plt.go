@@ -14,7 +14,7 @@ func newPLTCmd(a *app) *cobra.Command {
 	var opts modplt.Options
 	c := &cobra.Command{
 		Use:   "plt MODULE.ko [--mode kernel|optimal] [--erratum-843419] [--no-kaslr] [--format text|json]",
-		Short: "Count the PLT (arm64, arm) or GOT (x86_64) entries a module needs",
+		Short: "Count the PLT (arm64, arm) or GOT (x86_64) entries a module needs (s390: both)",
 		Example: `  klpresolve plt btrfs.ko
   klpresolve plt btrfs.ko --mode optimal --erratum-843419 --format json`,
 		Long: `Counts, per relocation section, the branches (total, to undefined symbols, into
@@ -22,7 +22,9 @@ their own section, with a non-zero addend) and the PLT entries they need, and th
 .plt/.init.plt entries and section sizes for the whole module, as Linux 6.1's
 module_frob_arch_sections() does (--mode kernel, the default, quirks included) or as
 few as suffice when one entry is shared per target across a region (--mode optimal).
-For an x86_64 module it counts the GOT entries that GOTPCREL relocations need.
+For an x86_64 module it counts the GOT entries that GOTPCREL relocations need; for
+an s390 one the GOT slots and PLT entries its one GOT and PLT get (a slot or entry per
+symbol, for the whole module, and the expoline thunk: --no-expoline without it).
 
 Exit status: 0 counted, 1 the kernel would refuse the module (no .plt section),
 2 unusable input.`,
@@ -59,10 +61,15 @@ Exit status: 0 counted, 1 the kernel would refuse the module (no .plt section),
 	c.Flags().BoolVar(&opts.Erratum843419, "erratum-843419", false, "arm64: count as a kernel with the Cortex-A53 erratum 843419 workaround on")
 	c.Flags().BoolVar(&opts.NoModuleUnload, "no-module-unload", false, "count as a kernel without CONFIG_MODULE_UNLOAD (.exit sections are init)")
 	addNoKASLRFlag(c, &opts.NoRandomizeBase, "arm64: count as a kernel")
+	addNoExpolineFlag(c, &opts.NoExpoline, "count")
 	return c
 }
 
 func writePLTText(a *app, r *modplt.Counts) {
+	if r.Arch == "s390" {
+		writeS390Counts(a, r)
+		return
+	}
 	got := r.Arch == "x86_64"
 	fmt.Fprintf(a.stdout, "%s (%s), %s mode", r.Module, archText(r.Arch, r.BigEndian), r.Mode)
 	if r.Erratum843419 {
@@ -111,6 +118,35 @@ func writePLTText(a *app, r *modplt.Counts) {
 	for _, w := range r.Warnings {
 		fmt.Fprintf(a.stdout, "warning: %s\n", w)
 	}
+}
+
+// writeS390Counts: an s390 module's one GOT and PLT, which every RELA
+// section's GOT and PLT relocations add to, executable target or not.
+func writeS390Counts(a *app, r *modplt.Counts) {
+	fmt.Fprintf(a.stdout, "%s (%s), %s mode", r.Module, archText(r.Arch, r.BigEndian), r.Mode)
+	if r.NoExpoline {
+		fmt.Fprint(a.stdout, ", no expolines")
+	}
+	fmt.Fprintln(a.stdout)
+	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "SECTION\tREGION\tRELOCS\tGOT/PLT RELOCS\tGOT\tPLT\t\n")
+	for _, s := range r.Sections {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t\n", s.Name, s.Region, s.Relocs, s.Candidates, s.GOT, s.PLT)
+	}
+	t := r.Totals
+	fmt.Fprintf(tw, "all sections\t\t%d\t%d\t%d\t%d\t\n", t.Relocs, t.Candidates, t.GOT, t.PLT)
+	tw.Flush()
+	thunk := ""
+	if r.FixedPLTs > 0 {
+		thunk = " (the expoline thunk's included)"
+	}
+	fmt.Fprintf(a.stdout, "GOT: %s, %d bytes; PLT: %s, %d bytes%s; both at the start of core\n",
+		count(r.GOT, "slot", "slots"), r.GOT*8, count(r.PLTCore, "entry", "entries"), r.PLTSizeCore, thunk)
+}
+
+// addNoExpolineFlag adds --no-expoline (modplt.Options.NoExpoline).
+func addNoExpolineFlag(c *cobra.Command, v *bool, verb string) {
+	c.Flags().BoolVar(v, "no-expoline", false, "s390: "+verb+" as a kernel without expolines (CONFIG_EXPOLINE off, nospec=off, or turned off on a machine with etokens): no __jump_r1 thunk in the PLT")
 }
 
 // addNoKASLRFlag adds --no-kaslr: an arm64 kernel built without

@@ -41,6 +41,9 @@ var moreRelocNames = map[elf.Machine]map[uint32]string{
 		304: "R_AARCH64_MOVW_GOTOFF_G2", 305: "R_AARCH64_MOVW_GOTOFF_G2_NC",
 		306: "R_AARCH64_MOVW_GOTOFF_G3", 307: "R_AARCH64_GOTREL64", 308: "R_AARCH64_GOTREL32",
 	},
+	// s390: binutils' and the kernel's names where debug/elf's differ
+	// (GOTOFF is GOTOFF32; GOTPLTOFF16/32/64 are PLTOFF16/32/64).
+	elf.EM_S390: {13: "R_390_GOTOFF32", 34: "R_390_PLTOFF16", 35: "R_390_PLTOFF32", 36: "R_390_PLTOFF64"},
 	elf.EM_X86_64: {
 		43: "R_X86_64_CODE_4_GOTPCRELX", 44: "R_X86_64_CODE_4_GOTTPOFF", 45: "R_X86_64_CODE_4_GOTPC32_TLSDESC",
 	},
