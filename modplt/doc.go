@@ -31,6 +31,13 @@
 // x86_64 modules use no PLT; for PIE-built ones the package counts the
 // GOT entries their GOTPCREL relocations need.
 //
+// s390x modules get one GOT and one PLT for the whole module, at the start
+// of core (arch/s390/kernel/module.c: module_frob_arch_sections() and
+// check_rela() give each symbol a GOT slot and a PLT entry the first time
+// a relocation of that kind names it, over every RELA section; the
+// expoline thunk is the PLT's last entry): both modes give that count,
+// already one entry per target.
+//
 // Counting is O(n) in both modes: the kernel's sort is needed only to
 // decide between equal arm relocations, and is run (by the ported
 // heapsort) only for a section where the order can change the count.
@@ -43,15 +50,19 @@
 //     read-only, ro-after-init, data, each group page aligned) and
 //     simplify_symbols() (every undefined symbol resolved first, through
 //     LinkOptions.Resolve);
-//   - apply_relocate_add() of arch/arm64/kernel/module.c and
-//     arch/x86/kernel/module.c, apply_relocate() of arch/arm/kernel/module.c:
-//     one file per architecture (arm64.go, amd64.go, arm.go), each case
+//   - apply_relocate_add() of arch/arm64/kernel/module.c,
+//     arch/x86/kernel/module.c and arch/s390/kernel/module.c (apply_rela(),
+//     apply_rela_bits()), apply_relocate() of arch/arm/kernel/module.c:
+//     one file per architecture (arm64.go, amd64.go, arm.go, s390.go), each case
 //     computing, range-checking against a named limit and encoding, with
 //     PLT entries emitted (module_emit_plt_entry()) only for branches out
 //     of range;
 //   - the load address, when none is given: where the architecture's
 //     module_alloc() starts (MODULES_VADDR on x86_64 and arm, _etext - 128
-//     MiB on arm64 as kaslr_init() sets module_alloc_base).
+//     MiB on arm64 as kaslr_init() sets module_alloc_base; on s390, whose
+//     boot code computes MODULES_VADDR from the machine, a typical one).
+//     s390's GOT and PLT are laid out first, as the pseudo-sections
+//     ".got" and ".plt", and its module_finalize() writes the thunk.
 //
 // LinkOptions.PageSize lays a module out for a kernel whose pages are not
 // 4 KiB (arm64's 16 and 64 KiB: CONFIG_ARM64_64K_PAGES): strict_align()'s

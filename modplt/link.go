@@ -56,7 +56,9 @@ type LinkOptions struct {
 	// regions. A Base of 0 is where the kernel's module_alloc() starts
 	// looking: MODULES_VADDR on x86_64 (0xffffffffc0000000) and arm
 	// (0xbf000000); on arm64 _etext - 128 MiB (KernelEtext), or
-	// MODULES_VADDR (0xffff800000000000) when that is not known. An
+	// MODULES_VADDR (0xffff800000000000) when that is not known; on s390
+	// a typical MODULES_VADDR (0x3ff80000000: the boot code computes the
+	// real one from the machine, which a loaded module's address shows). An
 	// InitBase of 0 is module_alloc()'s next allocation: past core's
 	// pages and the guard page vmalloc leaves after them. Both must be
 	// page-aligned, and each region must end within the address space

@@ -201,7 +201,7 @@ loader refuses a symbol version, its vermagic or the module as a whole), 2 unusa
 		},
 	}
 	c.Flags().StringVar(&format, "format", "text", "output format: text or json")
-	c.Flags().StringVar(&base, "base", "", "core load address (default: where module_alloc() starts: x86_64 0xffffffffc0000000, arm 0xbf000000, arm64 _etext - 128 MiB)")
+	c.Flags().StringVar(&base, "base", "", "core load address (default: where module_alloc() starts: x86_64 0xffffffffc0000000, arm 0xbf000000, arm64 _etext - 128 MiB, s390 a typical 0x3ff80000000)")
 	c.Flags().StringVar(&initBase, "init-base", "", "init load address (default: past core and its vmalloc guard page)")
 	c.Flags().StringVarP(&out, "output", "o", "", "write the linked image (ELF, sections at their load addresses)")
 	lf.add(c, "")

@@ -108,3 +108,32 @@ ffffffff81800010 R __stop___ksymtab
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, `no symbol table (the module loader says "module has no symbols (stripped?)")`)
 }
+
+// TestS390Commands: plt and link on an s390x object, with and without
+// expolines: the one GOT and PLT, their slots and entries used.
+func TestS390Commands(t *testing.T) {
+	obj := filepath.Join(testutil.RepoRoot(), "testdata", "modplt", "link", "s390x-got.o")
+	code, out, _ := runCLI(t, "plt", obj)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "s390x_got (s390 big-endian), kernel mode\n")
+	assert.Contains(t, out, "GOT: 3 slots, 24 bytes; PLT: 3 entries, 66 bytes (the expoline thunk's included); both at the start of core\n")
+	code, out, _ = runCLI(t, "plt", obj, "--no-expoline")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "GOT: 3 slots, 24 bytes; PLT: 2 entries, 44 bytes; both at the start of core\n")
+
+	k := filepath.Join(t.TempDir(), "System.map")
+	require.NoError(t, os.WriteFile(k, []byte("0000000000100000 T startup_continue\n0000000001234560 T ext_fn\n000003ff80100000 D other_data\n000003ff90000000 D ext_data\n000003ff80100000 T near_fn\n"), 0o644))
+	code, out, _ = runCLI(t, "link", obj, "--kallsyms", k)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, ".got     core    0x3ff80000000  0x18\n")
+	assert.Contains(t, out, ".plt     core    0x3ff80000018  0x42\n")
+	assert.Contains(t, out, ".text    core    0x3ff8000005c  0x30\n")
+	assert.Contains(t, out, "GOT: 3 of 3 slots; PLT: 3 of 3 entries (the expoline thunk's included)\n")
+	assert.Contains(t, out, "OK: s390x_got (s390 big-endian) links: 12 relocations applied\n")
+	// An x86_64 kernel's symbols are another architecture's.
+	x86 := filepath.Join(t.TempDir(), "x86.map")
+	require.NoError(t, os.WriteFile(x86, []byte("ffffffff81000000 T startup_64\nffffffff81234560 T ext_fn\n"), 0o644))
+	code, _, errOut := runCLI(t, "link", obj, "--kallsyms", x86)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "different architectures")
+}
