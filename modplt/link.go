@@ -275,8 +275,19 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 	if opts.Base == 0 {
 		opts.Base = m.DefaultBase(opts)
 	}
-	counts, err := m.Count(Options{Erratum843419: opts.Erratum843419, NoModuleUnload: opts.NoModuleUnload, NoRandomizeBase: opts.NoRandomizeBase, NoExpoline: opts.NoExpoline})
-	if err != nil {
+	var s390t *s390Tables
+	var reserve uint64
+	counts := &Counts{}
+	var err error
+	if a.machine == elf.EM_S390 {
+		// module_frob_arch_sections() grows core by the GOT and PLT
+		// (core_layout.size, 0 so far: ALIGN(0, 4)) before the sections
+		// are laid out after them; no PLT section is sized.
+		if s390t, err = s390Count(f, !opts.NoExpoline); err != nil {
+			return nil, err
+		}
+		reserve = s390t.gotSize + s390t.pltSize
+	} else if counts, err = m.Count(Options{Erratum843419: opts.Erratum843419, NoModuleUnload: opts.NoModuleUnload, NoRandomizeBase: opts.NoRandomizeBase}); err != nil {
 		return nil, err
 	}
 	// module_frob_arch_sections(): the PLT placeholders become NOBITS,
@@ -301,17 +312,6 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 				aligns[t.Index] = max(aligns[t.Index], sc.Align)
 			}
 		}
-	}
-	var s390t *s390Tables
-	var reserve uint64
-	if a.machine == elf.EM_S390 {
-		// module_frob_arch_sections() grows core by the GOT and PLT
-		// (core_layout.size, 0 so far: ALIGN(0, 4)) before the sections
-		// are laid out after them.
-		if s390t, err = s390Count(f, !opts.NoExpoline); err != nil {
-			return nil, err
-		}
-		reserve = s390t.gotSize + s390t.pltSize
 	}
 	placed, err := m.layout(opts.Base, opts.InitBase, page, reserve, sizes, aligns, flags, opts.At, !opts.NoModuleUnload)
 	if err != nil {
