@@ -94,14 +94,21 @@ type s390Tables struct {
 	got, plt         []int64 // by symbol index
 	gotSize, pltSize uint64  // bytes; pltSize has the expoline thunk's entry
 	gotN, pltN       int     // slots and entries (thunk included)
-	perSection       map[int][3]int
+	sections         []s390Section
+}
+
+// s390Section is what one RELA section added (SectionCount's figures).
+type s390Section struct {
+	name, target            string
+	exec                    bool
+	relocs, cands, got, plt int
 }
 
 // s390Count walks every SHT_RELA section in section order, whatever its
 // target, as check_rela() does: a symbol's first GOT relocation gives it
 // the next GOT slot, its first PLT relocation the next PLT entry.
 func s390Count(f *elfobj.File, expoline bool) (*s390Tables, error) {
-	t := &s390Tables{got: make([]int64, len(f.Symbols)), plt: make([]int64, len(f.Symbols)), perSection: map[int][3]int{}}
+	t := &s390Tables{got: make([]int64, len(f.Symbols)), plt: make([]int64, len(f.Symbols))}
 	for i := range t.got {
 		t.got[i], t.plt[i] = -1, -1
 	}
@@ -114,7 +121,8 @@ func s390Count(f *elfobj.File, expoline bool) (*s390Tables, error) {
 		if err != nil {
 			return nil, err
 		}
-		var n [3]int // candidates, GOT slots, PLT entries added here
+		dst := rt.Target()
+		sec := s390Section{name: s.Name, target: dst.Name, exec: dst.Flags&elf.SHF_EXECINSTR != 0, relocs: rt.Len()}
 		for j := range rt.Len() {
 			r, err := rt.Reloc(j)
 			if err != nil {
@@ -123,24 +131,24 @@ func s390Count(f *elfobj.File, expoline bool) (*s390Tables, error) {
 			// (RelocTable checked each symbol index against the table.)
 			switch typ := elf.R_390(r.Type); {
 			case s390GOTType(typ):
-				n[0]++
+				sec.cands++
 				if t.got[r.Sym] < 0 {
 					t.got[r.Sym] = int64(t.gotSize)
 					t.gotSize += s390GOTEntry
 					t.gotN++
-					n[1]++
+					sec.got++
 				}
 			case s390PLTType(typ):
-				n[0]++
+				sec.cands++
 				if t.plt[r.Sym] < 0 {
 					t.plt[r.Sym] = int64(t.pltSize)
 					t.pltSize += s390PLTEntry
 					t.pltN++
-					n[2]++
+					sec.plt++
 				}
 			}
 		}
-		t.perSection[i] = n
+		t.sections = append(t.sections, sec)
 	}
 	// "if (IS_ENABLED(CONFIG_EXPOLINE) && !nospec_disable) plt_size +=
 	// PLT_ENTRY_SIZE": the __jump_r1 thunk, last.
@@ -163,19 +171,9 @@ func (m *Module) countS390(opts Options) (*Counts, error) {
 	}
 	res := &Counts{Module: m.Name, Path: m.Path, Arch: m.arch.name, BigEndian: elfobj.BigEndian(f.Order), Mode: opts.Mode.String(),
 		GOT: t.gotN, PLTCore: t.pltN, PLTSizeCore: t.pltSize, NoExpoline: opts.NoExpoline}
-	for i := range f.Sections {
-		s := &f.Sections[i]
-		if s.Type != elf.SHT_RELA {
-			continue
-		}
-		rt, err := f.RelocTable(s)
-		if err != nil {
-			return nil, err
-		}
-		dst := rt.Target()
-		n := t.perSection[i]
-		sc := SectionCount{Name: s.Name, Target: dst.Name, Relocs: rt.Len(), Exec: dst.Flags&elf.SHF_EXECINSTR != 0,
-			Region: m.arch.region(dst.Name, !opts.NoModuleUnload), Candidates: n[0], GOT: n[1], PLT: n[2]}
+	for _, s := range t.sections {
+		sc := SectionCount{Name: s.name, Target: s.target, Relocs: s.relocs, Exec: s.exec,
+			Region: m.arch.region(s.target, !opts.NoModuleUnload), Candidates: s.cands, GOT: s.got, PLT: s.plt}
 		res.Sections = append(res.Sections, sc)
 		res.Totals.add(&sc)
 	}
