@@ -13,7 +13,7 @@ func newPLTCmd(a *app) *cobra.Command {
 	var format, mode string
 	var opts modplt.Options
 	c := &cobra.Command{
-		Use:   "plt MODULE.ko [--mode kernel|optimal] [--erratum-843419] [--no-kaslr] [--format text|json]",
+		Use:   "plt MODULE.ko [--mode kernel|optimal] [--erratum-843419] [--no-kaslr] [--no-expoline] [--format text|json]",
 		Short: "Count the PLT (arm64, arm) or GOT (x86_64) entries a module needs (s390: both)",
 		Example: `  klpresolve plt btrfs.ko
   klpresolve plt btrfs.ko --mode optimal --erratum-843419 --format json`,
