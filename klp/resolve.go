@@ -310,7 +310,11 @@ func (m *Module) checkExports(ix *kallsyms.Index) *RelocError {
 		} else {
 			by = "module " + owner + " exports it"
 		}
-		return &RelocError{File: m.Path, Section: "__ksymtab", Symbol: e.Name, Err: ErrDuplicateExport,
+		table := "__ksymtab"
+		if e.GPL {
+			table = "__ksymtab_gpl"
+		}
+		return &RelocError{File: m.Path, Section: table, Symbol: e.Name, Err: ErrDuplicateExport,
 			Kernel: fmt.Sprintf("%s: exports duplicate symbol %s (owned by %s)", name, e.Name, owner),
 			Hint:   fmt.Sprintf("%s already, and a name is exported once in a kernel: drop the module's EXPORT_SYMBOL(%s) (a patch's copy of an exported function is reached through the function it replaces, and needs no export of its own)", by, e.Name)}
 	}
