@@ -60,7 +60,7 @@ func checkPageSize(m *klp.Module, size uint64) error {
 }
 
 // linkFlags are the flags that say how the kernel was built, for a link:
-// --erratum-843419, --no-kaslr and --page-size, which the main job (with
+// --erratum-843419, --no-kaslr, --no-expoline and --page-size, which the main job (with
 // --link), link and check (with --link) take alike.
 type linkFlags struct {
 	erratum, noKASLR, noExpoline bool
@@ -359,7 +359,7 @@ func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden,
 		fmt.Fprintf(a.stdout, "wrote %s\n", out)
 	}
 	if loadErr != nil {
-		fmt.Fprintf(a.stdout, "error: the kernel refuses the module\n  kernel: %s\n  help: %s\n", loadErr.Kernel, loadErr.Hint)
+		writeRefusal(a.stdout, loadErr)
 	}
 	writeVersions(a.stdout, versions)
 	writeVermagic(a.stdout, vermagic, magicFrom)

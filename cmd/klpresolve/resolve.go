@@ -619,7 +619,7 @@ func writeResolution(w io.Writer, rep *pipeline.Report, given, kernel string) {
 		}
 	}
 	if e := res.LoadErr; e != nil {
-		fmt.Fprintf(w, "error: the kernel refuses the module\n  kernel: %s\n  help: %s\n", e.Kernel, e.Hint)
+		writeRefusal(w, e)
 	}
 	for _, r := range res.Results {
 		if r.Err == nil {
@@ -649,6 +649,12 @@ func writeResolution(w io.Writer, rep *pipeline.Report, given, kernel string) {
 		name := res.Module.KernelName()
 		fmt.Fprintf(w, "note: a module named %s is loaded in this kernel already: insmod of this file fails (\"File exists\") until it is removed (a livepatch is disabled first: echo 0 > /sys/kernel/livepatch/%s/enabled, then rmmod %s); a patch loaded beside it needs another name\n", name, name, name)
 	}
+}
+
+// writeRefusal is the loader's refusal of the whole module
+// (klp.Resolution.LoadErr) in the text reports.
+func writeRefusal(w io.Writer, e *klp.RelocError) {
+	fmt.Fprintf(w, "error: the kernel refuses the module\n  kernel: %s\n  help: %s\n", e.Kernel, e.Hint)
 }
 
 // writeErrLines are a failure's kernel message and help.
