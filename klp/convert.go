@@ -125,7 +125,7 @@ func convert(name string, obj []byte, syms []ConvertSymbol, hooks *convertHooks)
 			if o, ok := hooks.sectionObj[c.Name]; ok {
 				secObj = o
 			}
-			if t := f.Sections[s.Info].Name; c.Object != kallsyms.Vmlinux && loadTimeSections[t] {
+			if t := f.Sections[s.Info].Name; c.Object != kallsyms.Vmlinux && readAtLoad(t) {
 				// The section would be ErrLoadTimeSection's.
 				return nil, fmt.Errorf("%s: %w: %s refers to %s's %s, and the module loader reads %s when the patch loads, before livepatch would relocate it for %s (use static_key_enabled() instead of a static branch, a plain call instead of a static call)", name, ErrLoadTimeSection, t, c.Object, c.Name, t, c.Object)
 			}

@@ -429,3 +429,19 @@ func TestKpatchBuildObjects(t *testing.T) {
 	assert.Equal(t, []string{"xfs"}, m.Objects)
 	assert.Nil(t, m.Sections[0].Err)
 }
+
+// TestReadAtLoadS390: s390's module_finalize() rewrites its expoline
+// sites (.s390_indirect_*, .s390_return_*) at load: Convert refuses a
+// module's symbol there, as it does a jump table's.
+func TestReadAtLoadS390(t *testing.T) {
+	for _, sec := range []string{".s390_indirect_call", ".s390_return_reg", ".s390_indirect_jump"} {
+		assert.True(t, readAtLoad(sec), sec)
+	}
+	assert.False(t, readAtLoad(".s390_other"))
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.BigEndian, Machine: elf.EM_S390}
+	ic := b.AddSection(elfobj.BuildSection{Name: ".s390_indirect_call", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: make([]byte, 8), Addralign: 4})
+	mk := b.AddSymbol(elfobj.BuildSymbol{Name: "ext4_fn", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+	b.AddRelocs(".rela.s390_indirect_call", true, ic, []elfobj.Reloc{{Offset: 0, Sym: mk, Type: uint32(elf.R_390_PC32)}})
+	_, err := Convert("obj.o", b.Bytes(), []ConvertSymbol{{Object: "ext4", Name: "ext4_fn"}})
+	require.ErrorIs(t, err, ErrLoadTimeSection)
+}

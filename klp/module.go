@@ -331,7 +331,7 @@ func (m *Module) readKLP() error {
 			rs.Err = neverLoadsError(obj)
 		default:
 			rs.Object = obj
-			if obj != kallsyms.Vmlinux && loadTimeSections[rs.Target] {
+			if obj != kallsyms.Vmlinux && readAtLoad(rs.Target) {
 				rs.Err = &CheckError{Kind: ErrLoadTimeSection, // the kernel says nothing
 					Hint: fmt.Sprintf("the module loader reads %s when the patch module loads (module_finalize(), jump labels, static calls), but livepatch applies this section only when %s loads (klp_module_coming()): the loader would use the unrelocated entries. vmlinux's such sections are applied first, at load; a module's symbol cannot be used there (kpatch-build and klp-build refuse it too): use static_key_enabled() instead of a static branch, a plain call instead of a static call", rs.Target, obj)}
 			}
@@ -370,6 +370,14 @@ var loadTimeSections = map[string]bool{
 	".parainstructions": true, ".smp_locks": true, ".retpoline_sites": true,
 	".return_sites": true, ".ibt_endbr_seal": true, ".orc_unwind_ip": true,
 	"__bug_table": true, "__ex_table": true, "__mcount_loc": true,
+}
+
+// readAtLoad reports whether the loader reads section name while it loads
+// the module: loadTimeSections, and s390's expoline sites, which its
+// module_finalize() rewrites (nospec_revert() on .s390_indirect* and
+// .s390_return*).
+func readAtLoad(name string) bool {
+	return loadTimeSections[name] || strings.HasPrefix(name, ".s390_indirect") || strings.HasPrefix(name, ".s390_return")
 }
 
 // checkSymbol makes klp_resolve_symbols()'s static checks, in its order.
