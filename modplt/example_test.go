@@ -26,3 +26,30 @@ func Example() {
 	// kernel: .plt 9 entries (128 bytes), .init.plt 5 entries (128 bytes)
 	// optimal: .plt 6 entries (128 bytes), .init.plt 5 entries (128 bytes)
 }
+
+// Link an s390x module: its loader puts one GOT and one PLT at the start
+// of the module's core, before its sections.
+func ExampleModule_Link_s390() {
+	m, err := modplt.Open("../testdata/modplt/link/s390x-got.o")
+	if err != nil {
+		log.Fatal(err)
+	}
+	kernel := map[string]uint64{"ext_fn": 0x1234560, "ext_data": 0x3ff90000000, "near_fn": 0x3ff80100000, "other_data": 0x3ff80100000}
+	img, err := m.Link(modplt.LinkOptions{Resolve: func(name string) (uint64, bool) {
+		v, ok := kernel[name]
+		return v, ok
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, p := range img.Sections[:3] {
+		fmt.Printf("%-5s %#x %3d bytes\n", p.Name, p.Addr, p.Size)
+	}
+	fmt.Printf("GOT %d/%d, PLT %d/%d (the expoline thunk included), %d relocations applied\n",
+		img.GOTUsed, img.GOTMax, img.PLTCoreUsed, img.PLTCoreMax, img.Relocs)
+	// Output:
+	// .got  0x3ff80000000  24 bytes
+	// .plt  0x3ff80000018  66 bytes
+	// .text 0x3ff8000005c  48 bytes
+	// GOT 3/3, PLT 3/3 (the expoline thunk included), 12 relocations applied
+}
