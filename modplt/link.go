@@ -171,8 +171,10 @@ func (img *Image) ELF() []byte {
 			if s.Type == elf.SHT_NOBITS && (p.zero || isZero(p.Data)) {
 				typ = elf.SHT_NOBITS
 			}
+		} else if p.Name == ".plt" {
+			flags |= elf.SHF_EXECINSTR // s390's PLT: code (objdump -d shows it)
 		} else {
-			flags |= elf.SHF_WRITE
+			flags |= elf.SHF_WRITE // a GOT
 		}
 		bs := elfobj.BuildSection{Name: p.Name, Type: typ, Flags: flags, Addr: p.Addr, Addralign: p.Align}
 		if typ == elf.SHT_NOBITS {
