@@ -2,6 +2,8 @@ package modplt
 
 import (
 	"debug/elf"
+	"slices"
+	"strings"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 )
@@ -100,6 +102,17 @@ func (a *arch) classify(t uint32) (relKind, uint8, uint8) {
 }
 
 var arches = []*arch{arm64Arch, armArch, amd64Arch, s390Arch}
+
+// linkedArches names the architectures modplt links, for messages:
+// "x86_64, arm64, arm and s390".
+func linkedArches() string {
+	var names []string
+	for _, a := range arches {
+		names = append(names, a.name)
+	}
+	slices.SortFunc(names, func(a, b string) int { return strings.Compare(b, a) }) // x86_64 first
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
 
 func archFor(m elf.Machine) *arch {
 	for _, a := range arches {

@@ -76,7 +76,7 @@ func FromELF(f *elfobj.File) (*Module, error) {
 	}
 	a := archFor(f.Machine)
 	if a == nil || a.is64 != f.Is64() {
-		return nil, fmt.Errorf("%s: %w: %v %v", f.Name, ErrUnsupportedArch, f.Class, f.Machine)
+		return nil, fmt.Errorf("%s: %w: %s %v (%v): modplt links %s modules", f.Name, ErrUnsupportedArch, elfobj.ArchName(f.Machine), f.Class, f.Machine, linkedArches())
 	}
 	if f.Symtab == 0 {
 		// setup_load_info(): "module has no symbols (stripped?)".

@@ -137,3 +137,22 @@ func TestS390Commands(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "different architectures")
 }
+
+// TestLinkUnsupportedArch: --link of a ppc64le patch says which
+// architectures link and that the patch resolves without it.
+func TestLinkUnsupportedArch(t *testing.T) {
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_PPC64}
+	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 8), Addralign: 4})
+	b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("name=fix_patch\x00"), Addralign: 1})
+	b.AddSection(elfobj.BuildSection{Name: ".gnu.linkonce.this_module", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 64), Addralign: 64})
+	fn := b.AddSymbol(elfobj.BuildSymbol{Name: "vfs_read", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+	b.AddRelocs(".rela.text", true, text, []elfobj.Reloc{{Offset: 0, Sym: fn, Type: uint32(elf.R_PPC64_REL24)}})
+	p := filepath.Join(t.TempDir(), "fix-ppc64le.ko")
+	require.NoError(t, os.WriteFile(p, b.Bytes(), 0o644))
+	k := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	code, _, errOut := runCLI(t, p, "--kallsyms", k, "--link")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "unsupported architecture: ppc64 ELFCLASS64 (EM_PPC64): modplt links x86_64, s390, arm64 and arm modules (without --link the livepatch relocations and patched functions resolve all the same)")
+	code, _, _ = runCLI(t, p, "--kallsyms", k)
+	assert.Equal(t, 0, code)
+}

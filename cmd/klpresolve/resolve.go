@@ -96,7 +96,9 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 		}
 	}
 	rep, err := pipeline.Run(m, ix, po)
-	if err != nil {
+	if errors.Is(err, modplt.ErrUnsupportedArch) {
+		return &exitError{exitUsage, fmt.Errorf("%w (without --link the livepatch relocations and patched functions resolve all the same)", err)}
+	} else if err != nil {
 		return &exitError{exitUsage, err}
 	}
 	res := rep.Resolution
