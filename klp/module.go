@@ -86,6 +86,9 @@ type Module struct {
 	WriteExec *RelocError
 
 	elf *elfobj.File
+	// exports are the module's exports, in the kernel's order (read once:
+	// every Resolve checks them against its kernel).
+	exports []elfobj.Export
 	// marked: .modinfo has a livepatch key, whatever its value, which is
 	// what the kernel tests (is_livepatch_module()).
 	marked bool
@@ -192,6 +195,7 @@ func Parse(name string, data []byte) (*Module, error) {
 	m.checkThisModule()
 	m.checkSymtab()
 	m.checkWriteExec()
+	m.exports = f.Exports()
 	return m, nil
 }
 

@@ -299,7 +299,7 @@ func (m *Module) checkExports(ix *kallsyms.Index) *RelocError {
 	if name != kallsyms.Vmlinux && ix.HasObject(name) {
 		return nil
 	}
-	for _, e := range m.elf.Exports() {
+	for _, e := range m.exports {
 		s, ok := ix.FindExport(e.Name, true)
 		if !ok || (s.Object == kallsyms.Vmlinux && !ix.ListsExports()) {
 			continue
