@@ -1,6 +1,7 @@
 package modplt
 
 import (
+	"debug/elf"
 	"encoding/binary"
 	"fmt"
 )
@@ -79,7 +80,7 @@ func (l *linker) addGOT() error {
 	if a, ok := l.opts.At[gotName]; ok {
 		addr = a
 	}
-	p := &Placed{Index: -1, Name: gotName, Region: Core, Addr: addr, Size: uint64(c.GOT) * amd64GOTEntry, Align: 8}
+	p := &Placed{Index: -1, Name: gotName, Region: Core, Addr: addr, Size: uint64(c.GOT) * amd64GOTEntry, Align: 8, Flags: elf.SHF_ALLOC | elf.SHF_WRITE}
 	p.Data = make([]byte, p.Size)
 	l.img.Sections = append(l.img.Sections, p)
 	l.got = &gotArea{p: p, max: c.GOT, entries: map[gotKey]uint64{}}

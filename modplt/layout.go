@@ -40,6 +40,11 @@ type Placed struct {
 	Addr   uint64
 	Size   uint64
 	Align  uint64
+	// Flags are the section's flags as the loader lays it out (the
+	// file's, with the PLT sections' the counting set, and
+	// SHF_RO_AFTER_INIT); for a section the linker adds (Index -1: a
+	// GOT, s390's PLT), those of the group it sits in.
+	Flags elf.SectionFlag
 	// Data is the section's bytes, relocated; nil for a SHT_NOBITS
 	// section such as .bss, whose Size bytes are zeros the kernel
 	// allocates and clears (nothing relocates it).
@@ -123,7 +128,7 @@ func (m *Module) layout(core, init, page, reserve uint64, sizes map[int]uint64, 
 				}
 				// module_get_offset(): ALIGN(size, sh_addralign).
 				off = (off + align - 1) &^ (align - 1)
-				p := &Placed{Index: i, Name: s.Name, Region: region, Addr: base + off, Size: size, Align: align}
+				p := &Placed{Index: i, Name: s.Name, Region: region, Addr: base + off, Size: size, Align: align, Flags: flags}
 				if a, ok := at[s.Name]; ok {
 					p.Addr = a
 				}

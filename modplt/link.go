@@ -171,10 +171,8 @@ func (img *Image) ELF() []byte {
 			if s.Type == elf.SHT_NOBITS && (p.zero || isZero(p.Data)) {
 				typ = elf.SHT_NOBITS
 			}
-		} else if p.Name == ".plt" {
-			flags |= elf.SHF_EXECINSTR // s390's PLT: code (objdump -d shows it)
 		} else {
-			flags |= elf.SHF_WRITE // a GOT
+			flags = p.Flags // a GOT, s390's PLT (code: objdump -d shows it)
 		}
 		bs := elfobj.BuildSection{Name: p.Name, Type: typ, Flags: flags, Addr: p.Addr, Addralign: p.Align}
 		if typ == elf.SHT_NOBITS {
@@ -521,23 +519,22 @@ func (l *linker) symbol(i uint32) (uint64, bool) {
 			v = 0 // the null symbol: relocations against "nothing"
 			break
 		}
-		if s.Name == "_GLOBAL_OFFSET_TABLE_" && l.m.arch.machine == elf.EM_S390 {
-			// module_frob_arch_sections() makes it SHN_ABS, value 0:
-			// the GOT relocations find the GOT without it.
-			break
+		name, lookup := s.Name, true
+		if s.Shndx == uint16(elf.SHN_UNDEF) { // (a livepatch symbol keeps its name)
+			name, lookup = LookupName(l.m.arch.machine, s.Name)
 		}
-		if s.Name == "_GLOBAL_OFFSET_TABLE_" && l.m.arch.machine == elf.EM_X86_64 {
-			// A PIE module's reference to its own GOT (Garnier's series
-			// made it SHN_ABS): the GOT the linker added, if any. (On
-			// arm64 and arm the loader looks it up like any name, and
-			// finds none: "Unknown symbol".)
+		if !lookup {
+			// _GLOBAL_OFFSET_TABLE_: s390's is SHN_ABS, value 0 (its GOT
+			// relocations find the GOT without it); on x86_64, a PIE
+			// module's reference to its own GOT (Garnier's series made
+			// it SHN_ABS): the GOT the linker added, if any.
 			if l.got != nil {
 				v = l.got.p.Addr
 			}
 			break
 		}
 		if l.opts.Resolve != nil {
-			v, ok = l.opts.Resolve(s.Name)
+			v, ok = l.opts.Resolve(name)
 		} else {
 			ok = false
 		}
@@ -545,7 +542,7 @@ func (l *linker) symbol(i uint32) (uint64, bool) {
 			v, ok = 0, true // an unresolved weak symbol is 0
 		}
 		if !ok {
-			l.img.Unresolved = append(l.img.Unresolved, s.Name)
+			l.img.Unresolved = append(l.img.Unresolved, name)
 		}
 	case s.Shndx == uint16(elf.SHN_ABS):
 		v = s.Value

@@ -151,6 +151,30 @@ func (a *arch) region(name string, moduleUnload bool) Region {
 	return Core
 }
 
+// LookupName is the name under which simplify_symbols() looks up
+// an undefined (SHN_UNDEF) symbol of a module for machine, or false when it looks up
+// none: x86's ignore_undef_symbol() passes _GLOBAL_OFFSET_TABLE_ (GNU as
+// before 2.37 left one unreferenced), s390's module_frob_arch_sections()
+// defines it (SHN_ABS), and powerpc64's dedotify() defines .TOC. and
+// strips the dot of every other name that has one (ELFv1's function
+// descriptors: .name is name's entry point).
+func LookupName(machine elf.Machine, name string) (string, bool) {
+	switch machine {
+	case elf.EM_X86_64, elf.EM_386, elf.EM_S390:
+		if name == "_GLOBAL_OFFSET_TABLE_" {
+			return "", false
+		}
+	case elf.EM_PPC64:
+		if name == ".TOC." {
+			return "", false
+		}
+		if len(name) > 1 && name[0] == '.' {
+			return name[1:], true
+		}
+	}
+	return name, true
+}
+
 // InitSection reports whether the module loader of a kernel built with
 // CONFIG_MODULE_UNLOAD lays the section called name out in init memory,
 // freed once the module's init has run (module_init_layout_section(),

@@ -193,17 +193,21 @@ type s390Linker struct {
 	expoline       bool
 }
 
+// s390CoreText: the GOT and PLT open core's text group (the loader
+// maps it read-only and executable once they are written).
+const s390CoreText = elf.SHF_ALLOC | elf.SHF_EXECINSTR
+
 // s390Setup places the GOT and PLT at the start of core (the caller laid
 // the sections out after them) and writes the expoline thunk.
 func (l *linker) s390Setup(t *s390Tables, base uint64, expoline bool) {
 	s := &s390Linker{t: t, gotSet: make([]bool, len(t.got)), pltSet: make([]bool, len(t.plt)), expoline: expoline}
 	var pseudo []*Placed
 	if t.gotSize > 0 {
-		s.got = &Placed{Index: -1, Name: gotName, Region: Core, Addr: base, Size: t.gotSize, Align: 4, Data: make([]byte, t.gotSize)}
+		s.got = &Placed{Index: -1, Name: gotName, Region: Core, Addr: base, Size: t.gotSize, Align: 4, Flags: s390CoreText, Data: make([]byte, t.gotSize)}
 		pseudo = append(pseudo, s.got)
 	}
 	if t.pltSize > 0 {
-		s.plt = &Placed{Index: -1, Name: ".plt", Region: Core, Addr: base + t.gotSize, Size: t.pltSize, Align: 2, Data: make([]byte, t.pltSize)}
+		s.plt = &Placed{Index: -1, Name: ".plt", Region: Core, Addr: base + t.gotSize, Size: t.pltSize, Align: 2, Flags: s390CoreText, Data: make([]byte, t.pltSize)}
 		pseudo = append(pseudo, s.plt)
 		if expoline {
 			// module_finalize(): the __jump_r1 thunk.
@@ -220,9 +224,6 @@ func (l *linker) s390Setup(t *s390Tables, base uint64, expoline bool) {
 	}
 	l.s390 = s
 }
-
-// s390Base is core_layout.base: the GOT's address (at offset 0).
-func (l *linker) s390Base() uint64 { return l.opts.Base }
 
 // s390GOTSlot writes rc's symbol into its GOT slot, once, and returns the
 // slot's offset from the GOT (info->got_offset).
@@ -273,7 +274,7 @@ func s390Apply(l *linker, rc *reloc) error {
 	t := elf.R_390(rc.r.Type)
 	val := rc.S
 	A, P := uint64(rc.A), rc.P
-	base := l.s390Base()
+	base := l.opts.Base // core_layout.base: the GOT, at offset 0
 	switch t {
 	case elf.R_390_NONE:
 		return nil

@@ -318,7 +318,7 @@ func NotExported(ix *kallsyms.Index, unresolved []string, gplOK bool) map[string
 // loaderMissing lists f's ordinary undefined symbols that find (the
 // kernel's exports to the module: loaderResolver) does not have
 // (see Report.LoaderMissing), under the names the loader looks them up by
-// (loaderLookupName). Weak ones are left out (simplify_symbols() takes 0
+// (modplt.LookupName). Weak ones are left out (simplify_symbols() takes 0
 // for them).
 func loaderMissing(f *elfobj.File, find modplt.Resolver) []string {
 	seen := map[string]bool{}
@@ -328,7 +328,7 @@ func loaderMissing(f *elfobj.File, find modplt.Resolver) []string {
 		if s.Shndx != uint16(elf.SHN_UNDEF) || s.Name == "" || s.Bind() == elf.STB_WEAK || strings.HasPrefix(s.Name, klp.SymPrefix) {
 			continue
 		}
-		name, ok := loaderLookupName(f.Machine, s.Name)
+		name, ok := modplt.LookupName(f.Machine, s.Name)
 		if !ok || seen[name] {
 			continue
 		}
@@ -339,30 +339,6 @@ func loaderMissing(f *elfobj.File, find modplt.Resolver) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// loaderLookupName is the name under which simplify_symbols() looks up
-// an undefined symbol of a module for machine, or false when it looks up
-// none: x86's ignore_undef_symbol() passes _GLOBAL_OFFSET_TABLE_ (GNU as
-// before 2.37 left one unreferenced), s390's module_frob_arch_sections()
-// defines it (SHN_ABS), and powerpc64's dedotify() defines .TOC. and
-// strips the dot of every other name that has one (ELFv1's function
-// descriptors: .name is name's entry point).
-func loaderLookupName(machine elf.Machine, name string) (string, bool) {
-	switch machine {
-	case elf.EM_X86_64, elf.EM_386, elf.EM_S390:
-		if name == "_GLOBAL_OFFSET_TABLE_" {
-			return "", false
-		}
-	case elf.EM_PPC64:
-		if name == ".TOC." {
-			return "", false
-		}
-		if len(name) > 1 && name[0] == '.' {
-			return name[1:], true
-		}
-	}
-	return name, true
 }
 
 // OK reports whether the module resolved (and, when linked, linked, and
@@ -541,10 +517,9 @@ func recordCFI(img *modplt.Image) (*CFIReport, error) {
 	f := m.ELF()
 	rep := &CFIReport{TextStart: ^uint64(0)}
 	for _, p := range img.Sections {
-		// s390's GOT and PLT (pseudo-sections) open the text group: the
-		// module's text starts at core's base, as its core_layout does.
-		text := p.Index < 0 && m.Arch == "s390" || p.Index >= 0 && f.Sections[p.Index].Flags&elf.SHF_EXECINSTR != 0
-		if !text || p.Region != modplt.Core || p.Size == 0 {
+		// (s390's GOT and PLT open the text group: its text starts at
+		// core's base, as its core_layout does.)
+		if p.Flags&elf.SHF_EXECINSTR == 0 || p.Region != modplt.Core || p.Size == 0 {
 			continue
 		}
 		rep.TextStart = min(rep.TextStart, p.Addr)

@@ -130,6 +130,12 @@ func TestS390Commands(t *testing.T) {
 	assert.Contains(t, out, ".text    core    0x3ff8000005c  0x30\n")
 	assert.Contains(t, out, "GOT: 3 of 3 slots; PLT: 3 of 3 entries (the expoline thunk's included)\n")
 	assert.Contains(t, out, "OK: s390x_got (s390 big-endian) links: 12 relocations applied\n")
+	// The main job's CFI step: the text group starts at core's base, with
+	// the GOT and PLT.
+	code, out, _ = runCLI(t, obj, "--kallsyms", k, "--link")
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "link: 12 relocations applied, 0 failed, 0 unresolved symbols; GOT 3/3, PLT 3/3\n")
+	assert.Contains(t, out, "cfi: text 0x3ff80000000-0x3ff8000008c, 1 page in the shadow")
 	// An x86_64 kernel's symbols are another architecture's.
 	x86 := filepath.Join(t.TempDir(), "x86.map")
 	require.NoError(t, os.WriteFile(x86, []byte("ffffffff81000000 T startup_64\nffffffff81234560 T ext_fn\n"), 0o644))
