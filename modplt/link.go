@@ -341,7 +341,6 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 		}
 	case elf.EM_S390:
 		l.s390Setup(s390t, opts.Base, !opts.NoExpoline)
-		l.img.Expoline = !opts.NoExpoline && s390t.pltN > 0
 	}
 	// simplify_symbols(): every symbol is resolved before any relocation
 	// (an unresolved one fails the load even if nothing refers to it).

@@ -177,10 +177,9 @@ func (m *Module) countS390(opts Options) (*Counts, error) {
 		res.Sections = append(res.Sections, sc)
 		res.Totals.add(&sc)
 	}
-	if opts.NoExpoline || t.pltN == 0 {
-		return res, nil
+	if !opts.NoExpoline && t.pltN > 0 {
+		res.FixedPLTs = 1 // the thunk
 	}
-	res.FixedPLTs = 1 // the thunk
 	return res, nil
 }
 
@@ -219,8 +218,8 @@ func (l *linker) s390Setup(t *s390Tables, base uint64, expoline bool) {
 	}
 	l.img.Sections = append(pseudo, l.img.Sections...)
 	l.img.GOTMax, l.img.PLTCoreMax = t.gotN, t.pltN
-	if expoline && t.pltN > 0 {
-		l.img.PLTCoreUsed = 1
+	if l.img.Expoline = expoline && t.pltN > 0; l.img.Expoline {
+		l.img.PLTCoreUsed = 1 // the thunk
 	}
 	l.s390 = s
 }
