@@ -101,10 +101,10 @@ func (a *arch) classify(t uint32) (relKind, uint8, uint8) {
 	return kindOther, 0, 0
 }
 
-var arches = []*arch{arm64Arch, armArch, amd64Arch, s390Arch}
+var arches = []*arch{arm64Arch, armArch, amd64Arch, s390Arch, ppc64Arch}
 
 // linkedArches names the architectures modplt links, for messages:
-// "x86_64, arm64, arm and s390".
+// "x86_64, s390, ppc64, arm64 and arm".
 func linkedArches() string {
 	var names []string
 	for _, a := range arches {

@@ -545,7 +545,8 @@ func TestPageSize(t *testing.T) {
 	assert.ErrorIs(t, err, ErrBadPageSize)
 	assert.Equal(t, []uint64{4096, 16384, 65536}, PageSizes(elf.EM_AARCH64))
 	assert.Equal(t, []uint64{4096}, PageSizes(elf.EM_X86_64))
-	assert.Nil(t, PageSizes(elf.EM_PPC64), "not linked by modplt")
+	assert.Equal(t, []uint64{65536, 4096}, PageSizes(elf.EM_PPC64), "64 KiB first: the default")
+	assert.Nil(t, PageSizes(elf.EM_RISCV), "not linked by modplt")
 }
 
 // A load address module_alloc() could not return is refused, before any

@@ -76,12 +76,13 @@ type LinkOptions struct {
 	// in range or not: a debug knob so that small fixtures exercise
 	// emission.
 	ForcePLT bool
-	// PageSize is the kernel's PAGE_SIZE (0: DefaultPageSize, 4 KiB):
+	// PageSize is the kernel's PAGE_SIZE (0: DefaultPageSize, 4 KiB, or
+	// 64 KiB on ppc64, as Debian's and RHEL's ppc64le kernels have):
 	// each group of sections starts on a page (strict_align()), init
 	// follows core's pages and a guard page, and arm64's default Base is
 	// rounded up to a page. arm64 kernels may have 16 or 64 KiB pages
-	// (CONFIG_ARM64_16K_PAGES, CONFIG_ARM64_64K_PAGES: RHEL's kernel-64k);
-	// other sizes, or others than 4 KiB elsewhere, are ErrBadPageSize.
+	// (CONFIG_ARM64_16K_PAGES, CONFIG_ARM64_64K_PAGES: RHEL's kernel-64k),
+	// ppc64 ones 4 KiB; other sizes are ErrBadPageSize.
 	PageSize uint64
 	// Erratum843419, NoModuleUnload and NoRandomizeBase are as for
 	// Count. Without KASLR an arm64 module has no PLT slot for a branch,
@@ -95,6 +96,14 @@ type LinkOptions struct {
 	// with etokens where the kernel turns them off): no __jump_r1 thunk,
 	// and PLT entries end in br %r1. See Options.NoExpoline.
 	NoExpoline bool
+	// Kernel gives the address of any symbol of the kernel image,
+	// exported or not, for what an architecture's loader takes from the
+	// kernel itself rather than through the module's symbols: powerpc's
+	// kernel TOC (.TOC.), which its mprofile _mcount stubs are relative
+	// to, and ftrace_caller and ftrace_regs_caller, which
+	// module_finalize() makes stubs for (nil: none known; a call to
+	// _mcount then fails to link, as the stub cannot be written).
+	Kernel Resolver
 	// SkipSections leaves the relocation sections named here unapplied
 	// (the caller applies them, e.g. livepatch sections resolved apart).
 	SkipSections func(name string) bool
@@ -228,10 +237,14 @@ type linker struct {
 	syms   []symInfo // each symbol, resolved
 	plt    [2]*pltArea
 	got    *gotArea
-	s390   *s390Linker // s390's GOT and PLT
+	s390   *s390Linker  // s390's GOT and PLT
+	ppc64  *ppc64Linker // powerpc's stubs and TOC
 	// sec is the section being relocated, for the rare relocation that
 	// rewrites bytes before its place (x86_64's mov -> lea).
 	sec []byte
+	// order is the order its relocations are applied in, when not the
+	// file's (powerpc sorts each section first).
+	order []int
 }
 
 // DefaultBase is where Link places m's core when opts.Base is 0: where
@@ -239,7 +252,7 @@ type linker struct {
 // kernel's _etext (opts.KernelEtext, 0: not known) and page size
 // (opts.PageSize).
 func (m *Module) DefaultBase(opts LinkOptions) uint64 {
-	return m.arch.moduleArea(opts.KernelEtext, opts.pageSize())
+	return m.arch.moduleArea(opts.KernelEtext, opts.pageSize(m.arch))
 }
 
 // PageSizes are the PAGE_SIZE values kernels of machine m can be built
@@ -252,10 +265,11 @@ func PageSizes(m elf.Machine) []uint64 {
 	return nil
 }
 
-// pageSize is the kernel's PAGE_SIZE the options give.
-func (o *LinkOptions) pageSize() uint64 {
+// pageSize is the kernel's PAGE_SIZE the options give: a's first (its
+// distributions' usual one) when they give none.
+func (o *LinkOptions) pageSize(a *arch) uint64 {
 	if o.PageSize == 0 {
-		return DefaultPageSize
+		return a.pageSizes[0]
 	}
 	return o.PageSize
 }
@@ -268,7 +282,7 @@ func (o *LinkOptions) pageSize() uint64 {
 func (m *Module) Link(opts LinkOptions) (*Image, error) {
 	a := m.arch
 	f := m.f
-	page := opts.pageSize()
+	page := opts.pageSize(a)
 	if !slices.Contains(a.pageSizes, page) {
 		return nil, fmt.Errorf("%s: %w: %d (%s kernels have %v)", f.Name, ErrBadPageSize, page, a.name, a.pageSizes)
 	}
@@ -276,10 +290,13 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 		opts.Base = m.DefaultBase(opts)
 	}
 	var s390t *s390Tables
+	var ppc64t *ppc64Tables
 	var reserve uint64
 	counts := &Counts{}
 	var err error
-	if a.machine == elf.EM_S390 {
+	sizes, aligns, flags := map[int]uint64{}, map[int]uint64{}, map[int]elf.SectionFlag{}
+	switch a.machine {
+	case elf.EM_S390:
 		// module_frob_arch_sections() grows core by the GOT and PLT
 		// (core_layout.size, 0 so far: ALIGN(0, 4)) before the sections
 		// are laid out after them; no PLT section is sized.
@@ -287,13 +304,28 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 			return nil, err
 		}
 		reserve = s390t.gotSize + s390t.pltSize
-	} else if counts, err = m.Count(Options{Erratum843419: opts.Erratum843419, NoModuleUnload: opts.NoModuleUnload, NoRandomizeBase: opts.NoRandomizeBase}); err != nil {
-		return nil, err
+	case elf.EM_PPC64:
+		// module_frob_arch_sections(): .stubs gets get_stubs_size()'s
+		// size, and .toc an alignment of at least 8.
+		st := f.SectionByName(".stubs")
+		if st == nil {
+			return nil, ppc64NoStubs(m)
+		}
+		if ppc64t, err = ppc64Count(f); err != nil {
+			return nil, err
+		}
+		sizes[st.Index] = uint64(ppc64t.stubs) * ppc64StubEntry
+		if ts := f.SectionByName(".toc"); ts != nil {
+			aligns[ts.Index] = 8
+		}
+	default:
+		if counts, err = m.Count(Options{Erratum843419: opts.Erratum843419, NoModuleUnload: opts.NoModuleUnload, NoRandomizeBase: opts.NoRandomizeBase}); err != nil {
+			return nil, err
+		}
 	}
 	// module_frob_arch_sections(): the PLT placeholders become NOBITS,
 	// executable, L1-cache aligned, of the counted size; arm64's ftrace
 	// trampoline section too (NR_FTRACE_PLTS entries).
-	sizes, aligns, flags := map[int]uint64{}, map[int]uint64{}, map[int]elf.SectionFlag{}
 	for r, name := range []string{".plt", ".init.plt"} {
 		if s := f.SectionByName(name); s != nil && a.pltEntry != 0 {
 			sizes[s.Index] = []uint64{counts.PLTSizeCore, counts.PLTSizeInit}[r]
@@ -341,6 +373,8 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 		}
 	case elf.EM_S390:
 		l.s390Setup(s390t, opts.Base, !opts.NoExpoline)
+	case elf.EM_PPC64:
+		l.ppc64Setup(ppc64t)
 	}
 	// simplify_symbols(): every symbol is resolved before any relocation
 	// (an unresolved one fails the load even if nothing refers to it).
@@ -367,35 +401,56 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 // applyAll is the relocation loop, written once for every architecture:
 // for each relocation section of the loader's type whose target is
 // loaded, compute the place and the symbol's address, and let the
-// architecture's apply function compute, range-check and encode.
+// architecture's apply function compute, range-check and encode. The
+// sections go in the kernel's order: apply_relocations() walks them by
+// index and leaves livepatch's (SHF_RELA_LIVEPATCH) to
+// klp_apply_section_relocs(), which runs from the patch's init, after
+// module_finalize() (the order matters where entries are handed out as
+// relocations are applied: arm64's and arm's PLT entries, powerpc's
+// stubs).
 func (l *linker) applyAll() error {
 	a, f := l.m.arch, l.m.f
-	// Each section's bytes are copied just before its relocations are
-	// applied, while they are still in the cache.
-	bySection := map[int][]int{}
+	var normal, live []int
 	for i := range f.Sections {
 		s := &f.Sections[i]
 		if s.Type != a.relType || (l.opts.SkipSections != nil && l.opts.SkipSections(s.Name)) {
 			continue
 		}
-		if int(s.Info) < len(l.placed) && l.placed[s.Info] != nil {
-			bySection[int(s.Info)] = append(bySection[int(s.Info)], i)
+		if int(s.Info) >= len(l.placed) || l.placed[s.Info] == nil {
+			continue // not loaded (debug info): the kernel skips it too
 		}
-		// else not loaded (debug info): the kernel skips it too
+		if s.Flags&shfRelaLivepatch != 0 {
+			live = append(live, i)
+		} else {
+			normal = append(normal, i)
+		}
+	}
+	apply := func(ri int) error {
+		s := &f.Sections[ri]
+		p := l.placed[s.Info]
+		// A section's bytes are copied just before its first relocations
+		// are applied, while they are still in the cache.
+		p.fill()
+		start := time.Now()
+		err := l.applySection(s, p)
+		l.img.ApplyTime += time.Since(start)
+		return err
+	}
+	for _, ri := range normal {
+		if err := apply(ri); err != nil {
+			return err
+		}
+	}
+	if l.ppc64 != nil {
+		l.ppc64Finalize()
+	}
+	for _, ri := range live {
+		if err := apply(ri); err != nil {
+			return err
+		}
 	}
 	for _, p := range l.img.Sections {
 		p.fill()
-		if p.Index < 0 {
-			continue
-		}
-		for _, ri := range bySection[p.Index] {
-			start := time.Now()
-			err := l.applySection(&f.Sections[ri], p)
-			l.img.ApplyTime += time.Since(start)
-			if err != nil {
-				return err
-			}
-		}
 	}
 	return nil
 }
@@ -420,6 +475,14 @@ func (l *linker) applySection(s *elfobj.Section, dst *Placed) error {
 			l.fail(s, j, r, ErrBadTarget, r.Offset, fmt.Sprintf("section %s is SHT_NOBITS: it has no bytes to relocate", dst.Name))
 		}
 		return nil
+	}
+	l.order = nil
+	if l.ppc64 != nil {
+		// powerpc: the section as the kernel sorted it (fail names each
+		// relocation by its index in the file).
+		if l.order = l.ppc64.order[s.Index]; l.order != nil {
+			t = t.Reordered(l.order)
+		}
 	}
 	applied := 0
 	l.sec = dst.Data
@@ -476,13 +539,19 @@ func (l *linker) apply(rc *reloc) error {
 		return armApply(l, rc)
 	case elf.EM_S390:
 		return s390Apply(l, rc)
+	case elf.EM_PPC64:
+		return ppc64Apply(l, rc)
 	}
 	return amd64Apply(l, rc)
 }
 
-// fail records relocation j of s as not applied.
+// fail records relocation j of s as not applied (j in the order
+// applied: l.order maps it back to the file's).
 func (l *linker) fail(s *elfobj.Section, j int, r elfobj.Reloc, kind error, value uint64, detail string) {
 	f := l.m.f
+	if l.order != nil {
+		j = l.order[j]
+	}
 	l.img.Errors = append(l.img.Errors, &RelocError{Section: s.Name, Index: j, Offset: r.Offset,
 		Type: elfobj.RelocTypeName(l.m.arch.machine, r.Type), Symbol: symName(f, r.Sym), Value: value, Kind: kind, Detail: detail})
 }
@@ -526,9 +595,13 @@ func (l *linker) symbol(i uint32) (uint64, bool) {
 			// _GLOBAL_OFFSET_TABLE_: s390's is SHN_ABS, value 0 (its GOT
 			// relocations find the GOT without it); on x86_64, a PIE
 			// module's reference to its own GOT (Garnier's series made
-			// it SHN_ABS): the GOT the linker added, if any.
-			if l.got != nil {
+			// it SHN_ABS): the GOT the linker added, if any. powerpc's
+			// .TOC. is the module's r2 (find_dot_toc()).
+			switch {
+			case l.got != nil:
 				v = l.got.p.Addr
+			case l.ppc64 != nil:
+				v = l.ppc64.r2
 			}
 			break
 		}
@@ -576,3 +649,7 @@ type symInfo struct {
 
 // shnLivepatch is SHN_LIVEPATCH: a .klp.sym symbol, resolved by name.
 const shnLivepatch = 0xff20
+
+// shfRelaLivepatch is SHF_RELA_LIVEPATCH: a .klp.rela section, which
+// livepatch applies rather than the module loader.
+const shfRelaLivepatch = 0x00100000

@@ -67,6 +67,9 @@ func TestLinkMatchesGNULd(t *testing.T) {
 		{"arm64be", "arm64"}, {"cfix-arm64be", "cfix-arm64"}, {"armbe", "arm"}, {"armbe8", "arm"}, {"cfix-thumbbe8", "cfix-thumb"},
 		// s390x: the types that take no GOT or PLT (TestS390GOTPLT has those).
 		{"s390x", "s390x"},
+		// ppc64le: calls within the module and data (TestPPC64Stubs has
+		// the stubs and the TOC).
+		{"ppc64le", "ppc64le"},
 	} {
 		t.Run(fx.name, func(t *testing.T) {
 			at, syms := readSyms(t, linkFixture(fx.syms+".syms"))

@@ -248,10 +248,16 @@ func TestBadInput(t *testing.T) {
 	assert.Contains(t, c.Warnings[0], "module PLT section(s) missing")
 
 	// Unsupported machine, wrong class, not relocatable, not ELF.
-	b.Machine = elf.EM_PPC64
-	_, err = Parse("ppc.ko", b.Bytes())
+	b.Machine = elf.EM_RISCV
+	_, err = Parse("riscv.ko", b.Bytes())
 	require.ErrorIs(t, err, ErrUnsupportedArch)
-	assert.Contains(t, err.Error(), "EM_PPC64")
+	assert.Contains(t, err.Error(), "EM_RISCV")
+	// ppc64 ELFv1 (big-endian, function descriptors): not linked.
+	b.Machine, b.Order = elf.EM_PPC64, binary.BigEndian
+	_, err = Parse("ppc64.ko", b.Bytes())
+	require.ErrorIs(t, err, ErrUnsupportedArch)
+	assert.Contains(t, err.Error(), "ELFv1")
+	b.Order = binary.LittleEndian
 	b.Machine = elf.EM_ARM
 	_, err = Parse("arm64bit.ko", b.Bytes())
 	require.ErrorIs(t, err, ErrUnsupportedArch)

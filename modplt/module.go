@@ -78,6 +78,11 @@ func FromELF(f *elfobj.File) (*Module, error) {
 	if a == nil || a.is64 != f.Is64() {
 		return nil, fmt.Errorf("%s: %w: %s %v (%v): modplt links %s modules", f.Name, ErrUnsupportedArch, elfobj.ArchName(f.Machine), f.Class, f.Machine, linkedArches())
 	}
+	if f.Machine == elf.EM_PPC64 && !ppc64ELFv2(f) {
+		// ELFv1 calls through function descriptors, which the stubs
+		// read from the kernel's memory.
+		return nil, fmt.Errorf("%s: %w: ppc64 ELFv1 (function descriptors, big-endian): modplt links ELFv2 (ppc64le) modules", f.Name, ErrUnsupportedArch)
+	}
 	if f.Symtab == 0 {
 		// setup_load_info(): "module has no symbols (stripped?)".
 		return nil, &elfobj.FormatError{File: f.Name, Msg: "no symbol table (the module loader says \"module has no symbols (stripped?)\")"}

@@ -135,8 +135,9 @@ func KernelPageSize(ix *kallsyms.Index) uint64 {
 }
 
 // kernelLinkOptions fills in what lo leaves to the kernel's symbols: its
-// _etext (KernelEtext) and, where the module's machine has a choice of
-// page sizes, its PAGE_SIZE (KernelPageSize).
+// _etext (KernelEtext), where the module's machine has a choice of
+// page sizes its PAGE_SIZE (KernelPageSize), and the lookup of any
+// vmlinux symbol (Kernel: powerpc's kernel TOC and ftrace entry points).
 func kernelLinkOptions(machine elf.Machine, ix *kallsyms.Index, lo modplt.LinkOptions) modplt.LinkOptions {
 	if lo.KernelEtext == 0 {
 		lo.KernelEtext = KernelEtext(ix)
@@ -144,6 +145,12 @@ func kernelLinkOptions(machine elf.Machine, ix *kallsyms.Index, lo modplt.LinkOp
 	if sizes := modplt.PageSizes(machine); lo.PageSize == 0 && len(sizes) > 1 {
 		if p := KernelPageSize(ix); slices.Contains(sizes, p) {
 			lo.PageSize = p
+		}
+	}
+	if lo.Kernel == nil {
+		lo.Kernel = func(name string) (uint64, bool) {
+			s, ok := ix.Find(kallsyms.Vmlinux, name, 0)
+			return s.Address, ok
 		}
 	}
 	return lo
@@ -167,8 +174,8 @@ type Options struct {
 	// CFI shadow.
 	Link bool
 	// LinkOptions are passed to modplt (Resolve and SkipSections are set
-	// by Run; KernelEtext and, on arm64, PageSize come from the kernel's
-	// symbols when 0: KernelEtext, KernelPageSize).
+	// by Run; KernelEtext, Kernel and, on arm64, PageSize come from the
+	// kernel's symbols when unset: KernelEtext, KernelPageSize).
 	LinkOptions modplt.LinkOptions
 	// Modules, when set, are module files: what the patch defers to a
 	// module the kernel's symbol list lacks is checked against the

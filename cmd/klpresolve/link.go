@@ -72,7 +72,7 @@ func (f *linkFlags) add(c *cobra.Command, prefix string) {
 	c.Flags().BoolVar(&f.erratum, "erratum-843419", false, prefix+"arm64: work around Cortex-A53 erratum 843419")
 	addNoKASLRFlag(c, &f.noKASLR, prefix+"arm64: link as for a kernel")
 	addNoExpolineFlag(c, &f.noExpoline, prefix+"link")
-	c.Flags().StringVar(&f.pageSize, "page-size", "", prefix+"the kernel's page size, which section groups and the CFI shadow's pages follow: 4K, or 16K or 64K on arm64 (CONFIG_ARM64_64K_PAGES, as RHEL's kernel-64k); default: an arm64 kernel's own where its symbols show it (a System.map does), else 4K")
+	c.Flags().StringVar(&f.pageSize, "page-size", "", prefix+"the kernel's page size, which section groups and the CFI shadow's pages follow: 4K, or 16K or 64K on arm64 (CONFIG_ARM64_64K_PAGES, as RHEL's kernel-64k), 64K or 4K on ppc64; default: an arm64 kernel's own where its symbols show it (a System.map does), 64K on ppc64 (Debian's and RHEL's ppc64le kernels), else 4K")
 }
 
 // given reports whether any of the flags was given.
@@ -337,6 +337,8 @@ func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden,
 			thunk = " (the expoline thunk's included)"
 		}
 		fmt.Fprintf(a.stdout, "GOT: %d of %s; PLT: %d of %s%s\n", img.GOTUsed, count(img.GOTMax, "slot", "slots"), img.PLTCoreUsed, count(img.PLTCoreMax, "entry", "entries"), thunk)
+	case m.Arch == "ppc64":
+		fmt.Fprintf(a.stdout, "stubs: %d of %s (the last one ends stub_for_addr()'s search)\n", img.PLTCoreUsed, count(img.PLTCoreMax, "entry", "entries"))
 	case img.PLTCoreMax+img.PLTInitMax > 0:
 		fmt.Fprintf(a.stdout, "PLT: .plt %d of %s, .init.plt %d of %d\n", img.PLTCoreUsed, count(img.PLTCoreMax, "entry", "entries"), img.PLTInitUsed, img.PLTInitMax)
 	case img.GOTMax > 0:

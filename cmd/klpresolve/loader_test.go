@@ -144,21 +144,49 @@ func TestS390Commands(t *testing.T) {
 	assert.Contains(t, errOut, "different architectures")
 }
 
-// TestLinkUnsupportedArch: --link of a ppc64le patch says which
+// TestPPC64Commands: a ppc64le livepatch module's stubs in plt, link and
+// the main job's --link, against its kernel's symbols.
+func TestPPC64Commands(t *testing.T) {
+	mod := filepath.Join(testutil.RepoRoot(), "testdata", "klp", "ppc64le-fix.ko")
+	k := filepath.Join(testutil.RepoRoot(), "testdata", "klp", "ppc64le-kallsyms.txt")
+	code, out, _ := runCLI(t, "plt", mod)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "livepatch_ppc (ppc64), kernel mode\n")
+	assert.Regexp(t, `\.klp\.rela\.ext4\.\.text\.livepatch_vfs_read +1 +1 +1 +1\n`, out)
+	assert.Contains(t, out, ".stubs: 6 stubs, sh_size 240 (3 fixed: the search's end and ftrace_caller's and ftrace_regs_caller's)\n")
+
+	code, out, _ = runCLI(t, "link", mod, "--kallsyms", k)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, ".stubs                                      core    0xc008000000000000  0xf0\n")
+	assert.Contains(t, out, "page size: 64 KiB\n")
+	assert.Contains(t, out, "stubs: 5 of 6 entries (the last one ends stub_for_addr()'s search)\n")
+	assert.Contains(t, out, "OK: livepatch_ppc (ppc64) links: 8 relocations applied\n")
+
+	code, out, _ = runCLI(t, mod, "--kallsyms", k, "--link")
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "link: 8 relocations applied, 0 failed, 0 unresolved symbols; stubs 5/6; 64 KiB pages\n")
+	assert.Contains(t, out, "OK: 2 relocations: 2 resolved, 0 deferred, 0 errors\n")
+	// 4 KiB pages, as some ppc64le kernels have.
+	code, out, _ = runCLI(t, mod, "--kallsyms", k, "--link", "--page-size", "4096")
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "link: 8 relocations applied, 0 failed, 0 unresolved symbols; stubs 5/6\n")
+}
+
+// TestLinkUnsupportedArch: --link of a riscv64 patch says which
 // architectures link and that the patch resolves without it.
 func TestLinkUnsupportedArch(t *testing.T) {
-	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_PPC64}
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_RISCV}
 	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 8), Addralign: 4})
 	b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("name=fix_patch\x00"), Addralign: 1})
 	b.AddSection(elfobj.BuildSection{Name: ".gnu.linkonce.this_module", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 64), Addralign: 64})
 	fn := b.AddSymbol(elfobj.BuildSymbol{Name: "vfs_read", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
-	b.AddRelocs(".rela.text", true, text, []elfobj.Reloc{{Offset: 0, Sym: fn, Type: uint32(elf.R_PPC64_REL24)}})
-	p := filepath.Join(t.TempDir(), "fix-ppc64le.ko")
+	b.AddRelocs(".rela.text", true, text, []elfobj.Reloc{{Offset: 0, Sym: fn, Type: uint32(elf.R_RISCV_CALL)}})
+	p := filepath.Join(t.TempDir(), "fix-riscv64.ko")
 	require.NoError(t, os.WriteFile(p, b.Bytes(), 0o644))
 	k := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
 	code, _, errOut := runCLI(t, p, "--kallsyms", k, "--link")
 	assert.Equal(t, 2, code)
-	assert.Contains(t, errOut, "unsupported architecture: ppc64 ELFCLASS64 (EM_PPC64): modplt links x86_64, s390, arm64 and arm modules (without --link the livepatch relocations and patched functions resolve all the same)")
+	assert.Contains(t, errOut, "unsupported architecture: riscv ELFCLASS64 (EM_RISCV): modplt links x86_64, s390, ppc64, arm64 and arm modules (without --link the livepatch relocations and patched functions resolve all the same)")
 	code, _, _ = runCLI(t, p, "--kallsyms", k)
 	assert.Equal(t, 0, code)
 }

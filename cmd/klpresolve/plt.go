@@ -66,8 +66,12 @@ Exit status: 0 counted, 1 the kernel would refuse the module (no .plt section),
 }
 
 func writePLTText(a *app, r *modplt.Counts) {
-	if r.Arch == "s390" {
+	switch r.Arch {
+	case "s390":
 		writeS390Counts(a, r)
+		return
+	case "ppc64":
+		writePPC64Counts(a, r)
 		return
 	}
 	got := r.Arch == "x86_64"
@@ -115,6 +119,25 @@ func writePLTText(a *app, r *modplt.Counts) {
 			fmt.Fprintf(a.stdout, "erratum 843419: %d ADRP veneer slots included\n", t.Veneers)
 		}
 	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(a.stdout, "warning: %s\n", w)
+	}
+}
+
+// writePPC64Counts: a powerpc module's stubs, one .stubs section that
+// every RELA section's REL24 relocations add to, executable target or
+// not.
+func writePPC64Counts(a *app, r *modplt.Counts) {
+	fmt.Fprintf(a.stdout, "%s (%s), %s mode\n", r.Module, archText(r.Arch, r.BigEndian), r.Mode)
+	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "SECTION\tRELOCS\tREL24\tUNDEF\tSTUBS\t\n")
+	for _, s := range r.Sections {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t\n", s.Name, s.Relocs, s.Branches, s.Undef, s.PLT)
+	}
+	t := r.Totals
+	fmt.Fprintf(tw, "all sections\t%d\t%d\t%d\t%d\t\n", t.Relocs, t.Branches, t.Undef, t.PLT)
+	tw.Flush()
+	fmt.Fprintf(a.stdout, ".stubs: %s, sh_size %d (%d fixed: the search's end and ftrace_caller's and ftrace_regs_caller's)\n", count(r.PLTCore, "stub", "stubs"), r.PLTSizeCore, r.FixedPLTs)
 	for _, w := range r.Warnings {
 		fmt.Fprintf(a.stdout, "warning: %s\n", w)
 	}

@@ -166,6 +166,8 @@ func writeLinkSummary(w io.Writer, rep *pipeline.Report, out string) {
 	switch {
 	case img.Module.Arch == "s390" && img.GOTMax+img.PLTCoreMax > 0:
 		fmt.Fprintf(w, "; GOT %d/%d, PLT %d/%d", img.GOTUsed, img.GOTMax, img.PLTCoreUsed, img.PLTCoreMax)
+	case img.Module.Arch == "ppc64":
+		fmt.Fprintf(w, "; stubs %d/%d", img.PLTCoreUsed, img.PLTCoreMax)
 	case img.PLTCoreMax+img.PLTInitMax > 0:
 		fmt.Fprintf(w, "; PLT .plt %d/%d, .init.plt %d/%d", img.PLTCoreUsed, img.PLTCoreMax, img.PLTInitUsed, img.PLTInitMax)
 	case img.GOTMax > 0:

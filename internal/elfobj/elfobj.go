@@ -413,6 +413,19 @@ func (f *File) RelocTable(s *Section) (RelocTable, error) {
 		le64: f.Is64() && f.Order == binary.ByteOrder(binary.LittleEndian), nsym: uint32(len(f.Symbols))}, nil
 }
 
+// Reordered returns a copy of t whose entry k is t's entry order[k],
+// for a loader that sorts a relocation section in place before applying
+// it (powerpc64's get_stubs_size()). order must be a permutation of
+// 0..Len()-1.
+func (t *RelocTable) Reordered(order []int) RelocTable {
+	c := *t
+	c.raw = make([]byte, len(t.raw))
+	for k, j := range order {
+		copy(c.raw[k*t.es:(k+1)*t.es], t.raw[j*t.es:])
+	}
+	return c
+}
+
 // Len is the number of entries.
 func (t *RelocTable) Len() int {
 	if t.es == 0 {

@@ -1,0 +1,1 @@
+asm(".section .stubs,\"ax\",@nobits; .align 3; .previous");
