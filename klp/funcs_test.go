@@ -438,6 +438,10 @@ func TestReadAtLoadS390(t *testing.T) {
 		assert.True(t, readAtLoad(sec), sec)
 	}
 	assert.False(t, readAtLoad(".s390_other"))
+	// powerpc's fixup tables (module_finalize()).
+	for _, sec := range []string{"__ftr_fixup", "__mmu_ftr_fixup", "__fw_ftr_fixup", "__spec_barrier_fixup", "__lwsync_fixup"} {
+		assert.True(t, readAtLoad(sec), sec)
+	}
 	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.BigEndian, Machine: elf.EM_S390}
 	ic := b.AddSection(elfobj.BuildSection{Name: ".s390_indirect_call", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: make([]byte, 8), Addralign: 4})
 	mk := b.AddSymbol(elfobj.BuildSymbol{Name: "ext4_fn", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})

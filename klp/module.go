@@ -374,6 +374,10 @@ var loadTimeSections = map[string]bool{
 	".parainstructions": true, ".smp_locks": true, ".retpoline_sites": true,
 	".return_sites": true, ".ibt_endbr_seal": true, ".orc_unwind_ip": true,
 	"__bug_table": true, "__ex_table": true, "__mcount_loc": true,
+	// powerpc's module_finalize(): the CPU, MMU and firmware feature
+	// fixups, the nospec barriers and lwsync sites it patches.
+	"__ftr_fixup": true, "__mmu_ftr_fixup": true, "__fw_ftr_fixup": true,
+	"__spec_barrier_fixup": true, "__lwsync_fixup": true,
 }
 
 // readAtLoad reports whether the loader reads section name while it loads

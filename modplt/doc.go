@@ -38,6 +38,14 @@
 // expoline thunk is the PLT's last entry): both modes give that count,
 // already one entry per target.
 //
+// ppc64le (ELFv2) modules call everything outside them through stubs in
+// their .stubs section (arch/powerpc/kernel/module_64.c:
+// get_stubs_size() sorts each RELA section in place and counts one stub
+// per distinct symbol and addend of its REL24 relocations, plus the
+// search's terminator and the two ftrace stubs). ModeOptimal counts one
+// per distinct external target in the whole module, which is all
+// stub_for_addr() can use.
+//
 // Counting is O(n) in both modes: the kernel's sort is needed only to
 // decide between equal arm relocations, and is run (by the ported
 // heapsort) only for a section where the order can change the count.
@@ -51,9 +59,10 @@
 //     simplify_symbols() (every undefined symbol resolved first, through
 //     LinkOptions.Resolve);
 //   - apply_relocate_add() of arch/arm64/kernel/module.c,
-//     arch/x86/kernel/module.c and arch/s390/kernel/module.c (apply_rela(),
-//     apply_rela_bits()), apply_relocate() of arch/arm/kernel/module.c:
-//     one file per architecture (arm64.go, amd64.go, arm.go, s390.go), each case
+//     arch/x86/kernel/module.c, arch/s390/kernel/module.c (apply_rela(),
+//     apply_rela_bits()) and arch/powerpc/kernel/module_64.c,
+//     apply_relocate() of arch/arm/kernel/module.c: one file per
+//     architecture (arm64.go, amd64.go, arm.go, s390.go, ppc64.go), each case
 //     computing, range-checking against a named limit and encoding, with
 //     PLT entries emitted (module_emit_plt_entry()) only for branches out
 //     of range;
@@ -62,10 +71,19 @@
 //     MiB on arm64 as kaslr_init() sets module_alloc_base; on s390, whose
 //     boot code computes MODULES_VADDR from the machine, a typical one).
 //     s390's GOT and PLT are laid out first, as the pseudo-sections
-//     ".got" and ".plt", and its module_finalize() writes the thunk.
+//     ".got" and ".plt", and its module_finalize() writes the thunk;
+//     powerpc's modules go at VMALLOC_START, and every call out of them
+//     through a stub (stub_for_addr(), create_stub(); _mcount's relative
+//     to the kernel's TOC, LinkOptions.Kernel), the nop after it made
+//     ld r2,24(r1) (restore_r2());
+//   - the kernel's order: relocation sections by index, livepatch's
+//     (SHF_RELA_LIVEPATCH) after module_finalize(), each powerpc section
+//     sorted as get_stubs_size() leaves it; PLT entries and stubs are
+//     handed out in that order.
 //
 // LinkOptions.PageSize lays a module out for a kernel whose pages are not
-// 4 KiB (arm64's 16 and 64 KiB: CONFIG_ARM64_64K_PAGES): strict_align()'s
+// 4 KiB (arm64's 16 and 64 KiB: CONFIG_ARM64_64K_PAGES; ppc64's 64 KiB,
+// its default here, as Debian and RHEL build ppc64le): strict_align()'s
 // groups, module_alloc()'s guard page and the page vmalloc starts on
 // follow PAGE_SIZE.
 //

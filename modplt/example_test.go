@@ -53,3 +53,32 @@ func ExampleModule_Link_s390() {
 	// .text 0x3ff8000005c  48 bytes
 	// GOT 3/3, PLT 3/3 (the expoline thunk included), 12 relocations applied
 }
+
+// Link a ppc64le module: every call out of it goes through a stub in
+// .stubs, and _mcount's is relative to the kernel's TOC, which
+// LinkOptions.Kernel finds among the kernel's own symbols.
+func ExampleModule_Link_ppc64() {
+	m, err := modplt.Open("../testdata/modplt/link/cfix-ppc64le.o")
+	if err != nil {
+		log.Fatal(err)
+	}
+	exports := map[string]uint64{"_mcount": 0xc000000000071234, "ext_notify": 0xc000000000200000,
+		"ext_compute": 0xc000000000200100, "ext_counter": 0xc000000002000000, "ext_table": 0xc000000002000100}
+	kernel := map[string]uint64{".TOC.": 0xc000000001f0a100, "ftrace_caller": 0xc000000000071300, "ftrace_regs_caller": 0xc000000000071400}
+	lookup := func(m map[string]uint64) modplt.Resolver {
+		return func(name string) (uint64, bool) {
+			v, ok := m[name]
+			return v, ok
+		}
+	}
+	img, err := m.Link(modplt.LinkOptions{Resolve: lookup(exports), Kernel: lookup(kernel)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	stubs := img.Section(".stubs")
+	fmt.Printf("%s at %#x, %d bytes: %d of %d stubs used\n", stubs.Name, stubs.Addr, stubs.Size, img.PLTCoreUsed, img.PLTCoreMax)
+	fmt.Printf("%d relocations applied, linked: %v, pages of %d KiB\n", img.Relocs, img.Linked(), img.PageSize>>10)
+	// Output:
+	// .stubs at 0xc008000000000120, 280 bytes: 5 of 7 stubs used
+	// 24 relocations applied, linked: true, pages of 64 KiB
+}

@@ -24,7 +24,7 @@ func FuzzCount(f *testing.F) {
 		}
 	}
 	r := rand.New(rand.NewPCG(1, 1))
-	for _, m := range []elf.Machine{elf.EM_AARCH64, elf.EM_ARM, elf.EM_X86_64, elf.EM_S390} {
+	for _, m := range []elf.Machine{elf.EM_AARCH64, elf.EM_ARM, elf.EM_X86_64, elf.EM_S390, elf.EM_PPC64} {
 		f.Add(genModule(r, m))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -42,9 +42,15 @@ func FuzzCount(f *testing.F) {
 			t.Fatalf("kernel mode error %v, optimal mode error %v", kerr, oerr)
 		}
 		if kerr != nil {
-			documentedKind(t, kerr, ErrMalformed)
+			documentedKind(t, kerr, ErrMalformed, ErrNoPLT) // (powerpc: no .stubs)
 		}
-		if kerr == nil && (o.PLTCore > k.PLTCore || o.PLTInit > k.PLTInit || o.GOT > k.GOT) {
+		// (powerpc's count_relocs() leaves a first call against symbol 0
+		// with addend 0 uncounted, which optimal mode counts: one more.)
+		slack := 0
+		if m.Arch == "ppc64" {
+			slack = 1
+		}
+		if kerr == nil && (o.PLTCore > k.PLTCore+slack || o.PLTInit > k.PLTInit || o.GOT > k.GOT) {
 			t.Fatalf("optimal %d/%d/%d above kernel %d/%d/%d", o.PLTCore, o.PLTInit, o.GOT, k.PLTCore, k.PLTInit, k.GOT)
 		}
 		// Linking never panics either, with branches forced through the
@@ -53,7 +59,7 @@ func FuzzCount(f *testing.F) {
 		if err == nil {
 			_ = img.ELF()
 		} else {
-			documentedKind(t, err, ErrMalformed, ErrBadBase)
+			documentedKind(t, err, ErrMalformed, ErrBadBase, ErrNoPLT)
 		}
 	})
 }

@@ -3,6 +3,8 @@ package modplt
 import (
 	"debug/elf"
 	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -369,4 +371,33 @@ func TestPPC64CountRelocs(t *testing.T) {
 	}
 	order := []int{0, 1, 2, 3, 4, 5}
 	assert.Equal(t, 3, ppc64CountRelocs(order, rs), "symbol 0 not counted; -4 twice; 8 once")
+}
+
+// TestPPC64StubsSuffice links random ppc64le modules with the kernel's
+// count: stub_for_addr() never runs out, and the stubs used (one per
+// distinct external target, the ftrace ones not made without
+// LinkOptions.Kernel) are at most what optimal mode counts, less its
+// three fixed entries.
+func TestPPC64StubsSuffice(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for i := range 500 {
+		m, err := Parse(fmt.Sprintf("gen%d", i), genModule(r, elf.EM_PPC64))
+		require.NoError(t, err)
+		k, err := m.Count(Options{})
+		require.NoError(t, err)
+		o, err := m.Count(Options{Mode: ModeOptimal})
+		require.NoError(t, err)
+		require.LessOrEqual(t, o.PLTCore, k.PLTCore+1, "module %d", i)
+		// Every symbol resolves far away (the kernel), each to its own
+		// address.
+		img, err := m.Link(LinkOptions{Resolve: func(name string) (uint64, bool) {
+			return 0xc000000000100000 + uint64(len(name))*0x1000 + uint64(name[len(name)-1])*0x10, true
+		}})
+		require.NoError(t, err)
+		for _, e := range img.Errors {
+			require.NotErrorIs(t, e, ErrPLTFull, "module %d", i)
+		}
+		require.Less(t, img.PLTCoreUsed, img.PLTCoreMax, "module %d: the terminator stays", i)
+		require.LessOrEqual(t, img.PLTCoreUsed, o.PLTCore-o.FixedPLTs, "module %d", i)
+	}
 }

@@ -42,6 +42,9 @@ func genModule(r *rand.Rand, m elf.Machine) []byte {
 		b.Order = binary.BigEndian
 		branches = []uint32{uint32(elf.R_390_PLT32DBL), uint32(elf.R_390_GOTENT), uint32(elf.R_390_GOT20)}
 		others = []uint32{uint32(elf.R_390_64), uint32(elf.R_390_PC32DBL)}
+	case elf.EM_PPC64:
+		branches = []uint32{uint32(elf.R_PPC64_REL24)}
+		others = []uint32{uint32(elf.R_PPC64_ADDR64), uint32(elf.R_PPC64_TOC16_LO)}
 	}
 	names := []string{".text", ".text.unlikely", ".init.text", ".exit.text", ".text.hot"}
 	nsec := 1 + r.IntN(len(names))
@@ -72,7 +75,11 @@ func genModule(r *rand.Rand, m elf.Machine) []byte {
 		secs = append(secs, b.AddSection(elfobj.BuildSection{Name: names[i], Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: text, Addralign: 4}))
 	}
 	data := b.AddSection(elfobj.BuildSection{Name: ".data", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 64), Addralign: 8})
-	if m != elf.EM_S390 { // s390's PLT is no section
+	switch m {
+	case elf.EM_S390: // s390's PLT is no section
+	case elf.EM_PPC64:
+		b.AddSection(elfobj.BuildSection{Name: ".stubs", Type: elf.SHT_NOBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Addralign: 8})
+	default:
 		b.AddSection(elfobj.BuildSection{Name: ".plt", Type: elf.SHT_NOBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Size: 1})
 		b.AddSection(elfobj.BuildSection{Name: ".init.plt", Type: elf.SHT_NOBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Size: 1})
 	}
