@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-
-	"github.com/klpresolve/klpresolve/internal/elfobj"
 )
 
 // x86_64 modules branch with PC32/PLT32 and the kernel gives them no PLT
@@ -49,9 +47,7 @@ var amd64Arch = newArch(arch{
 		return kindOther, 0, 0
 	},
 	nslots: 3,
-	addend: func(_ *Module, _ []byte, r elfobj.Reloc) (int64, bool, error) {
-		return r.Addend, r.Addend == 0, nil
-	},
+	addend: relaAddend,
 	kernel: amd64Kernel,
 	apply:  amd64Apply,
 })

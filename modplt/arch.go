@@ -70,6 +70,12 @@ type arch struct {
 	apply func(l *linker, rc *reloc) error
 }
 
+// relaAddend is the addend of a RELA architecture: r_addend, which the
+// kernel takes for zero when it is.
+func relaAddend(_ *Module, _ []byte, r elfobj.Reloc) (int64, bool, error) {
+	return r.Addend, r.Addend == 0, nil
+}
+
 type kindInfo struct {
 	kind        relKind
 	slot, entry uint8

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-
-	"github.com/klpresolve/klpresolve/internal/elfobj"
 )
 
 // arm64: arch/arm64/kernel/module-plts.c.
@@ -78,9 +76,7 @@ var arm64Arch = newArch(arch{
 		return kindOther, 0, 0
 	},
 	nslots: 2,
-	addend: func(_ *Module, _ []byte, r elfobj.Reloc) (int64, bool, error) {
-		return r.Addend, r.Addend == 0, nil
-	},
+	addend: relaAddend,
 	kernel: arm64Kernel,
 	apply:  arm64Apply,
 })

@@ -97,9 +97,7 @@ var ppc64Arch = newArch(arch{
 		return kindOther, 0, 0
 	},
 	nslots: 1,
-	addend: func(_ *Module, _ []byte, r elfobj.Reloc) (int64, bool, error) {
-		return r.Addend, r.Addend == 0, nil
-	},
+	addend: relaAddend,
 	kernel: func(*counter, *sectionWork) (int, error) { return 0, nil }, // Count uses ppc64Count
 	apply:  ppc64Apply,
 })
@@ -351,7 +349,7 @@ func (l *linker) ppc64Stub(addr uint64, name string) (uint64, error) {
 	if ppc64MprofileCall(name) {
 		// create_ftrace_stub(): relative to the kernel's TOC.
 		if s.kernelTOC == 0 {
-			return 0, &RelocError{Kind: ErrUnresolved, Detail: "the kernel's TOC (.TOC.) is not in its symbols: an mprofile " + name + " stub is relative to it"}
+			return 0, &RelocError{Kind: ErrUnresolved, Detail: "the kernel's TOC (.TOC.) is not in its symbols (a System.map, or a CONFIG_KALLSYMS_ALL kallsyms, lists it): an mprofile " + name + " stub is relative to it"}
 		}
 		rel = addr - s.kernelTOC
 		if int64(rel) != int64(int32(rel)) {

@@ -41,6 +41,20 @@ func ppcResolvers() (Resolver, Resolver) {
 		})
 }
 
+// linkPPC links m against ppcResolvers' symbols, every relocation
+// applied.
+func linkPPC(t *testing.T, m *Module) *Image {
+	t.Helper()
+	resolve, kernel := ppcResolvers()
+	img, err := m.Link(LinkOptions{Resolve: resolve, Kernel: kernel})
+	require.NoError(t, err)
+	for _, e := range img.Errors {
+		t.Errorf("%v", e)
+	}
+	require.Empty(t, img.Unresolved)
+	return img
+}
+
 // ppcWord is the instruction at addr, which sec holds.
 func ppcWord(t *testing.T, sec *Placed, addr uint64) uint32 {
 	t.Helper()
@@ -111,13 +125,7 @@ func TestPPC64Stubs(t *testing.T) {
 	assert.Equal(t, uint64(7*ppc64StubEntry), c.PLTSizeCore)
 	assert.Equal(t, 3, c.FixedPLTs)
 
-	resolve, kernel := ppcResolvers()
-	img, err := m.Link(LinkOptions{Resolve: resolve, Kernel: kernel})
-	require.NoError(t, err)
-	for _, e := range img.Errors {
-		t.Errorf("%v", e)
-	}
-	require.Empty(t, img.Unresolved)
+	img := linkPPC(t, m)
 	assert.Equal(t, uint64(64<<10), img.PageSize, "Debian's ppc64el pages")
 	text, stubs, toc, data := img.Section(".text"), img.Section(".stubs"), img.Section(".toc"), img.Section(".data")
 	require.NotNil(t, stubs)
@@ -169,6 +177,7 @@ func TestPPC64Stubs(t *testing.T) {
 
 	// Without the kernel's symbols the _mcount stub cannot be written,
 	// and the ftrace stubs are not made.
+	resolve, _ := ppcResolvers()
 	img, err = m.Link(LinkOptions{Resolve: resolve})
 	require.NoError(t, err)
 	require.Len(t, img.Errors, 1)
@@ -195,13 +204,7 @@ func TestPPC64CFix(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3+3, opt.PLTCore, "_mcount, ext_notify, ext_compute")
 
-	resolve, kernel := ppcResolvers()
-	img, err := m.Link(LinkOptions{Resolve: resolve, Kernel: kernel})
-	require.NoError(t, err)
-	for _, e := range img.Errors {
-		t.Errorf("%v", e)
-	}
-	require.Empty(t, img.Unresolved)
+	img := linkPPC(t, m)
 	text, stubs, toc := img.Section(".text"), img.Section(".stubs"), img.Section(".toc")
 	r2 := toc.Addr&^0xff + 0x8000
 	f := m.ELF()

@@ -61,9 +61,7 @@ var s390Arch = newArch(arch{
 		return kindOther, 0, 0
 	},
 	nslots: 1,
-	addend: func(_ *Module, _ []byte, r elfobj.Reloc) (int64, bool, error) {
-		return r.Addend, r.Addend == 0, nil
-	},
+	addend: relaAddend,
 	kernel: func(*counter, *sectionWork) (int, error) { return 0, nil }, // Count uses s390Count
 	apply:  s390Apply,
 })
