@@ -223,8 +223,9 @@ func checkOne(m *klp.Module, k Kernel, o FleetOptions) KernelResult {
 }
 
 // kernelOptions is run with k's own files: its modules in place of run's,
-// its Module.symvers read, its vermagic given or read from its own modules
-// (magicFrom is then that module's file).
+// its Module.symvers read, its configuration's link options, its vermagic
+// given or read from its own modules (magicFrom is then that module's
+// file).
 func kernelOptions(k Kernel, run Options) (_ Options, magicFrom string, err error) {
 	if len(k.Modules) > 0 {
 		if run.Modules, err = FindModules(k.Modules); err != nil {
@@ -233,6 +234,11 @@ func kernelOptions(k Kernel, run Options) (_ Options, magicFrom string, err erro
 	}
 	if k.Symvers != "" {
 		if run.Symvers, err = symvers.Open(k.Symvers); err != nil {
+			return run, "", err
+		}
+	}
+	if k.Config != "" {
+		if run.LinkOptions, err = ConfigLinkOptions(k.Config, run.LinkOptions); err != nil {
 			return run, "", err
 		}
 	}

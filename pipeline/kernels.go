@@ -33,6 +33,13 @@ type Kernel struct {
 	Symvers string
 	// Vermagic is its VERMAGIC_STRING (Options.Vermagic).
 	Vermagic string
+	// Config is its build configuration (.config, compressed or not):
+	// what it decides of how the loader lays modules out (no
+	// CONFIG_MODULE_UNLOAD, an arm64 kernel without
+	// CONFIG_RANDOMIZE_BASE, arm64's and ppc64's page size, s390 without
+	// CONFIG_EXPOLINE) is set in the run's LinkOptions where they leave
+	// it at its default (ConfigLinkOptions).
+	Config string
 }
 
 // ErrNoKernels: a root has no kernel's symbols where KernelsUnder looks,
@@ -149,10 +156,13 @@ func kernelsUnder(root string, running func() (release, symbols string)) ([]Kern
 			add(filepath.Base(filepath.Dir(p)), p)
 		}
 	}
+	runningRel := ""
 	if filepath.Clean(root) == "/" {
-		if rel, symbols := running(); rel != "" && found[rel] == "" {
+		rel, symbols := running()
+		if rel != "" && found[rel] == "" {
 			found[rel] = symbols
 		}
+		runningRel = rel
 	}
 	for rel, p := range placeholder {
 		if found[rel] == "" {
@@ -191,6 +201,26 @@ func kernelsUnder(root string, running func() (release, symbols string)) ([]Kern
 		for _, c := range candidates {
 			if isFile(c) {
 				k.Symvers = c
+				break
+			}
+		}
+		// The configuration: /boot's (Debian, Fedora, RHEL), the modules
+		// folder's (Fedora, RHEL), the headers'; the running kernel's own
+		// (CONFIG_IKCONFIG_PROC) under "/".
+		configs := []string{filepath.Join(root, "boot", "config-"+rel)}
+		if modDir != "" {
+			configs = append(configs, filepath.Join(modDir, "config"))
+			if b := inRoot(root, filepath.Join(modDir, "build")); b != "" {
+				configs = append(configs, filepath.Join(b, ".config"))
+			}
+		}
+		configs = append(configs, filepath.Join(root, "usr/src/linux-headers-"+rel, ".config"))
+		if rel == runningRel {
+			configs = append(configs, "/proc/config.gz")
+		}
+		for _, c := range configs {
+			if isFile(c) {
+				k.Config = c
 				break
 			}
 		}

@@ -143,6 +143,9 @@ loader refuses a symbol version, its vermagic or the module as a whole), 2 unusa
 			if err := lf.apply(&opts); err != nil {
 				return err
 			}
+			if err := kf.linkOptions(&opts); err != nil {
+				return err
+			}
 			m, err := openModule(a, args[0], klp.Parse)
 			if err != nil {
 				return err

@@ -190,3 +190,45 @@ func TestLinkUnsupportedArch(t *testing.T) {
 	code, _, _ = runCLI(t, p, "--kallsyms", k)
 	assert.Equal(t, 0, code)
 }
+
+// TestRootConfig: the --root kernel's configuration decides what the
+// flags leave to it: a ppc64le kernel built with 4 KiB pages is linked
+// with them; without its configuration, with the 64 KiB default; a page
+// size given wins.
+func TestRootConfig(t *testing.T) {
+	mod := filepath.Join(testutil.RepoRoot(), "testdata", "klp", "ppc64le-fix.ko")
+	syms, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "testdata", "klp", "ppc64le-kallsyms.txt"))
+	require.NoError(t, err)
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "boot"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "boot", "System.map-6.1.0-ppc"), syms, 0o644))
+	cfg := filepath.Join(root, "boot", "config-6.1.0-ppc")
+	require.NoError(t, os.WriteFile(cfg, []byte("CONFIG_PPC64=y\nCONFIG_PPC_4K_PAGES=y\n# CONFIG_PPC_64K_PAGES is not set\nCONFIG_MODULE_UNLOAD=y\n"), 0o644))
+
+	code, out, _ := runCLI(t, mod, "--root", root, "--link")
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "; configuration "+cfg+"\n")
+	assert.Contains(t, out, "link: 8 relocations applied, 0 failed, 0 unresolved symbols; stubs 5/6\n")
+	code, out, _ = runCLI(t, "link", mod, "--root", root)
+	assert.Equal(t, 0, code, out)
+	assert.NotContains(t, out, "page size:")
+	assert.Contains(t, out, ".gnu.linkonce.this_module                   core    0xc008000000002008  0x40\n", "data a 4 KiB page after the text")
+	code, out, _ = runCLI(t, mod, "--root", root, "--link", "--page-size", "64K")
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "; stubs 5/6; 64 KiB pages\n")
+	code, out, _ = runCLI(t, mod, "--root", root, "--link", "--format", "json")
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, `"config": "`+cfg+`"`)
+
+	// A configuration that does not parse is unusable input.
+	require.NoError(t, os.WriteFile(cfg, []byte("CONFIG_PPC64=y\nPPC_4K_PAGES=y\n"), 0o644))
+	code, _, errOut := runCLI(t, mod, "--root", root, "--link")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--root: "+cfg+":2: not an option: no CONFIG_ prefix")
+
+	require.NoError(t, os.Remove(cfg))
+	code, out, _ = runCLI(t, mod, "--root", root, "--link")
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "; no configuration (boot/config-RELEASE): the loader's defaults assumed\n")
+	assert.Contains(t, out, "; stubs 5/6; 64 KiB pages\n")
+}

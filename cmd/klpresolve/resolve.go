@@ -77,6 +77,9 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 	if err != nil {
 		return err
 	}
+	if err := kf.linkOptions(&po.LinkOptions); err != nil {
+		return err
+	}
 	t0 := time.Now()
 	ix, err := a.openIndex()
 	if err != nil {

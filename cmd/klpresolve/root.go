@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/klpresolve/klpresolve/modplt"
 	"github.com/klpresolve/klpresolve/pipeline"
 	"github.com/klpresolve/klpresolve/symvers"
 )
@@ -97,6 +98,20 @@ func (f *installedFlags) files(a *app, c *cobra.Command, modules []string, symve
 	return kf, nil
 }
 
+// linkOptions is lo with what the --root kernel's configuration decides
+// of its loader's layout (pipeline.ConfigLinkOptions), where the flags
+// left lo at its defaults.
+func (kf *buildFiles) linkOptions(lo *modplt.LinkOptions) error {
+	if kf.kernel == nil || kf.kernel.Config == "" {
+		return nil
+	}
+	var err error
+	if *lo, err = pipeline.ConfigLinkOptions(kf.kernel.Config, *lo); err != nil {
+		return &exitError{exitUsage, fmt.Errorf("--root: %w", err)}
+	}
+	return nil
+}
+
 // installedJSON is the --root kernel in a JSON report.
 type installedJSON struct {
 	Root    string   `json:"root"`
@@ -104,13 +119,14 @@ type installedJSON struct {
 	Symbols string   `json:"symbols"`
 	Modules []string `json:"modules"`
 	Symvers string   `json:"symvers"`
+	Config  string   `json:"config"`
 }
 
 func kernelJSON(f *installedFlags, k *pipeline.Kernel) *installedJSON {
 	if k == nil {
 		return nil
 	}
-	return &installedJSON{f.root, k.Release, k.Symbols, append([]string{}, k.Modules...), k.Symvers}
+	return &installedJSON{f.root, k.Release, k.Symbols, append([]string{}, k.Modules...), k.Symvers, k.Config}
 }
 
 // kernelLine is the --root kernel's line of a text report ("" without):
@@ -128,5 +144,9 @@ func kernelLine(f *installedFlags, k *pipeline.Kernel) string {
 	if k.Symvers != "" {
 		sv = "Module.symvers " + k.Symvers
 	}
-	return fmt.Sprintf("kernel: %s under %s: %s; %s", k.Release, f.root, mods, sv)
+	cfg := "no configuration (boot/config-RELEASE): the loader's defaults assumed"
+	if k.Config != "" {
+		cfg = "configuration " + k.Config
+	}
+	return fmt.Sprintf("kernel: %s under %s: %s; %s; %s", k.Release, f.root, mods, sv, cfg)
 }

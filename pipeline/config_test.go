@@ -1,0 +1,58 @@
+package pipeline
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/kconfig"
+	"github.com/klpresolve/klpresolve/modplt"
+)
+
+// TestConfigLinkOptions: what each configuration decides of the link,
+// where the options leave it at its default; what they give stays.
+func TestConfigLinkOptions(t *testing.T) {
+	cfg := func(lines ...string) *kconfig.Config {
+		c, err := kconfig.Parse(strings.NewReader(strings.Join(lines, "\n")+"\n"), "config")
+		require.NoError(t, err)
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  *kconfig.Config
+		in   modplt.LinkOptions
+		want modplt.LinkOptions
+	}{
+		{"arm64 64K, no KASLR", cfg("CONFIG_ARM64=y", "CONFIG_ARM64_64K_PAGES=y", "# CONFIG_RANDOMIZE_BASE is not set", "CONFIG_MODULE_UNLOAD=y"),
+			modplt.LinkOptions{}, modplt.LinkOptions{PageSize: 64 << 10, NoRandomizeBase: true}},
+		{"arm64 16K, KASLR", cfg("CONFIG_ARM64=y", "CONFIG_ARM64_16K_PAGES=y", "CONFIG_RANDOMIZE_BASE=y", "CONFIG_MODULE_UNLOAD=y"),
+			modplt.LinkOptions{}, modplt.LinkOptions{PageSize: 16 << 10}},
+		{"arm64, a page size given", cfg("CONFIG_ARM64=y", "CONFIG_ARM64_64K_PAGES=y", "CONFIG_RANDOMIZE_BASE=y", "CONFIG_MODULE_UNLOAD=y"),
+			modplt.LinkOptions{PageSize: 4 << 10, NoRandomizeBase: true}, modplt.LinkOptions{PageSize: 4 << 10, NoRandomizeBase: true}},
+		{"ppc64 4K, no module unload", cfg("CONFIG_PPC64=y", "CONFIG_PPC_4K_PAGES=y"),
+			modplt.LinkOptions{}, modplt.LinkOptions{PageSize: 4 << 10, NoModuleUnload: true}},
+		{"ppc64 64K", cfg("CONFIG_PPC64=y", "CONFIG_PPC_64K_PAGES=y", "CONFIG_MODULE_UNLOAD=y"),
+			modplt.LinkOptions{}, modplt.LinkOptions{PageSize: 64 << 10}},
+		{"s390 without expolines", cfg("CONFIG_S390=y", "# CONFIG_EXPOLINE is not set", "CONFIG_MODULE_UNLOAD=y"),
+			modplt.LinkOptions{}, modplt.LinkOptions{NoExpoline: true}},
+		{"s390 with expolines", cfg("CONFIG_S390=y", "CONFIG_EXPOLINE=y", "CONFIG_MODULE_UNLOAD=y"),
+			modplt.LinkOptions{}, modplt.LinkOptions{}},
+		{"x86_64 (no RANDOMIZE_BASE or EXPOLINE meaning)", cfg("CONFIG_X86_64=y", "CONFIG_MODULE_UNLOAD=y"),
+			modplt.LinkOptions{Base: 0xffffffffc0000000}, modplt.LinkOptions{Base: 0xffffffffc0000000}},
+	} {
+		assert.Equal(t, tc.want, configLinkOptions(tc.cfg, tc.in), tc.name)
+	}
+	p := filepath.Join(t.TempDir(), "config")
+	require.NoError(t, os.WriteFile(p, []byte("CONFIG_PPC64=y\nCONFIG_PPC_4K_PAGES=y\nCONFIG_MODULE_UNLOAD=y\n"), 0o644))
+	lo, err := ConfigLinkOptions(p, modplt.LinkOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(4<<10), lo.PageSize)
+	require.NoError(t, os.WriteFile(p, []byte("CONFIG_PPC64=y\nPPC_4K_PAGES=y\n"), 0o644))
+	_, err = ConfigLinkOptions(p, modplt.LinkOptions{})
+	assert.ErrorIs(t, err, ErrMalformedConfig)
+	assert.ErrorContains(t, err, p+":2: not an option")
+}
