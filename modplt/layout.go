@@ -19,8 +19,9 @@ const shfROAfterInit = 0x00200000
 const maxNobits = 128 << 20
 
 // DefaultPageSize is the kernel's PAGE_SIZE when LinkOptions.PageSize is
-// 0: 4 KiB, as on every x86_64 and 32-bit ARM kernel and Debian's arm64
-// ones.
+// 0: 4 KiB, as on every x86_64, s390 and 32-bit ARM kernel and Debian's
+// arm64 ones (ppc64's default is 64 KiB: PageSizes lists each machine's
+// default first).
 const DefaultPageSize = 4096
 
 // layoutMasks are layout_sections()'s groups, in order: code, read-only

@@ -256,8 +256,8 @@ func (m *Module) DefaultBase(opts LinkOptions) uint64 {
 }
 
 // PageSizes are the PAGE_SIZE values kernels of machine m can be built
-// with, which LinkOptions.PageSize may give (nil: a machine modplt does
-// not link).
+// with, which LinkOptions.PageSize may give, the default first (nil: a
+// machine modplt does not link).
 func PageSizes(m elf.Machine) []uint64 {
 	if a := archFor(m); a != nil {
 		return slices.Clone(a.pageSizes)

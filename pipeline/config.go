@@ -23,23 +23,27 @@ func configLinkOptions(c *kconfig.Config, lo modplt.LinkOptions) modplt.LinkOpti
 	if !c.Enabled("MODULE_UNLOAD") {
 		lo.NoModuleUnload = true
 	}
-	pages := map[string]uint64{}
+	type pageOpt struct {
+		opt  string
+		size uint64
+	}
+	var pages []pageOpt // (a Kconfig choice: one of them is set)
 	switch {
 	case c.Enabled("ARM64"):
 		if !c.Enabled("RANDOMIZE_BASE") {
 			lo.NoRandomizeBase = true
 		}
-		pages = map[string]uint64{"ARM64_4K_PAGES": 4 << 10, "ARM64_16K_PAGES": 16 << 10, "ARM64_64K_PAGES": 64 << 10}
+		pages = []pageOpt{{"ARM64_4K_PAGES", 4 << 10}, {"ARM64_16K_PAGES", 16 << 10}, {"ARM64_64K_PAGES", 64 << 10}}
 	case c.Enabled("PPC64"):
-		pages = map[string]uint64{"PPC_4K_PAGES": 4 << 10, "PPC_64K_PAGES": 64 << 10}
+		pages = []pageOpt{{"PPC_4K_PAGES", 4 << 10}, {"PPC_64K_PAGES", 64 << 10}}
 	case c.Enabled("S390"):
 		if !c.Enabled("EXPOLINE") {
 			lo.NoExpoline = true
 		}
 	}
-	for opt, size := range pages {
-		if lo.PageSize == 0 && c.Enabled(opt) {
-			lo.PageSize = size
+	for _, p := range pages {
+		if lo.PageSize == 0 && c.Enabled(p.opt) {
+			lo.PageSize = p.size
 		}
 	}
 	return lo
