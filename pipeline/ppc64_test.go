@@ -3,13 +3,18 @@ package pipeline
 import (
 	"debug/elf"
 	"encoding/binary"
+	"io/fs"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
+	"github.com/klpresolve/klpresolve/modplt"
 )
 
 // TestRunPPC64 links testdata/klp/ppc64le-fix.ko, a livepatch module
@@ -69,4 +74,101 @@ func TestRunPPC64(t *testing.T) {
 		assert.Equal(t, stubs.Addr+stub*40, text.Addr+r.Offset+uint64(int64(int32(insn<<6)>>6)&^3), obj)
 		assert.Equal(t, uint32(0xe8410018), le.Uint32(text.Data[r.Offset+4:]), "%s: ld r2,24(r1)", obj)
 	}
+}
+
+// TestDebianPPC64ELModules links the modules of Debian's ppc64el 6.1
+// kernel (testutil.PPC64EL: its package installed under a root, with a
+// System.map made from its vmlinux) against that kernel, as installed
+// (its configuration: 64 KiB pages; its modules folder for the modules
+// each depends on): every one links, every relocation of its loaded
+// sections applied, and never more stubs than the kernel counted. For
+// xfs the stubs used are counted here independently: one per distinct
+// address an external REL24 reaches, and the two ftrace stubs.
+func TestDebianPPC64ELModules(t *testing.T) {
+	root := testutil.PPC64EL(t)
+	k, err := KernelUnder(root, testutil.PPC64ELRelease)
+	require.NoError(t, err)
+	require.NotEmpty(t, k.Config)
+	lo, err := ConfigLinkOptions(k.Config, modplt.LinkOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(64<<10), lo.PageSize, "CONFIG_PPC_64K_PAGES")
+	ix, err := kallsyms.Open(k.Symbols, nil)
+	require.NoError(t, err)
+	mf, err := FindModules(k.Modules)
+	require.NoError(t, err)
+	var paths []string
+	require.NoError(t, filepath.WalkDir(k.Modules[0], func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".ko") {
+			paths = append(paths, p)
+		}
+		return err
+	}))
+	require.Greater(t, len(paths), 3000)
+	xfs := filepath.Join(k.Modules[0], "kernel", "fs", "xfs", "xfs.ko")
+	step := 1
+	if testutil.Light {
+		step = 25 // (the race detector: a sample, xfs among them)
+	}
+	linked, relocs := 0, 0
+	for i, p := range paths {
+		if i%step != 0 && p != xfs {
+			continue
+		}
+		m, err := klp.Open(p)
+		require.NoError(t, err, p)
+		img, _, err := LinkWith(m, m.Resolve(ix), ix, lo, mf)
+		require.NoError(t, err, p)
+		require.Empty(t, img.Errors, p)
+		require.Empty(t, img.Unresolved, p)
+		require.Less(t, img.PLTCoreUsed, img.PLTCoreMax, p)
+		want := 0
+		f := m.ELF()
+		for si := range f.Sections {
+			s := &f.Sections[si]
+			if s.Type == elf.SHT_RELA && f.Sections[s.Info].Flags&elf.SHF_ALLOC != 0 && f.Sections[s.Info].Name != ".modinfo" && f.Sections[s.Info].Name != "__versions" {
+				want += int(s.Size / 24)
+			}
+		}
+		require.Equal(t, want, img.Relocs, p)
+		linked++
+		relocs += img.Relocs
+		if p == xfs {
+			checkXFSStubs(t, m, img, ix)
+		}
+	}
+	t.Logf("%d modules linked, %d relocations", linked, relocs)
+}
+
+// checkXFSStubs: the stubs xfs uses are one per distinct address its
+// external REL24s reach (its symbols resolved from the kernel's map or
+// the modules xfs depends on, at their laid-out addresses) plus
+// ftrace_caller's and ftrace_regs_caller's.
+func checkXFSStubs(t *testing.T, m *klp.Module, img *modplt.Image, ix *kallsyms.Index) {
+	f := m.ELF()
+	targets := map[uint64]bool{}
+	for si := range f.Sections {
+		s := &f.Sections[si]
+		if s.Type != elf.SHT_RELA || f.Sections[s.Info].Flags&elf.SHF_ALLOC == 0 {
+			continue
+		}
+		rt, err := f.RelocTable(s)
+		require.NoError(t, err)
+		for j := range rt.Len() {
+			r, err := rt.Reloc(j)
+			require.NoError(t, err)
+			if elf.R_PPC64(r.Type) != elf.R_PPC64_REL24 || f.Symbols[r.Sym].Shndx != uint16(elf.SHN_UNDEF) {
+				continue
+			}
+			v, ok := img.SymbolAddr(r.Sym)
+			require.True(t, ok, f.Symbols[r.Sym].Name)
+			targets[v+uint64(r.Addend)] = true
+		}
+	}
+	for _, name := range []string{"ftrace_caller", "ftrace_regs_caller"} {
+		s, ok := ix.Find(kallsyms.Vmlinux, name, 0)
+		require.True(t, ok)
+		targets[s.Address] = true
+	}
+	assert.Equal(t, len(targets), img.PLTCoreUsed, "xfs's stubs")
+	assert.Greater(t, img.PLTCoreUsed, 300)
 }

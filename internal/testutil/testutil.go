@@ -64,3 +64,25 @@ func Headers(tb testing.TB, release string) string {
 	}
 	return p
 }
+
+// PPC64ELRelease is the ppc64el kernel PPC64EL installs: the corpus's
+// build, 6.1.0-57 (6.1.192-3).
+const PPC64ELRelease = "6.1.0-57-powerpc64le"
+
+// PPC64EL returns a filesystem root with Debian's ppc64el kernel
+// installed (PPC64ELRelease: boot/System.map-RELEASE, boot/config-RELEASE,
+// lib/modules/RELEASE), which scripts/ppc64el-kernel makes under
+// $KLPRESOLVE_PPC64EL (default /var/tmp/klpresolve-ppc64el), or skips the
+// test with a message saying how to make it. CI makes it (.ci/run).
+func PPC64EL(tb testing.TB) string {
+	tb.Helper()
+	dir := os.Getenv("KLPRESOLVE_PPC64EL")
+	if dir == "" {
+		dir = "/var/tmp/klpresolve-ppc64el"
+	}
+	root := filepath.Join(dir, "root")
+	if _, err := os.Stat(filepath.Join(root, "boot", "System.map-"+PPC64ELRelease)); err != nil {
+		tb.Skipf("Debian's ppc64el kernel not present (scripts/ppc64el-kernel %s): skipping test that needs %s", dir, root)
+	}
+	return root
+}
