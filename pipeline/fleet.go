@@ -19,6 +19,9 @@ type KernelResult struct {
 	// Release is Kernel.Release: the release KernelsUnder found it as
 	// ("" for a symbols file given alone).
 	Release string
+	// Config is Kernel.Config: the configuration its link options were
+	// taken from ("" when none).
+	Config string
 	// Versions and Magic: the module loader's checks of the patch's
 	// symbol versions and vermagic (Report.Versions, Report.Vermagic),
 	// when the kernel's Module.symvers and vermagic were known (nil: not
@@ -129,7 +132,7 @@ func FleetKernels(m *klp.Module, kernels []Kernel, o FleetOptions) []KernelResul
 
 func checkOne(m *klp.Module, k Kernel, o FleetOptions) KernelResult {
 	t := time.Now()
-	kr := KernelResult{Kernel: k.Symbols, Release: k.Release}
+	kr := KernelResult{Kernel: k.Symbols, Release: k.Release, Config: k.Config}
 	unreadable := func(err error) KernelResult {
 		kr.Err = err
 		kr.FirstError, kr.FirstErrorKind = err.Error(), "unreadable"

@@ -280,6 +280,7 @@ type checkRow struct {
 	Kernel string `json:"kernel"`
 	// Release (--root): the kernel's release.
 	Release    string  `json:"release,omitempty"`
+	Config     string  `json:"config,omitempty"` // the kernel's configuration (check --root)
 	OK         bool    `json:"ok"`
 	Resolved   int     `json:"resolved"`
 	Deferred   int     `json:"deferred"`
@@ -322,7 +323,7 @@ type checkOut struct {
 func checkJSON(m *klp.Module, rows []pipeline.KernelResult) *checkOut {
 	out := &checkOut{Module: m.Path, Arch: m.Arch, BigEndian: elfobj.BigEndian(m.ByteOrder), Kernels: []checkRow{}}
 	for _, r := range rows {
-		row := checkRow{Kernel: r.Kernel, Release: r.Release, OK: r.OK, Resolved: r.Resolved, Deferred: r.Deferred, Errors: r.Errors,
+		row := checkRow{Kernel: r.Kernel, Release: r.Release, Config: r.Config, OK: r.OK, Resolved: r.Resolved, Deferred: r.Deferred, Errors: r.Errors,
 			Millis: float64(r.Time.Microseconds()) / 1e3}
 		if r.FirstError != "" {
 			s := r.FirstError

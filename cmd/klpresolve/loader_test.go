@@ -232,3 +232,25 @@ func TestRootConfig(t *testing.T) {
 	assert.Contains(t, out, "; no configuration (boot/config-RELEASE): the loader's defaults assumed\n")
 	assert.Contains(t, out, "; stubs 5/6; 64 KiB pages\n")
 }
+
+// TestCheckDebianPPC64EL: check --root on Debian's real ppc64el kernel
+// (testutil.PPC64EL) names its configuration and refuses the ppc64le
+// livepatch fixture as that kernel's loader would: Debian builds its
+// ppc64el 6.1 without CONFIG_LIVEPATCH.
+func TestCheckDebianPPC64EL(t *testing.T) {
+	root := testutil.PPC64EL(t)
+	mod := filepath.Join(testutil.RepoRoot(), "testdata", "klp", "ppc64le-fix.ko")
+	code, out, _ := runCLI(t, "check", mod, "--root", root, "--link", "--format", "json")
+	assert.Equal(t, 1, code, out)
+	var j struct {
+		Kernels []struct {
+			Release, Config string
+			FirstErrorKind  string `json:"first_error_kind"`
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &j), out)
+	require.Len(t, j.Kernels, 1)
+	assert.Equal(t, testutil.PPC64ELRelease, j.Kernels[0].Release)
+	assert.Equal(t, filepath.Join(root, "boot", "config-"+testutil.PPC64ELRelease), j.Kernels[0].Config)
+	assert.Equal(t, "no_livepatch", j.Kernels[0].FirstErrorKind)
+}
