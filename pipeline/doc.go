@@ -23,5 +23,9 @@
 // on that the kernel's symbols lack, as modprobe loads them (Run does
 // with Options.Modules, linked or not). FleetKernels gives each kernel of
 // a fleet its own such files, KernelsUnder finds them where distributions
-// install them, and KernelUnder picks one kernel there.
+// install them, and KernelUnder picks one kernel there. A kernel's
+// configuration (Kernel.Config, its .config) decides what its loader's
+// layout depends on (ConfigLinkOptions: CONFIG_MODULE_UNLOAD, arm64's
+// CONFIG_RANDOMIZE_BASE and page size, ppc64's page size, s390's
+// CONFIG_EXPOLINE) where the options leave the default.
 package pipeline
