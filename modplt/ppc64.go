@@ -398,14 +398,14 @@ func (l *linker) ppc64RestoreR2(rc *reloc, name string) error {
 		return nil
 	}
 	o := l.m.f.Order
-	if len(rc.loc) < 8 {
-		return &RelocError{Kind: ErrBadTarget, Detail: "the call is the section's last instruction: no nop after it"}
-	}
 	// instr_is_relative_link_branch(): I-form (b, opcode 18) or B-form
-	// (bc, 16), not absolute, with LK.
+	// (bc, 16), not absolute, with LK. (The caller checked 4 bytes.)
 	insn := o.Uint32(rc.loc)
 	if op := insn >> 26; (op != 18 && op != 16) || insn&ppcBranchAA != 0 || insn&ppcBranchLK == 0 {
 		return nil
+	}
+	if len(rc.loc) < 8 {
+		return &RelocError{Kind: ErrBadTarget, Detail: "the call is the section's last instruction: no nop after it"}
 	}
 	if next := o.Uint32(rc.loc[4:]); next != ppcNop {
 		return &RelocError{Kind: ErrBadTarget, Detail: fmt.Sprintf("expected nop after call, got %08x (the module loader says \"Expected nop after call\")", next)}

@@ -320,12 +320,17 @@ func TestPPC64Refusals(t *testing.T) {
 	require.Len(t, img.Errors, 1)
 	assert.ErrorIs(t, img.Errors[0], ErrBadTarget)
 	assert.Contains(t, img.Errors[0].Error(), "expected nop after call, got 4e800020")
-	// The call as the section's last instruction.
+	// The call as the section's last instruction; a sibling call (b,
+	// no link) there needs no nop.
 	m = build(true, le(0x48000001), call, ext)
 	img, err = m.Link(LinkOptions{Resolve: resolve, Kernel: kernel})
 	require.NoError(t, err)
 	require.Len(t, img.Errors, 1)
 	assert.ErrorIs(t, img.Errors[0], ErrBadTarget)
+	m = build(true, le(0x48000000), call, ext)
+	img, err = m.Link(LinkOptions{Resolve: resolve, Kernel: kernel})
+	require.NoError(t, err)
+	assert.Empty(t, img.Errors)
 
 	// addi r9,r2,sym@toc against a symbol 64 KiB past r2 (.stubs is the
 	// TOC section: the module has no .toc).
