@@ -307,16 +307,12 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 	case elf.EM_PPC64:
 		// module_frob_arch_sections(): .stubs gets get_stubs_size()'s
 		// size, and .toc an alignment of at least 8.
-		st := f.SectionByName(".stubs")
-		if st == nil {
-			return nil, ppc64NoStubs(m)
-		}
-		if ppc64t, err = ppc64Count(f); err != nil {
+		if ppc64t, err = ppc64Count(m); err != nil {
 			return nil, err
 		}
-		sizes[st.Index] = uint64(ppc64t.stubs) * ppc64StubEntry
-		if ts := f.SectionByName(".toc"); ts != nil {
-			aligns[ts.Index] = 8
+		sizes[ppc64t.stubsSec.Index] = uint64(ppc64t.stubs) * ppc64StubEntry
+		if ppc64t.tocSec != nil {
+			aligns[ppc64t.tocSec.Index] = 8
 		}
 	default:
 		if counts, err = m.Count(Options{Erratum843419: opts.Erratum843419, NoModuleUnload: opts.NoModuleUnload, NoRandomizeBase: opts.NoRandomizeBase}); err != nil {
@@ -480,7 +476,7 @@ func (l *linker) applySection(s *elfobj.Section, dst *Placed) error {
 	if l.ppc64 != nil {
 		// powerpc: the section as the kernel sorted it (fail names each
 		// relocation by its index in the file).
-		if l.order = l.ppc64.order[s.Index]; l.order != nil {
+		if l.order = l.ppc64.t.order[s.Index]; l.order != nil {
 			t = t.Reordered(l.order)
 		}
 	}

@@ -172,10 +172,13 @@ func ppc64CountRelocs(order []int, rs []elfobj.Reloc) int {
 // module gets, what each RELA section added, and each section's
 // application order.
 type ppc64Tables struct {
-	stubs    int // entries, the terminator and the ftrace ones included
-	optimal  int // distinct external REL24 targets (symbol, addend) + the same fixed entries
-	sections []ppc64Section
-	order    map[int][]int // by RELA section index
+	// stubsSec and tocSec are .stubs and .toc (nil: the module has
+	// none; module_frob_arch_sections() finds them by name).
+	stubsSec, tocSec *elfobj.Section
+	stubs            int // entries, the terminator and the ftrace ones included
+	optimal          int // distinct external REL24 targets (symbol, addend) + the same fixed entries
+	sections         []ppc64Section
+	order            map[int][]int // by RELA section index
 }
 
 type ppc64Section struct {
@@ -186,10 +189,15 @@ type ppc64Section struct {
 	firstSeen        int // external targets first named here (optimal mode)
 }
 
-// ppc64Count is get_stubs_size() in entries, over every SHT_RELA section
-// in section order, whatever its target (debug and livepatch ones too).
-func ppc64Count(f *elfobj.File) (*ppc64Tables, error) {
-	t := &ppc64Tables{stubs: 1 + ppc64FtraceStubs, order: map[int][]int{}}
+// ppc64Count is module_frob_arch_sections(): m must have .stubs, whose
+// size is get_stubs_size() in entries, over every SHT_RELA section in
+// section order, whatever its target (debug and livepatch ones too).
+func ppc64Count(m *Module) (*ppc64Tables, error) {
+	f := m.f
+	t := &ppc64Tables{stubsSec: f.SectionByName(".stubs"), tocSec: f.SectionByName(".toc"), stubs: 1 + ppc64FtraceStubs, order: map[int][]int{}}
+	if t.stubsSec == nil {
+		return nil, ppc64NoStubs(m)
+	}
 	type target struct {
 		sym    uint32
 		addend int64
@@ -239,10 +247,7 @@ func ppc64Count(f *elfobj.File) (*ppc64Tables, error) {
 // too, per section: "FIXME: Only count external ones").
 func (m *Module) countPPC64(opts Options) (*Counts, error) {
 	f := m.f
-	if f.SectionByName(".stubs") == nil {
-		return nil, ppc64NoStubs(m)
-	}
-	t, err := ppc64Count(f)
+	t, err := ppc64Count(m)
 	if err != nil {
 		return nil, err
 	}
@@ -273,28 +278,23 @@ func ppc64NoStubs(m *Module) error {
 
 // ppc64Linker is one Link's stubs and TOC.
 type ppc64Linker struct {
+	t      *ppc64Tables
 	stubs  *Placed
-	max    int            // entries .stubs holds
 	byAddr map[uint64]int // stub_for_addr(): one stub per target address
 	r2     uint64         // my_r2()
 	// kernelTOC is the kernel's r2 (its .TOC.), for the mprofile ftrace
 	// stubs; 0: not known.
 	kernelTOC uint64
-	order     map[int][]int
 }
 
 // ppc64Setup finds .stubs and the TOC section once the module is laid
 // out: my_r2() is the TOC section's address rounded down to 256 bytes,
 // plus 0x8000 (.toc, or .stubs for a module without one).
 func (l *linker) ppc64Setup(t *ppc64Tables) {
-	f := l.m.f
-	s := &ppc64Linker{byAddr: map[uint64]int{}, max: t.stubs, order: t.order}
-	if st := f.SectionByName(".stubs"); st != nil {
-		s.stubs = l.placed[st.Index]
-	}
+	s := &ppc64Linker{t: t, byAddr: map[uint64]int{}, stubs: l.placed[t.stubsSec.Index]}
 	toc := s.stubs
-	if ts := f.SectionByName(".toc"); ts != nil && l.placed[ts.Index] != nil {
-		toc = l.placed[ts.Index]
+	if t.tocSec != nil && l.placed[t.tocSec.Index] != nil {
+		toc = l.placed[t.tocSec.Index]
 	}
 	if toc != nil {
 		s.r2 = toc.Addr&^0xff + ppc64TOCBias
@@ -339,8 +339,8 @@ func (l *linker) ppc64Stub(addr uint64, name string) (uint64, error) {
 	i := len(s.byAddr)
 	// The last entry stays zero: stub_for_addr() searches until a stub
 	// whose target is 0.
-	if i+1 >= s.max || uint64(i+1)*ppc64StubEntry > uint64(len(s.stubs.Data)) {
-		return 0, &RelocError{Kind: ErrPLTFull, Detail: fmt.Sprintf("all %d stubs in use", s.max-1)}
+	if i+1 >= s.t.stubs || uint64(i+1)*ppc64StubEntry > uint64(len(s.stubs.Data)) {
+		return 0, &RelocError{Kind: ErrPLTFull, Detail: fmt.Sprintf("all %d stubs in use", s.t.stubs-1)}
 	}
 	at := s.stubs.Addr + uint64(i)*ppc64StubEntry
 	e := s.stubs.Data[uint64(i)*ppc64StubEntry:][:ppc64StubEntry]
