@@ -183,47 +183,41 @@ func kernelsUnder(root string, running func() (release, symbols string)) ([]Kern
 				break
 			}
 		}
-		candidates := []string{
+		// The build folder lib/modules/RELEASE/build links to (the
+		// headers), followed inside the root.
+		build := ""
+		if modDir != "" {
+			build = inRoot(root, filepath.Join(modDir, "build"))
+		}
+		symvers := []string{
 			filepath.Join(root, "usr/src/linux-headers-"+rel, "Module.symvers"),
 			filepath.Join(root, "usr/src/kernels", rel, "Module.symvers"),
 		}
-		if modDir != "" {
-			if b := inRoot(root, filepath.Join(modDir, "build")); b != "" {
-				candidates = append(candidates, filepath.Join(b, "Module.symvers"))
-			}
+		if build != "" {
+			symvers = append(symvers, filepath.Join(build, "Module.symvers"))
 		}
-		candidates = append(candidates,
+		symvers = append(symvers,
 			filepath.Join(root, "boot", "symvers-"+rel+".gz"),
 			filepath.Join(root, "boot", "symvers-"+rel+".xz"))
 		if modDir != "" {
-			candidates = append(candidates, filepath.Join(modDir, "symvers.gz"), filepath.Join(modDir, "symvers.xz"))
+			symvers = append(symvers, filepath.Join(modDir, "symvers.gz"), filepath.Join(modDir, "symvers.xz"))
 		}
-		for _, c := range candidates {
-			if isFile(c) {
-				k.Symvers = c
-				break
-			}
-		}
+		k.Symvers = firstFile(symvers)
 		// The configuration: /boot's (Debian, Fedora, RHEL), the modules
 		// folder's (Fedora, RHEL), the headers'; the running kernel's own
 		// (CONFIG_IKCONFIG_PROC) under "/".
 		configs := []string{filepath.Join(root, "boot", "config-"+rel)}
 		if modDir != "" {
 			configs = append(configs, filepath.Join(modDir, "config"))
-			if b := inRoot(root, filepath.Join(modDir, "build")); b != "" {
-				configs = append(configs, filepath.Join(b, ".config"))
-			}
+		}
+		if build != "" {
+			configs = append(configs, filepath.Join(build, ".config"))
 		}
 		configs = append(configs, filepath.Join(root, "usr/src/linux-headers-"+rel, ".config"))
 		if rel == runningRel {
 			configs = append(configs, "/proc/config.gz")
 		}
-		for _, c := range configs {
-			if isFile(c) {
-				k.Config = c
-				break
-			}
-		}
+		k.Config = firstFile(configs)
 		out = append(out, k)
 	}
 	return out, nil
@@ -266,6 +260,16 @@ func isPlaceholder(p string) bool {
 	head := make([]byte, 64)
 	n, _ := io.ReadFull(f, head)
 	return kallsyms.IsPlaceholder(head[:n])
+}
+
+// firstFile is the first of paths that is a regular file, or "".
+func firstFile(paths []string) string {
+	for _, p := range paths {
+		if isFile(p) {
+			return p
+		}
+	}
+	return ""
 }
 
 func isFile(p string) bool {
