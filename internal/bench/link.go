@@ -10,13 +10,16 @@ import (
 // Link measures linking module: the whole Link (count, layout, apply) and
 // the relocations it applies per second on one core. Undefined symbols
 // are given made-up addresses near the module (so most branches are in
-// range, as on a real kernel), derived from their names.
+// range, as on a real kernel), derived from their names; so are the
+// kernel's own symbols an architecture's loader takes (powerpc's .TOC.
+// and ftrace entry points, LinkOptions.Kernel).
 func Link(module string) (*Report, error) {
 	m, err := modplt.Open(module)
 	if err != nil {
 		return nil, err
 	}
-	opts := modplt.LinkOptions{Resolve: NearResolver(m.DefaultBase(modplt.LinkOptions{}))}
+	near := NearResolver(m.DefaultBase(modplt.LinkOptions{}))
+	opts := modplt.LinkOptions{Resolve: near, Kernel: near}
 	img, err := m.Link(opts)
 	if err != nil {
 		return nil, err
