@@ -2,6 +2,7 @@ package modplt
 
 import (
 	"hash/fnv"
+	"path/filepath"
 	"testing"
 
 	"github.com/klpresolve/klpresolve/internal/testutil"
@@ -24,24 +25,39 @@ func BenchmarkLink(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run(m.Name, func(b *testing.B) {
-			opts := LinkOptions{Resolve: nearResolver(m.DefaultBase(LinkOptions{}))}
-			var relocs int
-			var apply float64
-			best := 0.0
-			for b.Loop() {
-				img, err := m.Link(opts)
-				if err != nil || !img.OK() {
-					b.Fatal(err)
-				}
-				relocs += img.Relocs
-				apply += img.ApplyTime.Seconds()
-				best = max(best, float64(img.Relocs)/img.ApplyTime.Seconds())
-			}
-			// The mean includes the garbage collector, busy with the
-			// previous links' images; the best is what one link in a
-			// process (klpresolve link) sees.
-			b.ReportMetric(float64(relocs)/apply/1e6, "Mrelocs/s-apply-mean")
-			b.ReportMetric(best/1e6, "Mrelocs/s-apply-best")
+			benchLink(b, m, LinkOptions{Resolve: nearResolver(m.DefaultBase(LinkOptions{}))})
 		})
 	}
+}
+
+// BenchmarkLinkPPC64 links Debian's ppc64el xfs.ko (testutil.PPC64EL):
+// the kernel's sort of each section and the stubs.
+func BenchmarkLinkPPC64(b *testing.B) {
+	root := testutil.PPC64EL(b)
+	m, err := Open(filepath.Join(root, "lib", "modules", testutil.PPC64ELRelease, "kernel", "fs", "xfs", "xfs.ko"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	near := nearResolver(m.DefaultBase(LinkOptions{}))
+	benchLink(b, m, LinkOptions{Resolve: near, Kernel: near})
+}
+
+func benchLink(b *testing.B, m *Module, opts LinkOptions) {
+	var relocs int
+	var apply float64
+	best := 0.0
+	for b.Loop() {
+		img, err := m.Link(opts)
+		if err != nil || !img.OK() {
+			b.Fatal(err)
+		}
+		relocs += img.Relocs
+		apply += img.ApplyTime.Seconds()
+		best = max(best, float64(img.Relocs)/img.ApplyTime.Seconds())
+	}
+	// The mean includes the garbage collector, busy with the previous
+	// links' images; the best is what one link in a process (klpresolve
+	// link) sees.
+	b.ReportMetric(float64(relocs)/apply/1e6, "Mrelocs/s-apply-mean")
+	b.ReportMetric(best/1e6, "Mrelocs/s-apply-best")
 }

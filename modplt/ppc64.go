@@ -114,40 +114,70 @@ func ppc64ELFv2(f *elfobj.File) bool {
 	return false
 }
 
-// ppc64Key is the sort key of relacmp(): the whole r_info, then the
-// addend.
-type ppc64Key struct {
-	info   uint64
-	addend int64
-}
-
-func ppc64KeyOf(r elfobj.Reloc) ppc64Key {
-	return ppc64Key{uint64(r.Sym)<<32 | uint64(r.Type), r.Addend}
-}
-
-// ppc64Order is the order the kernel's sort() leaves a RELA section in
-// (get_stubs_size() sorts each one in place, before any is applied):
-// relacmp() compares its arguments the other way round, so descending by
-// r_info, then by addend. Entries with equal keys name the same symbol,
-// type and addend, so their order among themselves changes nothing.
+// ppc64Order is an order equivalent to the one the kernel's sort() leaves
+// a RELA section in (get_stubs_size() sorts each one in place, before
+// any is applied). relacmp() compares its arguments the other way round:
+// descending by the whole r_info, then by addend; among the REL24s,
+// whose type is the same, that is by symbol, then addend. Only the
+// REL24s' order matters: they alone take stubs, handed out in the order
+// they are applied, and count_relocs() looks at nothing else; every
+// other relocation writes its own place whenever it is applied. So the
+// others keep the file's order and go first, and the REL24s follow,
+// sorted (equal keys name the same target: they keep the file's order,
+// for a result that does not depend on the sort).
 func ppc64Order(t *elfobj.RelocTable) ([]int, []elfobj.Reloc, error) {
 	rs := make([]elfobj.Reloc, t.Len())
-	order := make([]int, t.Len())
+	order := make([]int, 0, t.Len())
+	// The REL24s are counting-sorted by symbol (descending; the file's
+	// order within a symbol), then each symbol's run by addend: O(n) but
+	// for the runs, where a comparison sort of every call took a third of
+	// a whole link.
+	var nsym uint32
+	calls := 0
 	for j := range rs {
 		r, err := t.Reloc(j)
 		if err != nil {
 			return nil, nil, err
 		}
-		rs[j], order[j] = r, j
-	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		x, y := ppc64KeyOf(rs[a]), ppc64KeyOf(rs[b])
-		if c := cmp.Compare(y.info, x.info); c != 0 {
-			return c
+		rs[j] = r
+		if elf.R_PPC64(r.Type) == elf.R_PPC64_REL24 {
+			nsym = max(nsym, r.Sym+1)
+			calls++
+		} else {
+			order = append(order, j)
 		}
-		return cmp.Compare(y.addend, x.addend)
-	})
-	return order, rs, nil
+	}
+	if calls == 0 {
+		return order, rs, nil
+	}
+	// start[s] is where symbol s's calls begin among the sorted ones:
+	// after those of every higher symbol.
+	start := make([]int, nsym+1)
+	for _, r := range rs {
+		if elf.R_PPC64(r.Type) == elf.R_PPC64_REL24 {
+			start[r.Sym]++
+		}
+	}
+	at := 0
+	for s := int(nsym) - 1; s >= 0; s-- {
+		n := start[s]
+		start[s] = at
+		at += n
+	}
+	sorted := make([]int, calls)
+	next := slices.Clone(start)
+	for j, r := range rs {
+		if elf.R_PPC64(r.Type) == elf.R_PPC64_REL24 {
+			sorted[next[r.Sym]] = j
+			next[r.Sym]++
+		}
+	}
+	for s := range nsym {
+		if run := sorted[start[s]:next[s]]; len(run) > 1 {
+			slices.SortStableFunc(run, func(a, b int) int { return cmp.Compare(rs[b].Addend, rs[a].Addend) })
+		}
+	}
+	return append(order, sorted...), rs, nil
 }
 
 // ppc64CountRelocs is count_relocs() on a section in the kernel's order:

@@ -1,6 +1,7 @@
 package modplt
 
 import (
+	"cmp"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
@@ -408,4 +409,47 @@ func TestPPC64StubsSuffice(t *testing.T) {
 		require.Less(t, img.PLTCoreUsed, img.PLTCoreMax, "module %d: the terminator stays", i)
 		require.LessOrEqual(t, img.PLTCoreUsed, o.PLTCore-o.FixedPLTs, "module %d", i)
 	}
+}
+
+// TestPPC64OrderMatchesSort: ppc64Order's counting sort puts the REL24s
+// where a comparison sort by relacmp()'s key (descending by r_info, then
+// addend; the file's order among equals) puts them, after the other
+// relocations in the file's order, on random modules.
+func TestPPC64OrderMatchesSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	sections := 0
+	for i := range 300 {
+		m, err := Parse(fmt.Sprintf("gen%d", i), genModule(r, elf.EM_PPC64))
+		require.NoError(t, err)
+		f := m.ELF()
+		for si := range f.Sections {
+			s := &f.Sections[si]
+			if s.Type != elf.SHT_RELA {
+				continue
+			}
+			rt, err := f.RelocTable(s)
+			require.NoError(t, err)
+			order, rs, err := ppc64Order(&rt)
+			require.NoError(t, err)
+			others, calls := []int{}, []int(nil)
+			for j, x := range rs {
+				if elf.R_PPC64(x.Type) == elf.R_PPC64_REL24 {
+					calls = append(calls, j)
+				} else {
+					others = append(others, j)
+				}
+			}
+			slices.SortStableFunc(calls, func(a, b int) int {
+				ka := uint64(rs[a].Sym)<<32 | uint64(rs[a].Type)
+				kb := uint64(rs[b].Sym)<<32 | uint64(rs[b].Type)
+				if ka != kb {
+					return cmp.Compare(kb, ka)
+				}
+				return cmp.Compare(rs[b].Addend, rs[a].Addend)
+			})
+			require.Equal(t, append(others, calls...), order, "module %d %s", i, s.Name)
+			sections++
+		}
+	}
+	assert.Greater(t, sections, 300)
 }
