@@ -48,9 +48,12 @@
 //     .gnu.linkonce.this_module, its struct module (ErrNoModuleStruct:
 //     "No module found in object") or a symbol table (ErrNoSymbols:
 //     "module has no symbols (stripped?)"), module_enforce_rwx_sections()
-//     a section both writable and executable (ErrWriteExec),
-//     verify_exported_symbols() an export the kernel has already
-//     (ErrDuplicateExport), and apply_relocate_add(), which
+//     a section both writable and executable (ErrWriteExec; a kernel with
+//     CONFIG_STRICT_MODULE_RWX), check_modinfo_livepatch() every
+//     livepatch module on a kernel without CONFIG_LIVEPATCH
+//     (ErrNoLivepatch; ResolveOptions.Config tells both, else the
+//     symbols and the default), verify_exported_symbols() an export the
+//     kernel has already (ErrDuplicateExport), and apply_relocate_add(), which
 //     applies every livepatch section, reads RELA only (Convert refuses
 //     REL).
 //

@@ -232,3 +232,47 @@ func TestCorpusDuplicateExport(t *testing.T) {
 	require.ErrorIs(t, e, ErrDuplicateExport)
 	assert.Equal(t, "crc_t10dif: exports duplicate symbol crc_t10dif (owned by crc_t10dif_old)", e.Kernel)
 }
+
+// TestLoadErrConfig: a kernel configuration decides CONFIG_LIVEPATCH and
+// CONFIG_STRICT_MODULE_RWX instead of the symbols and the default: a
+// kernel without STRICT_MODULE_RWX loads a section both writable and
+// executable (module_enforce_rwx_sections() returns at once); one without
+// LIVEPATCH refuses a patch whatever its symbols say, and the hint names
+// the file; one with it accepts a patch its symbols would have refused.
+func TestLoadErrConfig(t *testing.T) {
+	wx := loaderModule("name=fix_patch\x00livepatch=Y\x00", false, func(b *elfobj.Builder) {
+		b.AddSection(elfobj.BuildSection{Name: ".text.wx", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE | elf.SHF_EXECINSTR, Data: make([]byte, 8), Addralign: 8})
+	})
+	m, err := Parse("fix.ko", wx)
+	require.NoError(t, err)
+	ix := loaderIndex(t, loaderKernel)
+	noKLP := loaderIndex(t, "ffffffff81000000 T start_kernel\n")
+	const file = "boot/config-6.1.0"
+
+	for _, tc := range []struct {
+		name string
+		ix   *kallsyms.Index
+		cfg  *KernelConfig
+		want error  // nil: loads
+		hint string // in the hint
+	}{
+		{"no configuration: RWX assumed", ix, nil, ErrWriteExec, "every kernel with CONFIG_STRICT_MODULE_RWX"},
+		{"STRICT_MODULE_RWX set", ix, &KernelConfig{File: file, Livepatch: true, StrictModuleRWX: true}, ErrWriteExec, "its configuration " + file + " sets CONFIG_STRICT_MODULE_RWX"},
+		{"STRICT_MODULE_RWX not set", ix, &KernelConfig{File: file, Livepatch: true}, nil, ""},
+		{"symbols without klp_enable_patch", noKLP, nil, ErrNoLivepatch, "no klp_enable_patch"},
+		{"LIVEPATCH set, whatever the symbols", noKLP, &KernelConfig{File: file, Livepatch: true}, nil, ""},
+		{"LIVEPATCH not set, whatever the symbols", ix, &KernelConfig{File: file}, ErrNoLivepatch, "its configuration " + file + " does not set it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := m.ResolveWith(tc.ix, ResolveOptions{Config: tc.cfg}).LoadErr
+			if tc.want == nil {
+				assert.Nil(t, e)
+				return
+			}
+			require.ErrorIs(t, e, tc.want)
+			assert.Contains(t, e.Hint, tc.hint)
+		})
+	}
+	// The module's own record is left as it was read.
+	assert.NotContains(t, m.WriteExec.Hint, file)
+}

@@ -194,15 +194,17 @@ func Parse(name string, data []byte) (*Module, error) {
 	m.checkMarked()
 	m.checkThisModule()
 	m.checkSymtab()
-	m.checkWriteExec()
+	m.findWriteExec()
 	m.exports = f.Exports()
 	return m, nil
 }
 
 // Refused is the first reason the module loader refuses the module on
-// every kernel, in load_module()'s order (setup_load_info(), then
-// layout_and_allocate(), then klp_enable_patch() from the module's init),
-// or nil. Resolution.LoadErr adds what depends on the kernel.
+// every kernel (WriteExec: every kernel with CONFIG_STRICT_MODULE_RWX,
+// which all of livepatch's architectures have by default), in
+// load_module()'s order (setup_load_info(), then layout_and_allocate(),
+// then klp_enable_patch() from the module's init), or nil.
+// Resolution.LoadErr adds what depends on the kernel.
 func (m *Module) Refused() *RelocError {
 	return cmp.Or(m.NoSymbols, m.NoModuleStruct, m.WriteExec, m.NotMarked)
 }
@@ -227,12 +229,13 @@ func (m *Module) checkSymtab() {
 		Hint:   "the file has no symbol table: the loader needs it to resolve and relocate anything; strip modules with --strip-debug (what INSTALL_MOD_STRIP=1 runs), never --strip-all"}
 }
 
-// checkWriteExec: module_enforce_rwx_sections() (kernel/module/
+// findWriteExec: module_enforce_rwx_sections() (kernel/module/
 // strict_rwx.c), from layout_and_allocate(), refuses the first section
 // with both SHF_WRITE and SHF_EXECINSTR, allocated or not, when the kernel
 // has CONFIG_STRICT_MODULE_RWX: always on x86_64 and arm64, and on arm
-// the default for ARMv7 (ARCH_OPTIONAL_KERNEL_RWX_DEFAULT).
-func (m *Module) checkWriteExec() {
+// the default for ARMv7 (ARCH_OPTIONAL_KERNEL_RWX_DEFAULT). The section
+// is found once, when the file is read; checkWriteExec asks the kernel.
+func (m *Module) findWriteExec() {
 	const wx = elf.SHF_WRITE | elf.SHF_EXECINSTR
 	for i, s := range m.elf.Sections {
 		if s.Flags&wx != wx {
@@ -243,6 +246,20 @@ func (m *Module) checkWriteExec() {
 			Hint:   "a section both writable and executable (an assembler .section with \"awx\" flags, or code and data given one section name) is refused by every kernel with CONFIG_STRICT_MODULE_RWX (x86_64, arm64, and ARMv7 by default): give code and data sections of their own"}
 		return
 	}
+}
+
+// checkWriteExec is WriteExec where the kernel refuses it: every kernel
+// with CONFIG_STRICT_MODULE_RWX, assumed unless cfg says otherwise.
+func (m *Module) checkWriteExec(cfg *KernelConfig) *RelocError {
+	if m.WriteExec == nil || cfg == nil {
+		return m.WriteExec
+	}
+	if !cfg.StrictModuleRWX {
+		return nil
+	}
+	e := *m.WriteExec
+	e.Hint += " (its configuration " + cfg.File + " sets CONFIG_STRICT_MODULE_RWX)"
+	return &e
 }
 
 // checkMarked: klp_enable_patch() refuses a module that the loader did

@@ -69,7 +69,8 @@ type Resolution struct {
 	// first reason in load_module()'s order: ErrNoSymbols or
 	// ErrNoModuleStruct (the module loader, on every kernel),
 	// ErrNoLivepatch (the module loader, on this kernel), ErrWriteExec
-	// (on every kernel with CONFIG_STRICT_MODULE_RWX), ErrDuplicateExport
+	// (on every kernel with CONFIG_STRICT_MODULE_RWX, which is assumed
+	// unless ResolveOptions.Config says otherwise), ErrDuplicateExport
 	// (on this kernel) or ErrNotMarked (klp_enable_patch(), on every
 	// kernel). The relocations and functions are resolved all the same,
 	// to show what else would fail.
@@ -94,6 +95,26 @@ type ResolveOptions struct {
 	// patched functions of a loaded object with a target are checked
 	// for an ftrace call site.
 	Targets map[string]*Target
+	// Config, when set, is what the kernel's build configuration says of
+	// the loader's whole-module checks; without it, CONFIG_LIVEPATCH is
+	// told from the kernel's symbols and CONFIG_STRICT_MODULE_RWX is
+	// assumed (see Resolution.LoadErr).
+	Config *KernelConfig
+}
+
+// KernelConfig is what a kernel's build configuration (its .config, as
+// /boot/config-RELEASE) decides of the module loader's checks of a whole
+// module.
+type KernelConfig struct {
+	// File is the configuration's file, named in the errors it decides.
+	File string
+	// Livepatch: CONFIG_LIVEPATCH. Without it check_modinfo_livepatch()
+	// refuses every livepatch module (ErrNoLivepatch).
+	Livepatch bool
+	// StrictModuleRWX: CONFIG_STRICT_MODULE_RWX. Only with it does
+	// module_enforce_rwx_sections() refuse a section both writable and
+	// executable (ErrWriteExec).
+	StrictModuleRWX bool
 }
 
 // BuiltIn is a deferred object that looks built into the kernel: every
@@ -272,8 +293,8 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 	// klp_enable_patch() from the module's init.
 	for _, check := range []func() *RelocError{
 		func() *RelocError { return cmp.Or(m.NoSymbols, m.NoModuleStruct) },
-		func() *RelocError { return m.checkLivepatchSupport(ix) },
-		func() *RelocError { return m.WriteExec },
+		func() *RelocError { return m.checkLivepatchSupport(ix, opts.Config) },
+		func() *RelocError { return m.checkWriteExec(opts.Config) },
 		func() *RelocError { return m.checkExports(ix) },
 		func() *RelocError { return m.NotMarked },
 	} {
@@ -327,20 +348,29 @@ func (m *Module) checkExports(ix *kallsyms.Index) *RelocError {
 // klp_enable_patch (kernel/livepatch/core.c, a global function, so in
 // every kallsyms and System.map of a kernel that has it). A symbol list
 // that lacks start_kernel too is no whole kernel's (a test's, or a
-// fragment), and says nothing either way.
-func (m *Module) checkLivepatchSupport(ix *kallsyms.Index) *RelocError {
+// fragment), and says nothing either way. A configuration, when given,
+// decides instead of the symbols.
+func (m *Module) checkLivepatchSupport(ix *kallsyms.Index, cfg *KernelConfig) *RelocError {
 	if !m.marked {
 		return nil
 	}
-	if _, ok := ix.Find(kallsyms.Vmlinux, "klp_enable_patch", 1); ok {
+	var why string
+	switch {
+	case cfg != nil && cfg.Livepatch:
 		return nil
-	}
-	if _, ok := ix.Find(kallsyms.Vmlinux, "start_kernel", 1); !ok {
-		return nil
-	}
-	why := "its symbols have start_kernel but no klp_enable_patch"
-	if !ix.KernelKallsyms().All {
-		why += ", and its kallsyms holds code only: no CONFIG_KALLSYMS_ALL, which CONFIG_LIVEPATCH depends on"
+	case cfg != nil:
+		why = "its configuration " + cfg.File + " does not set it"
+	default:
+		if _, ok := ix.Find(kallsyms.Vmlinux, "klp_enable_patch", 1); ok {
+			return nil
+		}
+		if _, ok := ix.Find(kallsyms.Vmlinux, "start_kernel", 1); !ok {
+			return nil
+		}
+		why = "its symbols have start_kernel but no klp_enable_patch"
+		if !ix.KernelKallsyms().All {
+			why += ", and its kallsyms holds code only: no CONFIG_KALLSYMS_ALL, which CONFIG_LIVEPATCH depends on"
+		}
 	}
 	return &RelocError{File: m.Path, Section: ".modinfo", Symbol: "livepatch", Err: ErrNoLivepatch,
 		Kernel: m.KernelName() + ": module is marked as livepatch module, but livepatch support is disabled",

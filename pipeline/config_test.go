@@ -10,20 +10,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/klpresolve/klpresolve/internal/kconfig"
+	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
 )
 
 // TestConfigLinkOptions: what each configuration decides of the link,
 // where the options leave it at its default; what they give stays.
 func TestConfigLinkOptions(t *testing.T) {
-	cfg := func(lines ...string) *kconfig.Config {
-		c, err := kconfig.Parse(strings.NewReader(strings.Join(lines, "\n")+"\n"), "config")
-		require.NoError(t, err)
-		return c
-	}
+	cfg := cfg(t)
 	for _, tc := range []struct {
 		name string
-		cfg  *kconfig.Config
+		cfg  *Config
 		in   modplt.LinkOptions
 		want modplt.LinkOptions
 	}{
@@ -44,15 +41,39 @@ func TestConfigLinkOptions(t *testing.T) {
 		{"x86_64 (no RANDOMIZE_BASE or EXPOLINE meaning)", cfg("CONFIG_X86_64=y", "CONFIG_MODULE_UNLOAD=y"),
 			modplt.LinkOptions{Base: 0xffffffffc0000000}, modplt.LinkOptions{Base: 0xffffffffc0000000}},
 	} {
-		assert.Equal(t, tc.want, configLinkOptions(tc.cfg, tc.in), tc.name)
+		assert.Equal(t, tc.want, tc.cfg.LinkOptions(tc.in), tc.name)
 	}
 	p := filepath.Join(t.TempDir(), "config")
 	require.NoError(t, os.WriteFile(p, []byte("CONFIG_PPC64=y\nCONFIG_PPC_4K_PAGES=y\nCONFIG_MODULE_UNLOAD=y\n"), 0o644))
-	lo, err := ConfigLinkOptions(p, modplt.LinkOptions{})
+	c, err := OpenConfig(p)
 	require.NoError(t, err)
-	assert.Equal(t, uint64(4<<10), lo.PageSize)
+	assert.Equal(t, p, c.File())
+	assert.Equal(t, uint64(4<<10), c.LinkOptions(modplt.LinkOptions{}).PageSize)
 	require.NoError(t, os.WriteFile(p, []byte("CONFIG_PPC64=y\nPPC_4K_PAGES=y\n"), 0o644))
-	_, err = ConfigLinkOptions(p, modplt.LinkOptions{})
+	_, err = OpenConfig(p)
 	assert.ErrorIs(t, err, ErrMalformedConfig)
 	assert.ErrorContains(t, err, p+":2: not an option")
+}
+
+// cfg is a configuration of these lines.
+func cfg(t *testing.T) func(lines ...string) *Config {
+	return func(lines ...string) *Config {
+		c, err := kconfig.Parse(strings.NewReader(strings.Join(lines, "\n")+"\n"), "config")
+		require.NoError(t, err)
+		return &Config{c}
+	}
+}
+
+// TestConfigApply: Apply sets the loader's checks from CONFIG_LIVEPATCH
+// and CONFIG_STRICT_MODULE_RWX, and the link options as LinkOptions does;
+// Run then refuses (or not) as that kernel's loader would.
+func TestConfigApply(t *testing.T) {
+	cfg := cfg(t)
+	o := cfg("CONFIG_X86_64=y", "CONFIG_LIVEPATCH=y", "# CONFIG_STRICT_MODULE_RWX is not set").Apply(Options{Link: true})
+	assert.True(t, o.Link)
+	assert.Equal(t, &klp.KernelConfig{File: "config", Livepatch: true}, o.Config)
+	assert.True(t, o.LinkOptions.NoModuleUnload, "no CONFIG_MODULE_UNLOAD")
+	o = cfg("CONFIG_ARM=y", "CONFIG_STRICT_MODULE_RWX=y", "CONFIG_MODULE_UNLOAD=y").Apply(Options{})
+	assert.Equal(t, &klp.KernelConfig{File: "config", StrictModuleRWX: true}, o.Config)
+	assert.False(t, o.LinkOptions.NoModuleUnload)
 }

@@ -24,8 +24,10 @@
 // with Options.Modules, linked or not). FleetKernels gives each kernel of
 // a fleet its own such files, KernelsUnder finds them where distributions
 // install them, and KernelUnder picks one kernel there. A kernel's
-// configuration (Kernel.Config, its .config) decides what its loader's
-// layout depends on (ConfigLinkOptions: CONFIG_MODULE_UNLOAD, arm64's
-// CONFIG_RANDOMIZE_BASE and page size, ppc64's page size, s390's
-// CONFIG_EXPOLINE) where the options leave the default.
+// configuration (Kernel.Config, its .config; OpenConfig) decides what its
+// loader's layout depends on (Config.LinkOptions: CONFIG_MODULE_UNLOAD,
+// arm64's CONFIG_RANDOMIZE_BASE and page size, ppc64's page size, s390's
+// CONFIG_EXPOLINE) where the options leave the default, and its checks of
+// a whole module (Config.Loader: CONFIG_LIVEPATCH,
+// CONFIG_STRICT_MODULE_RWX).
 package pipeline

@@ -171,3 +171,41 @@ func ExampleUnloadedDepends() {
 	// Output:
 	// [drm gpu_sched]
 }
+
+// Check a patch as the loader of a kernel with this build configuration
+// would: without CONFIG_LIVEPATCH it refuses every livepatch module,
+// whatever the kernel's symbols say.
+func ExampleConfig_Apply() {
+	dir, err := os.MkdirTemp("", "config")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "config-6.1.0")
+	config := "CONFIG_X86_64=y\nCONFIG_MODULE_UNLOAD=y\nCONFIG_STRICT_MODULE_RWX=y\n# CONFIG_LIVEPATCH is not set\n"
+	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	c, err := pipeline.OpenConfig(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ix, err := kallsyms.Open("../testdata/kallsyms/example.txt", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	m, err := klp.Open("../testdata/klp/livepatch-sample.ko")
+	if err != nil {
+		log.Fatal(err)
+	}
+	rep, err := pipeline.Run(m, ix, c.Apply(pipeline.Options{}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	e := rep.Resolution.LoadErr
+	fmt.Println(errors.Is(e, klp.ErrNoLivepatch), e.Kind())
+	fmt.Println(e.Kernel)
+	// Output:
+	// true no_livepatch
+	// livepatch_sample: module is marked as livepatch module, but livepatch support is disabled
+}

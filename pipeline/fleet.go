@@ -19,8 +19,8 @@ type KernelResult struct {
 	// Release is Kernel.Release: the release KernelsUnder found it as
 	// ("" for a symbols file given alone).
 	Release string
-	// Config is Kernel.Config: the configuration its link options were
-	// taken from ("" when none).
+	// Config is Kernel.Config: the configuration its link options and
+	// the loader's checks were taken from ("" when none).
 	Config string
 	// Versions and Magic: the module loader's checks of the patch's
 	// symbol versions and vermagic (Report.Versions, Report.Vermagic),
@@ -241,9 +241,11 @@ func kernelOptions(k Kernel, run Options) (_ Options, magicFrom string, err erro
 		}
 	}
 	if k.Config != "" {
-		if run.LinkOptions, err = ConfigLinkOptions(k.Config, run.LinkOptions); err != nil {
+		c, err := OpenConfig(k.Config)
+		if err != nil {
 			return run, "", err
 		}
+		run = c.Apply(run)
 	}
 	if k.Vermagic != "" {
 		run.Vermagic = k.Vermagic

@@ -38,7 +38,9 @@ type Kernel struct {
 	// CONFIG_MODULE_UNLOAD, an arm64 kernel without
 	// CONFIG_RANDOMIZE_BASE, arm64's and ppc64's page size, s390 without
 	// CONFIG_EXPOLINE) is set in the run's LinkOptions where they leave
-	// it at its default (ConfigLinkOptions).
+	// it at its default, and what it decides of the loader's checks
+	// (CONFIG_LIVEPATCH, CONFIG_STRICT_MODULE_RWX) in Options.Config
+	// (OpenConfig, Config.Apply).
 	Config string
 }
 

@@ -192,6 +192,10 @@ type Options struct {
 	// .modinfo vermagic is checked against it as the loader checks it
 	// (Report.Vermagic).
 	Vermagic string
+	// Config, when set, is what the kernel's configuration says of the
+	// loader's checks of a whole module (klp.ResolveOptions.Config;
+	// Config.Apply sets it).
+	Config *klp.KernelConfig
 }
 
 // Report is one module against one kernel.
@@ -366,7 +370,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 	}
 	t0 := time.Now()
 	rep := &Report{}
-	var ro klp.ResolveOptions
+	ro := klp.ResolveOptions{Config: opts.Config}
 	if opts.Modules != nil {
 		var err error
 		if ro.Targets, rep.Unchecked, rep.OtherBuild, err = opts.Modules.targetsFor(m, ix); err != nil {

@@ -143,9 +143,7 @@ loader refuses a symbol version, its vermagic or the module as a whole), 2 unusa
 			if err := lf.apply(&opts); err != nil {
 				return err
 			}
-			if err := kf.linkOptions(&opts); err != nil {
-				return err
-			}
+			opts = kf.linkOptions(opts)
 			m, err := openModule(a, args[0], klp.Parse)
 			if err != nil {
 				return err
@@ -159,7 +157,7 @@ loader refuses a symbol version, its vermagic or the module as a whole), 2 unusa
 			}
 			// As the loader and then livepatch would: the .klp.rela sections
 			// of objects that are not loaded wait for them (pipeline.Link).
-			res := m.Resolve(ix)
+			res := m.ResolveWith(ix, klp.ResolveOptions{Config: kf.loaderConfig()})
 			img, deps, err := pipeline.LinkWith(m, res, ix, opts, kf.modules)
 			if err != nil {
 				return &exitError{exitUsage, err}

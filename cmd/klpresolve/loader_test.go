@@ -203,7 +203,8 @@ func TestRootConfig(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "boot"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "boot", "System.map-6.1.0-ppc"), syms, 0o644))
 	cfg := filepath.Join(root, "boot", "config-6.1.0-ppc")
-	require.NoError(t, os.WriteFile(cfg, []byte("CONFIG_PPC64=y\nCONFIG_PPC_4K_PAGES=y\n# CONFIG_PPC_64K_PAGES is not set\nCONFIG_MODULE_UNLOAD=y\n"), 0o644))
+	config := "CONFIG_PPC64=y\nCONFIG_PPC_4K_PAGES=y\n# CONFIG_PPC_64K_PAGES is not set\nCONFIG_MODULE_UNLOAD=y\nCONFIG_STRICT_MODULE_RWX=y\n"
+	require.NoError(t, os.WriteFile(cfg, []byte(config+"CONFIG_LIVEPATCH=y\n"), 0o644))
 
 	code, out, _ := runCLI(t, mod, "--root", root, "--link")
 	assert.Equal(t, 0, code, out)
@@ -219,6 +220,24 @@ func TestRootConfig(t *testing.T) {
 	code, out, _ = runCLI(t, mod, "--root", root, "--link", "--format", "json")
 	assert.Equal(t, 0, code, out)
 	assert.Contains(t, out, `"config": "`+cfg+`"`)
+
+	// A configuration without CONFIG_LIVEPATCH: every livepatch module is
+	// refused, though the symbols have klp_enable_patch; the hint names
+	// the file. The main job, link and check say so alike.
+	require.NoError(t, os.WriteFile(cfg, []byte(config+"# CONFIG_LIVEPATCH is not set\n"), 0o644))
+	for _, args := range [][]string{{mod, "--root", root}, {"link", mod, "--root", root}} {
+		code, out, _ = runCLI(t, append(args, "--format", "json")...)
+		assert.Equal(t, 1, code, out)
+		var j struct {
+			LoadError struct{ Kind, Help string } `json:"load_error"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(out), &j), out)
+		assert.Equal(t, "no_livepatch", j.LoadError.Kind, args)
+		assert.Contains(t, j.LoadError.Help, "its configuration "+cfg+" does not set it", args)
+	}
+	code, out, _ = runCLI(t, "check", mod, "--root", root)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "livepatch support is disabled")
 
 	// A configuration that does not parse is unusable input.
 	require.NoError(t, os.WriteFile(cfg, []byte("CONFIG_PPC64=y\nPPC_4K_PAGES=y\n"), 0o644))

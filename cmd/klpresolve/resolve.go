@@ -77,8 +77,8 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 	if err != nil {
 		return err
 	}
-	if err := kf.linkOptions(&po.LinkOptions); err != nil {
-		return err
+	if kf.config != nil {
+		po = kf.config.Apply(po)
 	}
 	t0 := time.Now()
 	ix, err := a.openIndex()

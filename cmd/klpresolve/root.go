@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
 	"github.com/klpresolve/klpresolve/pipeline"
 	"github.com/klpresolve/klpresolve/symvers"
@@ -70,6 +71,7 @@ func (f *installedFlags) kernel(a *app, c *cobra.Command, modules *[]string, sym
 // the modules' files.
 type buildFiles struct {
 	kernel           *pipeline.Kernel
+	config           *pipeline.Config // the --root kernel's configuration (nil without)
 	modules          *pipeline.ModuleFiles
 	symvers          *symvers.Table
 	magic, magicFrom string
@@ -84,6 +86,11 @@ func (f *installedFlags) files(a *app, c *cobra.Command, modules []string, symve
 		return nil, err
 	}
 	kf := &buildFiles{kernel: k, magic: magic}
+	if k != nil && k.Config != "" {
+		if kf.config, err = pipeline.OpenConfig(k.Config); err != nil {
+			return nil, &exitError{exitUsage, fmt.Errorf("--root: %w", err)}
+		}
+	}
 	if kf.modules, err = findModules(modules); err != nil {
 		return nil, err
 	}
@@ -99,17 +106,22 @@ func (f *installedFlags) files(a *app, c *cobra.Command, modules []string, symve
 }
 
 // linkOptions is lo with what the --root kernel's configuration decides
-// of its loader's layout (pipeline.ConfigLinkOptions), where the flags
+// of its loader's layout (pipeline.Config.LinkOptions), where the flags
 // left lo at its defaults.
-func (kf *buildFiles) linkOptions(lo *modplt.LinkOptions) error {
-	if kf.kernel == nil || kf.kernel.Config == "" {
+func (kf *buildFiles) linkOptions(lo modplt.LinkOptions) modplt.LinkOptions {
+	if kf.config == nil {
+		return lo
+	}
+	return kf.config.LinkOptions(lo)
+}
+
+// loaderConfig is what the --root kernel's configuration says of the
+// loader's checks of a whole module (klp.ResolveOptions.Config), or nil.
+func (kf *buildFiles) loaderConfig() *klp.KernelConfig {
+	if kf.config == nil {
 		return nil
 	}
-	var err error
-	if *lo, err = pipeline.ConfigLinkOptions(kf.kernel.Config, *lo); err != nil {
-		return &exitError{exitUsage, fmt.Errorf("--root: %w", err)}
-	}
-	return nil
+	return kf.config.Loader()
 }
 
 // installedJSON is the --root kernel in a JSON report.
