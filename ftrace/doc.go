@@ -1,0 +1,33 @@
+// Package ftrace reads where a kernel has ftrace call sites: the
+// locations livepatch needs to redirect a function, so that a patched
+// function without one is found before the patch is loaded.
+//
+// # Kernel code mirrored
+//
+//   - kernel/livepatch/patch.c: klp_patch_func() asks ftrace_location() for
+//     the function's address and fails the patch ("failed to find location
+//     for function '%s'") when it answers 0.
+//   - kernel/trace/ftrace.c: ftrace_location() answers with a call-site
+//     record at the address itself or, for a symbol's start, anywhere up to
+//     the next symbol (kallsyms_lookup_size_offset()): Sites.Function asks
+//     the same of the kernel's symbols (kallsyms.Index.Addr). The records
+//     are made at boot from vmlinux's __mcount_loc table
+//     (ftrace_process_locs(), between __start_mcount_loc and
+//     __stop_mcount_loc: include/asm-generic/vmlinux.lds.h's MCOUNT_REC()),
+//     which NewImage reads; t_show() and print_rec() print them as tracefs's
+//     available_filter_functions ("name" or "name [module]", a disabled
+//     record "__ftrace_invalid_address___<offset>") and, from Linux 6.5,
+//     available_filter_functions_addrs (each line led by the address),
+//     which ParseTracefs reads.
+//
+// # Input
+//
+// Inputs are untrusted: a kernel image's table must lie within the bytes its
+// program headers give the file, a text line must be one of tracefs's forms
+// (an error names the file and the line), and nothing is allocated beyond
+// what the input holds. Call sites are kept in the address space of the
+// kernel's symbols they were read against: an image's link-time addresses
+// move by the running kernel's KASLR offset (its _text's address against the
+// image's), and a sample of them must fall at the start of functions of those
+// symbols, or the image is another kernel's (ErrMismatch).
+package ftrace

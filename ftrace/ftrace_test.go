@@ -1,0 +1,358 @@
+package ftrace
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/testutil"
+	"github.com/klpresolve/klpresolve/kallsyms"
+)
+
+// fixture is a file of testdata/ftrace: a miniature vmlinux, its
+// System.map, and the tracefs lists its disassembly gives (the Makefile).
+func fixture(name string) string {
+	return filepath.Join(testutil.RepoRoot(), "testdata", "ftrace", name)
+}
+
+func fixtureIndex(t *testing.T, shift uint64) *kallsyms.Index {
+	t.Helper()
+	data, err := os.ReadFile(fixture("System.map"))
+	require.NoError(t, err)
+	if shift != 0 {
+		data = shifted(t, data, shift)
+	}
+	ix, err := kallsyms.ParseBytes("System.map", data, nil)
+	require.NoError(t, err)
+	return ix
+}
+
+// shifted is a symbol list with every address moved by shift, as a
+// running kernel's kallsyms is by its KASLR offset.
+func shifted(t *testing.T, data []byte, shift uint64) []byte {
+	var out bytes.Buffer
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		f := strings.SplitN(sc.Text(), " ", 2)
+		a, err := strconv.ParseUint(f[0], 16, 64)
+		require.NoError(t, err)
+		fmt.Fprintf(&out, "%016x %s\n", a+shift, f[1])
+	}
+	return out.Bytes()
+}
+
+// traced is the oracle: the functions objdump finds a "call __fentry__"
+// in, by address (available_filter_functions_addrs, made by the Makefile
+// from the disassembly, not from the call-site table).
+func traced(t *testing.T) map[uint64]bool {
+	data, err := os.ReadFile(fixture("available_filter_functions_addrs"))
+	require.NoError(t, err)
+	out := map[uint64]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		a, err := strconv.ParseUint(strings.Fields(l)[0], 16, 64)
+		require.NoError(t, err)
+		out[a] = true
+	}
+	return out
+}
+
+// verdicts are Function's answers for every text symbol, by name,position.
+func verdicts(s *Sites, ix *kallsyms.Index) map[string]Verdict {
+	out := map[string]Verdict{}
+	pos := map[string]int{}
+	ix.Symbols(kallsyms.Vmlinux, func(sym kallsyms.Symbol) bool {
+		pos[sym.Name]++
+		if sym.Type == 'T' || sym.Type == 't' {
+			out[fmt.Sprintf("%s,%d", sym.Name, pos[sym.Name])] = s.Function(sym)
+		}
+		return true
+	})
+	return out
+}
+
+// TestImage: the call sites of the vmlinux's __mcount_loc table, placed by
+// the System.map's bounds: a function is traceable exactly where the
+// disassembly has a call to __fentry__ in it; the notrace ones (and the
+// second of two static type_show functions) are not.
+func TestImage(t *testing.T) {
+	ix := fixtureIndex(t, 0)
+	s, err := Open(fixture("vmlinux"), ix)
+	require.NoError(t, err)
+	want := traced(t)
+	assert.Equal(t, len(want), s.Len())
+	assert.True(t, s.Addresses())
+	assert.Equal(t, uint64(0), s.Slide())
+	assert.Equal(t, fixture("vmlinux"), s.Source())
+	n := 0
+	ix.Symbols(kallsyms.Vmlinux, func(sym kallsyms.Symbol) bool {
+		if (sym.Type == 'T' || sym.Type == 't') && sym.Name != "_text" {
+			w := NotTraceable
+			if want[sym.Address] {
+				w = Traceable
+			}
+			assert.Equal(t, w, s.Function(sym), "%s,%d", sym.Name, sym.Pos)
+			n++
+		}
+		return true
+	})
+	assert.Equal(t, 9, n)
+	v := verdicts(s, ix)
+	assert.Equal(t, Traceable, v["vfs_read,1"])
+	assert.Equal(t, NotTraceable, v["ring_buffer_lock_reserve,1"])
+	assert.Equal(t, Traceable, v["type_show,1"])
+	assert.Equal(t, NotTraceable, v["type_show,2"])
+}
+
+// TestImageKASLR: against a running kernel's symbols (every address moved
+// by the KASLR offset) the image's link-time call sites move with them;
+// and where the symbols lack the table's bounds (a kallsyms without
+// CONFIG_KALLSYMS_ALL), the image's own symbol table gives them.
+func TestImageKASLR(t *testing.T) {
+	const shift = 0x1e400000
+	base := fixtureIndex(t, 0)
+	s0, err := Open(fixture("vmlinux"), base)
+	require.NoError(t, err)
+	ix := fixtureIndex(t, shift)
+	s, err := Open(fixture("vmlinux"), ix)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(shift), s.Slide())
+	assert.Equal(t, verdicts(s0, base), verdicts(s, ix))
+
+	var code bytes.Buffer
+	data, err := os.ReadFile(fixture("System.map"))
+	require.NoError(t, err)
+	for _, l := range strings.Split(string(shifted(t, data, shift)), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && (f[1] == "T" || f[1] == "t") {
+			code.WriteString(l + "\n")
+		}
+	}
+	codeOnly, err := kallsyms.ParseBytes("kallsyms", code.Bytes(), nil)
+	require.NoError(t, err)
+	s, err = Open(fixture("vmlinux"), codeOnly)
+	require.NoError(t, err)
+	assert.Equal(t, verdicts(s0, base), verdicts(s, codeOnly))
+}
+
+// TestTracefs: tracefs's lists of the same kernel. With addresses they say
+// what the image says; with names only, a name with no line is not
+// traceable, and type_show, one line for two functions, cannot be told.
+func TestTracefs(t *testing.T) {
+	ix := fixtureIndex(t, 0)
+	img, err := Open(fixture("vmlinux"), ix)
+	require.NoError(t, err)
+	addrs, err := Open(fixture("available_filter_functions_addrs"), ix)
+	require.NoError(t, err)
+	assert.True(t, addrs.Addresses())
+	assert.Equal(t, verdicts(img, ix), verdicts(addrs, ix))
+
+	names, err := Open(fixture("available_filter_functions"), ix)
+	require.NoError(t, err)
+	assert.False(t, names.Addresses())
+	assert.Equal(t, 4, names.Len())
+	v := verdicts(names, ix)
+	assert.Equal(t, Traceable, v["vfs_read,1"])
+	assert.Equal(t, NotTraceable, v["ring_buffer_lock_reserve,1"])
+	assert.Equal(t, NotTraceable, v["tracing_on,1"])
+	assert.Equal(t, Unknown, v["type_show,1"])
+	assert.Equal(t, Unknown, v["type_show,2"])
+
+	// Modules' lines, and a disabled record's, which says nothing.
+	mods, err := kallsyms.ParseBytes("kallsyms", []byte(
+		"ffffffff81000000 T _text\nffffffff81000010 T vfs_read\nffffffffc0001000 t xfs_iget\t[xfs]\nffffffffc0001100 t xfs_notrace\t[xfs]\nffffffffc0001200 t xfs_end\t[xfs]\n"), nil)
+	require.NoError(t, err)
+	s, err := ParseTracefs(strings.NewReader("ffffffff81000010 vfs_read\nffffffffc0001004 xfs_iget [xfs]\nffffffffc0001180 __ftrace_invalid_address___128\n"), "addrs", mods)
+	require.NoError(t, err)
+	v = verdicts(s, mods)
+	assert.Equal(t, Traceable, v["vfs_read,1"])
+	assert.Equal(t, Traceable, s.Function(kallsyms.Symbol{Name: "xfs_iget", Object: "xfs", Address: 0xffffffffc0001000}))
+	// ftrace_location() finds the disabled record within xfs_notrace.
+	assert.Equal(t, Traceable, s.Function(kallsyms.Symbol{Name: "xfs_notrace", Object: "xfs", Address: 0xffffffffc0001100}))
+	assert.Equal(t, Unknown, s.Function(kallsyms.Symbol{Name: "xfs_end", Object: "xfs", Address: 0xffffffffc0001200}), "no known end")
+	s, err = ParseTracefs(strings.NewReader("vfs_read\nxfs_iget [xfs]\n__ftrace_invalid_address___128\n"), "names", mods)
+	require.NoError(t, err)
+	assert.Equal(t, 2, s.Len())
+	assert.Equal(t, Traceable, s.Function(kallsyms.Symbol{Name: "xfs_iget", Object: "xfs", Address: 0xffffffffc0001000}))
+	assert.Equal(t, NotTraceable, s.Function(kallsyms.Symbol{Name: "xfs_notrace", Object: "xfs", Address: 0xffffffffc0001100}))
+}
+
+// TestMismatch: call sites of another kernel, or of another address space,
+// are refused rather than taken to say that nothing is traceable.
+func TestMismatch(t *testing.T) {
+	moved := fixtureIndex(t, 0x1e400000)
+	_, err := Open(fixture("available_filter_functions_addrs"), moved)
+	require.ErrorIs(t, err, ErrMismatch)
+	assert.ErrorContains(t, err, "4 of 4 call sites sampled are not at the start of functions of System.map")
+
+	other, err := kallsyms.ParseBytes("other", []byte("ffffffff81000000 T _text\nffffffff81000040 T other_a\nffffffff81000100 T other_b\n"), nil)
+	require.NoError(t, err)
+	_, err = Open(fixture("available_filter_functions"), other)
+	require.ErrorIs(t, err, ErrMismatch)
+	assert.ErrorContains(t, err, "4 of 4 functions sampled are not in other (e.g. type_show)")
+	_, err = Open(fixture("available_filter_functions_addrs"), other)
+	require.ErrorIs(t, err, ErrMismatch)
+	assert.ErrorContains(t, err, "0xffffffff81000050, type_show here, is other_a+0x10/0xc0 there")
+
+	// The image placed by another kernel's _text: its sites fall into
+	// that kernel's data, or nowhere.
+	farText, err := kallsyms.ParseBytes("far", []byte("ffffffff82000000 T _text\nffffffff81000000 T f\nffffffff82000000 T g\n"), nil)
+	require.NoError(t, err)
+	_, err = Open(fixture("vmlinux"), farText)
+	require.ErrorIs(t, err, ErrMismatch)
+	assert.ErrorContains(t, err, "4 of 4 call sites sampled are not at the start of functions of far")
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return data
+}
+
+// TestImageInputs: a compressed image reads as the image; an x86 bzImage,
+// and a table of zero words (arm64's, filled by relocations at boot), are
+// ErrUnsupported; broken images are ErrMalformed naming the file.
+func TestImageInputs(t *testing.T) {
+	ix := fixtureIndex(t, 0)
+	img := mustRead(t, fixture("vmlinux"))
+	dir := t.TempDir()
+
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	_, err := w.Write(img)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	p := filepath.Join(dir, "vmlinux.gz")
+	require.NoError(t, os.WriteFile(p, gz.Bytes(), 0o644))
+	s, err := Open(p, ix)
+	require.NoError(t, err)
+	assert.Equal(t, 4, s.Len())
+
+	bz := make([]byte, 0x400)
+	copy(bz, "MZ")
+	copy(bz[0x202:], "HdrS")
+	p = filepath.Join(dir, "vmlinuz")
+	require.NoError(t, os.WriteFile(p, bz, 0o644))
+	_, err = Open(p, ix)
+	require.ErrorIs(t, err, ErrUnsupported)
+	assert.ErrorContains(t, err, p+": ")
+
+	// The table is the image's only 32 bytes of __mcount_loc: zero them.
+	off := tableOffset(t, img, ix)
+	zeroed := bytes.Clone(img)
+	clear(zeroed[off : off+32])
+	_, err = NewImage(bytes.NewReader(zeroed), "zeroed", ix)
+	require.ErrorIs(t, err, ErrUnsupported)
+	assert.ErrorContains(t, err, "4 zero words")
+
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"truncated", img[:100], "not a kernel image"},
+		{"a relocatable object", append([]byte("\x7fELF\x02\x01\x01"), make([]byte, 57)...), "not a kernel image"},
+	} {
+		_, err := NewImage(bytes.NewReader(tc.data), tc.name, ix)
+		require.ErrorIs(t, err, ErrMalformed, tc.name)
+		assert.ErrorContains(t, err, tc.name+": ", tc.name)
+		assert.ErrorContains(t, err, tc.want, tc.name)
+	}
+	// A read of the table that fails.
+	_, err = NewImage(failAt{bytes.NewReader(img), int64(off)}, "vmlinux", ix)
+	require.ErrorIs(t, err, ErrMalformed)
+	assert.ErrorContains(t, err, fmt.Sprintf("reading the call-site table at file offset %#x: injected", off))
+	// Bounds that are no table.
+	bad, err := kallsyms.ParseBytes("bad", []byte("ffffffff81000000 T _text\nffffffff81002000 R __start_mcount_loc\nffffffff81002007 R __stop_mcount_loc\n"), nil)
+	require.NoError(t, err)
+	_, err = NewImage(bytes.NewReader(img), "vmlinux", bad)
+	require.ErrorIs(t, err, ErrMalformed)
+	assert.ErrorContains(t, err, "is no table of 8-byte addresses")
+	past, err := kallsyms.ParseBytes("past", []byte("ffffffff81000000 T _text\nffffffff81002000 R __start_mcount_loc\nffffffff81003000 R __stop_mcount_loc\n"), nil)
+	require.NoError(t, err)
+	_, err = NewImage(bytes.NewReader(img), "vmlinux", past)
+	require.ErrorIs(t, err, ErrMalformed)
+	assert.ErrorContains(t, err, "not within a loaded segment's file bytes")
+}
+
+// failAt fails every read of the 32 bytes at off.
+type failAt struct {
+	r   *bytes.Reader
+	off int64
+}
+
+func (f failAt) ReadAt(p []byte, off int64) (int, error) {
+	if off < f.off+32 && off+int64(len(p)) > f.off {
+		return 0, errors.New("injected")
+	}
+	return f.r.ReadAt(p, off)
+}
+
+// tableOffset is the file offset of the image's call-site table.
+func tableOffset(t *testing.T, img []byte, ix *kallsyms.Index) int {
+	start, ok := ix.Find(kallsyms.Vmlinux, startSym, 1)
+	require.True(t, ok)
+	f, err := elfNewFile(img)
+	require.NoError(t, err)
+	off, err := fileOffset(f, "vmlinux", start.Address, 32)
+	require.NoError(t, err)
+	return int(off)
+}
+
+// TestTracefsMalformed: each line is one of tracefs's forms, or an error
+// naming the file and the line.
+func TestTracefsMalformed(t *testing.T) {
+	ix := fixtureIndex(t, 0)
+	for _, tc := range []struct{ in, want string }{
+		{"", "no call sites"},
+		{"vfs_read\n\ntwin_call\n", "f:2: malformed ftrace call-site input: an empty line"},
+		{"zz vfs_read\n", `f:1: malformed ftrace call-site input: "zz" is not an address`},
+		{"vfs_read [xfs] extra\n", "f:1: malformed ftrace call-site input: \"vfs_read [xfs] extra\": want [address ]name[ [module]]"},
+		{"vfs_read xfs]\n", `"vfs_read" is not an address`},
+		{"ffffffff81000010 vfs_read\ntwin_call\n", "f:2: malformed ftrace call-site input: lines with and without addresses"},
+		{"vfs_read [\n", `"[": a module is [name]`},
+		{strings.Repeat("x", 512) + "\n", "a name of 512 bytes (KSYM_NAME_LEN is 512)"},
+	} {
+		_, err := ParseTracefs(strings.NewReader(tc.in), "f", ix)
+		require.ErrorIs(t, err, ErrMalformed, tc.in)
+		assert.ErrorContains(t, err, tc.want, tc.in)
+	}
+}
+
+// TestDebianPPC64EL: Debian's real ppc64el 6.1 vmlinux (testutil.PPC64EL)
+// against its System.map: one call site per word of its table (counted
+// here from the map's bounds), and the functions the kernel's build
+// leaves without one: kernel/trace/ and kernel/irq_work.c are built
+// without the ftrace flags (their Makefiles), string routines are
+// assembly.
+func TestDebianPPC64EL(t *testing.T) {
+	root := testutil.PPC64EL(t)
+	boot := filepath.Join(root, "boot")
+	ix, err := kallsyms.Open(filepath.Join(boot, "System.map-"+testutil.PPC64ELRelease), nil)
+	require.NoError(t, err)
+	s, err := Open(filepath.Join(boot, "vmlinux-"+testutil.PPC64ELRelease), ix)
+	require.NoError(t, err)
+	start, ok := ix.Find(kallsyms.Vmlinux, startSym, 1)
+	require.True(t, ok)
+	stop, ok := ix.Find(kallsyms.Vmlinux, stopSym, 1)
+	require.True(t, ok)
+	assert.Equal(t, int(stop.Address-start.Address)/8, s.Len())
+	assert.Equal(t, 33773, s.Len())
+	for name, want := range map[string]Verdict{
+		"vfs_read": Traceable, "schedule": Traceable, "cmdline_proc_show": Traceable, "kmalloc_trace": Traceable,
+		"ring_buffer_lock_reserve": NotTraceable, "tracing_on": NotTraceable, "trace_vbprintk": NotTraceable,
+		"irq_work_queue": NotTraceable, "memcpy": NotTraceable,
+	} {
+		sym, err := ix.Lookup(kallsyms.Vmlinux, name, 0)
+		require.NoError(t, err, name)
+		assert.Equal(t, want, s.Function(sym), name)
+	}
+}

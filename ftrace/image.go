@@ -1,0 +1,154 @@
+package ftrace
+
+import (
+	"bytes"
+	"debug/elf"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/klpresolve/klpresolve/kallsyms"
+)
+
+// Names of the table's bounds (MCOUNT_REC()) and of the image's start.
+const (
+	startSym = "__start_mcount_loc"
+	stopSym  = "__stop_mcount_loc"
+	textSym  = "_text"
+)
+
+// maxSites bounds the table: Debian's amd64 6.1 kernel has 40,521 call
+// sites, allyesconfig kernels a few hundred thousand.
+const maxSites = 16 << 20
+
+// NewImage reads the call sites of a kernel image r (vmlinux: ELF, its
+// symbols stripped or not) against the kernel's symbols ix: the words of
+// its __mcount_loc table, which ftrace_process_locs() makes its records
+// from at boot. The table's bounds come from ix (a System.map, or a
+// kallsyms with CONFIG_KALLSYMS_ALL), else from the image's own symbol
+// table. Addresses are moved by the KASLR offset between ix's _text and
+// the image's (its first executable segment); a sample of them must then
+// be at functions' starts in ix, or the error is ErrMismatch.
+func NewImage(r io.ReaderAt, name string, ix *kallsyms.Index) (*Sites, error) {
+	f, err := elf.NewFile(r)
+	if err != nil {
+		return nil, &Error{File: name, Err: ErrMalformed, Msg: "not a kernel image: " + err.Error()}
+	}
+	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
+		return nil, &Error{File: name, Err: ErrMalformed, Msg: fmt.Sprintf("an ELF file of type %s, not a kernel image (vmlinux is ET_EXEC, or ET_DYN where relocatable)", f.Type)}
+	}
+	word := 8
+	if f.Class == elf.ELFCLASS32 {
+		word = 4
+	}
+	// The image's _text: where its first executable segment starts.
+	var linkText uint64
+	found := false
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
+			linkText, found = p.Vaddr, true
+			break
+		}
+	}
+	if !found {
+		return nil, &Error{File: name, Err: ErrMalformed, Msg: "no executable PT_LOAD segment: not a kernel image"}
+	}
+	text, ok := ix.Find(kallsyms.Vmlinux, textSym, 1)
+	if !ok {
+		return nil, &Error{File: name, Err: ErrNoTable, Msg: ix.Source() + " has no _text to place the image by"}
+	}
+	slide := text.Address - linkText
+	start, stop, err := tableBounds(f, name, ix, slide)
+	if err != nil {
+		return nil, err
+	}
+	if stop < start || (stop-start)%uint64(word) != 0 || (stop-start)/uint64(word) > maxSites {
+		return nil, &Error{File: name, Err: ErrMalformed, Msg: fmt.Sprintf("%s..%s (%#x..%#x) is no table of %d-byte addresses", startSym, stopSym, start, stop, word)}
+	}
+	off, err := fileOffset(f, name, start, stop-start)
+	if err != nil {
+		return nil, err
+	}
+	// Read in chunks: a table's claimed size allocates nothing until the
+	// file has the bytes.
+	var addrs []uint64
+	zero := 0
+	buf := make([]byte, min(stop-start, 64<<10))
+	for done := uint64(0); done < stop-start; {
+		chunk := buf[:min(uint64(len(buf)), stop-start-done)]
+		if _, err := r.ReadAt(chunk, int64(off+done)); err != nil {
+			return nil, &Error{File: name, Err: ErrMalformed, Msg: fmt.Sprintf("reading the call-site table at file offset %#x: %v", off+done, err)}
+		}
+		for i := 0; i < len(chunk); i += word {
+			var a uint64
+			if word == 8 {
+				a = f.ByteOrder.Uint64(chunk[i:])
+			} else {
+				a = uint64(f.ByteOrder.Uint32(chunk[i:]))
+			}
+			if a == 0 {
+				zero++
+				continue
+			}
+			addrs = append(addrs, a+slide)
+		}
+		done += uint64(len(chunk))
+	}
+	if len(addrs) == 0 && zero > 0 {
+		return nil, &Error{File: name, Err: ErrUnsupported, Msg: fmt.Sprintf("its call-site table holds %d zero words: the addresses are in relocations applied at boot (arm64 links with --no-apply-dynamic-relocs); give the running kernel's tracefs available_filter_functions instead", zero)}
+	}
+	// Sorted at build time on x86 (CONFIG_BUILDTIME_MCOUNT_SORT), at boot
+	// elsewhere (ftrace_process_locs()).
+	if !slices.IsSorted(addrs) {
+		slices.Sort(addrs)
+	}
+	err = check(name, ix, len(addrs), func(i int) (uint64, string, string) { return addrs[i], "", "" })
+	if err != nil {
+		return nil, err
+	}
+	return &Sites{source: name, ix: ix, addrs: addrs, slide: slide}, nil
+}
+
+// tableBounds are __start_mcount_loc and __stop_mcount_loc at link time:
+// ix's, less slide, else the image's own symbols'.
+func tableBounds(f *elf.File, name string, ix *kallsyms.Index, slide uint64) (start, stop uint64, err error) {
+	s1, ok1 := ix.Find(kallsyms.Vmlinux, startSym, 1)
+	s2, ok2 := ix.Find(kallsyms.Vmlinux, stopSym, 1)
+	if ok1 && ok2 {
+		return s1.Address - slide, s2.Address - slide, nil
+	}
+	syms, err := f.Symbols()
+	if err != nil {
+		return 0, 0, &Error{File: name, Err: ErrNoTable, Msg: fmt.Sprintf("%s lists no %s and %s (a kallsyms without CONFIG_KALLSYMS_ALL: give the kernel's System.map), and the image has no symbol table (%v)", ix.Source(), startSym, stopSym, err)}
+	}
+	for _, s := range syms {
+		switch s.Name {
+		case startSym:
+			start, ok1 = s.Value, true
+		case stopSym:
+			stop, ok2 = s.Value, true
+		}
+	}
+	if !ok1 || !ok2 {
+		return 0, 0, &Error{File: name, Err: ErrNoTable, Msg: fmt.Sprintf("neither %s nor the image's symbols have %s and %s: a kernel without CONFIG_DYNAMIC_FTRACE, which livepatch depends on", ix.Source(), startSym, stopSym)}
+	}
+	return start, stop, nil
+}
+
+// fileOffset is where the n bytes at link-time address addr are in the
+// file: within one PT_LOAD segment's file bytes.
+func fileOffset(f *elf.File, name string, addr, n uint64) (uint64, error) {
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_LOAD || addr < p.Vaddr || addr-p.Vaddr >= p.Filesz {
+			continue
+		}
+		if n > p.Filesz-(addr-p.Vaddr) {
+			break
+		}
+		return p.Off + (addr - p.Vaddr), nil
+	}
+	return 0, &Error{File: name, Err: ErrMalformed, Msg: fmt.Sprintf("the call-site table (%#x, %d bytes) is not within a loaded segment's file bytes: another kernel's image?", addr, n)}
+}
+
+// elfNewFile opens an image held in memory.
+func elfNewFile(data []byte) (*elf.File, error) { return elf.NewFile(bytes.NewReader(data)) }

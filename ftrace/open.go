@@ -1,0 +1,66 @@
+package ftrace
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"os"
+
+	"github.com/klpresolve/klpresolve/internal/input"
+	"github.com/klpresolve/klpresolve/kallsyms"
+)
+
+// Open reads the call sites at path against the kernel's symbols ix: a
+// kernel image (vmlinux, plain or gzip/zstd/xz/bzip2 compressed, as
+// SUSE's /boot/vmlinux-RELEASE.gz; NewImage) or a copy of tracefs's
+// available_filter_functions_addrs or available_filter_functions
+// (ParseTracefs), told apart by their first bytes.
+func Open(path string, ix *kallsyms.Index) (*Sites, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return nil, &Error{File: path, Err: ErrMalformed, Msg: input.ErrIsFolder.Error()}
+	}
+	head := make([]byte, 1024)
+	n, err := io.ReadFull(f, head)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return nil, &Error{File: path, Err: ErrMalformed, Msg: err.Error()}
+	}
+	head = head[:n]
+	switch {
+	case bytes.HasPrefix(head, []byte(elfMagic)):
+		return NewImage(f, path, ix)
+	case isBzImage(head):
+		return nil, &Error{File: path, Err: ErrUnsupported, Msg: "a compressed kernel (bzImage, /boot/vmlinuz): its vmlinux is compressed with the kernel's own filters; give the vmlinux (Debian's -dbg package: /usr/lib/debug/boot/vmlinux-RELEASE; Fedora's and RHEL's kernel-debuginfo: /usr/lib/debug/lib/modules/RELEASE/vmlinux), or the running kernel's tracefs available_filter_functions"}
+	case input.Detect(head) != input.None:
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return nil, err
+		}
+		raw, err := input.ReadAll(f, 0, input.DefaultMaxSize)
+		if err != nil {
+			return nil, &Error{File: path, Err: ErrMalformed, Msg: err.Error()}
+		}
+		data, _, err := input.Decompress(path, raw, input.DefaultMaxSize)
+		if err != nil {
+			return nil, err
+		}
+		if bytes.HasPrefix(data, []byte(elfMagic)) {
+			return NewImage(bytes.NewReader(data), path, ix)
+		}
+		return parseTracefs(data, path, ix)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return ParseTracefs(f, path, ix)
+}
+
+const elfMagic = "\x7fELF"
+
+// isBzImage: x86's boot protocol header ("HdrS" at 0x202).
+func isBzImage(head []byte) bool {
+	return len(head) >= 0x206 && binary.LittleEndian.Uint32(head[0x202:]) == 0x53726448
+}

@@ -1,0 +1,30 @@
+/*
+ * A kernel in miniature for the ftrace tests: functions with an ftrace call
+ * site (compiled with -pg -mfentry -mrecord-mcount, as a kernel with
+ * CONFIG_DYNAMIC_FTRACE is) and without one (notrace, as kernel/trace/ and
+ * noinstr code are), linked by vmlinux.lds as MCOUNT_REC() lays out the
+ * call-site table (__start_mcount_loc..__stop_mcount_loc in .init.data).
+ */
+#define notrace __attribute__((__no_instrument_function__))
+#define noinline __attribute__((__noipa__))
+
+int jiffies;
+
+noinline int vfs_read(int fd) { return fd + jiffies; }
+noinline notrace int ring_buffer_lock_reserve(int len) { return len * 2 + jiffies; }
+noinline int cmdline_proc_show(int m) { return m ^ jiffies; }
+/* A static function of a name twin.c has too: this one is traced. */
+static noinline int type_show(int x) { return x - jiffies; }
+noinline notrace int tracing_on(void) { jiffies = 1; return 0; }
+
+int twin_call(int x);
+
+/* First in the image, as startup_64 is: _text is here. */
+__attribute__((__section__(".head.text"))) notrace void start_kernel(void)
+{
+	jiffies = vfs_read(1) + ring_buffer_lock_reserve(2) + cmdline_proc_show(3) +
+		  type_show(4) + tracing_on() + twin_call(5);
+}
+
+/* ftrace's entry point: every traced function's first call. */
+notrace void __fentry__(void) { }
