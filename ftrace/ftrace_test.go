@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
@@ -356,3 +357,6 @@ func TestDebianPPC64EL(t *testing.T) {
 		assert.Equal(t, want, s.Function(sym), name)
 	}
 }
+
+// elfNewFile opens an image held in memory.
+func elfNewFile(data []byte) (*elf.File, error) { return elf.NewFile(bytes.NewReader(data)) }

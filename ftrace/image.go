@@ -1,7 +1,6 @@
 package ftrace
 
 import (
-	"bytes"
 	"debug/elf"
 	"fmt"
 	"io"
@@ -149,6 +148,3 @@ func fileOffset(f *elf.File, name string, addr, n uint64) (uint64, error) {
 	}
 	return 0, &Error{File: name, Err: ErrMalformed, Msg: fmt.Sprintf("the call-site table (%#x, %d bytes) is not within a loaded segment's file bytes: another kernel's image?", addr, n)}
 }
-
-// elfNewFile opens an image held in memory.
-func elfNewFile(data []byte) (*elf.File, error) { return elf.NewFile(bytes.NewReader(data)) }
