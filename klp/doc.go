@@ -33,6 +33,11 @@
 //     old_sympos up with klp_find_object_symbol() too (Module.Funcs), and
 //     klp_init_func()/klp_init_object() refuse a name too long or two
 //     sysfs entries of one name (checkFuncs).
+//   - kernel/livepatch/patch.c: klp_patch_func() fails a function in which
+//     ftrace_location() finds no call site: vmlinux's init, noinstr and
+//     entry code, which its symbols bound; any function, with the kernel's
+//     call-site table (ResolveOptions.Ftrace: package ftrace); a loaded or
+//     deferred module's, from its file's __mcount_loc (Target).
 //   - kernel/module/kallsyms.c: what a deferred relocation or patched
 //     function will be resolved against when its module loads, read from
 //     the module's file (Target, Module.ResolveWith): while the module is

@@ -45,8 +45,9 @@ var (
 	// after boot along with its ftrace record: klp_patch_func() finds no
 	// ftrace location for it and fails the patch.
 	ErrInitFunction = errors.New("patched function is init code")
-	// ErrNotTraceable: a patched function is vmlinux code built without
-	// an ftrace call site (noinstr, cpuidle or entry code):
+	// ErrNotTraceable: a patched function is code built without an
+	// ftrace call site (vmlinux's noinstr, cpuidle or entry code; notrace
+	// code, which the kernel's call-site table or a module's file shows):
 	// klp_patch_func() finds no ftrace location for it and fails the
 	// patch.
 	ErrNotTraceable = errors.New("patched function cannot be traced")

@@ -4,12 +4,14 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/klpresolve/klpresolve/ftrace"
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/internal/testutil/testelf"
@@ -448,4 +450,47 @@ func TestReadAtLoadS390(t *testing.T) {
 	b.AddRelocs(".rela.s390_indirect_call", true, ic, []elfobj.Reloc{{Offset: 0, Sym: mk, Type: uint32(elf.R_390_PC32)}})
 	_, err := Convert("obj.o", b.Bytes(), []ConvertSymbol{{Object: "ext4", Name: "ext4_fn"}})
 	require.ErrorIs(t, err, ErrLoadTimeSection)
+}
+
+// TestFtraceSites: with the kernel's ftrace call sites, a patched function
+// of vmlinux or of a loaded module with none in it fails as
+// klp_patch_func() fails it; one the sites cannot tell about (a
+// names-only list, one line for several functions of a name) stays
+// resolved; a deferred one is not theirs to judge.
+func TestFtraceSites(t *testing.T) {
+	ix := amd64Index(t)
+	m, err := Open(fixture("klp-patch.ko"))
+	require.NoError(t, err)
+	addr := func(object, name string, pos uint64) uint64 {
+		s, ok := ix.Find(object, name, pos)
+		require.True(t, ok, name)
+		return s.Address
+	}
+	// Sites in type_show,3 and ext4_read_inode_bitmap (4 bytes in, as
+	// an ENDBR puts them), none in vfs_read.
+	text := fmt.Sprintf("%x type_show\n%x ext4_read_inode_bitmap [ext4]\n",
+		addr("vmlinux", "type_show", 3), addr("ext4", "ext4_read_inode_bitmap", 1)+4)
+	sites, err := ftrace.ParseTracefs(strings.NewReader(text), "available_filter_functions_addrs", ix)
+	require.NoError(t, err)
+	res := m.ResolveWith(ix, ResolveOptions{Ftrace: sites})
+	var got []string
+	for _, f := range res.Funcs {
+		got = append(got, f.Name+" "+string(f.Status))
+	}
+	assert.Equal(t, []string{"vfs_read error", "type_show resolved", "ext4_read_inode_bitmap resolved", "xfs_iget deferred"}, got)
+	e := res.Funcs[0].Err
+	require.ErrorIs(t, e, ErrNotTraceable)
+	assert.Equal(t, "failed to find location for function 'vfs_read'", e.Kernel)
+	assert.Contains(t, e.Hint, fmt.Sprintf("vfs_read is at %#x in vmlinux, and the kernel's ftrace call sites (available_filter_functions_addrs) have none in it", addr("vmlinux", "vfs_read", 1)))
+	assert.Equal(t, 1, res.FuncErrors)
+
+	// Names only: type_show is listed once, for 17 functions of the name.
+	sites, err = ftrace.ParseTracefs(strings.NewReader("type_show\next4_read_inode_bitmap [ext4]\n"), "available_filter_functions", ix)
+	require.NoError(t, err)
+	res = m.ResolveWith(ix, ResolveOptions{Ftrace: sites})
+	got = nil
+	for _, f := range res.Funcs {
+		got = append(got, f.Name+" "+string(f.Status))
+	}
+	assert.Equal(t, []string{"vfs_read error", "type_show resolved", "ext4_read_inode_bitmap resolved", "xfs_iget deferred"}, got)
 }

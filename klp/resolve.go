@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/klpresolve/klpresolve/ftrace"
 	"github.com/klpresolve/klpresolve/kallsyms"
 )
 
@@ -100,6 +101,11 @@ type ResolveOptions struct {
 	// told from the kernel's symbols and CONFIG_STRICT_MODULE_RWX is
 	// assumed (see Resolution.LoadErr).
 	Config *KernelConfig
+	// Ftrace, when set, are the kernel's ftrace call sites, read against
+	// the same symbols: a patched function of vmlinux or of a loaded
+	// module without one fails as klp_patch_func() fails it
+	// (ErrNotTraceable).
+	Ftrace *ftrace.Sites
 }
 
 // KernelConfig is what a kernel's build configuration (its .config, as
@@ -253,6 +259,11 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 	}
 	for _, fn := range m.Funcs {
 		fr := m.resolveFunc(ix, fn, reg)
+		if fr.Status == Resolved && opts.Ftrace != nil {
+			if e := m.checkSites(opts.Ftrace, fn, fr.Address); e != nil {
+				fr.Status, fr.Address, fr.Err = Failed, 0, e
+			}
+		}
 		switch t := opts.Targets[fn.Object]; {
 		case t == nil:
 		case fr.Status == Deferred:
@@ -524,6 +535,19 @@ func (m *Module) resolveFunc(ix *kallsyms.Index, fn Func, reg regions) FuncResul
 		}
 	}
 	return fr
+}
+
+// checkSites: klp_patch_func() fails a function for which
+// ftrace_location() finds no call site in the kernel's table.
+func (m *Module) checkSites(sites *ftrace.Sites, fn Func, addr uint64) *RelocError {
+	if sites.Function(kallsyms.Symbol{Name: fn.Name, Object: fn.Object, Address: addr}) != ftrace.NotTraceable {
+		return nil
+	}
+	s, r := fn.where()
+	return m.relocErr(s, r, &CheckError{Kind: ErrNotTraceable,
+		Kernel: fmt.Sprintf("failed to find location for function '%s'", fn.Name),
+		Hint: fmt.Sprintf("%s is at %#x in %s, and the kernel's ftrace call sites (%s) have none in it: notrace code, or a file built without ftrace's flags (as kernel/trace/ is), so livepatch cannot patch it; patch what calls it instead",
+			fn.Name, addr, fn.Object, sites.Source())})
 }
 
 // where is a patched function as a relocation of its declaration's
