@@ -29,7 +29,7 @@ func ExampleOpen() {
 		fmt.Printf("%s: %v\n", name, sites.Function(sym))
 	}
 	// Output:
-	// 4 call sites
+	// 5 call sites
 	// vfs_read: traceable
 	// ring_buffer_lock_reserve: not traceable
 }

@@ -106,7 +106,7 @@ func TestImage(t *testing.T) {
 		}
 		return true
 	})
-	assert.Equal(t, 9, n)
+	assert.Equal(t, 10, n)
 	v := verdicts(s, ix)
 	assert.Equal(t, Traceable, v["vfs_read,1"])
 	assert.Equal(t, NotTraceable, v["ring_buffer_lock_reserve,1"])
@@ -159,7 +159,7 @@ func TestTracefs(t *testing.T) {
 	names, err := Open(fixture("available_filter_functions"), ix)
 	require.NoError(t, err)
 	assert.False(t, names.Addresses())
-	assert.Equal(t, 4, names.Len())
+	assert.Equal(t, 5, names.Len())
 	v := verdicts(names, ix)
 	assert.Equal(t, Traceable, v["vfs_read,1"])
 	assert.Equal(t, NotTraceable, v["ring_buffer_lock_reserve,1"])
@@ -192,16 +192,16 @@ func TestMismatch(t *testing.T) {
 	moved := fixtureIndex(t, 0x1e400000)
 	_, err := Open(fixture("available_filter_functions_addrs"), moved)
 	require.ErrorIs(t, err, ErrMismatch)
-	assert.ErrorContains(t, err, "4 of 4 call sites sampled are not at the start of functions of System.map")
+	assert.ErrorContains(t, err, "5 of 5 call sites sampled are not at the start of functions of System.map")
 
 	other, err := kallsyms.ParseBytes("other", []byte("ffffffff81000000 T _text\nffffffff81000040 T other_a\nffffffff81000100 T other_b\n"), nil)
 	require.NoError(t, err)
 	_, err = Open(fixture("available_filter_functions"), other)
 	require.ErrorIs(t, err, ErrMismatch)
-	assert.ErrorContains(t, err, "4 of 4 functions sampled are not in other (e.g. type_show)")
+	assert.ErrorContains(t, err, "5 of 5 functions sampled are not in other (e.g. type_show)")
 	_, err = Open(fixture("available_filter_functions_addrs"), other)
 	require.ErrorIs(t, err, ErrMismatch)
-	assert.ErrorContains(t, err, "0xffffffff81000050, type_show here, is other_a+0x10/0xc0 there")
+	assert.ErrorContains(t, err, "0xffffffff81000060, type_show here, is other_a+0x20/0xc0 there")
 
 	// The image placed by another kernel's _text: its sites fall into
 	// that kernel's data, or nowhere.
@@ -209,7 +209,7 @@ func TestMismatch(t *testing.T) {
 	require.NoError(t, err)
 	_, err = Open(fixture("vmlinux"), farText)
 	require.ErrorIs(t, err, ErrMismatch)
-	assert.ErrorContains(t, err, "4 of 4 call sites sampled are not at the start of functions of far")
+	assert.ErrorContains(t, err, "5 of 5 call sites sampled are not at the start of functions of far")
 }
 
 func mustRead(t *testing.T, path string) []byte {
@@ -235,7 +235,7 @@ func TestImageInputs(t *testing.T) {
 	require.NoError(t, os.WriteFile(p, gz.Bytes(), 0o644))
 	s, err := Open(p, ix)
 	require.NoError(t, err)
-	assert.Equal(t, 4, s.Len())
+	assert.Equal(t, 5, s.Len())
 
 	bz := make([]byte, 0x400)
 	copy(bz, "MZ")
@@ -246,13 +246,13 @@ func TestImageInputs(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnsupported)
 	assert.ErrorContains(t, err, p+": ")
 
-	// The table is the image's only 32 bytes of __mcount_loc: zero them.
+	// The table is the image's only 40 bytes of __mcount_loc: zero them.
 	off := tableOffset(t, img, ix)
 	zeroed := bytes.Clone(img)
-	clear(zeroed[off : off+32])
+	clear(zeroed[off : off+40])
 	_, err = NewImage(bytes.NewReader(zeroed), "zeroed", ix)
 	require.ErrorIs(t, err, ErrUnsupported)
-	assert.ErrorContains(t, err, "4 zero words")
+	assert.ErrorContains(t, err, "5 zero words")
 
 	for _, tc := range []struct {
 		name string

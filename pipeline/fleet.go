@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/klpresolve/klpresolve/ftrace"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
@@ -22,6 +23,12 @@ type KernelResult struct {
 	// Config is Kernel.Config: the configuration its link options and
 	// the loader's checks were taken from ("" when none).
 	Config string
+	// Ftrace is Kernel.Ftrace, the ftrace call sites its patched
+	// functions were checked against ("" when none); FtraceErr, why
+	// they could not be read (then they were not checked: a note, which
+	// does not fail the row).
+	Ftrace    string
+	FtraceErr error
 	// Versions and Magic: the module loader's checks of the patch's
 	// symbol versions and vermagic (Report.Versions, Report.Vermagic),
 	// when the kernel's Module.symvers and vermagic were known (nil: not
@@ -154,6 +161,13 @@ func checkOne(m *klp.Module, k Kernel, o FleetOptions) KernelResult {
 	// snapshot's mapping is not Go heap, and without Close a check of a
 	// thousand of them kept every one mapped (6.4 GB resident).
 	defer ix.Close()
+	if k.Ftrace != "" {
+		if run.Ftrace, err = ftrace.Open(k.Ftrace, ix); err != nil {
+			kr.FtraceErr = err
+		} else {
+			kr.Ftrace = k.Ftrace
+		}
+	}
 	rep, err := Run(m, ix, run)
 	if err != nil {
 		kr.Err = err

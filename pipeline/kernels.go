@@ -42,6 +42,11 @@ type Kernel struct {
 	// (CONFIG_LIVEPATCH, CONFIG_STRICT_MODULE_RWX) in Options.Config
 	// (OpenConfig, Config.Apply).
 	Config string
+	// Ftrace is where its ftrace call sites are (ftrace.Open): its
+	// vmlinux (its __mcount_loc table) or, for the running kernel,
+	// tracefs's list. A patched function without one fails
+	// (Options.Ftrace).
+	Ftrace string
 }
 
 // ErrNoKernels: a root has no kernel's symbols where KernelsUnder looks,
@@ -220,6 +225,7 @@ func kernelsUnder(root string, running func() (release, symbols string)) ([]Kern
 			configs = append(configs, "/proc/config.gz")
 		}
 		k.Config = firstFile(configs)
+		k.Ftrace = ftraceFile(root, rel, modDir, build, k.Symbols, rel == runningRel)
 		out = append(out, k)
 	}
 	return out, nil
@@ -265,6 +271,47 @@ func isPlaceholder(p string) bool {
 }
 
 // firstFile is the first of paths that is a regular file, or "".
+// ftraceFile is where a kernel's ftrace call sites are: its vmlinux, as
+// the debug packages install it (Debian's -dbg, Fedora's and RHEL's
+// kernel-debuginfo), /boot's (Debian's ppc64el, SUSE's compressed one)
+// or its build's; for the running kernel without one, tracefs's list:
+// with addresses against /proc/kallsyms, names only against a System.map
+// (whose addresses are the link's, not KASLR's). "" when there is none.
+func ftraceFile(root, rel, modDir, build, symbols string, running bool) string {
+	var images []string
+	for _, ext := range []string{"", ".gz", ".xz", ".zst", ".bz2"} {
+		images = append(images, filepath.Join(root, "boot", "vmlinux-"+rel+ext))
+	}
+	images = append(images,
+		filepath.Join(root, "usr/lib/debug/boot", "vmlinux-"+rel),
+		filepath.Join(root, "usr/lib/debug/lib/modules", rel, "vmlinux"))
+	if build != "" {
+		images = append(images, filepath.Join(build, "vmlinux"))
+	}
+	if modDir != "" {
+		images = append(images, filepath.Join(modDir, "vmlinux"))
+	}
+	if p := firstFile(images); p != "" || !running {
+		return p
+	}
+	lists := []string{"available_filter_functions"} // names only
+	if symbols == kallsyms.DefaultPath {
+		// Linux 6.5 and later.
+		lists = append([]string{"available_filter_functions_addrs"}, lists...)
+	}
+	for _, list := range lists {
+		for _, dir := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
+			// Root only, and not even that under lockdown: tried, not
+			// just found.
+			if f, err := os.Open(filepath.Join(dir, list)); err == nil {
+				f.Close()
+				return filepath.Join(dir, list)
+			}
+		}
+	}
+	return ""
+}
+
 func firstFile(paths []string) string {
 	for _, p := range paths {
 		if isFile(p) {

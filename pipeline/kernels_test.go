@@ -48,6 +48,7 @@ func TestKernelsUnder(t *testing.T) {
 	debSymvers := put(t, root, "usr/src/linux-headers-6.1.0-57-amd64/Module.symvers", "")
 	debConfig := put(t, root, "boot/config-6.1.0-57-amd64", "CONFIG_X86_64=y\n")
 	put(t, root, "usr/src/linux-headers-6.1.0-57-amd64/.config", "CONFIG_X86_64=y\n") // (/boot's first)
+	debImage := put(t, root, "usr/lib/debug/boot/vmlinux-6.1.0-57-amd64", "")         // -dbg's
 	// A map alone: no modules, no Module.symvers.
 	bare := put(t, root, "boot/System.map-6.1.0-47-amd64", sm)
 	// RHEL: boot/symvers-RELEASE.gz, though kernel-devel is there too
@@ -57,6 +58,7 @@ func TestKernelsUnder(t *testing.T) {
 	put(t, root, "boot/symvers-5.14.0-427.el9.x86_64.gz", "")
 	rhelDevel := put(t, root, "usr/src/kernels/5.14.0-427.el9.x86_64/Module.symvers", "")
 	rhelConfig := put(t, root, "lib/modules/5.14.0-427.el9.x86_64/config", "CONFIG_X86_64=y\n")
+	rhelImage := put(t, root, "usr/lib/debug/lib/modules/5.14.0-427.el9.x86_64/vmlinux", "") // kernel-debuginfo's
 	// Fedora, merged /usr: the map and symvers.xz in the modules' folder.
 	fed := put(t, root, "usr/lib/modules/6.11.4-301.fc41.x86_64/System.map", sm)
 	fedSymvers := put(t, root, "usr/lib/modules/6.11.4-301.fc41.x86_64/symvers.xz", "")
@@ -66,6 +68,8 @@ func TestKernelsUnder(t *testing.T) {
 	link(t, "/usr/src/headers-50", root, "lib/modules/6.1.0-50-armmp/build")
 	armSymvers := put(t, root, "usr/src/headers-50/Module.symvers", "")
 	armConfig := put(t, root, "usr/src/headers-50/.config", "CONFIG_ARM=y\n")
+	armImage := put(t, root, "boot/vmlinux-6.1.0-50-armmp.gz", "") // SUSE's way, before the build's
+	put(t, root, "usr/src/headers-50/vmlinux", "")
 	// Debian's placeholder in /boot, with the -dbg package's real map,
 	// and without it (still a kernel: its row says where the real one is).
 	const stub = "ffffffffffffffff B The real System.map is in the linux-image-<version>-dbg package\n"
@@ -80,10 +84,10 @@ func TestKernelsUnder(t *testing.T) {
 	ks, err := KernelsUnder(root)
 	require.NoError(t, err)
 	assert.Equal(t, []Kernel{
-		{Release: "5.14.0-427.el9.x86_64", Symbols: rhel, Modules: []string{filepath.Join(root, "lib/modules/5.14.0-427.el9.x86_64")}, Symvers: rhelDevel, Config: rhelConfig},
+		{Release: "5.14.0-427.el9.x86_64", Symbols: rhel, Modules: []string{filepath.Join(root, "lib/modules/5.14.0-427.el9.x86_64")}, Symvers: rhelDevel, Config: rhelConfig, Ftrace: rhelImage},
 		{Release: "6.1.0-47-amd64", Symbols: bare},
-		{Release: "6.1.0-50-armmp", Symbols: arch, Modules: []string{filepath.Join(root, "lib/modules/6.1.0-50-armmp")}, Symvers: armSymvers, Config: armConfig},
-		{Release: "6.1.0-57-amd64", Symbols: deb, Modules: []string{filepath.Join(root, "lib/modules/6.1.0-57-amd64")}, Symvers: debSymvers, Config: debConfig},
+		{Release: "6.1.0-50-armmp", Symbols: arch, Modules: []string{filepath.Join(root, "lib/modules/6.1.0-50-armmp")}, Symvers: armSymvers, Config: armConfig, Ftrace: armImage},
+		{Release: "6.1.0-57-amd64", Symbols: deb, Modules: []string{filepath.Join(root, "lib/modules/6.1.0-57-amd64")}, Symvers: debSymvers, Config: debConfig, Ftrace: debImage},
 		{Release: "6.1.0-58-amd64", Symbols: dbg},
 		{Release: "6.1.0-59-amd64", Symbols: stubOnly},
 		{Release: "6.11.4-301.fc41.x86_64", Symbols: fed, Modules: []string{filepath.Join(root, "usr/lib/modules/6.11.4-301.fc41.x86_64")}, Symvers: fedSymvers},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/klpresolve/klpresolve/cfi"
+	"github.com/klpresolve/klpresolve/ftrace"
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
@@ -196,6 +197,10 @@ type Options struct {
 	// loader's checks of a whole module (klp.ResolveOptions.Config;
 	// Config.Apply sets it).
 	Config *klp.KernelConfig
+	// Ftrace, when set, are the kernel's ftrace call sites, read against
+	// the index Run is given (ftrace.Open): a patched function without
+	// one fails (klp.ResolveOptions.Ftrace).
+	Ftrace *ftrace.Sites
 }
 
 // Report is one module against one kernel.
@@ -370,7 +375,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 	}
 	t0 := time.Now()
 	rep := &Report{}
-	ro := klp.ResolveOptions{Config: opts.Config}
+	ro := klp.ResolveOptions{Config: opts.Config, Ftrace: opts.Ftrace}
 	if opts.Modules != nil {
 		var err error
 		if ro.Targets, rep.Unchecked, rep.OtherBuild, err = opts.Modules.targetsFor(m, ix); err != nil {

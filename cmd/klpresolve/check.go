@@ -279,13 +279,18 @@ func writeMatrix(w io.Writer, rows []pipeline.KernelResult) {
 type checkRow struct {
 	Kernel string `json:"kernel"`
 	// Release (--root): the kernel's release.
-	Release    string  `json:"release,omitempty"`
-	Config     string  `json:"config,omitempty"` // the kernel's configuration (check --root)
-	OK         bool    `json:"ok"`
-	Resolved   int     `json:"resolved"`
-	Deferred   int     `json:"deferred"`
-	Errors     int     `json:"errors"`
-	FirstError *string `json:"first_error"`
+	Release string `json:"release,omitempty"`
+	Config  string `json:"config,omitempty"` // the kernel's configuration (check --root)
+	// Ftrace (check --root): the kernel's ftrace call sites its patched
+	// functions were checked against (its vmlinux); FtraceError, why
+	// they could not be read (then not checked: a note).
+	Ftrace      string  `json:"ftrace,omitempty"`
+	FtraceError string  `json:"ftrace_error,omitempty"`
+	OK          bool    `json:"ok"`
+	Resolved    int     `json:"resolved"`
+	Deferred    int     `json:"deferred"`
+	Errors      int     `json:"errors"`
+	FirstError  *string `json:"first_error"`
 	// FirstErrorKind: pipeline.KernelResult.FirstErrorKind.
 	FirstErrorKind string `json:"first_error_kind,omitempty"`
 	// LoaderUnresolved (without --link): ordinary symbols insmod would
@@ -332,6 +337,10 @@ func checkJSON(m *klp.Module, rows []pipeline.KernelResult) *checkOut {
 		row.LoaderUnresolved, row.KallsymsCodeOnly, row.UnloadedDepends = r.LoaderMissing, r.CodeOnly, r.UnloadedDepends
 		row.BuiltIn, row.InitMemoryRefs = builtInList(r.BuiltIn), r.InitRefs
 		row.Modversions, row.Vermagic = versionsJSON(r.Versions), vermagicJSON(r.Magic, r.VermagicFrom)
+		row.Ftrace = r.Ftrace
+		if r.FtraceErr != nil {
+			row.FtraceError = r.FtraceErr.Error()
+		}
 		if r.Err != nil {
 			s := r.Err.Error()
 			row.ReadError = &s
@@ -353,8 +362,8 @@ func checkJSON(m *klp.Module, rows []pipeline.KernelResult) *checkOut {
 func writeLoaderNote(w io.Writer, rows []pipeline.KernelResult) {
 	// On how many kernels each note holds, and the first such kernel's
 	// missing symbol or dependencies.
-	missing, codeOnly, deps, builtIn, initRefs := 0, 0, 0, 0, 0
-	var firstMissing string
+	missing, codeOnly, deps, builtIn, initRefs, noSites := 0, 0, 0, 0, 0, 0
+	var firstMissing, firstNoSites string
 	var firstDeps []string
 	var firstBuiltIn klp.BuiltIn
 	var firstBuiltInKernel string
@@ -375,6 +384,11 @@ func writeLoaderNote(w io.Writer, rows []pipeline.KernelResult) {
 		if r.CodeOnly {
 			codeOnly++
 		}
+		if r.FtraceErr != nil {
+			if noSites++; noSites == 1 {
+				firstNoSites = r.FtraceErr.Error()
+			}
+		}
 		if len(r.UnloadedDepends) > 0 {
 			if deps++; deps == 1 {
 				firstDeps = r.UnloadedDepends
@@ -394,6 +408,9 @@ func writeLoaderNote(w io.Writer, rows []pipeline.KernelResult) {
 	if codeOnly > 0 {
 		fmt.Fprintf(w, "note: %s with unresolved symbols %s code symbols only (a kallsyms without CONFIG_KALLSYMS_ALL): data symbols cannot resolve against %s\n",
 			count(codeOnly, "kernel", "kernels"), pick(codeOnly, "lists", "list"), pick(codeOnly, "it; its System.map lists them", "them; their System.maps list them"))
+	}
+	if noSites > 0 {
+		fmt.Fprintf(w, "note: on %s the ftrace call sites could not be read, so the patched functions were not checked for them (first: %s)\n", count(noSites, "kernel", "kernels"), firstNoSites)
 	}
 	if deps > 0 {
 		fmt.Fprintf(w, "note: %s with unresolved symbols %s not loaded what the module depends on (.modinfo depends=; first: %s): modprobe loads a module's dependencies first, insmod does not\n",

@@ -424,21 +424,21 @@ func TestInstalledRoot(t *testing.T) {
 
 	code, out, _ := runCLI(t, ko, "--root", r57)
 	assert.Equal(t, 0, code, out)
-	assert.Contains(t, out, "\nkernel: 6.1.0-57-amd64 under "+r57+": modules "+filepath.Join(r57, "lib/modules/6.1.0-57-amd64")+"; Module.symvers "+sv57+"; no configuration (boot/config-RELEASE): the loader's defaults assumed\nkernel symbols: "+filepath.Join(r57, "boot/System.map-6.1.0-57-amd64")+"\n")
+	assert.Contains(t, out, "\nkernel: 6.1.0-57-amd64 under "+r57+": modules "+filepath.Join(r57, "lib/modules/6.1.0-57-amd64")+"; Module.symvers "+sv57+"; no configuration (boot/config-RELEASE): the loader's defaults assumed"+noVmlinux+"\nkernel symbols: "+filepath.Join(r57, "boot/System.map-6.1.0-57-amd64")+"\n")
 	assert.Contains(t, out, "  checked against "+filepath.Join(r57, "lib/modules/6.1.0-57-amd64/kernel/fs/xfs/xfs.ko")+": all 2 resolve")
 	assert.Contains(t, out, "modversions: 6 symbols checked against "+sv57+": the loader takes them all\n")
 	assert.Contains(t, out, "vermagic: the kernel's is \""+magic+"\" (from "+afKey+"): the loader takes the module's\n")
 
 	code, out, _ = runCLI(t, ko, "--root", r47)
 	assert.Equal(t, 1, code, out)
-	assert.Contains(t, out, "kernel: 6.1.0-47-amd64 under "+r47+": no modules (lib/modules/RELEASE): what the patch defers to modules is not checked against their files, and they give no vermagic; Module.symvers "+sv47+"; no configuration (boot/config-RELEASE): the loader's defaults assumed\n")
+	assert.Contains(t, out, "kernel: 6.1.0-47-amd64 under "+r47+": no modules (lib/modules/RELEASE): what the patch defers to modules is not checked against their files, and they give no vermagic; Module.symvers "+sv47+"; no configuration (boot/config-RELEASE): the loader's defaults assumed"+noVmlinux+"\n")
 	assert.Contains(t, out, "error: modversions: klp_demo: disagrees about version of symbol module_layout\n")
 	assert.NotContains(t, out, "vermagic:")
 
 	// Flags given win over the root's files.
 	code, out, _ = runCLI(t, ko, "--root", r47, "--symvers", sv57, "--modules", filepath.Join(r57, "lib/modules"))
 	assert.Equal(t, 0, code, out)
-	assert.Contains(t, out, "; Module.symvers "+sv57+"; no configuration (boot/config-RELEASE): the loader's defaults assumed\n")
+	assert.Contains(t, out, "; Module.symvers "+sv57+"; no configuration (boot/config-RELEASE): the loader's defaults assumed"+noVmlinux+"\n")
 	assert.Contains(t, out, "(from "+afKey+")")
 
 	code, out, _ = runCLI(t, ko, "--root", r57, "--format", "json")

@@ -32,6 +32,7 @@ type resolveOpts struct {
 	symvers string
 	magic   string
 	kernel  installedFlags
+	ftrace  string
 }
 
 // addResolveFlags makes the root command the main job:
@@ -50,6 +51,7 @@ func addResolveFlags(root *cobra.Command, a *app) {
 	addSymversFlag(root, &o.symvers)
 	addVermagicFlag(root, &o.magic, true)
 	o.kernel.add(root)
+	root.Flags().StringVar(&o.ftrace, "ftrace", "", "the kernel's ftrace call sites: its vmlinux (plain or compressed: its __mcount_loc table, placed by the kernel's symbols), or a copy of its tracefs available_filter_functions_addrs (against its /proc/kallsyms) or available_filter_functions; a patched function without one fails as klp_patch_func() fails it (default with --root: the kernel's vmlinux where a debug package installed it)")
 	root.RunE = func(cmd *cobra.Command, args []string) error {
 		return a.resolve(cmd, args[0], o)
 	}
@@ -83,6 +85,10 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 	t0 := time.Now()
 	ix, err := a.openIndex()
 	if err != nil {
+		return err
+	}
+	var ft *ftraceJSON
+	if po.Ftrace, ft, err = openFtrace(a, o.ftrace, kf.kernel, ix); err != nil {
 		return err
 	}
 	t1 := time.Now()
@@ -119,6 +125,7 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 	if o.format == "json" {
 		j := jsonResolution(res)
 		j.Kernel = kernelJSON(&o.kernel, kf.kernel)
+		j.Ftrace = ft
 		j.Summary.OK = rep.OK(o.strict)
 		if po.Modules != nil {
 			u := append([]string{}, rep.Unchecked...)
@@ -141,7 +148,7 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 		j.Vermagic = vermagicJSON(rep.Vermagic, kf.magicFrom)
 		err = writeJSON(a, j)
 	} else {
-		writeResolution(a.stdout, rep, a.kallsymsPath(), kernelLine(&o.kernel, kf.kernel))
+		writeResolution(a.stdout, rep, a.kallsymsPath(), kernelLine(&o.kernel, kf.kernel), ft.line())
 		if rep.Image != nil {
 			writeLinkSummary(a.stdout, rep, o.out)
 		}
@@ -276,8 +283,11 @@ type jsonOut struct {
 	Format    string `json:"format"`
 	Kallsyms  string `json:"kallsyms"`
 	// Kernel (--root): the installed kernel the report is of.
-	Kernel      *installedJSON `json:"kernel,omitempty"`
-	Relocations []jsonReloc    `json:"relocations"`
+	Kernel *installedJSON `json:"kernel,omitempty"`
+	// Ftrace: the ftrace call sites the patched functions were checked
+	// against (--ftrace, or the --root kernel's).
+	Ftrace      *ftraceJSON `json:"ftrace,omitempty"`
+	Relocations []jsonReloc `json:"relocations"`
 	// FuncSource says where the module declares the functions it
 	// patches (klp.FuncSource); Funcs are they, looked up.
 	FuncSource string `json:"func_source,omitempty"`
@@ -539,7 +549,7 @@ func loaderNote(missing []string, hidden map[string]pipeline.Hidden) string {
 // the --kallsyms path), per section what resolved, deferred objects, and
 // every failure with the kernel's message and the help (the totals are
 // writeVerdict's).
-func writeResolution(w io.Writer, rep *pipeline.Report, given, kernel string) {
+func writeResolution(w io.Writer, rep *pipeline.Report, given, kernel, ftraceLine string) {
 	res := rep.Resolution
 	m := res.Module
 	name := m.Name
@@ -551,6 +561,9 @@ func writeResolution(w io.Writer, rep *pipeline.Report, given, kernel string) {
 		fmt.Fprintln(w, kernel)
 	}
 	fmt.Fprintf(w, "kernel symbols: %s\n", symbolsLine(given, res.Source))
+	if ftraceLine != "" {
+		fmt.Fprintln(w, ftraceLine)
+	}
 	for _, warn := range m.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)
 	}

@@ -132,13 +132,14 @@ type installedJSON struct {
 	Modules []string `json:"modules"`
 	Symvers string   `json:"symvers"`
 	Config  string   `json:"config"`
+	Ftrace  string   `json:"ftrace"`
 }
 
 func kernelJSON(f *installedFlags, k *pipeline.Kernel) *installedJSON {
 	if k == nil {
 		return nil
 	}
-	return &installedJSON{f.root, k.Release, k.Symbols, append([]string{}, k.Modules...), k.Symvers, k.Config}
+	return &installedJSON{f.root, k.Release, k.Symbols, append([]string{}, k.Modules...), k.Symvers, k.Config, k.Ftrace}
 }
 
 // kernelLine is the --root kernel's line of a text report ("" without):
@@ -160,5 +161,9 @@ func kernelLine(f *installedFlags, k *pipeline.Kernel) string {
 	if k.Config != "" {
 		cfg = "configuration " + k.Config
 	}
-	return fmt.Sprintf("kernel: %s under %s: %s; %s; %s", k.Release, f.root, mods, sv, cfg)
+	ft := "no vmlinux (usr/lib/debug/boot/vmlinux-RELEASE, its debug package's): patched functions not checked for ftrace call sites"
+	if k.Ftrace != "" {
+		ft = "ftrace call sites " + k.Ftrace
+	}
+	return fmt.Sprintf("kernel: %s under %s: %s; %s; %s; %s", k.Release, f.root, mods, sv, cfg, ft)
 }

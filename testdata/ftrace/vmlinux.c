@@ -16,6 +16,8 @@ noinline int cmdline_proc_show(int m) { return m ^ jiffies; }
 /* A static function of a name twin.c has too: this one is traced. */
 static noinline int type_show(int x) { return x - jiffies; }
 noinline notrace int tracing_on(void) { jiffies = 1; return 0; }
+/* Livepatch's entry point: a kernel with CONFIG_LIVEPATCH has it. */
+noinline int klp_enable_patch(void *patch) { return patch != 0; }
 
 int twin_call(int x);
 
@@ -23,7 +25,7 @@ int twin_call(int x);
 __attribute__((__section__(".head.text"))) notrace void start_kernel(void)
 {
 	jiffies = vfs_read(1) + ring_buffer_lock_reserve(2) + cmdline_proc_show(3) +
-		  type_show(4) + tracing_on() + twin_call(5);
+		  type_show(4) + tracing_on() + twin_call(5) + klp_enable_patch(0);
 }
 
 /* ftrace's entry point: every traced function's first call. */

@@ -2,11 +2,7 @@
  * klp-patch.c: a livepatch module declared the way samples/livepatch and
  * hand-written patches declare one: a static struct klp_patch, its
  * klp_object array and their klp_func arrays, for klpresolve's tests of
- * patched functions. No kernel headers: the structs below have Linux 6.1's
- * layout on x86_64 (include/linux/livepatch.h, kobject.h); klpresolve
- * reads only their leading fields and takes the strides from the arrays'
- * symbol sizes. __this_module stands in for the one modpost's .mod.c
- * defines.
+ * patched functions (the structs: klp-types.h).
  *
  * Patched functions, against the Debian 6.1.0-57-amd64 kallsyms of the
  * corpus:
@@ -20,59 +16,7 @@
  * (vfs_read,1: -EEXIST); and a fourth object, nfs, patches nothing (an
  * empty klp_func array, which klp_enable_patch() takes).
  */
-struct list_head { struct list_head *next, *prev; };
-struct kref { int refcount; };
-struct kobject {
-	const char *name;
-	struct list_head entry;
-	struct kobject *parent;
-	void *kset;
-	const void *ktype;
-	void *sd;
-	struct kref kref;
-	unsigned int state_initialized:1, state_in_sysfs:1, state_add_uevent_sent:1,
-		     state_remove_uevent_sent:1, uevent_suppress:1;
-};
-struct klp_func {
-	const char *old_name;
-	void *new_func;
-	unsigned long old_sympos;
-	void *old_func;
-	struct kobject kobj;
-	struct list_head node, stack_node;
-	unsigned long old_size, new_size;
-	_Bool nop, patched, transition;
-};
-struct klp_object;
-struct klp_callbacks {
-	int (*pre_patch)(struct klp_object *obj);
-	void (*post_patch)(struct klp_object *obj);
-	void (*pre_unpatch)(struct klp_object *obj);
-	void (*post_unpatch)(struct klp_object *obj);
-	_Bool post_unpatch_enabled;
-};
-struct klp_object {
-	const char *name;
-	struct klp_func *funcs;
-	struct klp_callbacks callbacks;
-	struct kobject kobj;
-	struct list_head func_list, node;
-	void *mod;
-	_Bool dynamic, patched;
-};
-struct klp_patch {
-	void *mod;
-	struct klp_object *objs;
-	void *states;
-	_Bool replace;
-	struct list_head list;
-	struct kobject kobj;
-	struct list_head obj_list;
-	_Bool enabled, forced;
-	char free_work[32], finish[32];
-};
-struct module { char opaque[64]; };
-struct module __this_module __attribute__((section(".gnu.linkonce.this_module"))) = { { 0 } };
+#include "klp-types.h"
 
 extern long vfs_read(void *file, char *buf, unsigned long count, long long *pos);
 extern int klp_enable_patch(struct klp_patch *patch);

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/testutil"
+)
+
+func ftraceFixture(name string) string {
+	return filepath.Join(testutil.RepoRoot(), "testdata", "ftrace", name)
+}
+
+// TestFtrace: --ftrace reads the kernel's call sites (its vmlinux, or a
+// tracefs list) and fails the patched functions without one as
+// klp_patch_func() would; the names-only list cannot tell the second
+// type_show from the first. A file that is neither is exit 2.
+func TestFtrace(t *testing.T) {
+	patch, smap := ftraceFixture("patch.ko"), ftraceFixture("System.map")
+	code, out, _ := runCLI(t, patch, "--kallsyms", smap, "--ftrace", ftraceFixture("vmlinux"))
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "\nftrace call sites: "+ftraceFixture("vmlinux")+" (5 sites)\n")
+	assert.Contains(t, out, "  patched functions (klp_patch)               1 resolved, 2 FAILED\n")
+	assert.Contains(t, out, "error: patched function vmlinux:ring_buffer_lock_reserve,0 (declared at .data+0x2d8)\n  livepatch: failed to find location for function 'ring_buffer_lock_reserve'\n  help: ring_buffer_lock_reserve is at 0xffffffff81000080 in vmlinux, and the kernel's ftrace call sites")
+	assert.Contains(t, out, "error: patched function vmlinux:type_show,2")
+
+	code, out, _ = runCLI(t, patch, "--kallsyms", smap, "--ftrace", ftraceFixture("available_filter_functions"), "--format", "json")
+	assert.Equal(t, 1, code, out)
+	var j struct {
+		Ftrace struct {
+			Source    string
+			CallSites int  `json:"call_sites"`
+			Addresses bool `json:"addresses"`
+		}
+		Funcs []struct {
+			Name, Status string
+			Kind         string `json:"kind"`
+		} `json:"funcs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &j), out)
+	assert.Equal(t, ftraceFixture("available_filter_functions"), j.Ftrace.Source)
+	assert.Equal(t, 5, j.Ftrace.CallSites)
+	assert.False(t, j.Ftrace.Addresses)
+	var got []string
+	for _, f := range j.Funcs {
+		got = append(got, f.Name+" "+f.Status+" "+f.Kind)
+	}
+	assert.Equal(t, []string{"vfs_read resolved ", "ring_buffer_lock_reserve error not_traceable", "type_show resolved "}, got)
+
+	// Without --ftrace nothing says so: the patch resolves.
+	code, out, _ = runCLI(t, patch, "--kallsyms", smap)
+	assert.Equal(t, 0, code, out)
+	assert.NotContains(t, out, "ftrace call sites")
+
+	code, _, errOut := runCLI(t, patch, "--kallsyms", smap, "--ftrace", ftraceFixture("patch.c"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--ftrace: "+ftraceFixture("patch.c")+":2: malformed ftrace call-site input: ")
+	code, _, errOut = runCLI(t, patch, "--kallsyms", smap, "--ftrace", filepath.Join(t.TempDir(), "none"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "no such file or directory")
+}
+
+// TestFtraceRoot: --root finds the kernel's vmlinux where its debug
+// package installs it; one that cannot be read is a note, not a failure;
+// check --root does the same per kernel.
+func TestFtraceRoot(t *testing.T) {
+	patch := ftraceFixture("patch.ko")
+	root := t.TempDir()
+	const rel = "6.1.0-mini"
+	for _, d := range []string{"boot", "usr/lib/debug/boot"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(root, d), 0o755))
+	}
+	copyFile(t, ftraceFixture("System.map"), filepath.Join(root, "boot", "System.map-"+rel))
+	img := filepath.Join(root, "usr/lib/debug/boot", "vmlinux-"+rel)
+	copyFile(t, ftraceFixture("vmlinux"), img)
+
+	code, out, _ := runCLI(t, patch, "--root", root)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "; ftrace call sites "+img+"\n")
+	assert.Contains(t, out, "\nftrace call sites: "+img+" (5 sites)\n")
+	assert.Contains(t, out, "1 resolved, 2 FAILED")
+
+	code, out, _ = runCLI(t, "check", patch, "--root", root, "--format", "json")
+	assert.Equal(t, 1, code, out)
+	var j struct {
+		Kernels []struct {
+			Ftrace         string
+			FirstErrorKind string `json:"first_error_kind"`
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &j), out)
+	require.Len(t, j.Kernels, 1)
+	assert.Equal(t, img, j.Kernels[0].Ftrace)
+	assert.Equal(t, "not_traceable", j.Kernels[0].FirstErrorKind)
+
+	// A vmlinux that is no kernel image: its functions go unchecked, and
+	// the report says why.
+	require.NoError(t, os.WriteFile(img, []byte("\x7fELF not really"), 0o644))
+	code, out, _ = runCLI(t, patch, "--root", root)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "\nftrace call sites: not read, so patched functions not checked for them: "+img+": malformed ftrace call-site input: not a kernel image")
+	code, out, _ = runCLI(t, "check", patch, "--root", root)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "note: on 1 kernel the ftrace call sites could not be read, so the patched functions were not checked for them (first: "+img+": ")
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(to, data, 0o644))
+}
