@@ -360,3 +360,28 @@ func TestDebianPPC64EL(t *testing.T) {
 
 // elfNewFile opens an image held in memory.
 func elfNewFile(data []byte) (*elf.File, error) { return elf.NewFile(bytes.NewReader(data)) }
+
+// TestCovers: an image speaks for vmlinux alone, a tracefs list for the
+// objects it has lines of; of the others' functions the sites say
+// nothing, whatever their addresses.
+func TestCovers(t *testing.T) {
+	mods, err := kallsyms.ParseBytes("kallsyms", []byte(
+		"ffffffff81000000 T _text\nffffffff81000060 t type_show\nffffffff81000070 T vfs_read\nffffffff81000080 T ring_buffer_lock_reserve\nffffffff81000090 T cmdline_proc_show\nffffffff810000a0 T tracing_on\nffffffff810000b0 T klp_enable_patch\nffffffff810000c0 T __fentry__\nffffffff810000d0 t type_show\nffffffff810000e0 T twin_call\nffffffff81001000 D jiffies\nffffffff81002000 R __start_mcount_loc\nffffffff81002028 R __stop_mcount_loc\n"+
+			"ffffffffc0001000 t ext4_iget\t[ext4]\nffffffffc0001100 t ext4_end\t[ext4]\nffffffffc0002000 t xfs_iget\t[xfs]\nffffffffc0002100 t xfs_end\t[xfs]\n"), nil)
+	require.NoError(t, err)
+	img, err := Open(fixture("vmlinux"), mods)
+	require.NoError(t, err)
+	ext4 := kallsyms.Symbol{Name: "ext4_iget", Object: "ext4", Address: 0xffffffffc0001000}
+	xfs := kallsyms.Symbol{Name: "xfs_iget", Object: "xfs", Address: 0xffffffffc0002000}
+	assert.True(t, img.Covers(kallsyms.Vmlinux))
+	assert.False(t, img.Covers("ext4"))
+	assert.Equal(t, Unknown, img.Function(ext4))
+
+	s, err := ParseTracefs(strings.NewReader("ffffffff81000070 vfs_read\nffffffff81000060 type_show\nffffffffc0002000 xfs_iget [xfs]\n"), "addrs", mods)
+	require.NoError(t, err)
+	assert.True(t, s.Covers("xfs"))
+	assert.False(t, s.Covers("ext4"))
+	assert.Equal(t, Traceable, s.Function(xfs))
+	assert.Equal(t, Unknown, s.Function(ext4), "ext4 has no line: loaded after the list was made")
+	assert.Equal(t, NotTraceable, s.Function(kallsyms.Symbol{Name: "ring_buffer_lock_reserve", Object: kallsyms.Vmlinux, Address: 0xffffffff81000080}))
+}

@@ -105,7 +105,7 @@ func NewImage(r io.ReaderAt, name string, ix *kallsyms.Index) (*Sites, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sites{source: name, ix: ix, addrs: addrs, slide: slide}, nil
+	return &Sites{source: name, ix: ix, addrs: addrs, slide: slide, objects: map[string]bool{kallsyms.Vmlinux: true}}, nil
 }
 
 // tableBounds are __start_mcount_loc and __stop_mcount_loc at link time:

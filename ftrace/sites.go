@@ -77,12 +77,20 @@ type Sites struct {
 	names map[funcKey]int
 	// slide is what was added to an image's link-time addresses.
 	slide uint64
+	// objects are the objects the sites speak for: vmlinux alone for an
+	// image; for a tracefs list, those it has a line of (a module loaded
+	// after the list was made is not judged by it).
+	objects map[string]bool
 }
 
 type funcKey struct{ object, name string }
 
 // Source names the input the sites were read from.
 func (s *Sites) Source() string { return s.source }
+
+// Covers reports whether the sites speak for object's functions: an
+// image's for vmlinux's only, a tracefs list's for the objects it lists.
+func (s *Sites) Covers(object string) bool { return s.objects[object] }
 
 // Len is the number of call sites.
 func (s *Sites) Len() int {
@@ -110,6 +118,9 @@ func (s *Sites) Slide() uint64 { return s.slide }
 // address finds a site at it or before the next symbol
 // (kallsyms_lookup_size_offset()'s size).
 func (s *Sites) Function(sym kallsyms.Symbol) Verdict {
+	if !s.objects[sym.Object] {
+		return Unknown
+	}
 	if s.names != nil {
 		n := s.names[funcKey{sym.Object, sym.Name}]
 		switch {

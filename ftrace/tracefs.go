@@ -65,7 +65,10 @@ func parseTracefs(data []byte, name string, ix *kallsyms.Index) (*Sites, error) 
 		}
 		lines = append(lines, l)
 	}
-	s := &Sites{source: name, ix: ix}
+	s := &Sites{source: name, ix: ix, objects: map[string]bool{}}
+	for _, l := range lines {
+		s.objects[l.object] = true
+	}
 	if !withAddrs {
 		if err := checkNames(name, ix, lines); err != nil {
 			return nil, err
