@@ -87,16 +87,21 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 	if err != nil {
 		return err
 	}
-	var ft *ftraceJSON
-	if po.Ftrace, ft, err = openFtrace(a, o.ftrace, kf.kernel, ix); err != nil {
-		return err
-	}
 	t1 := time.Now()
 	m, err := openModule(a, path, klp.Parse)
 	if err != nil {
 		return err
 	}
 	t2 := time.Now()
+	// A module for another architecture says so before its call sites
+	// are read against the kernel's symbols.
+	if err := pipeline.CheckArch(m.Arch, ix); err != nil {
+		return &exitError{exitUsage, err}
+	}
+	var ft *ftraceJSON
+	if po.Ftrace, ft, err = openFtrace(a, o.ftrace, kf.kernel, ix); err != nil {
+		return err
+	}
 	po.Modules, po.Symvers, po.Vermagic = kf.modules, kf.symvers, kf.magic
 	if o.link {
 		po.Link = true
