@@ -81,7 +81,7 @@ var ErrWhichKernel = errors.New("several kernels installed")
 // symbols are then /proc/kallsyms, which needs root or
 // kernel.kptr_restrict=0 to show addresses.
 func KernelsUnder(root string) ([]Kernel, error) {
-	return kernelsUnder(root, runningKernel)
+	return kernelsUnder(root, thisHost)
 }
 
 // KernelUnder is the kernel of the given release among KernelsUnder(root);
@@ -90,17 +90,17 @@ func KernelsUnder(root string) ([]Kernel, error) {
 // several kernels and no release chosen ErrWhichKernel; both errors list
 // the releases the root has.
 func KernelUnder(root, release string) (Kernel, error) {
-	return kernelUnder(root, release, runningKernel)
+	return kernelUnder(root, release, thisHost)
 }
 
-func kernelUnder(root, release string, running func() (release, symbols string)) (Kernel, error) {
-	ks, err := kernelsUnder(root, running)
+func kernelUnder(root, release string, h host) (Kernel, error) {
+	ks, err := kernelsUnder(root, h)
 	if err != nil {
 		return Kernel{}, err
 	}
 	if release == "" && filepath.Clean(root) == "/" {
 		// The running kernel is always among /'s (kernelsUnder).
-		release, _ = running()
+		release, _ = h.running()
 	}
 	rels := make([]string, len(ks))
 	for i, k := range ks {
@@ -115,6 +115,17 @@ func kernelUnder(root, release string, running func() (release, symbols string))
 	return Kernel{}, fmt.Errorf("%s: %w of release %s; it has %s", root, ErrNoKernels, release, strings.Join(rels, ", "))
 }
 
+// host is what KernelsUnder asks of the machine it runs on about its
+// running kernel (the tests give their own).
+type host struct {
+	running func() (release, symbols string)
+	// tracefs are where tracefs may be mounted.
+	tracefs []string
+}
+
+// thisHost is this machine (never modified).
+var thisHost = host{runningKernel, []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}}
+
 // runningKernel is the running kernel's release and symbols.
 func runningKernel() (release, symbols string) {
 	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
@@ -124,7 +135,7 @@ func runningKernel() (release, symbols string) {
 	return strings.TrimSpace(string(b)), "/proc/kallsyms"
 }
 
-func kernelsUnder(root string, running func() (release, symbols string)) ([]Kernel, error) {
+func kernelsUnder(root string, h host) ([]Kernel, error) {
 	fi, err := os.Stat(root)
 	if err != nil {
 		return nil, err
@@ -165,7 +176,7 @@ func kernelsUnder(root string, running func() (release, symbols string)) ([]Kern
 	}
 	runningRel := ""
 	if filepath.Clean(root) == "/" {
-		rel, symbols := running()
+		rel, symbols := h.running()
 		if rel != "" && found[rel] == "" {
 			found[rel] = symbols
 		}
@@ -225,7 +236,7 @@ func kernelsUnder(root string, running func() (release, symbols string)) ([]Kern
 			configs = append(configs, "/proc/config.gz")
 		}
 		k.Config = firstFile(configs)
-		k.Ftrace = ftraceFile(root, rel, modDir, build, k.Symbols, rel == runningRel)
+		k.Ftrace = ftraceFile(root, rel, modDir, build, k.Symbols, rel == runningRel, h.tracefs)
 		out = append(out, k)
 	}
 	return out, nil
@@ -277,7 +288,7 @@ func isPlaceholder(p string) bool {
 // or its build's; for the running kernel without one, tracefs's list:
 // with addresses against /proc/kallsyms, names only against a System.map
 // (whose addresses are the link's, not KASLR's). "" when there is none.
-func ftraceFile(root, rel, modDir, build, symbols string, running bool) string {
+func ftraceFile(root, rel, modDir, build, symbols string, running bool, tracefs []string) string {
 	var images []string
 	for _, ext := range []string{"", ".gz", ".xz", ".zst", ".bz2"} {
 		images = append(images, filepath.Join(root, "boot", "vmlinux-"+rel+ext))
@@ -300,7 +311,7 @@ func ftraceFile(root, rel, modDir, build, symbols string, running bool) string {
 		lists = append([]string{"available_filter_functions_addrs"}, lists...)
 	}
 	for _, list := range lists {
-		for _, dir := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
+		for _, dir := range tracefs {
 			// Root only, and not even that under lockdown: tried, not
 			// just found.
 			if f, err := os.Open(filepath.Join(dir, list)); err == nil {

@@ -116,7 +116,7 @@ func TestKernelUnder(t *testing.T) {
 	one := put(t, root, "boot/System.map-6.1.0-57-amd64", sm)
 	mods := filepath.Join(root, "lib/modules/6.1.0-57-amd64")
 	put(t, root, "lib/modules/6.1.0-57-amd64/modules.dep", "")
-	none := func() (string, string) { return "", "" }
+	none := host{running: func() (string, string) { return "", "" }}
 
 	k, err := kernelUnder(root, "", none)
 	require.NoError(t, err)
@@ -134,7 +134,7 @@ func TestKernelUnder(t *testing.T) {
 	assert.Equal(t, Kernel{Release: "6.1.0-47-amd64", Symbols: two}, k)
 
 	// Under "/", the running kernel unless another is asked for.
-	k, err = kernelUnder("/", "", func() (string, string) { return "6.18.44-test", "/proc/kallsyms" })
+	k, err = kernelUnder("/", "", host{running: func() (string, string) { return "6.18.44-test", "/proc/kallsyms" }})
 	require.NoError(t, err)
 	assert.Equal(t, "6.18.44-test", k.Release)
 	assert.Equal(t, "/proc/kallsyms", k.Symbols)
@@ -235,7 +235,8 @@ func TestFleetKernelsLoaderChecks(t *testing.T) {
 // without a System.map (its symbols are then /proc/kallsyms); a System.map
 // of its release comes first; under any other root it does not count.
 func TestKernelsUnderRunning(t *testing.T) {
-	running := func() (string, string) { return "6.18.44-test", "/proc/kallsyms" }
+	tracefs := t.TempDir()
+	running := host{func() (string, string) { return "6.18.44-test", "/proc/kallsyms" }, []string{filepath.Join(tracefs, "none"), tracefs}}
 	ks, err := kernelsUnder("/", running)
 	require.NoError(t, err)
 	var got *Kernel
@@ -249,10 +250,30 @@ func TestKernelsUnderRunning(t *testing.T) {
 		t.Skip("this machine has a kernel of the test's release")
 	}
 	assert.Empty(t, got.Modules)
+	assert.Empty(t, got.Ftrace, "tracefs lists nothing here")
+
+	// Its call sites, without a vmlinux: tracefs's list, with addresses
+	// (against /proc/kallsyms) where the kernel has that list (6.5+).
+	names := put(t, tracefs, "available_filter_functions", "vfs_read\n")
+	ks, err = kernelsUnder("/", running)
+	require.NoError(t, err)
+	for _, k := range ks {
+		if k.Symbols == "/proc/kallsyms" {
+			assert.Equal(t, names, k.Ftrace)
+		}
+	}
+	addrs := put(t, tracefs, "available_filter_functions_addrs", "ffffffff81000000 vfs_read\n")
+	ks, err = kernelsUnder("/", running)
+	require.NoError(t, err)
+	for _, k := range ks {
+		if k.Symbols == "/proc/kallsyms" {
+			assert.Equal(t, addrs, k.Ftrace)
+		}
+	}
 
 	root := t.TempDir()
 	_, err = kernelsUnder(root, running)
 	assert.ErrorIs(t, err, ErrNoKernels, "not the running system's root")
-	_, err = kernelsUnder(root, func() (string, string) { return "", "" })
+	_, err = kernelsUnder(root, host{running: func() (string, string) { return "", "" }})
 	assert.ErrorIs(t, err, ErrNoKernels)
 }
