@@ -14,7 +14,9 @@
 //     are made at boot from vmlinux's __mcount_loc table
 //     (ftrace_process_locs(), between __start_mcount_loc and
 //     __stop_mcount_loc: include/asm-generic/vmlinux.lds.h's MCOUNT_REC()),
-//     which NewImage reads; t_show() and print_rec() print them as tracefs's
+//     which NewImage reads (arm64's from the R_AARCH64_RELATIVE relocations
+//     that __relocate_kernel applies at boot: its vmlinux is linked with
+//     --no-apply-dynamic-relocs); t_show() and print_rec() print them as tracefs's
 //     available_filter_functions ("name" or "name [module]", a disabled
 //     record "__ftrace_invalid_address___<offset>") and, from Linux 6.5,
 //     available_filter_functions_addrs (each line led by the address),

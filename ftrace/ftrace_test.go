@@ -385,3 +385,43 @@ func TestCovers(t *testing.T) {
 	assert.Equal(t, Unknown, s.Function(ext4), "ext4 has no line: loaded after the list was made")
 	assert.Equal(t, NotTraceable, s.Function(kallsyms.Symbol{Name: "ring_buffer_lock_reserve", Object: kallsyms.Vmlinux, Address: 0xffffffff81000080}))
 }
+
+// TestImageArm64: arm64 links vmlinux with --no-apply-dynamic-relocs, so
+// its table is zeros and .rela.dyn's R_AARCH64_RELATIVE relocations hold
+// the call sites (the kernel writes them at boot): a function is traceable
+// exactly where the disassembly shows a patchable entry's two NOPs.
+func TestImageArm64(t *testing.T) {
+	ix, err := kallsyms.Open(fixture("arm64/System.map"), nil)
+	require.NoError(t, err)
+	img := mustRead(t, fixture("arm64/vmlinux"))
+	f, err := elfNewFile(img)
+	require.NoError(t, err)
+	start, ok := ix.Find(kallsyms.Vmlinux, startSym, 1)
+	require.True(t, ok)
+	off, err := fileOffset(f, "vmlinux", start.Address, 40)
+	require.NoError(t, err)
+	assert.Equal(t, make([]byte, 40), img[off:off+40], "the table holds zeros")
+
+	s, err := Open(fixture("arm64/vmlinux"), ix)
+	require.NoError(t, err)
+	assert.Equal(t, 5, s.Len())
+	want := map[uint64]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(string(mustRead(t, fixture("arm64/available_filter_functions_addrs")))), "\n") {
+		a, err := strconv.ParseUint(strings.Fields(l)[0], 16, 64)
+		require.NoError(t, err)
+		want[a] = true
+	}
+	n := 0
+	ix.Symbols(kallsyms.Vmlinux, func(sym kallsyms.Symbol) bool {
+		if (sym.Type == 'T' || sym.Type == 't') && sym.Name != "_text" {
+			w := NotTraceable
+			if want[sym.Address] {
+				w = Traceable
+			}
+			assert.Equal(t, w, s.Function(sym), "%s at %#x", sym.Name, sym.Address)
+			n++
+		}
+		return true
+	})
+	assert.Equal(t, 10, n)
+}

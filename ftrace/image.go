@@ -70,8 +70,7 @@ func NewImage(r io.ReaderAt, name string, ix *kallsyms.Index) (*Sites, error) {
 	}
 	// Read in chunks: a table's claimed size allocates nothing until the
 	// file has the bytes.
-	var addrs []uint64
-	zero := 0
+	var words []uint64
 	buf := make([]byte, min(stop-start, 64<<10))
 	for done := uint64(0); done < stop-start; {
 		chunk := buf[:min(uint64(len(buf)), stop-start-done)]
@@ -79,22 +78,33 @@ func NewImage(r io.ReaderAt, name string, ix *kallsyms.Index) (*Sites, error) {
 			return nil, &Error{File: name, Err: ErrMalformed, Msg: fmt.Sprintf("reading the call-site table at file offset %#x: %v", off+done, err)}
 		}
 		for i := 0; i < len(chunk); i += word {
-			var a uint64
 			if word == 8 {
-				a = f.ByteOrder.Uint64(chunk[i:])
+				words = append(words, f.ByteOrder.Uint64(chunk[i:]))
 			} else {
-				a = uint64(f.ByteOrder.Uint32(chunk[i:]))
+				words = append(words, uint64(f.ByteOrder.Uint32(chunk[i:])))
 			}
-			if a == 0 {
-				zero++
-				continue
-			}
-			addrs = append(addrs, a+slide)
 		}
 		done += uint64(len(chunk))
 	}
+	// arm64 links vmlinux with --no-apply-dynamic-relocs: the words are
+	// 0, their values the addends of R_AARCH64_RELATIVE relocations that
+	// the kernel applies to itself at boot (__relocate_kernel).
+	if slices.Contains(words, 0) {
+		if err := relocated(f, name, start, words); err != nil {
+			return nil, err
+		}
+	}
+	addrs := make([]uint64, 0, len(words))
+	zero := 0
+	for _, a := range words {
+		if a == 0 {
+			zero++
+			continue
+		}
+		addrs = append(addrs, a+slide)
+	}
 	if len(addrs) == 0 && zero > 0 {
-		return nil, &Error{File: name, Err: ErrUnsupported, Msg: fmt.Sprintf("its call-site table holds %d zero words: the addresses are in relocations applied at boot (arm64 links with --no-apply-dynamic-relocs); give the running kernel's tracefs available_filter_functions instead", zero)}
+		return nil, &Error{File: name, Err: ErrUnsupported, Msg: fmt.Sprintf("its call-site table holds %d zero words, and no relative relocation gives them values; give the running kernel's tracefs available_filter_functions instead", zero)}
 	}
 	// Sorted at build time on x86 (CONFIG_BUILDTIME_MCOUNT_SORT), at boot
 	// elsewhere (ftrace_process_locs()).
@@ -147,4 +157,47 @@ func fileOffset(f *elf.File, name string, addr, n uint64) (uint64, error) {
 		return p.Off + (addr - p.Vaddr), nil
 	}
 	return 0, &Error{File: name, Err: ErrMalformed, Msg: fmt.Sprintf("the call-site table (%#x, %d bytes) is not within a loaded segment's file bytes: another kernel's image?", addr, n)}
+}
+
+// relativeTypes are each machine's R_*_RELATIVE: the relocation that
+// writes its addend (plus the load offset, 0 at link time).
+var relativeTypes = map[elf.Machine]uint32{
+	elf.EM_AARCH64: uint32(elf.R_AARCH64_RELATIVE),
+	elf.EM_X86_64:  uint32(elf.R_X86_64_RELATIVE),
+	elf.EM_PPC64:   uint32(elf.R_PPC64_RELATIVE),
+	elf.EM_S390:    uint32(elf.R_390_RELATIVE),
+	elf.EM_RISCV:   uint32(elf.R_RISCV_RELATIVE),
+}
+
+// relocated fills the zero words of the table at start from the image's
+// relative relocations (64-bit RELA sections, as .rela.dyn), read in
+// entries, not whole.
+func relocated(f *elf.File, name string, start uint64, words []uint64) error {
+	typ, ok := relativeTypes[f.Machine]
+	if !ok || f.Class != elf.ELFCLASS64 {
+		return nil
+	}
+	end := start + uint64(len(words))*8
+	var ent [24]byte
+	for _, sec := range f.Sections {
+		if sec.Type != elf.SHT_RELA {
+			continue
+		}
+		rd := sec.Open()
+		for {
+			if _, err := io.ReadFull(rd, ent[:]); err == io.EOF {
+				break
+			} else if err != nil {
+				return &Error{File: name, Err: ErrMalformed, Msg: fmt.Sprintf("reading %s: %v", sec.Name, err)}
+			}
+			off, info := f.ByteOrder.Uint64(ent[0:]), f.ByteOrder.Uint64(ent[8:])
+			if uint32(info) != typ || off < start || off >= end || (off-start)%8 != 0 {
+				continue
+			}
+			if i := (off - start) / 8; words[i] == 0 {
+				words[i] = f.ByteOrder.Uint64(ent[16:])
+			}
+		}
+	}
+	return nil
 }

@@ -19,8 +19,8 @@ var (
 	// symbols that list no data: give a System.map).
 	ErrNoTable = errors.New("no ftrace call-site table")
 	// ErrUnsupported: an input this package cannot read yet, such as a
-	// compressed bzImage or an image whose table holds no addresses of
-	// its own (arm64's, relocated at boot).
+	// compressed bzImage or an image whose table holds no addresses and
+	// no relocations that give them.
 	ErrUnsupported = errors.New("unsupported ftrace call-site input")
 	// ErrMismatch: the call sites are not at the start of functions of
 	// the kernel's symbols: another kernel's, or addresses from another

@@ -1,11 +1,14 @@
 /*
  * A kernel in miniature for the ftrace tests: functions with an ftrace call
- * site (compiled with -pg -mfentry -mrecord-mcount, as a kernel with
- * CONFIG_DYNAMIC_FTRACE is) and without one (notrace, as kernel/trace/ and
- * noinstr code are), linked by vmlinux.lds as MCOUNT_REC() lays out the
- * call-site table (__start_mcount_loc..__stop_mcount_loc in .init.data).
+ * site (compiled with -pg -mfentry -mrecord-mcount, as an x86_64 kernel with
+ * CONFIG_DYNAMIC_FTRACE is; arm64's with -fpatchable-function-entry=2) and
+ * without one (notrace, as kernel/trace/ and noinstr code are), linked by
+ * vmlinux.lds (arm64.lds) as MCOUNT_REC() lays out the call-site table
+ * (__start_mcount_loc..__stop_mcount_loc in .init.data).
  */
+#ifndef notrace /* arm64's: patchable_function_entry(0, 0) (the Makefile) */
 #define notrace __attribute__((__no_instrument_function__))
+#endif
 #define noinline __attribute__((__noipa__))
 
 int jiffies;
