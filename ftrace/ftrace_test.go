@@ -423,5 +423,51 @@ func TestImageArm64(t *testing.T) {
 		}
 		return true
 	})
-	assert.Equal(t, 10, n)
+	assert.Equal(t, 11, n) // _stext too, at type_show
+}
+
+// TestImageArm64CodeOnly: arm64's kallsyms without CONFIG_KALLSYMS_ALL
+// lists neither _text (before _stext) nor the table's bounds: _stext and
+// the image's own symbols place it, KASLR offset and all.
+func TestImageArm64CodeOnly(t *testing.T) {
+	const shift = 0x2c0000
+	full, err := kallsyms.Open(fixture("arm64/System.map"), nil)
+	require.NoError(t, err)
+	s0, err := Open(fixture("arm64/vmlinux"), full)
+	require.NoError(t, err)
+	var code bytes.Buffer
+	pastStext := false
+	for _, l := range strings.Split(string(shifted(t, mustRead(t, fixture("arm64/System.map")), shift)), "\n") {
+		f := strings.Fields(l)
+		pastStext = pastStext || len(f) == 3 && f[2] == "_stext"
+		if pastStext && len(f) == 3 && (f[1] == "T" || f[1] == "t") {
+			code.WriteString(l + "\n")
+		}
+	}
+	ix, err := kallsyms.ParseBytes("kallsyms", code.Bytes(), nil)
+	require.NoError(t, err)
+	_, ok := ix.Find(kallsyms.Vmlinux, "_text", 1)
+	require.False(t, ok)
+	s, err := Open(fixture("arm64/vmlinux"), ix)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(shift), s.Slide())
+	want, got := verdicts(s0, full), verdicts(s, ix)
+	for k, v := range got {
+		assert.Equal(t, want[k], v, k)
+	}
+	assert.Equal(t, NotTraceable, got["ring_buffer_lock_reserve,1"])
+	assert.Equal(t, Traceable, got["vfs_read,1"])
+
+	// Without _stext either, nothing places the image.
+	var bare bytes.Buffer
+	for _, l := range strings.Split(code.String(), "\n") {
+		if l != "" && !strings.HasSuffix(l, " _stext") {
+			bare.WriteString(l + "\n")
+		}
+	}
+	ix, err = kallsyms.ParseBytes("kallsyms", bare.Bytes(), nil)
+	require.NoError(t, err)
+	_, err = Open(fixture("arm64/vmlinux"), ix)
+	require.ErrorIs(t, err, ErrNoTable)
+	assert.ErrorContains(t, err, "kallsyms has no _text, nor an _stext the image's symbols have too")
 }

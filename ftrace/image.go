@@ -1,6 +1,7 @@
 package ftrace
 
 import (
+	"bufio"
 	"debug/elf"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ const (
 	startSym = "__start_mcount_loc"
 	stopSym  = "__stop_mcount_loc"
 	textSym  = "_text"
+	stextSym = "_stext"
 )
 
 // maxSites bounds the table: Debian's amd64 6.1 kernel has 40,521 call
@@ -40,24 +42,12 @@ func NewImage(r io.ReaderAt, name string, ix *kallsyms.Index) (*Sites, error) {
 	if f.Class == elf.ELFCLASS32 {
 		word = 4
 	}
-	// The image's _text: where its first executable segment starts.
-	var linkText uint64
-	found := false
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
-			linkText, found = p.Vaddr, true
-			break
-		}
+	im := &image{f: f}
+	slide, err := im.slide(name, ix)
+	if err != nil {
+		return nil, err
 	}
-	if !found {
-		return nil, &Error{File: name, Err: ErrMalformed, Msg: "no executable PT_LOAD segment: not a kernel image"}
-	}
-	text, ok := ix.Find(kallsyms.Vmlinux, textSym, 1)
-	if !ok {
-		return nil, &Error{File: name, Err: ErrNoTable, Msg: ix.Source() + " has no _text to place the image by"}
-	}
-	slide := text.Address - linkText
-	start, stop, err := tableBounds(f, name, ix, slide)
+	start, stop, err := im.tableBounds(name, ix, slide)
 	if err != nil {
 		return nil, err
 	}
@@ -118,27 +108,70 @@ func NewImage(r io.ReaderAt, name string, ix *kallsyms.Index) (*Sites, error) {
 	return &Sites{source: name, ix: ix, addrs: addrs, slide: slide, objects: map[string]bool{kallsyms.Vmlinux: true}}, nil
 }
 
+// image is a kernel image and, once asked for, its own symbols.
+type image struct {
+	f       *elf.File
+	syms    map[string]uint64
+	symsErr error
+}
+
+// symbol is the link-time value of one of the image's own symbols (read
+// once, and only the few names asked for are kept).
+func (im *image) symbol(name string) (uint64, bool) {
+	if im.syms == nil && im.symsErr == nil {
+		var syms []elf.Symbol
+		if syms, im.symsErr = im.f.Symbols(); im.symsErr == nil {
+			im.syms = map[string]uint64{}
+			for _, s := range syms {
+				switch s.Name {
+				case textSym, stextSym, startSym, stopSym:
+					if _, dup := im.syms[s.Name]; !dup {
+						im.syms[s.Name] = s.Value
+					}
+				}
+			}
+		}
+	}
+	v, ok := im.syms[name]
+	return v, ok
+}
+
+// slide is the KASLR offset of ix's addresses against the image's: ix's
+// _text against the image's first executable segment, which starts
+// there; or, for a kallsyms without _text (arm64's without
+// CONFIG_KALLSYMS_ALL lists [_stext, _etext) only), _stext against the
+// image's own symbol.
+func (im *image) slide(name string, ix *kallsyms.Index) (uint64, error) {
+	if text, ok := ix.Find(kallsyms.Vmlinux, textSym, 1); ok {
+		for _, p := range im.f.Progs {
+			if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 {
+				return text.Address - p.Vaddr, nil
+			}
+		}
+		return 0, &Error{File: name, Err: ErrMalformed, Msg: "no executable PT_LOAD segment: not a kernel image"}
+	}
+	if stext, ok := ix.Find(kallsyms.Vmlinux, stextSym, 1); ok {
+		if v, ok := im.symbol(stextSym); ok {
+			return stext.Address - v, nil
+		}
+	}
+	return 0, &Error{File: name, Err: ErrNoTable, Msg: fmt.Sprintf("%s has no _text, nor an _stext the image's symbols have too, to place the image by", ix.Source())}
+}
+
 // tableBounds are __start_mcount_loc and __stop_mcount_loc at link time:
 // ix's, less slide, else the image's own symbols'.
-func tableBounds(f *elf.File, name string, ix *kallsyms.Index, slide uint64) (start, stop uint64, err error) {
+func (im *image) tableBounds(name string, ix *kallsyms.Index, slide uint64) (start, stop uint64, err error) {
 	s1, ok1 := ix.Find(kallsyms.Vmlinux, startSym, 1)
 	s2, ok2 := ix.Find(kallsyms.Vmlinux, stopSym, 1)
 	if ok1 && ok2 {
 		return s1.Address - slide, s2.Address - slide, nil
 	}
-	syms, err := f.Symbols()
-	if err != nil {
-		return 0, 0, &Error{File: name, Err: ErrNoTable, Msg: fmt.Sprintf("%s lists no %s and %s (a kallsyms without CONFIG_KALLSYMS_ALL: give the kernel's System.map), and the image has no symbol table (%v)", ix.Source(), startSym, stopSym, err)}
-	}
-	for _, s := range syms {
-		switch s.Name {
-		case startSym:
-			start, ok1 = s.Value, true
-		case stopSym:
-			stop, ok2 = s.Value, true
-		}
-	}
-	if !ok1 || !ok2 {
+	start, ok1 = im.symbol(startSym)
+	stop, ok2 = im.symbol(stopSym)
+	switch {
+	case im.symsErr != nil:
+		return 0, 0, &Error{File: name, Err: ErrNoTable, Msg: fmt.Sprintf("%s lists no %s and %s (a kallsyms without CONFIG_KALLSYMS_ALL: give the kernel's System.map), and the image has no symbol table (%v)", ix.Source(), startSym, stopSym, im.symsErr)}
+	case !ok1 || !ok2:
 		return 0, 0, &Error{File: name, Err: ErrNoTable, Msg: fmt.Sprintf("neither %s nor the image's symbols have %s and %s: a kernel without CONFIG_DYNAMIC_FTRACE, which livepatch depends on", ix.Source(), startSym, stopSym)}
 	}
 	return start, stop, nil
@@ -183,7 +216,7 @@ func relocated(f *elf.File, name string, start uint64, words []uint64) error {
 		if sec.Type != elf.SHT_RELA {
 			continue
 		}
-		rd := sec.Open()
+		rd := bufio.NewReaderSize(sec.Open(), 64<<10)
 		for {
 			if _, err := io.ReadFull(rd, ent[:]); err == io.EOF {
 				break
