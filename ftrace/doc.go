@@ -24,6 +24,11 @@
 //
 // # Input
 //
+// x86's compressed kernel (bzImage, /boot/vmlinuz) carries vmlinux without
+// its symbols as its payload (arch/x86/boot/header.S's payload_offset and
+// payload_length), xz-compressed with the x86 BCJ filter by Debian's build
+// (scripts/xz_wrap.sh; internal/kxz decodes it), or zstd or gzip.
+//
 // Inputs are untrusted: a kernel image's table must lie within the bytes its
 // program headers give the file, a text line must be one of tracefs's forms
 // (an error names the file and the line), and nothing is allocated beyond

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -237,14 +239,16 @@ func TestImageInputs(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 5, s.Len())
 
+	// An old bzImage, whose header does not say where its payload is.
 	bz := make([]byte, 0x400)
 	copy(bz, "MZ")
 	copy(bz[0x202:], "HdrS")
+	binary.LittleEndian.PutUint16(bz[0x206:], 0x206)
 	p = filepath.Join(dir, "vmlinuz")
 	require.NoError(t, os.WriteFile(p, bz, 0o644))
 	_, err = Open(p, ix)
 	require.ErrorIs(t, err, ErrUnsupported)
-	assert.ErrorContains(t, err, p+": ")
+	assert.ErrorContains(t, err, p+": unsupported ftrace call-site input: a bzImage of boot protocol 2.06")
 
 	// The table is the image's only 40 bytes of __mcount_loc: zero them.
 	off := tableOffset(t, img, ix)
@@ -470,4 +474,124 @@ func TestImageArm64CodeOnly(t *testing.T) {
 	_, err = Open(fixture("arm64/vmlinux"), ix)
 	require.ErrorIs(t, err, ErrNoTable)
 	assert.ErrorContains(t, err, "kallsyms has no _text, nor an _stext the image's symbols have too")
+}
+
+// bzImageOf wraps payload as x86's bzImage carries it: a boot sector and
+// one setup sector (setup_sects 1), the setup header (boot protocol 2.15)
+// pointing past 16 bytes of protected-mode code at the payload.
+func bzImageOf(payload []byte) []byte {
+	b := make([]byte, 1024+16)
+	copy(b, "MZ")
+	b[hdrSetupSects] = 1
+	copy(b[hdrMagic:], "HdrS")
+	binary.LittleEndian.PutUint16(b[hdrVersion:], 0x20f)
+	binary.LittleEndian.PutUint32(b[hdrPayloadOffset:], 16)
+	binary.LittleEndian.PutUint32(b[hdrPayloadLength:], uint32(len(payload)))
+	return append(b, payload...)
+}
+
+// TestBzImage: x86's compressed kernel, /boot/vmlinuz: its payload is the
+// vmlinux (xz with the x86 BCJ filter as Debian builds it, zstd or gzip,
+// xz's and zstd's followed by the decompressed size), which gives the
+// same call sites as the vmlinux itself.
+func TestBzImage(t *testing.T) {
+	ix := fixtureIndex(t, 0)
+	vmlinux := mustRead(t, fixture("vmlinux"))
+	img, err := Open(fixture("vmlinux"), ix)
+	require.NoError(t, err)
+	size := binary.LittleEndian.AppendUint32(nil, uint32(len(vmlinux)))
+
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	_, err = w.Write(vmlinux)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	enc, err := zstd.NewWriter(nil)
+	require.NoError(t, err)
+	zst := enc.EncodeAll(vmlinux, nil)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name    string
+		payload []byte
+	}{
+		{"xz", append(mustRead(t, fixture("vmlinux.xz")), size...)},
+		{"zstd", append(zst, size...)},
+		{"gzip", gz.Bytes()},
+	} {
+		p := filepath.Join(dir, "vmlinuz-"+tc.name)
+		require.NoError(t, os.WriteFile(p, bzImageOf(tc.payload), 0o644))
+		s, err := Open(p, ix)
+		require.NoError(t, err, tc.name)
+		assert.Equal(t, 5, s.Len(), tc.name)
+		assert.Equal(t, verdicts(img, ix), verdicts(s, ix), tc.name)
+	}
+
+	for _, tc := range []struct {
+		name string
+		data []byte
+		kind error
+		want string
+	}{
+		{"lz4", bzImageOf(append([]byte{0x02, 0x21, 0x4c, 0x18, 0, 0, 0, 0}, size...)), ErrUnsupported, "a bzImage whose payload (starting 02 21 4c 18 00 00) is compressed as klpresolve does not read"},
+		{"payload past the end", bzImageOf(nil)[:1040], ErrMalformed, "its payload (0 bytes at 0x410) is not within the file's 1040 bytes"},
+		{"corrupt xz", bzImageOf(append(bytes.Repeat([]byte{0xfd, '7', 'z', 'X', 'Z', 0}, 4), size...)), ErrMalformed, "its payload: not a kernel xz stream"},
+		{"not a vmlinux", bzImageOf(append(zstd1(t, []byte("plain text, not ELF")), 0, 0, 0, 0)), ErrMalformed, "its payload is not an ELF vmlinux"},
+	} {
+		p := filepath.Join(dir, tc.name)
+		require.NoError(t, os.WriteFile(p, tc.data, 0o644))
+		_, err := Open(p, ix)
+		require.ErrorIs(t, err, tc.kind, tc.name)
+		assert.ErrorContains(t, err, tc.want, tc.name)
+	}
+}
+
+func zstd1(t *testing.T, b []byte) []byte {
+	enc, err := zstd.NewWriter(nil)
+	require.NoError(t, err)
+	return enc.EncodeAll(b, nil)
+}
+
+// TestDebianAMD64Vmlinuz: Debian's real amd64 6.1 vmlinuz
+// (testutil.AMD64Vmlinuz: xz with the x86 BCJ filter) against the corpus's
+// System.map of the same build, and against its kallsyms moved by a KASLR
+// offset: one call site per word of the table (counted here from the
+// map's bounds), and the functions the kernel's build leaves without one.
+func TestDebianAMD64Vmlinuz(t *testing.T) {
+	if testutil.Light {
+		t.Skip("decompresses 66 MB; the full run reads it")
+	}
+	vmlinuz := testutil.AMD64Vmlinuz(t)
+	smap := testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64")
+	ix, err := kallsyms.Open(smap, nil)
+	require.NoError(t, err)
+	s, err := Open(vmlinuz, ix)
+	require.NoError(t, err)
+	start, ok := ix.Find(kallsyms.Vmlinux, startSym, 1)
+	require.True(t, ok)
+	stop, ok := ix.Find(kallsyms.Vmlinux, stopSym, 1)
+	require.True(t, ok)
+	assert.Equal(t, int(stop.Address-start.Address)/8, s.Len())
+	assert.Equal(t, 40521, s.Len())
+	want := map[string]Verdict{
+		"vfs_read": Traceable, "schedule": Traceable, "cmdline_proc_show": Traceable, "kmalloc_trace": Traceable,
+		"ring_buffer_lock_reserve": NotTraceable, "tracing_on": NotTraceable, "trace_vbprintk": NotTraceable,
+		"irq_work_queue": NotTraceable, "memcpy": NotTraceable, "native_sched_clock": NotTraceable,
+	}
+	for name, v := range want {
+		sym, err := ix.Lookup(kallsyms.Vmlinux, name, 0)
+		require.NoError(t, err, name)
+		assert.Equal(t, v, s.Function(sym), name)
+	}
+
+	const shift = 0x1c000000
+	moved, err := kallsyms.ParseBytes("kallsyms", shifted(t, mustRead(t, smap), shift), nil)
+	require.NoError(t, err)
+	s, err = Open(vmlinuz, moved)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(shift), s.Slide())
+	for name, v := range want {
+		sym, err := moved.Lookup(kallsyms.Vmlinux, name, 0)
+		require.NoError(t, err, name)
+		assert.Equal(t, v, s.Function(sym), name)
+	}
 }

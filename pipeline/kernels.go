@@ -43,9 +43,9 @@ type Kernel struct {
 	// (OpenConfig, Config.Apply).
 	Config string
 	// Ftrace is where its ftrace call sites are (ftrace.Open): its
-	// vmlinux (its __mcount_loc table) or, for the running kernel,
-	// tracefs's list. A patched function without one fails
-	// (Options.Ftrace).
+	// vmlinux (its __mcount_loc table), for the running kernel tracefs's
+	// list, or x86's compressed kernel (vmlinuz). A patched function
+	// without one fails (Options.Ftrace).
 	Ftrace string
 }
 
@@ -285,9 +285,11 @@ func isPlaceholder(p string) bool {
 // ftraceFile is where a kernel's ftrace call sites are: its vmlinux, as
 // the debug packages install it (Debian's -dbg, Fedora's and RHEL's
 // kernel-debuginfo), /boot's (Debian's ppc64el, SUSE's compressed one)
-// or its build's; for the running kernel without one, tracefs's list:
-// with addresses against /proc/kallsyms, names only against a System.map
-// (whose addresses are the link's, not KASLR's). "" when there is none.
+// or its build's; for the running kernel without one, tracefs's list
+// (with addresses against /proc/kallsyms, names only against a System.map,
+// whose addresses are the link's, not KASLR's); then x86's compressed
+// kernel, /boot/vmlinuz-RELEASE (1-2 s to decompress), before a names-only
+// list. "" when there is none.
 func ftraceFile(root, rel, modDir, build, symbols string, running bool, tracefs []string) string {
 	var images []string
 	for _, ext := range []string{"", ".gz", ".xz", ".zst", ".bz2"} {
@@ -302,25 +304,36 @@ func ftraceFile(root, rel, modDir, build, symbols string, running bool, tracefs 
 	if modDir != "" {
 		images = append(images, filepath.Join(modDir, "vmlinux"))
 	}
-	if p := firstFile(images); p != "" || !running {
+	if p := firstFile(images); p != "" {
 		return p
 	}
-	lists := []string{"available_filter_functions"} // names only
-	if symbols == kallsyms.DefaultPath {
-		// Linux 6.5 and later.
-		lists = append([]string{"available_filter_functions_addrs"}, lists...)
-	}
-	for _, list := range lists {
+	list := func(name string) string {
+		if !running {
+			return ""
+		}
 		for _, dir := range tracefs {
 			// Root only, and not even that under lockdown: tried, not
 			// just found.
-			if f, err := os.Open(filepath.Join(dir, list)); err == nil {
+			if f, err := os.Open(filepath.Join(dir, name)); err == nil {
 				f.Close()
-				return filepath.Join(dir, list)
+				return filepath.Join(dir, name)
 			}
 		}
+		return ""
 	}
-	return ""
+	if symbols == kallsyms.DefaultPath {
+		if p := list("available_filter_functions_addrs"); p != "" { // Linux 6.5+
+			return p
+		}
+	}
+	vmlinuz := []string{filepath.Join(root, "boot", "vmlinuz-"+rel)}
+	if modDir != "" {
+		vmlinuz = append(vmlinuz, filepath.Join(modDir, "vmlinuz")) // Fedora's
+	}
+	if p := firstFile(vmlinuz); p != "" {
+		return p
+	}
+	return list("available_filter_functions")
 }
 
 func firstFile(paths []string) string {

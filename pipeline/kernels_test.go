@@ -49,8 +49,10 @@ func TestKernelsUnder(t *testing.T) {
 	debConfig := put(t, root, "boot/config-6.1.0-57-amd64", "CONFIG_X86_64=y\n")
 	put(t, root, "usr/src/linux-headers-6.1.0-57-amd64/.config", "CONFIG_X86_64=y\n") // (/boot's first)
 	debImage := put(t, root, "usr/lib/debug/boot/vmlinux-6.1.0-57-amd64", "")         // -dbg's
+	put(t, root, "boot/vmlinuz-6.1.0-57-amd64", "")                                   // (after it)
 	// A map alone: no modules, no Module.symvers.
 	bare := put(t, root, "boot/System.map-6.1.0-47-amd64", sm)
+	bareImage := put(t, root, "boot/vmlinuz-6.1.0-47-amd64", "") // x86's compressed kernel, last
 	// RHEL: boot/symvers-RELEASE.gz, though kernel-devel is there too
 	// (the headers come first).
 	rhel := put(t, root, "boot/System.map-5.14.0-427.el9.x86_64", sm)
@@ -85,7 +87,7 @@ func TestKernelsUnder(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []Kernel{
 		{Release: "5.14.0-427.el9.x86_64", Symbols: rhel, Modules: []string{filepath.Join(root, "lib/modules/5.14.0-427.el9.x86_64")}, Symvers: rhelDevel, Config: rhelConfig, Ftrace: rhelImage},
-		{Release: "6.1.0-47-amd64", Symbols: bare},
+		{Release: "6.1.0-47-amd64", Symbols: bare, Ftrace: bareImage},
 		{Release: "6.1.0-50-armmp", Symbols: arch, Modules: []string{filepath.Join(root, "lib/modules/6.1.0-50-armmp")}, Symvers: armSymvers, Config: armConfig, Ftrace: armImage},
 		{Release: "6.1.0-57-amd64", Symbols: deb, Modules: []string{filepath.Join(root, "lib/modules/6.1.0-57-amd64")}, Symvers: debSymvers, Config: debConfig, Ftrace: debImage},
 		{Release: "6.1.0-58-amd64", Symbols: dbg},

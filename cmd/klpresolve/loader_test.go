@@ -275,4 +275,4 @@ func TestCheckDebianPPC64EL(t *testing.T) {
 }
 
 // noVmlinux ends the kernel: line of a root without the kernel's vmlinux.
-const noVmlinux = "; no vmlinux (usr/lib/debug/boot/vmlinux-RELEASE, its debug package's): patched functions not checked for ftrace call sites"
+const noVmlinux = "; no vmlinux (usr/lib/debug/boot/vmlinux-RELEASE, its debug package's) nor boot/vmlinuz-RELEASE: patched functions not checked for ftrace call sites"

@@ -161,7 +161,7 @@ func kernelLine(f *installedFlags, k *pipeline.Kernel) string {
 	if k.Config != "" {
 		cfg = "configuration " + k.Config
 	}
-	ft := "no vmlinux (usr/lib/debug/boot/vmlinux-RELEASE, its debug package's): patched functions not checked for ftrace call sites"
+	ft := "no vmlinux (usr/lib/debug/boot/vmlinux-RELEASE, its debug package's) nor boot/vmlinuz-RELEASE: patched functions not checked for ftrace call sites"
 	if k.Ftrace != "" {
 		ft = "ftrace call sites " + k.Ftrace
 	}

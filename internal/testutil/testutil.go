@@ -86,3 +86,24 @@ func PPC64EL(tb testing.TB) string {
 	}
 	return root
 }
+
+// AMD64VmlinuzRelease is the amd64 kernel AMD64Vmlinuz fetches: the
+// corpus's build, 6.1.0-57 (6.1.192-3).
+const AMD64VmlinuzRelease = "6.1.0-57-amd64"
+
+// AMD64Vmlinuz returns Debian's compressed amd64 kernel of the corpus's
+// build (/boot/vmlinuz-AMD64VmlinuzRelease), which scripts/amd64-vmlinuz
+// puts in $KLPRESOLVE_AMD64 (default /var/tmp/klpresolve-amd64), or skips
+// the test with a message saying how to get it. CI gets it (.ci/run).
+func AMD64Vmlinuz(tb testing.TB) string {
+	tb.Helper()
+	dir := os.Getenv("KLPRESOLVE_AMD64")
+	if dir == "" {
+		dir = "/var/tmp/klpresolve-amd64"
+	}
+	p := filepath.Join(dir, "vmlinuz-"+AMD64VmlinuzRelease)
+	if _, err := os.Stat(p); err != nil {
+		tb.Skipf("Debian's amd64 vmlinuz not present (scripts/amd64-vmlinuz %s): skipping test that needs %s", dir, p)
+	}
+	return p
+}
