@@ -70,7 +70,7 @@ func Decode(data []byte, size, limit int64) ([]byte, error) {
 			p = p[n:]
 		}
 	}
-	x86, dict := false, -1
+	x86, dict := false, int64(-1)
 	for i := range nfilters {
 		id, n := binary.Uvarint(p)
 		if n <= 0 {
@@ -101,7 +101,7 @@ func Decode(data []byte, size, limit int64) ([]byte, error) {
 	if size > 0 && size < limit {
 		out = size
 	}
-	r, err := lzma.Reader2Config{DictCap: int(max(4096, min(int64(dict), maxDict, out)))}.NewReader2(bytes.NewReader(rest[hsize:]))
+	r, err := lzma.Reader2Config{DictCap: int(max(4096, min(dict, maxDict, out)))}.NewReader2(bytes.NewReader(rest[hsize:]))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrFormat, err)
 	}
@@ -136,11 +136,11 @@ func Decode(data []byte, size, limit int64) ([]byte, error) {
 
 // dictSize is LZMA2's dictionary size property (the xz file format,
 // 5.3.1): 2 or 3 times a power of two, from 4 KiB; 40 means 4 GiB - 1.
-func dictSize(b byte) int {
+func dictSize(b byte) int64 {
 	if b == 40 {
 		return 1<<32 - 1
 	}
-	return (2 | int(b&1)) << (b/2 + 11)
+	return (2 | int64(b&1)) << (b/2 + 11)
 }
 
 // unX86 undoes x86's BCJ filter over a whole stream, in place (as xz's
