@@ -43,7 +43,7 @@ test:
 # 32-bit ARM under qemu-arm, for the packages that read and write binary
 # formats (PORTS32: the layers above them add no word-size arithmetic).
 PORTS ?= darwin/arm64 windows/amd64 freebsd/amd64
-PORTS32 ?= ./kallsyms/... ./klp/... ./modplt/... ./symvers/... ./cfi/... ./internal/...
+PORTS32 ?= ./kallsyms/... ./klp/... ./modplt/... ./symvers/... ./cfi/... ./ftrace/... ./internal/...
 ports:
 	@set -e; for p in $(PORTS); do \
 	  echo "vet $$p"; GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) vet ./...; \
