@@ -115,3 +115,23 @@ func copyFile(t *testing.T, from, to string) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(to, data, 0o644))
 }
+
+// TestLookupFtrace: lookup --ftrace says of each symbol found whether
+// livepatch could patch it; a names-only list cannot tell the second
+// type_show; exit status is the lookups'.
+func TestLookupFtrace(t *testing.T) {
+	smap := ftraceFixture("System.map")
+	code, out, _ := runCLI(t, "lookup", "vfs_read", "type_show,2", "nothing_here", "--kallsyms", smap, "--ftrace", ftraceFixture("vmlinux"))
+	assert.Equal(t, 1, code)
+	assert.Equal(t, "vfs_read: 0xffffffff81000070 T vmlinux position 1; has an ftrace call site\n"+
+		"type_show,2: 0xffffffff810000d0 t vmlinux position 2; no ftrace call site: livepatch cannot patch it\n"+
+		"nothing_here: error: symbol 'nothing_here' not found in symbol table\n", out)
+	code, out, _ = runCLI(t, "lookup", "type_show,2", "ring_buffer_lock_reserve", "--kallsyms", smap, "--ftrace", ftraceFixture("available_filter_functions"), "--format", "json")
+	assert.Equal(t, 0, code)
+	var j []struct{ Name, Ftrace string }
+	require.NoError(t, json.Unmarshal([]byte(out), &j), out)
+	assert.Equal(t, []struct{ Name, Ftrace string }{{"type_show", "unknown"}, {"ring_buffer_lock_reserve", "not traceable"}}, j)
+	code, _, errOut := runCLI(t, "lookup", "vfs_read", "--kallsyms", smap, "--ftrace", smap)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--ftrace: "+smap+":1: malformed ftrace call-site input")
+}

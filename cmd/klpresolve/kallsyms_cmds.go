@@ -12,22 +12,26 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/klpresolve/klpresolve/ftrace"
 	"github.com/klpresolve/klpresolve/kallsyms"
 )
 
 func newLookupCmd(a *app) *cobra.Command {
-	var format string
+	var format, ftracePath string
 	c := &cobra.Command{
 		Use:   "lookup SPEC...|- [--kallsyms PATH] [--format text|json]",
 		Short: "Resolve [object:]name[,sympos] specs with livepatch's rules",
 		Example: `  klpresolve lookup vfs_read type_show,3 ext4:ext4_iget --kallsyms System.map-6.1.0-57-amd64
   # A list, one spec a line (# comments), as JSON
-  klpresolve lookup - --format json < specs.txt`,
+  klpresolve lookup - --format json < specs.txt
+  # Can livepatch patch them? (the ftrace call sites of the kernel's vmlinux)
+  klpresolve lookup vfs_read tracing_on --kallsyms System.map-6.1.0-57-amd64 --ftrace /boot/vmlinuz-6.1.0-57-amd64`,
 		Long: `Resolves each SPEC = [object:]name[,sympos] as klp_find_object_symbol() would:
 no object (or vmlinux) means vmlinux; sympos 0 (the default) means the name must be
 unique in its object; N means the N-th occurrence in kallsyms order. "-" reads the
 specs from standard input, separated by blanks or line ends; a line starting with #
-is a comment.
+is a comment. With --ftrace, each symbol found is also said to have an ftrace call site
+or not, which livepatch needs to patch it as a function (klp_patch_func()).
 Exit status 0 when every spec resolves, 1 when any does not.`,
 		Args: needArgs(1, -1, "one or more SPECs, [object:]name[,sympos] (- reads them from standard input)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -42,6 +46,12 @@ Exit status 0 when every spec resolves, 1 when any does not.`,
 			if err != nil {
 				return err
 			}
+			var sites *ftrace.Sites
+			if ftracePath != "" {
+				if sites, err = ftrace.Open(ftracePath, ix); err != nil {
+					return &exitError{exitUsage, fmt.Errorf("--ftrace: %w", err)}
+				}
+			}
 			type result struct {
 				Spec    string  `json:"spec"`
 				Object  string  `json:"object"`
@@ -52,6 +62,9 @@ Exit status 0 when every spec resolves, 1 when any does not.`,
 				Error   *string `json:"error"`
 				// Kind: kallsyms.LookupError.KindName, or "bad_spec".
 				Kind string `json:"kind,omitempty"`
+				// Ftrace (with --ftrace): "traceable", "not traceable" or
+				// "unknown" (ftrace.Verdict).
+				Ftrace string `json:"ftrace,omitempty"`
 			}
 			var out []result
 			failed := false
@@ -74,13 +87,16 @@ Exit status 0 when every spec resolves, 1 when any does not.`,
 				} else {
 					addr, typ := fmt.Sprintf("%#x", s.Address), string(s.Type)
 					r.Address, r.Type = &addr, &typ
+					if sites != nil {
+						r.Ftrace = sites.Function(s).String()
+					}
 				}
 				out = append(out, r)
 				if format == "text" {
 					if err != nil {
 						fmt.Fprintf(a.stdout, "%s: error: %v\n", arg, err)
 					} else {
-						fmt.Fprintf(a.stdout, "%s: %#x %c %s position %d\n", arg, s.Address, s.Type, s.Object, s.Pos)
+						fmt.Fprintf(a.stdout, "%s: %#x %c %s position %d%s\n", arg, s.Address, s.Type, s.Object, s.Pos, traceNote(sites, s))
 					}
 				}
 			}
@@ -88,7 +104,22 @@ Exit status 0 when every spec resolves, 1 when any does not.`,
 		},
 	}
 	c.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	c.Flags().StringVar(&ftracePath, "ftrace", "", "the kernel's ftrace call sites (its vmlinux or vmlinuz, or tracefs's available_filter_functions[_addrs]): say whether livepatch can patch each function found")
 	return c
+}
+
+// traceNote is a lookup's text for what the call sites say of s ("" without).
+func traceNote(sites *ftrace.Sites, s kallsyms.Symbol) string {
+	if sites == nil {
+		return ""
+	}
+	switch sites.Function(s) {
+	case ftrace.Traceable:
+		return "; has an ftrace call site"
+	case ftrace.NotTraceable:
+		return "; no ftrace call site: livepatch cannot patch it"
+	}
+	return "; ftrace call site unknown (" + sites.Source() + " cannot tell)"
 }
 
 // argsOrStdin returns args with each "-" replaced by the items of standard
