@@ -54,19 +54,36 @@ func shifted(t *testing.T, data []byte, shift uint64) []byte {
 	return out.Bytes()
 }
 
-// traced is the oracle: the functions objdump finds a "call __fentry__"
-// in, by address (available_filter_functions_addrs, made by the Makefile
-// from the disassembly, not from the call-site table).
-func traced(t *testing.T) map[uint64]bool {
-	data, err := os.ReadFile(fixture("available_filter_functions_addrs"))
-	require.NoError(t, err)
+// traced is the oracle: the functions the disassembly shows a call site
+// in, by address (testdata/ftrace's Makefile makes list, an
+// available_filter_functions_addrs, from objdump, not from the call-site
+// table).
+func traced(t *testing.T, list string) map[uint64]bool {
 	out := map[uint64]bool{}
-	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(string(mustRead(t, fixture(list)))), "\n") {
 		a, err := strconv.ParseUint(strings.Fields(l)[0], 16, 64)
 		require.NoError(t, err)
 		out[a] = true
 	}
 	return out
+}
+
+// matchesOracle checks s's answer for every text symbol of ix (but _text)
+// against the oracle's addresses, and returns how many it checked.
+func matchesOracle(t *testing.T, s *Sites, ix *kallsyms.Index, want map[uint64]bool) int {
+	n := 0
+	ix.Symbols(kallsyms.Vmlinux, func(sym kallsyms.Symbol) bool {
+		if (sym.Type == 'T' || sym.Type == 't') && sym.Name != "_text" {
+			w := NotTraceable
+			if want[sym.Address] {
+				w = Traceable
+			}
+			assert.Equal(t, w, s.Function(sym), "%s at %#x", sym.Name, sym.Address)
+			n++
+		}
+		return true
+	})
+	return n
 }
 
 // verdicts are Function's answers for every text symbol, by name,position.
@@ -91,24 +108,12 @@ func TestImage(t *testing.T) {
 	ix := fixtureIndex(t, 0)
 	s, err := Open(fixture("vmlinux"), ix)
 	require.NoError(t, err)
-	want := traced(t)
+	want := traced(t, "available_filter_functions_addrs")
 	assert.Equal(t, len(want), s.Len())
 	assert.True(t, s.Addresses())
 	assert.Equal(t, uint64(0), s.Slide())
 	assert.Equal(t, fixture("vmlinux"), s.Source())
-	n := 0
-	ix.Symbols(kallsyms.Vmlinux, func(sym kallsyms.Symbol) bool {
-		if (sym.Type == 'T' || sym.Type == 't') && sym.Name != "_text" {
-			w := NotTraceable
-			if want[sym.Address] {
-				w = Traceable
-			}
-			assert.Equal(t, w, s.Function(sym), "%s,%d", sym.Name, sym.Pos)
-			n++
-		}
-		return true
-	})
-	assert.Equal(t, 10, n)
+	assert.Equal(t, 10, matchesOracle(t, s, ix, want))
 	v := verdicts(s, ix)
 	assert.Equal(t, Traceable, v["vfs_read,1"])
 	assert.Equal(t, NotTraceable, v["ring_buffer_lock_reserve,1"])
@@ -409,25 +414,7 @@ func TestImageArm64(t *testing.T) {
 	s, err := Open(fixture("arm64/vmlinux"), ix)
 	require.NoError(t, err)
 	assert.Equal(t, 5, s.Len())
-	want := map[uint64]bool{}
-	for _, l := range strings.Split(strings.TrimSpace(string(mustRead(t, fixture("arm64/available_filter_functions_addrs")))), "\n") {
-		a, err := strconv.ParseUint(strings.Fields(l)[0], 16, 64)
-		require.NoError(t, err)
-		want[a] = true
-	}
-	n := 0
-	ix.Symbols(kallsyms.Vmlinux, func(sym kallsyms.Symbol) bool {
-		if (sym.Type == 'T' || sym.Type == 't') && sym.Name != "_text" {
-			w := NotTraceable
-			if want[sym.Address] {
-				w = Traceable
-			}
-			assert.Equal(t, w, s.Function(sym), "%s at %#x", sym.Name, sym.Address)
-			n++
-		}
-		return true
-	})
-	assert.Equal(t, 11, n) // _stext too, at type_show
+	assert.Equal(t, 11, matchesOracle(t, s, ix, traced(t, "arm64/available_filter_functions_addrs")), "_stext too, at type_show")
 }
 
 // TestImageArm64CodeOnly: arm64's kallsyms without CONFIG_KALLSYMS_ALL

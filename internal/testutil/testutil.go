@@ -76,15 +76,8 @@ const PPC64ELRelease = "6.1.0-57-powerpc64le"
 // test with a message saying how to make it. CI makes it (.ci/run).
 func PPC64EL(tb testing.TB) string {
 	tb.Helper()
-	dir := os.Getenv("KLPRESOLVE_PPC64EL")
-	if dir == "" {
-		dir = "/var/tmp/klpresolve-ppc64el"
-	}
-	root := filepath.Join(dir, "root")
-	if _, err := os.Stat(filepath.Join(root, "boot", "System.map-"+PPC64ELRelease)); err != nil {
-		tb.Skipf("Debian's ppc64el kernel not present (scripts/ppc64el-kernel %s): skipping test that needs %s", dir, root)
-	}
-	return root
+	dir := fetched(tb, "KLPRESOLVE_PPC64EL", "/var/tmp/klpresolve-ppc64el", "ppc64el-kernel", "Debian's ppc64el kernel", "root/boot/System.map-"+PPC64ELRelease)
+	return filepath.Join(dir, "root")
 }
 
 // AMD64VmlinuzRelease is the amd64 kernel AMD64Vmlinuz fetches: the
@@ -97,13 +90,21 @@ const AMD64VmlinuzRelease = "6.1.0-57-amd64"
 // the test with a message saying how to get it. CI gets it (.ci/run).
 func AMD64Vmlinuz(tb testing.TB) string {
 	tb.Helper()
-	dir := os.Getenv("KLPRESOLVE_AMD64")
+	dir := fetched(tb, "KLPRESOLVE_AMD64", "/var/tmp/klpresolve-amd64", "amd64-vmlinuz", "Debian's amd64 vmlinuz", "vmlinuz-"+AMD64VmlinuzRelease)
+	return filepath.Join(dir, "vmlinuz-"+AMD64VmlinuzRelease)
+}
+
+// fetched is the folder scripts/SCRIPT fills (the environment variable
+// env, else def), once it has file; else the test is skipped, saying how
+// to fill it.
+func fetched(tb testing.TB, env, def, script, what, file string) string {
+	tb.Helper()
+	dir := os.Getenv(env)
 	if dir == "" {
-		dir = "/var/tmp/klpresolve-amd64"
+		dir = def
 	}
-	p := filepath.Join(dir, "vmlinuz-"+AMD64VmlinuzRelease)
-	if _, err := os.Stat(p); err != nil {
-		tb.Skipf("Debian's amd64 vmlinuz not present (scripts/amd64-vmlinuz %s): skipping test that needs %s", dir, p)
+	if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
+		tb.Skipf("%s not present (scripts/%s %s): skipping test that needs %s", what, script, dir, filepath.Join(dir, file))
 	}
-	return p
+	return dir
 }
