@@ -27,9 +27,11 @@ const maxSites = 16 << 20
 // its __mcount_loc table, which ftrace_process_locs() makes its records
 // from at boot. The table's bounds come from ix (a System.map, or a
 // kallsyms with CONFIG_KALLSYMS_ALL), else from the image's own symbol
-// table. Addresses are moved by the KASLR offset between ix's _text and
-// the image's (its first executable segment); a sample of them must then
-// be at functions' starts in ix, or the error is ErrMismatch.
+// table. Zero words (arm64's) take the addends of the image's relative
+// relocations. Addresses are moved by the KASLR offset between ix's _text
+// and the image's (its first executable segment), or between the two
+// _stext where ix has no _text; a sample of them must then be at
+// functions' starts in ix, or the error is ErrMismatch.
 func NewImage(r io.ReaderAt, name string, ix *kallsyms.Index) (*Sites, error) {
 	f, err := elf.NewFile(r)
 	if err != nil {
