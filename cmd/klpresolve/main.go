@@ -268,7 +268,9 @@ deferred; --modules checks it against the module's .ko file as the kernel will r
 it when the module loads, after the patch or before it (which can differ). --symvers
 checks the module's symbol versions (modversions) against the kernel build's
 Module.symvers, and its vermagic against the kernel's (--vermagic, or that of the
-first --modules file), as the module loader will. --root DIR takes all of them from a
+first --modules file), as the module loader will. --ftrace checks each patched
+function for the ftrace call site livepatch needs (klp_patch_func()), in the kernel's
+vmlinux or vmlinuz, or tracefs's list. --root DIR takes all of them from a
 kernel installed under a filesystem root (/: the running kernel; or a folder where its
 packages were unpacked), as check --root finds them.
 PATCH.ko may be compressed (zstd, gzip, xz), or - for standard input.
