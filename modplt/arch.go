@@ -64,6 +64,12 @@ type arch struct {
 	// candidates (in section order) and the section itself.
 	kernel func(c *counter, w *sectionWork) (int, error)
 
+	// count, when set, is the whole of Count for an architecture whose
+	// module_frob_arch_sections() sizes other things than PLT sections
+	// (s390's GOT and PLT at the start of core, powerpc's .stubs); kernel
+	// is then unused.
+	count func(m *Module, opts Options) (*Counts, error)
+
 	// apply applies one relocation at rc.loc: computes the value,
 	// range-checks it against the architecture's limits, encodes it
 	// (apply_relocate_add() / apply_relocate()).

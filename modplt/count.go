@@ -269,11 +269,8 @@ func (c *counter) markGroup(x *candidate, serial uint32) groupState {
 // Count counts the PLT (and GOT) entries m needs.
 func (m *Module) Count(opts Options) (*Counts, error) {
 	a := m.arch
-	switch a.machine {
-	case elf.EM_S390:
-		return m.countS390(opts)
-	case elf.EM_PPC64:
-		return m.countPPC64(opts)
+	if a.count != nil {
+		return a.count(m, opts)
 	}
 	f := m.f
 	c := &counter{m: m, opts: opts, nsym: len(f.Symbols)}

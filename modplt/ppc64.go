@@ -98,7 +98,7 @@ var ppc64Arch = newArch(arch{
 	},
 	nslots: 1,
 	addend: relaAddend,
-	kernel: func(*counter, *sectionWork) (int, error) { return 0, nil }, // Count uses ppc64Count
+	count:  (*Module).countPPC64,
 	apply:  ppc64Apply,
 })
 

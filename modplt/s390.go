@@ -62,7 +62,7 @@ var s390Arch = newArch(arch{
 	},
 	nslots: 1,
 	addend: relaAddend,
-	kernel: func(*counter, *sectionWork) (int, error) { return 0, nil }, // Count uses s390Count
+	count:  (*Module).countS390,
 	apply:  s390Apply,
 })
 
