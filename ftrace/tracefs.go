@@ -1,7 +1,6 @@
 package ftrace
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"slices"
@@ -47,13 +46,7 @@ type tracefsLine struct {
 func parseTracefs(data []byte, name string, ix *kallsyms.Index) (*Sites, error) {
 	var lines []tracefsLine
 	withAddrs := false
-	for n := 1; len(data) > 0; n++ {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
+	for n, line := range input.Lines(data) {
 		l, hasAddr, err := parseTracefsLine(strings.TrimRight(string(line), " \t\r"))
 		if err != "" {
 			return nil, &Error{File: name, Line: n, Err: ErrMalformed, Msg: err}

@@ -82,13 +82,7 @@ func parse(name string, data []byte) (*Table, error) {
 	// Presized for its lines, up to a bound: a file of blank lines must
 	// not make a table for millions.
 	t := &Table{Source: name, exports: make(map[string]Export, min(bytes.Count(data, []byte{'\n'})+1, 1<<16))}
-	for n := 1; len(data) > 0; n++ {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
+	for n, line := range input.Lines(data) {
 		if len(line) == 0 {
 			continue // get_line() skips empty lines
 		}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 
 	"github.com/klauspost/compress/zstd"
@@ -397,4 +398,24 @@ func ReadAt(name string, r io.ReaderAt, size, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return data, nil
+}
+
+// Lines yields data's lines, numbered from 1, without their "\n" (a last
+// line without one too): what the line-based parsers (a kernel
+// configuration, Module.symvers, tracefs's lists) read in order to name
+// a bad line in their errors.
+func Lines(data []byte) iter.Seq2[int, []byte] {
+	return func(yield func(int, []byte) bool) {
+		for n := 1; len(data) > 0; n++ {
+			line := data
+			if i := bytes.IndexByte(data, '\n'); i >= 0 {
+				line, data = data[:i], data[i+1:]
+			} else {
+				data = nil
+			}
+			if !yield(n, line) {
+				return
+			}
+		}
+	}
 }

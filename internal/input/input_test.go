@@ -299,3 +299,29 @@ func TestReadAllChecked(t *testing.T) {
 	assert.EqualError(t, err, "in: input larger than the limit (1048576 bytes)")
 
 }
+
+// TestLines: each line with its number, without "\n"; a last line without
+// one; blank lines kept; nothing for no data; stopping early stops.
+func TestLines(t *testing.T) {
+	type line struct {
+		n int
+		s string
+	}
+	collect := func(data string) []line {
+		var out []line
+		for n, l := range Lines([]byte(data)) {
+			out = append(out, line{n, string(l)})
+		}
+		return out
+	}
+	assert.Equal(t, []line{{1, "a"}, {2, ""}, {3, "b\r"}, {4, "c"}}, collect("a\n\nb\r\nc"))
+	assert.Equal(t, []line{{1, "a"}}, collect("a\n"))
+	assert.Empty(t, collect(""))
+	n := 0
+	for range Lines([]byte("1\n2\n3\n")) {
+		if n++; n == 2 {
+			break
+		}
+	}
+	assert.Equal(t, 2, n)
+}

@@ -63,13 +63,7 @@ func Parse(r io.Reader, name string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	c := &Config{Source: name, values: map[string]string{}}
-	for n := 1; len(data) > 0; n++ {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
+	for n, line := range input.Lines(data) {
 		line = bytes.TrimSuffix(line, []byte{'\r'})
 		name, value, set, why := parseLine(string(line))
 		if why != "" {
