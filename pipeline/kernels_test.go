@@ -239,15 +239,9 @@ func TestFleetKernelsLoaderChecks(t *testing.T) {
 func TestKernelsUnderRunning(t *testing.T) {
 	tracefs := t.TempDir()
 	running := host{func() (string, string) { return "6.18.44-test", "/proc/kallsyms" }, []string{filepath.Join(tracefs, "none"), tracefs}}
-	ks, err := kernelsUnder("/", running)
+	got, err := kernelUnder("/", "6.18.44-test", running)
 	require.NoError(t, err)
-	var got *Kernel
-	for i := range ks {
-		if ks[i].Symbols == "/proc/kallsyms" {
-			got = &ks[i]
-		}
-	}
-	require.NotNil(t, got, "%v", ks)
+	assert.Equal(t, "/proc/kallsyms", got.Symbols)
 	if isDir("/lib/modules/6.18.44-test") {
 		t.Skip("this machine has a kernel of the test's release")
 	}
@@ -257,21 +251,13 @@ func TestKernelsUnderRunning(t *testing.T) {
 	// Its call sites, without a vmlinux: tracefs's list, with addresses
 	// (against /proc/kallsyms) where the kernel has that list (6.5+).
 	names := put(t, tracefs, "available_filter_functions", "vfs_read\n")
-	ks, err = kernelsUnder("/", running)
+	got, err = kernelUnder("/", "6.18.44-test", running)
 	require.NoError(t, err)
-	for _, k := range ks {
-		if k.Symbols == "/proc/kallsyms" {
-			assert.Equal(t, names, k.Ftrace)
-		}
-	}
+	assert.Equal(t, names, got.Ftrace)
 	addrs := put(t, tracefs, "available_filter_functions_addrs", "ffffffff81000000 vfs_read\n")
-	ks, err = kernelsUnder("/", running)
+	got, err = kernelUnder("/", "6.18.44-test", running)
 	require.NoError(t, err)
-	for _, k := range ks {
-		if k.Symbols == "/proc/kallsyms" {
-			assert.Equal(t, addrs, k.Ftrace)
-		}
-	}
+	assert.Equal(t, addrs, got.Ftrace)
 
 	root := t.TempDir()
 	_, err = kernelsUnder(root, running)
