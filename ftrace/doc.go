@@ -27,7 +27,13 @@
 // x86's compressed kernel (bzImage, /boot/vmlinuz) carries vmlinux without
 // its symbols as its payload (arch/x86/boot/header.S's payload_offset and
 // payload_length), xz-compressed with the x86 BCJ filter by Debian's build
-// (scripts/xz_wrap.sh; internal/kxz decodes it), or zstd or gzip.
+// (scripts/xz_wrap.sh; internal/kxz decodes it), or zstd or gzip. arm64's
+// (its Image: arch/arm64/boot's objcopy -O binary of vmlinux, with the
+// header of Documentation/arm64/booting.rst) is vmlinux's loaded bytes from
+// _text, without symbols, so the kernel's System.map finds the table and
+// .rela.dyn (__rela_start, __rela_end: arch/arm64/kernel/vmlinux.lds.S),
+// whose R_AARCH64_RELATIVE relocations __relocate_kernel (head.S) applies at
+// boot; their link-time offsets say a running kernel's KASLR offset.
 //
 // Inputs are untrusted: a kernel image's table must lie within the bytes its
 // program headers give the file, a text line must be one of tracefs's forms

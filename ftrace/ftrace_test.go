@@ -539,7 +539,7 @@ func zstd1(t *testing.T, b []byte) []byte {
 }
 
 // TestDebianAMD64Vmlinuz: Debian's real amd64 6.1 vmlinuz
-// (testutil.AMD64Vmlinuz: xz with the x86 BCJ filter) against the corpus's
+// (testutil.Vmlinuz: xz with the x86 BCJ filter) against the corpus's
 // System.map of the same build, and against its kallsyms moved by a KASLR
 // offset: one call site per word of the table (counted here from the
 // map's bounds), and the functions the kernel's build leaves without one.
@@ -547,7 +547,7 @@ func TestDebianAMD64Vmlinuz(t *testing.T) {
 	if testutil.Light {
 		t.Skip("decompresses 66 MB; the full run reads it")
 	}
-	vmlinuz := testutil.AMD64Vmlinuz(t)
+	vmlinuz := testutil.Vmlinuz(t, "amd64")
 	smap := testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64")
 	ix, err := kallsyms.Open(smap, nil)
 	require.NoError(t, err)

@@ -9,13 +9,14 @@ import (
 	"github.com/klpresolve/klpresolve/kallsyms"
 )
 
-// fuzzIndex is the fixture kernel's symbols, for the fuzz targets.
-func fuzzIndex(f *testing.F) *kallsyms.Index {
-	data, err := os.ReadFile(fixture("System.map"))
+// fuzzIndex is a fixture kernel's symbols (System.map, arm64/System.map),
+// for the fuzz targets.
+func fuzzIndex(f *testing.F, smap string) *kallsyms.Index {
+	data, err := os.ReadFile(fixture(smap))
 	if err != nil {
 		f.Fatal(err)
 	}
-	ix, err := kallsyms.ParseBytes("System.map", data, nil)
+	ix, err := kallsyms.ParseBytes(smap, data, nil)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -25,7 +26,7 @@ func fuzzIndex(f *testing.F) *kallsyms.Index {
 // FuzzParseTracefs: any text is call sites or an error of this package's
 // kinds; never a panic; never more sites than lines.
 func FuzzParseTracefs(f *testing.F) {
-	ix := fuzzIndex(f)
+	ix := fuzzIndex(f, "System.map")
 	for _, name := range []string{"available_filter_functions", "available_filter_functions_addrs"} {
 		data, err := os.ReadFile(fixture(name))
 		if err != nil {
@@ -51,16 +52,27 @@ func FuzzParseTracefs(f *testing.F) {
 }
 
 // FuzzImage: any bytes are a kernel image's call sites or an error of
-// this package's kinds; never a panic.
+// this package's kinds; never a panic. arm64 picks the symbols: the arm64
+// kernel's, which find an Image's table (its seeds: the Image, cut and
+// whole), or the x86 one's.
 func FuzzImage(f *testing.F) {
-	ix := fuzzIndex(f)
-	img, err := os.ReadFile(fixture("vmlinux"))
-	if err != nil {
-		f.Fatal(err)
+	x86, a64 := fuzzIndex(f, "System.map"), fuzzIndex(f, "arm64/System.map")
+	for _, seed := range []struct {
+		file  string
+		arm64 bool
+	}{{"vmlinux", false}, {"arm64/vmlinux", true}, {"arm64/Image", true}} {
+		img, err := os.ReadFile(fixture(seed.file))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(img, seed.arm64)
+		f.Add(img[:64], seed.arm64)
 	}
-	f.Add(img)
-	f.Add(img[:64])
-	f.Fuzz(func(t *testing.T, data []byte) {
+	f.Fuzz(func(t *testing.T, data []byte, arm64 bool) {
+		ix := x86
+		if arm64 {
+			ix = a64
+		}
 		s, err := NewImage(bytes.NewReader(data), "vmlinux", ix)
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrMismatch) && !errors.Is(err, ErrNoTable) && !errors.Is(err, ErrUnsupported) {

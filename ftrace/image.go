@@ -3,6 +3,7 @@ package ftrace
 import (
 	"bufio"
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"slices"
@@ -22,17 +23,29 @@ const (
 // sites, allyesconfig kernels a few hundred thousand.
 const maxSites = 16 << 20
 
-// NewImage reads the call sites of a kernel image r (vmlinux: ELF, its
-// symbols stripped or not) against the kernel's symbols ix: the words of
-// its __mcount_loc table, which ftrace_process_locs() makes its records
-// from at boot. The table's bounds come from ix (a System.map, or a
-// kallsyms with CONFIG_KALLSYMS_ALL), else from the image's own symbol
-// table. Zero words (arm64's) take the addends of the image's relative
-// relocations. Addresses are moved by the KASLR offset between ix's _text
-// and the image's (its first executable segment), or between the two
-// _stext where ix has no _text; a sample of them must then be at
-// functions' starts in ix, or the error is ErrMismatch.
+// NewImage reads the call sites of a kernel image r against the kernel's
+// symbols ix: the words of its __mcount_loc table, which
+// ftrace_process_locs() makes its records from at boot.
+//
+// vmlinux (ELF, its symbols stripped or not): the table's bounds come from
+// ix (a System.map, or a kallsyms with CONFIG_KALLSYMS_ALL), else from the
+// image's own symbol table; zero words (arm64's) take the addends of the
+// image's relative relocations; addresses are moved by the KASLR offset
+// between ix's _text and the image's (its first executable segment), or
+// between the two _stext where ix has no _text.
+//
+// arm64's Image (/boot/vmlinuz on Debian's arm64) has no symbols: ix must
+// give _text, the table's bounds and .rela.dyn's (__rela_start,
+// __rela_end), whose relocations fill the zero words and say where the
+// table was linked, so ix's KASLR offset.
+//
+// A sample of the sites must then be at functions' starts in ix, or the
+// error is ErrMismatch.
 func NewImage(r io.ReaderAt, name string, ix *kallsyms.Index) (*Sites, error) {
+	var head [a64HeaderSize]byte
+	if n, _ := r.ReadAt(head[:], 0); isARM64Image(head[:n]) {
+		return arm64Image(r, name, ix, head[:])
+	}
 	f, err := elf.NewFile(r)
 	if err != nil {
 		return nil, &Error{File: name, Err: ErrMalformed, Msg: "not a kernel image: " + err.Error()}
@@ -60,23 +73,9 @@ func NewImage(r io.ReaderAt, name string, ix *kallsyms.Index) (*Sites, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Read in chunks: a table's claimed size allocates nothing until the
-	// file has the bytes.
-	var words []uint64
-	buf := make([]byte, min(stop-start, 64<<10))
-	for done := uint64(0); done < stop-start; {
-		chunk := buf[:min(uint64(len(buf)), stop-start-done)]
-		if _, err := r.ReadAt(chunk, int64(off+done)); err != nil {
-			return nil, &Error{File: name, Err: ErrMalformed, Msg: fmt.Sprintf("reading the call-site table at file offset %#x: %v", off+done, err)}
-		}
-		for i := 0; i < len(chunk); i += word {
-			if word == 8 {
-				words = append(words, f.ByteOrder.Uint64(chunk[i:]))
-			} else {
-				words = append(words, uint64(f.ByteOrder.Uint32(chunk[i:])))
-			}
-		}
-		done += uint64(len(chunk))
+	words, err := readTable(r, name, off, stop-start, word, f.ByteOrder)
+	if err != nil {
+		return nil, err
 	}
 	// arm64 links vmlinux with --no-apply-dynamic-relocs: the words are
 	// 0, their values the addends of R_AARCH64_RELATIVE relocations that
@@ -86,6 +85,35 @@ func NewImage(r io.ReaderAt, name string, ix *kallsyms.Index) (*Sites, error) {
 			return nil, err
 		}
 	}
+	return newSites(name, ix, words, slide)
+}
+
+// readTable reads the size bytes of the call-site table at file offset off
+// as words of word bytes, in chunks: a table's claimed size allocates
+// nothing until the file has the bytes.
+func readTable(r io.ReaderAt, name string, off, size uint64, word int, order binary.ByteOrder) ([]uint64, error) {
+	var words []uint64
+	buf := make([]byte, min(size, 64<<10))
+	for done := uint64(0); done < size; {
+		chunk := buf[:min(uint64(len(buf)), size-done)]
+		if _, err := r.ReadAt(chunk, int64(off+done)); err != nil {
+			return nil, &Error{File: name, Err: ErrMalformed, Msg: fmt.Sprintf("reading the call-site table at file offset %#x: %v", off+done, err)}
+		}
+		for i := 0; i+word <= len(chunk); i += word {
+			if word == 8 {
+				words = append(words, order.Uint64(chunk[i:]))
+			} else {
+				words = append(words, uint64(order.Uint32(chunk[i:])))
+			}
+		}
+		done += uint64(len(chunk))
+	}
+	return words, nil
+}
+
+// newSites are the table's words moved by slide into ix's space, checked
+// against ix. A zero word is a site no relocation gave a value.
+func newSites(name string, ix *kallsyms.Index, words []uint64, slide uint64) (*Sites, error) {
 	addrs := make([]uint64, 0, len(words))
 	zero := 0
 	for _, a := range words {
@@ -103,7 +131,7 @@ func NewImage(r io.ReaderAt, name string, ix *kallsyms.Index) (*Sites, error) {
 	if !slices.IsSorted(addrs) {
 		slices.Sort(addrs)
 	}
-	err = check(name, ix, len(addrs), func(i int) (uint64, string, string) { return addrs[i], "", "" })
+	err := check(name, ix, len(addrs), func(i int) (uint64, string, string) { return addrs[i], "", "" })
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,8 @@ import (
 
 // Open reads the call sites at path against the kernel's symbols ix: a
 // kernel image (vmlinux, plain or gzip/zstd/xz/bzip2 compressed, as
-// SUSE's /boot/vmlinux-RELEASE.gz; NewImage), x86's compressed kernel
+// SUSE's /boot/vmlinux-RELEASE.gz, or arm64's Image, as Debian's
+// /boot/vmlinuz, or compressed, as Image.gz; NewImage), x86's compressed kernel
 // (a bzImage, /boot/vmlinuz-RELEASE, whose payload is the vmlinux without
 // its symbols: xz, zstd or gzip) or a copy of tracefs's
 // available_filter_functions_addrs or available_filter_functions
@@ -32,7 +33,7 @@ func Open(path string, ix *kallsyms.Index) (*Sites, error) {
 	}
 	head = head[:n]
 	switch {
-	case bytes.HasPrefix(head, []byte(elfMagic)):
+	case bytes.HasPrefix(head, []byte(elfMagic)) || isARM64Image(head):
 		return NewImage(f, path, ix)
 	case isBzImage(head):
 		// A compressed kernel: read whole (Debian's amd64 vmlinuz is 8
@@ -61,7 +62,7 @@ func Open(path string, ix *kallsyms.Index) (*Sites, error) {
 		if err != nil {
 			return nil, err
 		}
-		if bytes.HasPrefix(data, []byte(elfMagic)) {
+		if bytes.HasPrefix(data, []byte(elfMagic)) || isARM64Image(data) {
 			return NewImage(bytes.NewReader(data), path, ix)
 		}
 		return parseTracefs(data, path, ix)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -80,18 +81,20 @@ func PPC64EL(tb testing.TB) string {
 	return filepath.Join(dir, "root")
 }
 
-// AMD64VmlinuzRelease is the amd64 kernel AMD64Vmlinuz fetches: the
-// corpus's build, 6.1.0-57 (6.1.192-3).
-const AMD64VmlinuzRelease = "6.1.0-57-amd64"
+// VmlinuzRelease is the release of the kernel Vmlinuz fetches for arch:
+// the corpus's build, 6.1.0-57 (6.1.192-3).
+func VmlinuzRelease(arch string) string { return "6.1.0-57-" + arch }
 
-// AMD64Vmlinuz returns Debian's compressed amd64 kernel of the corpus's
-// build (/boot/vmlinuz-AMD64VmlinuzRelease), which scripts/amd64-vmlinuz
-// puts in $KLPRESOLVE_AMD64 (default /var/tmp/klpresolve-amd64), or skips
-// the test with a message saying how to get it. CI gets it (.ci/run).
-func AMD64Vmlinuz(tb testing.TB) string {
+// Vmlinuz returns Debian's /boot/vmlinuz-RELEASE for arch (amd64: a
+// bzImage; arm64: an Image) of the corpus's build, which scripts/vmlinuz
+// puts in $KLPRESOLVE_AMD64 or $KLPRESOLVE_ARM64 (default
+// /var/tmp/klpresolve-ARCH), or skips the test with a message saying how
+// to get it. CI gets both (.ci/run).
+func Vmlinuz(tb testing.TB, arch string) string {
 	tb.Helper()
-	dir := fetched(tb, "KLPRESOLVE_AMD64", "/var/tmp/klpresolve-amd64", "amd64-vmlinuz", "Debian's amd64 vmlinuz", "vmlinuz-"+AMD64VmlinuzRelease)
-	return filepath.Join(dir, "vmlinuz-"+AMD64VmlinuzRelease)
+	file := "vmlinuz-" + VmlinuzRelease(arch)
+	dir := fetched(tb, "KLPRESOLVE_"+strings.ToUpper(arch), "/var/tmp/klpresolve-"+arch, "vmlinuz "+arch, "Debian's "+arch+" vmlinuz", file)
+	return filepath.Join(dir, file)
 }
 
 // fetched is the folder scripts/SCRIPT fills (the environment variable

@@ -1,0 +1,228 @@
+package ftrace
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/testutil"
+	"github.com/klpresolve/klpresolve/kallsyms"
+)
+
+// a64Index is the arm64 fixture's System.map with every address moved by
+// shift, less the lines that keep returns false for.
+func a64Index(t *testing.T, shift uint64, keep func(line string) bool) *kallsyms.Index {
+	t.Helper()
+	var out bytes.Buffer
+	for _, l := range strings.SplitAfter(string(shifted(t, mustRead(t, fixture("arm64/System.map")), shift)), "\n") {
+		if l != "" && (keep == nil || keep(l)) {
+			out.WriteString(l)
+		}
+	}
+	ix, err := kallsyms.ParseBytes("System.map", out.Bytes(), nil)
+	require.NoError(t, err)
+	return ix
+}
+
+// a64Addr is the fixture's symbol name's address in ix.
+func a64Addr(t *testing.T, ix *kallsyms.Index, name string) uint64 {
+	t.Helper()
+	sym, ok := ix.Find(kallsyms.Vmlinux, name, 1)
+	require.True(t, ok, name)
+	return sym.Address
+}
+
+// TestARM64Image: arm64's Image (objcopy -O binary of arm64/vmlinux, as
+// arch/arm64/boot makes it; Debian's /boot/vmlinuz) has no symbols: the
+// System.map finds its table, whose zero words its .rela.dyn fills. The
+// sites are the vmlinux's, and a function is traceable exactly where the
+// disassembly shows a patchable entry's two NOPs. Compressed (Image.gz)
+// it reads the same.
+func TestARM64Image(t *testing.T) {
+	ix := a64Index(t, 0, nil)
+	img := mustRead(t, fixture("arm64/Image"))
+	require.True(t, isARM64Image(img))
+	off := a64Addr(t, ix, startSym) - a64Addr(t, ix, textSym)
+	assert.Equal(t, make([]byte, 40), img[off:off+40], "the table holds zeros")
+
+	s, err := Open(fixture("arm64/Image"), ix)
+	require.NoError(t, err)
+	v, err := Open(fixture("arm64/vmlinux"), ix)
+	require.NoError(t, err)
+	assert.Equal(t, 5, s.Len())
+	assert.Equal(t, v.addrs, s.addrs)
+	assert.Equal(t, uint64(0), s.Slide())
+	assert.Equal(t, fixture("arm64/Image"), s.Source())
+	assert.Equal(t, 11, matchesOracle(t, s, ix, traced(t, "arm64/available_filter_functions_addrs")))
+
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	_, err = w.Write(img)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	p := filepath.Join(t.TempDir(), "Image.gz")
+	require.NoError(t, os.WriteFile(p, gz.Bytes(), 0o644))
+	z, err := Open(p, ix)
+	require.NoError(t, err)
+	assert.Equal(t, s.addrs, z.addrs)
+}
+
+// TestARM64ImageKASLR: a running kernel's kallsyms (with
+// CONFIG_KALLSYMS_ALL) is moved by its KASLR offset, a multiple of 64 KiB;
+// the relocations, at link-time addresses, say by how much. An offset no
+// kernel moves by finds no relocations for the table.
+func TestARM64ImageKASLR(t *testing.T) {
+	base := a64Index(t, 0, nil)
+	s0, err := Open(fixture("arm64/Image"), base)
+	require.NoError(t, err)
+	for _, shift := range []uint64{0x10000, 0x2c0000, 0x3f_ffe0_0000} {
+		ix := a64Index(t, shift, nil)
+		s, err := Open(fixture("arm64/Image"), ix)
+		require.NoError(t, err, "%#x", shift)
+		assert.Equal(t, shift, s.Slide())
+		assert.Equal(t, verdicts(s0, base), verdicts(s, ix), "%#x", shift)
+		assert.Equal(t, a64Addr(t, ix, "vfs_read"), s.addrs[1])
+	}
+	_, err = Open(fixture("arm64/Image"), a64Index(t, 0x1000, nil))
+	require.ErrorIs(t, err, ErrMismatch)
+	assert.ErrorContains(t, err, "no relocations between __rela_start and __rela_end fill its call-site table's 5 zero words")
+}
+
+// TestARM64ImageBigEndian: the header's flags say a big-endian kernel,
+// whose table and relocations are big-endian words.
+func TestARM64ImageBigEndian(t *testing.T) {
+	ix := a64Index(t, 0, nil)
+	le, err := Open(fixture("arm64/Image"), ix)
+	require.NoError(t, err)
+	img := mustRead(t, fixture("arm64/Image"))
+	text := a64Addr(t, ix, textSym)
+	swap := func(lo, hi uint64) {
+		for o := lo - text; o < hi-text; o += 8 {
+			binary.BigEndian.PutUint64(img[o:], binary.LittleEndian.Uint64(img[o:]))
+		}
+	}
+	swap(a64Addr(t, ix, startSym), a64Addr(t, ix, stopSym))
+	swap(a64Addr(t, ix, relaStartSym), a64Addr(t, ix, relaEndSym))
+	_, err = NewImage(bytes.NewReader(img), "Image", ix)
+	require.ErrorIs(t, err, ErrMismatch, "read as little-endian, the relocations are not")
+	img[a64Flags] |= a64FlagBE
+	be, err := NewImage(bytes.NewReader(img), "Image", ix)
+	require.NoError(t, err)
+	assert.Equal(t, le.addrs, be.addrs)
+}
+
+// TestARM64ImageBroken: symbols that cannot find the table, and Images
+// cut short or lying, are errors of their kinds naming the file.
+func TestARM64ImageBroken(t *testing.T) {
+	img := mustRead(t, fixture("arm64/Image"))
+	full := a64Index(t, 0, nil)
+	text := a64Addr(t, full, textSym)
+	table := a64Addr(t, full, startSym) - text
+	relas := a64Addr(t, full, relaStartSym) - text
+	without := func(names ...string) func(string) bool {
+		return func(l string) bool {
+			f := strings.Fields(l)
+			for _, n := range names {
+				if f[2] == n {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	codeOnly := func(l string) bool { f := strings.Fields(l); return f[1] == "T" || f[1] == "t" }
+	lying := func(lines string) *kallsyms.Index {
+		ix, err := kallsyms.ParseBytes("lying", []byte(lines), nil)
+		require.NoError(t, err)
+		return ix
+	}
+	// Relocations for the table linked 64 KiB and 128 KiB past where the
+	// symbols say.
+	twice := bytes.Clone(img)
+	for _, base := range []uint64{text + table + 0x10000, text + table + 0x20000} {
+		for i := range uint64(5) {
+			twice = binary.LittleEndian.AppendUint64(twice, base+8*i)
+			twice = binary.LittleEndian.AppendUint64(twice, 1027) // R_AARCH64_RELATIVE
+			twice = binary.LittleEndian.AppendUint64(twice, text+0x100+i)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+		ix   *kallsyms.Index
+		kind error
+		want string
+	}{
+		{"code only", img, a64Index(t, 0, codeOnly), ErrNoTable, "lists no _text, __start_mcount_loc and __stop_mcount_loc to find its call-site table by (a kallsyms without CONFIG_KALLSYMS_ALL, as Debian's arm64 kernels have: give the kernel's System.map)"},
+		{"no rela bounds", img, a64Index(t, 0, without(relaStartSym)), ErrNoTable, "its call-site table holds zero words, which relocations fill at boot, and System.map lists no __rela_start and __rela_end"},
+		{"cut in the table", img[:table+16], full, ErrMalformed, fmt.Sprintf("reading the call-site table at file offset %#x", table)},
+		{"cut in the relocations", img[:relas+30], full, ErrMalformed, fmt.Sprintf("reading its relocations (__rela_start, file offset %#x): unexpected EOF", relas)},
+		{"header only", img[:a64HeaderSize], full, ErrMalformed, "reading the call-site table"},
+		{"bounds reversed", img, lying("ffff800008000000 T _text\nffff800008002000 D __start_mcount_loc\nffff800008001000 D __stop_mcount_loc\n"), ErrMalformed, "is no table of 8-byte addresses"},
+		{"4 GiB of table", img, lying("ffff800008000000 T _text\nffff800008002000 D __start_mcount_loc\nffff800108002000 D __stop_mcount_loc\n"), ErrMalformed, "is no table of 8-byte addresses"},
+		{"64 MiB of table", img, lying("ffff800008000000 T _text\nffff800008002000 D __start_mcount_loc\nffff80000c002000 D __stop_mcount_loc\n"), ErrMalformed, "reading the call-site table at file offset 0x2000"},
+		{"relocations not whole", img, lying(fmt.Sprintf("ffff800008000000 T _text\nffff800008002000 D __start_mcount_loc\nffff800008002028 D __stop_mcount_loc\n%x R __rela_start\n%x R __rela_end\n", text+relas, text+relas+25)), ErrMalformed, "is no table of relocations"},
+		{"another build's relocations", img, lying(fmt.Sprintf("ffff800008000000 T _text\nffff800008002000 D __start_mcount_loc\nffff800008002028 D __stop_mcount_loc\n%x R __rela_start\n%x R __rela_end\n", text+relas+24, text+relas+48)), ErrMismatch, "no relocations between __rela_start and __rela_end fill its call-site table's 5 zero words"},
+		{"two places", twice, lying(fmt.Sprintf("ffff800008000000 T _text\nffff800008002000 D __start_mcount_loc\nffff800008002028 D __stop_mcount_loc\n%x R __rela_start\n%x R __rela_end\n", text+uint64(len(img)), text+uint64(len(twice)))), ErrMismatch, "relocations fill its call-site table's zero words at 0xffff800008012000 and at 0xffff800008022000: which is the table's is not known"},
+	} {
+		_, err := NewImage(bytes.NewReader(tc.data), "Image", tc.ix)
+		require.ErrorIs(t, err, tc.kind, tc.name)
+		assert.ErrorContains(t, err, "Image: ", tc.name)
+		assert.ErrorContains(t, err, tc.want, tc.name)
+	}
+}
+
+// TestDebianARM64Vmlinuz: Debian's real arm64 6.1 /boot/vmlinuz, an Image
+// (testutil.Vmlinuz), against the corpus's System.map of the same build
+// and against it moved by a KASLR offset: one call site per word of the
+// table (counted here from the map's bounds), each filled from the
+// Image's relocations, and the functions the build leaves without one.
+// The corpus's kallsyms lists code only: it cannot place the table.
+func TestDebianARM64Vmlinuz(t *testing.T) {
+	vmlinuz := testutil.Vmlinuz(t, "arm64")
+	smap := testutil.Corpus(t, "arm64/System.map-6.1.0-57-arm64")
+	ix, err := kallsyms.Open(smap, nil)
+	require.NoError(t, err)
+	s, err := Open(vmlinuz, ix)
+	require.NoError(t, err)
+	assert.Equal(t, int(a64Addr(t, ix, stopSym)-a64Addr(t, ix, startSym))/8, s.Len())
+	assert.Equal(t, 44279, s.Len())
+	want := map[string]Verdict{
+		"vfs_read": Traceable, "schedule": Traceable, "cmdline_proc_show": Traceable, "kmalloc_trace": Traceable,
+		"ring_buffer_lock_reserve": NotTraceable, "tracing_on": NotTraceable, "trace_vbprintk": NotTraceable,
+		"irq_work_queue": NotTraceable, "memcpy": NotTraceable, "cpu_switch_to": NotTraceable, "el1h_64_sync_handler": NotTraceable,
+		"percpu_ref_init": NotTraceable,
+	}
+	for name, v := range want {
+		sym, err := ix.Lookup(kallsyms.Vmlinux, name, 0)
+		require.NoError(t, err, name)
+		assert.Equal(t, v, s.Function(sym), name)
+	}
+
+	const shift = 0x1c000000
+	moved, err := kallsyms.ParseBytes("kallsyms", shifted(t, mustRead(t, smap), shift), nil)
+	require.NoError(t, err)
+	m, err := Open(vmlinuz, moved)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(shift), m.Slide())
+	assert.Equal(t, s.Len(), m.Len())
+	for name, v := range want {
+		sym, err := moved.Lookup(kallsyms.Vmlinux, name, 0)
+		require.NoError(t, err, name)
+		assert.Equal(t, v, m.Function(sym), name)
+	}
+
+	code, err := kallsyms.Open(testutil.Corpus(t, "arm64/kallsyms-6.1.0-57-arm64.txt"), nil)
+	require.NoError(t, err)
+	_, err = Open(vmlinuz, code)
+	require.ErrorIs(t, err, ErrNoTable)
+	assert.ErrorContains(t, err, "give the kernel's System.map")
+}
