@@ -44,7 +44,7 @@ type Kernel struct {
 	Config string
 	// Ftrace is where its ftrace call sites are (ftrace.Open): its
 	// vmlinux (its __mcount_loc table), for the running kernel tracefs's
-	// list, or x86's compressed kernel (vmlinuz). A patched function
+	// list, or /boot/vmlinuz (x86's bzImage, arm64's Image). A patched function
 	// without one fails (Options.Ftrace).
 	Ftrace string
 }
@@ -287,8 +287,8 @@ func isPlaceholder(p string) bool {
 // kernel-debuginfo), /boot's (Debian's ppc64el, SUSE's compressed one)
 // or its build's; for the running kernel without one, tracefs's list
 // (with addresses against /proc/kallsyms, names only against a System.map,
-// whose addresses are the link's, not KASLR's); then x86's compressed
-// kernel, /boot/vmlinuz-RELEASE (1-2 s to decompress), before a names-only
+// whose addresses are the link's, not KASLR's); then /boot/vmlinuz-RELEASE
+// (x86's bzImage: 1-2 s to decompress; arm64's Image), before a names-only
 // list. "" when there is none.
 func ftraceFile(root, rel, modDir, build, symbols string, running bool, tracefs []string) string {
 	var images []string

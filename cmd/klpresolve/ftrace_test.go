@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -107,6 +108,52 @@ func TestFtraceRoot(t *testing.T) {
 	code, out, _ = runCLI(t, "check", patch, "--root", root)
 	assert.Equal(t, 0, code, out)
 	assert.Contains(t, out, "note: on 1 kernel the ftrace call sites could not be read, so the patched functions were not checked for them (first: "+img+": ")
+}
+
+// TestFtraceRootARM64: arm64's /boot/vmlinuz is its Image, without
+// symbols: --root reads it against /boot's System.map, and the patch's
+// notrace functions fail as on x86; lookup --ftrace reads it too.
+func TestFtraceRootARM64(t *testing.T) {
+	patch := ftraceFixture("arm64/patch.ko")
+	root := t.TempDir()
+	const rel = "6.1.0-mini-arm64"
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "boot"), 0o755))
+	copyFile(t, ftraceFixture("arm64/System.map"), filepath.Join(root, "boot", "System.map-"+rel))
+	img := filepath.Join(root, "boot", "vmlinuz-"+rel)
+	copyFile(t, ftraceFixture("arm64/Image"), img)
+
+	code, out, _ := runCLI(t, patch, "--root", root)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "; ftrace call sites "+img+"\n")
+	assert.Contains(t, out, "\nftrace call sites: "+img+" (5 sites)\n")
+	assert.Contains(t, out, "  patched functions (klp_patch)               1 resolved, 2 FAILED\n")
+	assert.Contains(t, out, "error: patched function vmlinux:ring_buffer_lock_reserve,0 (declared at .data+0x2b0)\n  livepatch: failed to find location for function 'ring_buffer_lock_reserve'\n  help: ring_buffer_lock_reserve is at 0xffff800008000100 in vmlinux, and the kernel's ftrace call sites ("+img+") have none in it")
+
+	code, out, _ = runCLI(t, "lookup", "vfs_read", "tracing_on", "--kallsyms", ftraceFixture("arm64/System.map"), "--ftrace", img)
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "vfs_read: 0xffff8000080000e0 T vmlinux position 1; has an ftrace call site\n"+
+		"tracing_on: 0xffff800008000130 T vmlinux position 1; no ftrace call site: livepatch cannot patch it\n", out)
+
+	// Symbols that list code only cannot place an Image: exit 2, saying
+	// what to give instead.
+	var code2 []byte
+	for _, l := range strings.SplitAfter(string(readFile(t, ftraceFixture("arm64/System.map"))), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && (f[1] == "T" || f[1] == "t") {
+			code2 = append(code2, l...)
+		}
+	}
+	ks := filepath.Join(t.TempDir(), "kallsyms")
+	require.NoError(t, os.WriteFile(ks, code2, 0o644))
+	code, _, errOut := runCLI(t, "lookup", "vfs_read", "--kallsyms", ks, "--ftrace", img)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--ftrace: "+img+": no ftrace call-site table: an arm64 Image has no symbols, and "+ks+" lists no _text, __start_mcount_loc and __stop_mcount_loc")
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return data
 }
 
 func copyFile(t *testing.T, from, to string) {

@@ -51,7 +51,7 @@ func addResolveFlags(root *cobra.Command, a *app) {
 	addSymversFlag(root, &o.symvers)
 	addVermagicFlag(root, &o.magic, true)
 	o.kernel.add(root)
-	root.Flags().StringVar(&o.ftrace, "ftrace", "", "the kernel's ftrace call sites: its vmlinux (plain or compressed: its __mcount_loc table, placed by the kernel's symbols), x86's /boot/vmlinuz, or a copy of its tracefs available_filter_functions_addrs (against its /proc/kallsyms) or available_filter_functions; a patched function without one fails as klp_patch_func() fails it (default with --root: the kernel's vmlinux where a debug package installed it, tracefs for the running kernel, else /boot/vmlinuz)")
+	root.Flags().StringVar(&o.ftrace, "ftrace", "", "the kernel's ftrace call sites: its vmlinux (plain or compressed: its __mcount_loc table, placed by the kernel's symbols), /boot/vmlinuz (x86's bzImage; arm64's Image, placed by the kernel's System.map), or a copy of its tracefs available_filter_functions_addrs (against its /proc/kallsyms) or available_filter_functions; a patched function without one fails as klp_patch_func() fails it (default with --root: the kernel's vmlinux where a debug package installed it, tracefs for the running kernel, else /boot/vmlinuz)")
 	root.RunE = func(cmd *cobra.Command, args []string) error {
 		return a.resolve(cmd, args[0], o)
 	}
