@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -73,9 +74,28 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	out := &checkedWriter{w: stdout}
 	buf := newBuffered(out)
 	temps := &atomicfile.Temps{}
-	// (The signal's goroutine writes to the stream itself: a flush from
-	// it would race with the command's writes.)
-	defer stopOnSignal(temps, stderr)()
+	// Signals are watched for from the first temporary file on: a
+	// command that writes no file (most) starts no watcher. (The
+	// signal's goroutine writes to the stream itself: a flush from it
+	// would race with the command's writes.)
+	var watching struct {
+		sync.Mutex
+		stop func()
+	}
+	rawStderr := stderr
+	temps.Watch = func() {
+		stop := stopOnSignal(temps, rawStderr)
+		watching.Lock()
+		watching.stop = stop
+		watching.Unlock()
+	}
+	defer func() {
+		watching.Lock()
+		defer watching.Unlock()
+		if watching.stop != nil {
+			watching.stop()
+		}
+	}()
 	stderr = flushFirst{buf, stderr}
 	root := newRoot(stdin, buf, stderr, temps)
 	root.SetArgs(args)

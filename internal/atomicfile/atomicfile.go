@@ -21,9 +21,24 @@ import (
 // a slow disk can take seconds). The zero value is ready; a nil *Temps
 // tracks nothing.
 type Temps struct {
+	// Watch, when set, is called once, before the first temporary file
+	// is made: where a process starts watching for the signals that
+	// should call Cleanup, so that a run that writes no file watches
+	// for nothing (signal.Notify starts a thread: most of a millisecond
+	// of a short run on a slow VM).
+	Watch func()
+	once  sync.Once
+
 	mu    sync.Mutex
 	names map[string]bool
 	done  bool // Cleanup ran: a temporary file made later is removed at once
+}
+
+// watch calls Watch, once; the callers of the first wait for it.
+func (t *Temps) watch() {
+	if t != nil && t.Watch != nil {
+		t.once.Do(t.Watch)
+	}
 }
 
 func (t *Temps) add(name string) bool {
@@ -104,6 +119,7 @@ func write(path string, fill func(io.Writer) error, temps *Temps) (err error) {
 			path = real
 		}
 	}
+	temps.watch()
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		// The error names the temporary file; say what was asked for.

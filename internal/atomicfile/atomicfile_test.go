@@ -2,9 +2,11 @@ package atomicfile
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -117,4 +119,34 @@ func TestTempsConcurrent(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "content", string(b))
 	}
+}
+
+// TestTempsWatch: Watch runs once, before the first temporary file is
+// made, however many writes follow or race; never for a write in place or
+// for no write at all.
+func TestTempsWatch(t *testing.T) {
+	dir := t.TempDir()
+	calls := 0
+	var seen []os.DirEntry
+	temps := &Temps{Watch: func() {
+		calls++
+		seen, _ = os.ReadDir(dir)
+	}}
+	require.NoError(t, temps.WriteBytes(os.DevNull, []byte("x")))
+	assert.Equal(t, 0, calls, "a device is written in place: no temporary file")
+
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			assert.NoError(t, temps.WriteBytes(filepath.Join(dir, fmt.Sprint("out", i)), []byte("x")))
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, 1, calls)
+	assert.Empty(t, seen, "called before the first temporary file")
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, ents, 8)
 }
