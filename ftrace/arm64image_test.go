@@ -201,24 +201,13 @@ func TestDebianARM64Vmlinuz(t *testing.T) {
 		"irq_work_queue": NotTraceable, "memcpy": NotTraceable, "cpu_switch_to": NotTraceable, "el1h_64_sync_handler": NotTraceable,
 		"percpu_ref_init": NotTraceable,
 	}
-	for name, v := range want {
-		sym, err := ix.Lookup(kallsyms.Vmlinux, name, 0)
-		require.NoError(t, err, name)
-		assert.Equal(t, v, s.Function(sym), name)
-	}
+	assertVerdicts(t, s, ix, want)
 
 	const shift = 0x1c000000
-	moved, err := kallsyms.ParseBytes("kallsyms", shifted(t, mustRead(t, smap), shift), nil)
-	require.NoError(t, err)
-	m, err := Open(vmlinuz, moved)
-	require.NoError(t, err)
+	m, moved := openMoved(t, vmlinuz, smap, shift)
 	assert.Equal(t, uint64(shift), m.Slide())
 	assert.Equal(t, s.Len(), m.Len())
-	for name, v := range want {
-		sym, err := moved.Lookup(kallsyms.Vmlinux, name, 0)
-		require.NoError(t, err, name)
-		assert.Equal(t, v, m.Function(sym), name)
-	}
+	assertVerdicts(t, m, moved, want)
 
 	code, err := kallsyms.Open(testutil.Corpus(t, "arm64/kallsyms-6.1.0-57-arm64.txt"), nil)
 	require.NoError(t, err)

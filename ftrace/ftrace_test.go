@@ -564,21 +564,32 @@ func TestDebianAMD64Vmlinuz(t *testing.T) {
 		"ring_buffer_lock_reserve": NotTraceable, "tracing_on": NotTraceable, "trace_vbprintk": NotTraceable,
 		"irq_work_queue": NotTraceable, "memcpy": NotTraceable, "native_sched_clock": NotTraceable,
 	}
+	assertVerdicts(t, s, ix, want)
+
+	const shift = 0x1c000000
+	s, moved := openMoved(t, vmlinuz, smap, shift)
+	assert.Equal(t, uint64(shift), s.Slide())
+	assertVerdicts(t, s, moved, want)
+}
+
+// assertVerdicts checks what s says of each of ix's functions named in
+// want (each the only one of its name).
+func assertVerdicts(t *testing.T, s *Sites, ix *kallsyms.Index, want map[string]Verdict) {
+	t.Helper()
 	for name, v := range want {
 		sym, err := ix.Lookup(kallsyms.Vmlinux, name, 0)
 		require.NoError(t, err, name)
 		assert.Equal(t, v, s.Function(sym), name)
 	}
+}
 
-	const shift = 0x1c000000
+// openMoved opens path against the System.map smap with every address
+// moved by shift, as a running kernel's kallsyms is by its KASLR offset.
+func openMoved(t *testing.T, path, smap string, shift uint64) (*Sites, *kallsyms.Index) {
+	t.Helper()
 	moved, err := kallsyms.ParseBytes("kallsyms", shifted(t, mustRead(t, smap), shift), nil)
 	require.NoError(t, err)
-	s, err = Open(vmlinuz, moved)
+	s, err := Open(path, moved)
 	require.NoError(t, err)
-	assert.Equal(t, uint64(shift), s.Slide())
-	for name, v := range want {
-		sym, err := moved.Lookup(kallsyms.Vmlinux, name, 0)
-		require.NoError(t, err, name)
-		assert.Equal(t, v, s.Function(sym), name)
-	}
+	return s, moved
 }

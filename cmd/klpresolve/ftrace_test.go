@@ -71,14 +71,7 @@ func TestFtrace(t *testing.T) {
 // check --root does the same per kernel.
 func TestFtraceRoot(t *testing.T) {
 	patch := ftraceFixture("patch.ko")
-	root := t.TempDir()
-	const rel = "6.1.0-mini"
-	for _, d := range []string{"boot", "usr/lib/debug/boot"} {
-		require.NoError(t, os.MkdirAll(filepath.Join(root, d), 0o755))
-	}
-	copyFile(t, ftraceFixture("System.map"), filepath.Join(root, "boot", "System.map-"+rel))
-	img := filepath.Join(root, "usr/lib/debug/boot", "vmlinux-"+rel)
-	copyFile(t, ftraceFixture("vmlinux"), img)
+	root, img := ftraceRoot(t, "6.1.0-mini", "System.map", "vmlinux", "usr/lib/debug/boot/vmlinux-")
 
 	code, out, _ := runCLI(t, patch, "--root", root)
 	assert.Equal(t, 1, code, out)
@@ -115,12 +108,7 @@ func TestFtraceRoot(t *testing.T) {
 // notrace functions fail as on x86; lookup --ftrace reads it too.
 func TestFtraceRootARM64(t *testing.T) {
 	patch := ftraceFixture("arm64/patch.ko")
-	root := t.TempDir()
-	const rel = "6.1.0-mini-arm64"
-	require.NoError(t, os.MkdirAll(filepath.Join(root, "boot"), 0o755))
-	copyFile(t, ftraceFixture("arm64/System.map"), filepath.Join(root, "boot", "System.map-"+rel))
-	img := filepath.Join(root, "boot", "vmlinuz-"+rel)
-	copyFile(t, ftraceFixture("arm64/Image"), img)
+	root, img := ftraceRoot(t, "6.1.0-mini-arm64", "arm64/System.map", "arm64/Image", "boot/vmlinuz-")
 
 	code, out, _ := runCLI(t, patch, "--root", root)
 	assert.Equal(t, 1, code, out)
@@ -147,6 +135,20 @@ func TestFtraceRootARM64(t *testing.T) {
 	code, _, errOut := runCLI(t, "lookup", "vfs_read", "--kallsyms", ks, "--ftrace", img)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "--ftrace: "+img+": no ftrace call-site table: an arm64 Image has no symbols, and "+ks+" lists no _text, __start_mcount_loc and __stop_mcount_loc")
+}
+
+// ftraceRoot is a root with the fixture smap as boot/System.map-rel and
+// the fixture image at at+rel: the root and the image's path.
+func ftraceRoot(t *testing.T, rel, smap, image, at string) (root, img string) {
+	t.Helper()
+	root = t.TempDir()
+	img = filepath.Join(root, at+rel)
+	for _, d := range []string{filepath.Join(root, "boot"), filepath.Dir(img)} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	copyFile(t, ftraceFixture(smap), filepath.Join(root, "boot", "System.map-"+rel))
+	copyFile(t, ftraceFixture(image), img)
+	return root, img
 }
 
 func readFile(t *testing.T, path string) []byte {
