@@ -2,6 +2,7 @@ package ftrace
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"debug/elf"
 	"encoding/binary"
@@ -17,6 +18,7 @@ import (
 const (
 	a64HeaderSize = 64
 	a64Flags      = 24 // flags: bit 0 set for a big-endian kernel
+	a64Reserved   = 32 // res2, res3, res4: zero
 	a64Magic      = 56 // "ARM\x64"
 	a64FlagBE     = 1
 )
@@ -35,9 +37,11 @@ const (
 // (SEGMENT_ALIGN: booting.rst, the EFI stub's EFI_KIMG_ALIGN).
 const kaslrAlign = 64 << 10
 
-// isARM64Image: arm64's Image header (its magic at 56).
+// isARM64Image: arm64's Image header: its magic at 56, after three zero
+// reserved words (which no text, such as a tracefs list, has).
 func isARM64Image(head []byte) bool {
-	return len(head) >= a64HeaderSize && string(head[a64Magic:a64Magic+4]) == "ARM\x64"
+	return len(head) >= a64HeaderSize && string(head[a64Magic:a64Magic+4]) == "ARM\x64" &&
+		bytes.Count(head[a64Reserved:a64Magic], []byte{0}) == a64Magic-a64Reserved
 }
 
 // arm64Image reads the call sites of an arm64 Image (arch/arm64/boot's

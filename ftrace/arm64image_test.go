@@ -50,6 +50,10 @@ func TestARM64Image(t *testing.T) {
 	ix := a64Index(t, 0, nil)
 	img := mustRead(t, fixture("arm64/Image"))
 	require.True(t, isARM64Image(img))
+	// Text with the magic at 56 (a tracefs list could have it) is not one.
+	text := []byte(strings.Repeat("vfs_read\n", 6) + "s_ARMd_show\n")
+	require.Equal(t, "ARMd", string(text[a64Magic:a64Magic+4]))
+	assert.False(t, isARM64Image(text))
 	off := a64Addr(t, ix, startSym) - a64Addr(t, ix, textSym)
 	assert.Equal(t, make([]byte, 40), img[off:off+40], "the table holds zeros")
 
