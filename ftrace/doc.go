@@ -14,7 +14,10 @@
 //     are made at boot from vmlinux's __mcount_loc table
 //     (ftrace_process_locs(), between __start_mcount_loc and
 //     __stop_mcount_loc: include/asm-generic/vmlinux.lds.h's MCOUNT_REC()),
-//     which NewImage reads (arm64's from the R_AARCH64_RELATIVE relocations
+//     which NewImage reads (ftrace_call_adjust() moves each record to the
+//     instruction it patches: arm64's CONFIG_DYNAMIC_FTRACE_WITH_CALL_OPS
+//     records the NOPs before each function, which NewImage moves into it;
+//     arm64's from the R_AARCH64_RELATIVE relocations
 //     that __relocate_kernel applies at boot: its vmlinux is linked with
 //     --no-apply-dynamic-relocs); t_show() and print_rec() print them as tracefs's
 //     available_filter_functions ("name" or "name [module]", a disabled

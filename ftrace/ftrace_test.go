@@ -417,6 +417,50 @@ func TestImageArm64(t *testing.T) {
 	assert.Equal(t, 11, matchesOracle(t, s, ix, traced(t, "arm64/available_filter_functions_addrs")), "_stext too, at type_show")
 }
 
+// TestImageArm64CallOps: arm64 with CONFIG_DYNAMIC_FTRACE_WITH_CALL_OPS
+// (Linux 6.8 on) records the first of two NOPs before each traced
+// function, 8 bytes before it: in the function above, or on a label
+// (_stext, here). The sites are moved into their functions, where
+// ftrace_call_adjust() moves the kernel's records, and every verdict is
+// the disassembly's (whose list names _stext for type_show's NOPs before
+// it).
+func TestImageArm64CallOps(t *testing.T) {
+	ix, err := kallsyms.Open(fixture("arm64-callops/System.map"), nil)
+	require.NoError(t, err)
+	want := traced(t, "arm64-callops/available_filter_functions_addrs")
+	stext, ok := ix.Find(kallsyms.Vmlinux, stextSym, 1)
+	require.True(t, ok)
+	require.True(t, want[stext.Address])
+	delete(want, stext.Address)
+
+	f, err := elf.Open(fixture("arm64-callops/vmlinux"))
+	require.NoError(t, err)
+	defer f.Close()
+	start, ok := ix.Find(kallsyms.Vmlinux, startSym, 1)
+	require.True(t, ok)
+	words := make([]uint64, 5)
+	require.NoError(t, relocated(f, "vmlinux", start.Address, words))
+	for _, w := range words {
+		assert.True(t, want[w+preEntryBytes], "%#x: 8 bytes before a traced function", w)
+	}
+	assert.Equal(t, uint64(preEntryBytes), preEntry(ix, words))
+
+	s, err := Open(fixture("arm64-callops/vmlinux"), ix)
+	require.NoError(t, err)
+	assert.Equal(t, 5, s.Len())
+	for _, a := range s.addrs {
+		assert.True(t, want[a], "%#x: a traced function's start", a)
+	}
+	assert.Equal(t, 11, matchesOracle(t, s, ix, want))
+
+	// Sites at their functions' starts are not moved.
+	arm64, err := kallsyms.Open(fixture("arm64/System.map"), nil)
+	require.NoError(t, err)
+	plain, err := Open(fixture("arm64/vmlinux"), arm64)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(0), preEntry(arm64, plain.addrs))
+}
+
 // TestImageArm64CodeOnly: arm64's kallsyms without CONFIG_KALLSYMS_ALL
 // lists neither _text (before _stext) nor the table's bounds: _stext and
 // the image's own symbols place it, KASLR offset and all.

@@ -131,11 +131,47 @@ func newSites(name string, ix *kallsyms.Index, words []uint64, slide uint64) (*S
 	if !slices.IsSorted(addrs) {
 		slices.Sort(addrs)
 	}
+	if d := preEntry(ix, addrs); d != 0 {
+		for i := range addrs {
+			addrs[i] += d
+		}
+	}
 	err := check(name, ix, len(addrs), func(i int) (uint64, string, string) { return addrs[i], "", "" })
 	if err != nil {
 		return nil, err
 	}
 	return &Sites{source: name, ix: ix, addrs: addrs, slide: slide, objects: map[string]bool{kallsyms.Vmlinux: true}}, nil
+}
+
+// preEntryBytes is how far before its function a pre-function call site
+// is recorded: arm64's CONFIG_DYNAMIC_FTRACE_WITH_CALL_OPS (6.8 on)
+// compiles with -fpatchable-function-entry=4,2, two NOPs (the ops
+// pointer's literal) before each traced function and two at its start, and
+// the table records the first NOP before it, 8-byte aligned.
+const preEntryBytes = 8
+
+// preEntry is what moves an image's sites into their functions when the
+// table records them before each function (CALL_OPS): ftrace_call_adjust()
+// moves each record 12 or 16 bytes on, to the BL it patches;
+// preEntryBytes puts it at the function's start, which is all
+// Sites.Function asks. 0 when three in four sampled sites are not exactly
+// preEntryBytes before a symbol of ix (x86's -mfentry, arm64's
+// -fpatchable-function-entry=2, powerpc's: sites in their functions).
+func preEntry(ix *kallsyms.Index, addrs []uint64) uint64 {
+	step := max(1, len(addrs)/sampleSize)
+	tried, before := 0, 0
+	for i := 0; i < len(addrs); i += step {
+		tried++
+		if at, ok := ix.Addr(addrs[i] + preEntryBytes); ok && at.Offset == 0 {
+			if in, ok := ix.Addr(addrs[i]); !ok || in.Offset != 0 {
+				before++
+			}
+		}
+	}
+	if tried > 0 && before*4 >= tried*3 {
+		return preEntryBytes
+	}
+	return 0
 }
 
 // image is a kernel image and, once asked for, its own symbols.
