@@ -24,11 +24,16 @@ const (
 )
 
 // The bounds of .rela.dyn in arch/arm64/kernel/vmlinux.lds.S: the
-// relocations __relocate_kernel (head.S) applies to the image at boot.
+// relocations __relocate_kernel (head.S) applies to the image at boot;
+// later kernels' relocate_kernel() (arch/arm64/kernel/pi/relocate.c: its
+// rela_start, prefixed __pi_ as all of pi/'s symbols) does (Debian's
+// 6.12 has these).
 const (
-	relaStartSym = "__rela_start"
-	relaEndSym   = "__rela_end"
-	relaEntSize  = 24 // Elf64_Rela
+	relaStartSym   = "__rela_start"
+	relaEndSym     = "__rela_end"
+	piRelaStartSym = "__pi_rela_start"
+	piRelaEndSym   = "__pi_rela_end"
+	relaEntSize    = 24 // Elf64_Rela
 )
 
 // kaslrAlign divides every offset arm64's KASLR moves the kernel by:
@@ -93,7 +98,11 @@ func a64Relocate(r io.ReaderAt, name string, ix *kallsyms.Index, text, start uin
 	rs, ok1 := ix.Find(kallsyms.Vmlinux, relaStartSym, 1)
 	re, ok2 := ix.Find(kallsyms.Vmlinux, relaEndSym, 1)
 	if !ok1 || !ok2 {
-		return 0, &Error{File: name, Err: ErrNoTable, Msg: fmt.Sprintf("its call-site table holds zero words, which relocations fill at boot, and %s lists no %s and %s to find them by", ix.Source(), relaStartSym, relaEndSym)}
+		rs, ok1 = ix.Find(kallsyms.Vmlinux, piRelaStartSym, 1)
+		re, ok2 = ix.Find(kallsyms.Vmlinux, piRelaEndSym, 1)
+	}
+	if !ok1 || !ok2 {
+		return 0, &Error{File: name, Err: ErrNoTable, Msg: fmt.Sprintf("its call-site table holds zero words, which relocations fill at boot, and %s lists no %s and %s (nor %s and %s) to find them by", ix.Source(), relaStartSym, relaEndSym, piRelaStartSym, piRelaEndSym)}
 	}
 	if re.Address < rs.Address || rs.Address < text || (re.Address-rs.Address)%relaEntSize != 0 {
 		return 0, &Error{File: name, Err: ErrMalformed, Msg: fmt.Sprintf("%s's %s..%s (%#x..%#x) is no table of relocations", ix.Source(), relaStartSym, relaEndSym, rs.Address, re.Address)}
@@ -113,18 +122,24 @@ func a64Relocate(r io.ReaderAt, name string, ix *kallsyms.Index, text, start uin
 			}
 		}
 	}
-	// ix's addresses are link-time (a System.map's) where the relocations
-	// at the table's address fill each zero word: one pass, nothing kept.
-	filled := slices.Clone(words)
+	// ix's addresses are link-time (a System.map's) where a relocation
+	// exists for each zero word at the table's address (linker padding
+	// has one with a zero addend: 341 of Debian's 6.12 50,950 words): one
+	// pass, nothing kept.
+	filled, got, found := slices.Clone(words), make([]bool, len(words)), 0
 	end := start + 8*uint64(len(words))
 	if err := each(func(r relative) {
-		if r.off >= start && r.off < end && (r.off-start)%8 == 0 && filled[(r.off-start)/8] == 0 {
-			filled[(r.off-start)/8] = r.addend
+		if r.off >= start && r.off < end && (r.off-start)%8 == 0 {
+			if i := (r.off - start) / 8; words[i] == 0 && !got[i] {
+				filled[i], got[i] = r.addend, true
+				found++
+			}
 		}
 	}); err != nil {
 		return 0, err
 	}
-	if !slices.Contains(filled, 0) {
+	zero := zeros(words)
+	if found == zero {
 		copy(words, filled)
 		return 0, nil
 	}
@@ -144,38 +159,43 @@ func a64Relocate(r io.ReaderAt, name string, ix *kallsyms.Index, text, start uin
 	}
 	// Where the table was linked, now that it is not at ix's address:
 	// each relocation that could be the first zero word's is tried, and
-	// kept if the other zero words have theirs. Two places are one too
-	// many.
+	// the place where relocations exist for the most zero words (three
+	// in four at least: padding may have none) is the table's. Two such
+	// places are one too many.
 	first := slices.Index(words, 0)
-	last := first
-	for i, w := range words {
-		if w == 0 {
-			last = i
-		}
-	}
-	fills := func(base uint64) bool {
-		if _, ok := at(base + 8*uint64(last)); !ok {
-			return false
-		}
+	fills := func(base uint64) int {
+		found, missed := 0, 0
 		for i, w := range words {
-			if _, ok := at(base + 8*uint64(i)); w == 0 && !ok {
-				return false
+			if w != 0 {
+				continue
+			}
+			if _, ok := at(base + 8*uint64(i)); ok {
+				found++
+			} else if missed++; missed*4 > zero {
+				return 0
 			}
 		}
-		return true
+		return found
 	}
 	var link []uint64
+	best := 0
 	for _, c := range rels {
 		base := c.off - 8*uint64(first)
-		if (start-base)%kaslrAlign != 0 || (len(link) > 0 && link[len(link)-1] == base) || !fills(base) {
+		if (start-base)%kaslrAlign != 0 || slices.Contains(link, base) {
 			continue
 		}
-		if link = append(link, base); len(link) == 2 {
-			return 0, &Error{File: name, Err: ErrMismatch, Msg: fmt.Sprintf("relocations fill its call-site table's zero words at %#x and at %#x: which is the table's is not known", link[0], link[1])}
+		switch n := fills(base); {
+		case n > best:
+			best, link = n, []uint64{base}
+		case n == best && n > 0:
+			link = append(link, base)
 		}
 	}
+	if len(link) > 1 {
+		return 0, &Error{File: name, Err: ErrMismatch, Msg: fmt.Sprintf("relocations fill its call-site table's zero words as well at %#x as at %#x: which is the table's is not known", link[0], link[1])}
+	}
 	if len(link) == 0 {
-		return 0, &Error{File: name, Err: ErrMismatch, Msg: fmt.Sprintf("no relocations between %s and %s fill its call-site table's %d zero words: another kernel's Image, or symbols of another build", relaStartSym, relaEndSym, zeros(words))}
+		return 0, &Error{File: name, Err: ErrMismatch, Msg: fmt.Sprintf("no relocations between %s and %s fill its call-site table's %d zero words: another kernel's Image, or symbols of another build", relaStartSym, relaEndSym, zero)}
 	}
 	for i, w := range words {
 		if w == 0 {

@@ -100,6 +100,39 @@ func TestARM64ImageKASLR(t *testing.T) {
 	assert.ErrorContains(t, err, "no relocations between __rela_start and __rela_end fill its call-site table's 5 zero words")
 }
 
+// TestARM64ImagePadding: a table's zero words that are the linker's
+// padding have a relocation with a zero addend (Debian's 6.12 kernel has
+// 341) or none; they are no call site, and the table is still found, at a
+// System.map's addresses or moved by KASLR.
+func TestARM64ImagePadding(t *testing.T) {
+	full := a64Index(t, 0, nil)
+	img := mustRead(t, fixture("arm64/Image"))
+	relas := a64Addr(t, full, relaStartSym) - a64Addr(t, full, textSym)
+	// The relocation of the table's second word, vfs_read's.
+	second := relas + relaEntSize
+	require.Equal(t, a64Addr(t, full, startSym)+8, binary.LittleEndian.Uint64(img[second:]))
+	require.Equal(t, a64Addr(t, full, "vfs_read"), binary.LittleEndian.Uint64(img[second+16:]))
+	zeroAddend := bytes.Clone(img)
+	binary.LittleEndian.PutUint64(zeroAddend[second+16:], 0)
+	none := bytes.Clone(img)
+	binary.LittleEndian.PutUint64(none[second+8:], 0) // R_AARCH64_NONE
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{{"zero addend", zeroAddend}, {"no relocation", none}} {
+		for _, shift := range []uint64{0, 0x2c0000} {
+			ix := a64Index(t, shift, nil)
+			s, err := NewImage(bytes.NewReader(tc.data), "Image", ix)
+			require.NoError(t, err, "%s, %#x", tc.name, shift)
+			assert.Equal(t, 4, s.Len(), "%s, %#x", tc.name, shift)
+			assert.Equal(t, shift, s.Slide())
+			sym, err := ix.Lookup(kallsyms.Vmlinux, "vfs_read", 0)
+			require.NoError(t, err)
+			assert.Equal(t, NotTraceable, s.Function(sym), "%s, %#x: its word is padding now", tc.name, shift)
+		}
+	}
+}
+
 // TestARM64ImageBigEndian: the header's flags say a big-endian kernel,
 // whose table and relocations are big-endian words.
 func TestARM64ImageBigEndian(t *testing.T) {
@@ -175,7 +208,7 @@ func TestARM64ImageBroken(t *testing.T) {
 		{"64 MiB of table", img, lying("ffff800008000000 T _text\nffff800008002000 D __start_mcount_loc\nffff80000c002000 D __stop_mcount_loc\n"), ErrMalformed, "reading the call-site table at file offset 0x2000"},
 		{"relocations not whole", img, lying(fmt.Sprintf("ffff800008000000 T _text\nffff800008002000 D __start_mcount_loc\nffff800008002028 D __stop_mcount_loc\n%x R __rela_start\n%x R __rela_end\n", text+relas, text+relas+25)), ErrMalformed, "is no table of relocations"},
 		{"another build's relocations", img, lying(fmt.Sprintf("ffff800008000000 T _text\nffff800008002000 D __start_mcount_loc\nffff800008002028 D __stop_mcount_loc\n%x R __rela_start\n%x R __rela_end\n", text+relas+24, text+relas+48)), ErrMismatch, "no relocations between __rela_start and __rela_end fill its call-site table's 5 zero words"},
-		{"two places", twice, lying(fmt.Sprintf("ffff800008000000 T _text\nffff800008002000 D __start_mcount_loc\nffff800008002028 D __stop_mcount_loc\n%x R __rela_start\n%x R __rela_end\n", text+uint64(len(img)), text+uint64(len(twice)))), ErrMismatch, "relocations fill its call-site table's zero words at 0xffff800008012000 and at 0xffff800008022000: which is the table's is not known"},
+		{"two places", twice, lying(fmt.Sprintf("ffff800008000000 T _text\nffff800008002000 D __start_mcount_loc\nffff800008002028 D __stop_mcount_loc\n%x R __rela_start\n%x R __rela_end\n", text+uint64(len(img)), text+uint64(len(twice)))), ErrMismatch, "relocations fill its call-site table's zero words as well at 0xffff800008012000 as at 0xffff800008022000: which is the table's is not known"},
 	} {
 		_, err := NewImage(bytes.NewReader(tc.data), "Image", tc.ix)
 		require.ErrorIs(t, err, tc.kind, tc.name)
