@@ -91,9 +91,10 @@ type relative struct{ off, addend uint64 }
 // a64Relocate fills the table's zero words from the Image's .rela.dyn, as
 // __relocate_kernel does at boot, and returns the KASLR offset of ix's
 // addresses: the relocations' offsets are link-time addresses, and the
-// table is linked where a relocation is found for each of its zero words,
-// at an offset from ix's start that kaslrAlign divides (0 for a
-// System.map, whose addresses are link-time).
+// table is linked at ix's address (a System.map's, link-time) when a
+// relocation is there for each of its zero words, else where relocations
+// are found for the most of them, at an offset from ix's start that
+// kaslrAlign divides.
 func a64Relocate(r io.ReaderAt, name string, ix *kallsyms.Index, text, start uint64, words []uint64, order binary.ByteOrder) (uint64, error) {
 	rs, ok1 := ix.Find(kallsyms.Vmlinux, relaStartSym, 1)
 	re, ok2 := ix.Find(kallsyms.Vmlinux, relaEndSym, 1)
@@ -105,22 +106,24 @@ func a64Relocate(r io.ReaderAt, name string, ix *kallsyms.Index, text, start uin
 		return 0, &Error{File: name, Err: ErrNoTable, Msg: fmt.Sprintf("its call-site table holds zero words, which relocations fill at boot, and %s lists no %s and %s (nor %s and %s) to find them by", ix.Source(), relaStartSym, relaEndSym, piRelaStartSym, piRelaEndSym)}
 	}
 	if re.Address < rs.Address || rs.Address < text || (re.Address-rs.Address)%relaEntSize != 0 {
-		return 0, &Error{File: name, Err: ErrMalformed, Msg: fmt.Sprintf("%s's %s..%s (%#x..%#x) is no table of relocations", ix.Source(), relaStartSym, relaEndSym, rs.Address, re.Address)}
+		return 0, &Error{File: name, Err: ErrMalformed, Msg: fmt.Sprintf("%s's %s..%s (%#x..%#x) is no table of relocations", ix.Source(), rs.Name, re.Name, rs.Address, re.Address)}
 	}
 	each := func(fn func(relative)) error {
-		off := rs.Address - text
-		rd := bufio.NewReaderSize(io.NewSectionReader(r, int64(off), int64(re.Address-rs.Address)), 64<<10)
+		off, size := rs.Address-text, re.Address-rs.Address
+		rd := bufio.NewReaderSize(io.NewSectionReader(r, int64(off), int64(size)), 64<<10)
 		var ent [relaEntSize]byte
-		for {
-			if _, err := io.ReadFull(rd, ent[:]); err == io.EOF {
-				return nil
-			} else if err != nil {
-				return &Error{File: name, Err: ErrMalformed, Msg: fmt.Sprintf("reading its relocations (%s, file offset %#x): %v", relaStartSym, off, err)}
+		for n := uint64(0); n < size; n += relaEntSize {
+			if _, err := io.ReadFull(rd, ent[:]); err != nil {
+				if err == io.EOF {
+					err = io.ErrUnexpectedEOF // the file ends first
+				}
+				return &Error{File: name, Err: ErrMalformed, Msg: fmt.Sprintf("reading its relocations (%s, file offset %#x, %d bytes): %v after %d bytes", rs.Name, off, size, err, n)}
 			}
 			if uint32(order.Uint64(ent[8:])) == uint32(elf.R_AARCH64_RELATIVE) {
 				fn(relative{order.Uint64(ent[0:]), order.Uint64(ent[16:])})
 			}
 		}
+		return nil
 	}
 	// ix's addresses are link-time (a System.map's) where a relocation
 	// exists for each zero word at the table's address (linker padding
@@ -195,7 +198,7 @@ func a64Relocate(r io.ReaderAt, name string, ix *kallsyms.Index, text, start uin
 		return 0, &Error{File: name, Err: ErrMismatch, Msg: fmt.Sprintf("relocations fill its call-site table's zero words as well at %#x as at %#x: which is the table's is not known", link[0], link[1])}
 	}
 	if len(link) == 0 {
-		return 0, &Error{File: name, Err: ErrMismatch, Msg: fmt.Sprintf("no relocations between %s and %s fill its call-site table's %d zero words: another kernel's Image, or symbols of another build", relaStartSym, relaEndSym, zero)}
+		return 0, &Error{File: name, Err: ErrMismatch, Msg: fmt.Sprintf("no relocations between %s and %s fill its call-site table's %d zero words: another kernel's Image, or symbols of another build", rs.Name, re.Name, zero)}
 	}
 	for i, w := range words {
 		if w == 0 {
