@@ -39,8 +39,10 @@ const maxSites = 16 << 20
 // __rela_end), whose relocations fill the zero words and say where the
 // table was linked, so ix's KASLR offset.
 //
-// A sample of the sites must then be at functions' starts in ix, or the
-// error is ErrMismatch.
+// Sites the table records before their functions (arm64's
+// CONFIG_DYNAMIC_FTRACE_WITH_CALL_OPS) are moved into them, as
+// ftrace_call_adjust() moves the kernel's records. A sample of the sites
+// must then be at functions' starts in ix, or the error is ErrMismatch.
 func NewImage(r io.ReaderAt, name string, ix *kallsyms.Index) (*Sites, error) {
 	var head [a64HeaderSize]byte
 	if n, _ := r.ReadAt(head[:], 0); isARM64Image(head[:n]) {
