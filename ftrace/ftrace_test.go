@@ -567,6 +567,8 @@ func TestBzImage(t *testing.T) {
 		{"payload past the end", bzImageOf(nil)[:1040], ErrMalformed, "its payload (0 bytes at 0x410) is not within the file's 1040 bytes"},
 		{"corrupt xz", bzImageOf(append(bytes.Repeat([]byte{0xfd, '7', 'z', 'X', 'Z', 0}, 4), size...)), ErrMalformed, "its payload: not a kernel xz stream"},
 		{"not a vmlinux", bzImageOf(append(zstd1(t, []byte("plain text, not ELF")), 0, 0, 0, 0)), ErrMalformed, "its payload is not an ELF vmlinux"},
+		{"a 32-bit vmlinux", bzImageOf(append(zstd1(t, append([]byte("\x7fELF\x01\x01\x01"), make([]byte, 60)...)), 0, 0, 0, 0)), ErrMalformed, "its payload's vmlinux: not a little-endian 64-bit ELF file (x86_64's)"},
+		{"program headers past the head", bzImageOf(append(zstd1(t, phoffAt(vmlinux, 1<<20)), 0, 0, 0, 0)), ErrMalformed, "its payload's vmlinux: program header 0 at 0x100000 is past the first"},
 	} {
 		p := filepath.Join(dir, tc.name)
 		require.NoError(t, os.WriteFile(p, tc.data, 0o644))
@@ -574,6 +576,13 @@ func TestBzImage(t *testing.T) {
 		require.ErrorIs(t, err, tc.kind, tc.name)
 		assert.ErrorContains(t, err, tc.want, tc.name)
 	}
+}
+
+// phoffAt is vmlinux with its program headers said to be at off.
+func phoffAt(vmlinux []byte, off uint64) []byte {
+	b := bytes.Clone(vmlinux)
+	binary.LittleEndian.PutUint64(b[0x20:], off) // e_phoff
+	return b
 }
 
 func zstd1(t *testing.T, b []byte) []byte {

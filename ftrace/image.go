@@ -52,30 +52,18 @@ func NewImage(r io.ReaderAt, name string, ix *kallsyms.Index) (*Sites, error) {
 	if err != nil {
 		return nil, &Error{File: name, Err: ErrMalformed, Msg: "not a kernel image: " + err.Error()}
 	}
-	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
-		return nil, &Error{File: name, Err: ErrMalformed, Msg: fmt.Sprintf("an ELF file of type %s, not a kernel image (vmlinux is ET_EXEC, or ET_DYN where relocatable)", f.Type)}
-	}
-	word := 8
-	if f.Class == elf.ELFCLASS32 {
-		word = 4
-	}
+	return newELFImage(f, r, name, ix)
+}
+
+// newELFImage reads the call sites of vmlinux f, whose bytes r holds (as
+// far as the table's end at least).
+func newELFImage(f *elf.File, r io.ReaderAt, name string, ix *kallsyms.Index) (*Sites, error) {
 	im := &image{f: f}
-	slide, err := im.slide(name, ix)
+	t, err := im.table(name, ix)
 	if err != nil {
 		return nil, err
 	}
-	start, stop, err := im.tableBounds(name, ix, slide)
-	if err != nil {
-		return nil, err
-	}
-	if stop < start || (stop-start)%uint64(word) != 0 || (stop-start)/uint64(word) > maxSites {
-		return nil, &Error{File: name, Err: ErrMalformed, Msg: fmt.Sprintf("%s..%s (%#x..%#x) is no table of %d-byte addresses", startSym, stopSym, start, stop, word)}
-	}
-	off, err := fileOffset(f, name, start, stop-start)
-	if err != nil {
-		return nil, err
-	}
-	words, err := readTable(r, name, off, stop-start, word, f.ByteOrder)
+	words, err := readTable(r, name, t.off, t.size, t.word, f.ByteOrder)
 	if err != nil {
 		return nil, err
 	}
@@ -83,11 +71,48 @@ func NewImage(r io.ReaderAt, name string, ix *kallsyms.Index) (*Sites, error) {
 	// 0, their values the addends of R_AARCH64_RELATIVE relocations that
 	// the kernel applies to itself at boot (__relocate_kernel).
 	if slices.Contains(words, 0) {
-		if err := relocated(f, name, start, words); err != nil {
+		if err := relocated(f, name, t.start, words); err != nil {
 			return nil, err
 		}
 	}
-	return newSites(name, ix, words, slide)
+	return newSites(name, ix, words, t.slide)
+}
+
+// table is where an image's call-site table is.
+type table struct {
+	slide       uint64 // ix's KASLR offset
+	start, size uint64 // its link-time address and size
+	off         uint64 // its file offset
+	word        int    // bytes per address
+}
+
+// table places the image's call-site table: its bounds (ix's, else the
+// image's own), moved by ix's KASLR offset, within a loaded segment.
+func (im *image) table(name string, ix *kallsyms.Index) (table, error) {
+	f := im.f
+	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
+		return table{}, &Error{File: name, Err: ErrMalformed, Msg: fmt.Sprintf("an ELF file of type %s, not a kernel image (vmlinux is ET_EXEC, or ET_DYN where relocatable)", f.Type)}
+	}
+	t := table{word: 8}
+	if f.Class == elf.ELFCLASS32 {
+		t.word = 4
+	}
+	var err error
+	if t.slide, err = im.slide(name, ix); err != nil {
+		return table{}, err
+	}
+	start, stop, err := im.tableBounds(name, ix, t.slide)
+	if err != nil {
+		return table{}, err
+	}
+	if stop < start || (stop-start)%uint64(t.word) != 0 || (stop-start)/uint64(t.word) > maxSites {
+		return table{}, &Error{File: name, Err: ErrMalformed, Msg: fmt.Sprintf("%s..%s (%#x..%#x) is no table of %d-byte addresses", startSym, stopSym, start, stop, t.word)}
+	}
+	t.start, t.size = start, stop-start
+	if t.off, err = fileOffset(f, name, start, t.size); err != nil {
+		return table{}, err
+	}
+	return t, nil
 }
 
 // readTable reads the size bytes of the call-site table at file offset off

@@ -288,7 +288,7 @@ func isPlaceholder(p string) bool {
 // or its build's; for the running kernel without one, tracefs's list
 // (with addresses against /proc/kallsyms, names only against a System.map,
 // whose addresses are the link's, not KASLR's); then /boot/vmlinuz-RELEASE
-// (x86's bzImage: 1-2 s to decompress; arm64's Image), before a names-only
+// (x86's bzImage: 1.5 s to decompress; arm64's Image), before a names-only
 // list. "" when there is none.
 func ftraceFile(root, rel, modDir, build, symbols string, running bool, tracefs []string) string {
 	var images []string

@@ -39,6 +39,35 @@ func TestDecode(t *testing.T) {
 	assert.Equal(t, want, r)
 }
 
+// TestDecodePrefix: every prefix is the whole decode's first bytes, the
+// filter undone as far as each goes (the 4 bytes past it decoded to
+// decide), with the size the kernel appends and without; past the end, the
+// whole.
+func TestDecodePrefix(t *testing.T) {
+	want := fixture(t, "vmlinux")
+	xz := fixture(t, "vmlinux.xz")
+	for _, size := range []int64{0, int64(len(want))} {
+		for n := int64(0); n <= int64(len(want))+10; n += 1 + n/7 {
+			got, err := DecodePrefix(xz, size, 1<<20, n)
+			require.NoError(t, err)
+			require.Equal(t, want[:min(n, int64(len(want)))], got, "size %d, prefix %d", size, n)
+		}
+	}
+	// Each E8 of the image, and the bytes around it, as a prefix's end.
+	for i := range want {
+		if want[i] != 0xe8 {
+			continue
+		}
+		for n := int64(i - 4); n <= int64(i+6); n++ {
+			got, err := DecodePrefix(xz, int64(len(want)), 1<<20, n)
+			require.NoError(t, err)
+			require.Equal(t, want[:max(0, n)], got, "prefix %d", n)
+		}
+	}
+	_, err := DecodePrefix([]byte("not xz"), 0, 1<<20, 10)
+	require.ErrorIs(t, err, ErrFormat)
+}
+
 // TestDecodeRefused: what is not the kernel's kind of stream, or is
 // damaged, is ErrFormat, saying what.
 func TestDecodeRefused(t *testing.T) {
@@ -74,7 +103,8 @@ func TestDecodeRefused(t *testing.T) {
 }
 
 // FuzzDecode: any bytes decode or are ErrFormat; never a panic, never
-// more than the limit.
+// more than the limit; a prefix of a stream that decodes is its decode's
+// first bytes.
 func FuzzDecode(f *testing.F) {
 	data, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "testdata", "ftrace", "vmlinux.xz"))
 	if err != nil {
@@ -89,5 +119,10 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		require.LessOrEqual(t, len(out), 1<<20)
+		// A prefix of what decodes is the decode's first bytes.
+		n := int64(len(out)) * 2 / 3
+		prefix, err := DecodePrefix(data, size, 1<<20, n)
+		require.NoError(t, err)
+		require.Equal(t, out[:n], prefix)
 	})
 }
