@@ -62,7 +62,7 @@ func bzImagePayload(name string, data []byte) (decode func(n int64) ([]byte, err
 	switch input.Detect(p) {
 	case input.Xz:
 		return func(n int64) ([]byte, error) {
-			b, err := kxz.DecodePrefix(p, size, maxImage, n)
+			b, err := kxz.Decode(p, size, maxImage, n)
 			if err != nil {
 				return nil, payloadErr(err)
 			}
@@ -113,7 +113,8 @@ func bzImageSites(name string, data []byte, ix *kallsyms.Index) (*Sites, error) 
 	if err != nil {
 		return nil, err
 	}
-	t, err := (&image{f: f}).table(name, ix)
+	im := &image{f: f}
+	t, err := im.table(name, ix)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +122,7 @@ func bzImageSites(name string, data []byte, ix *kallsyms.Index) (*Sites, error) 
 	if err != nil {
 		return nil, err
 	}
-	return newELFImage(f, bytes.NewReader(img), name, ix)
+	return im.sites(bytes.NewReader(img), name, ix, t)
 }
 
 // progHeaders is the ELF header and program headers at the start of

@@ -52,17 +52,18 @@ func NewImage(r io.ReaderAt, name string, ix *kallsyms.Index) (*Sites, error) {
 	if err != nil {
 		return nil, &Error{File: name, Err: ErrMalformed, Msg: "not a kernel image: " + err.Error()}
 	}
-	return newELFImage(f, r, name, ix)
-}
-
-// newELFImage reads the call sites of vmlinux f, whose bytes r holds (as
-// far as the table's end at least).
-func newELFImage(f *elf.File, r io.ReaderAt, name string, ix *kallsyms.Index) (*Sites, error) {
 	im := &image{f: f}
 	t, err := im.table(name, ix)
 	if err != nil {
 		return nil, err
 	}
+	return im.sites(r, name, ix, t)
+}
+
+// sites reads the call sites of the image's table t, whose bytes r holds
+// (as far as the table's end at least).
+func (im *image) sites(r io.ReaderAt, name string, ix *kallsyms.Index, t table) (*Sites, error) {
+	f := im.f
 	words, err := readTable(r, name, t.off, t.size, t.word, f.ByteOrder)
 	if err != nil {
 		return nil, err

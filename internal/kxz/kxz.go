@@ -31,46 +31,7 @@ const (
 // stream asks for: the kernel's build uses 32 MiB (xz_wrap.sh).
 const maxDict = 64 << 20
 
-// Decode decodes data, an xz stream of one block with at most the x86 BCJ
-// filter before LZMA2 (trailing bytes, such as the kernel's appended
-// size, are left), into at most limit bytes; size, if not 0, is the
-// decoded size expected (the kernel appends it), which presizes the
-// output.
-func Decode(data []byte, size, limit int64) ([]byte, error) {
-	r, x86, err := open(data, size, limit)
-	if err != nil {
-		return nil, err
-	}
-	var buf []byte
-	if size > 0 && size <= limit {
-		// One read into a buffer of the size the kernel recorded, and
-		// nothing after it.
-		buf = make([]byte, size)
-		hugepage.Advise(buf) // 66 MB for Debian's amd64 kernel
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, fmt.Errorf("%w: %d bytes expected: %v", ErrFormat, size, err)
-		}
-		if n, err := r.Read(make([]byte, 1)); n != 0 || err != io.EOF {
-			return nil, fmt.Errorf("%w: more than the %d bytes expected", ErrFormat, size)
-		}
-	} else {
-		var out bytes.Buffer
-		n, err := io.Copy(&out, io.LimitReader(r, limit+1))
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrFormat, err)
-		}
-		if n > limit {
-			return nil, fmt.Errorf("%w: more than %d bytes decoded", ErrFormat, limit)
-		}
-		buf = out.Bytes()
-	}
-	if x86 {
-		unX86(buf)
-	}
-	return buf, nil
-}
-
-// open reads data's stream and block headers (as Decode takes them) and
+// open reads data's stream and block headers and
 // returns the LZMA2 decoder of its block and whether the x86 filter is to
 // be undone.
 func open(data []byte, size, limit int64) (io.Reader, bool, error) {
@@ -145,39 +106,45 @@ func open(data []byte, size, limit int64) (io.Reader, bool, error) {
 	return r, x86, nil
 }
 
-// DecodePrefix decodes the first n bytes of data's stream (all of it when
-// it is shorter), as Decode would give them, without decoding the rest: a
-// reader that needs only the start of a kernel (its headers, a table at a
-// known offset) is spared the time of the whole. size and limit are
-// Decode's.
-func DecodePrefix(data []byte, size, limit, n int64) ([]byte, error) {
+// Decode decodes the first n bytes of data, an xz stream of one block
+// with at most the x86 BCJ filter before LZMA2 (all of it when it is
+// shorter; trailing bytes, such as the kernel's appended size, are
+// left), and nothing past them: a reader that needs only the start of a
+// kernel (its headers, a table at a known offset) is spared the time of
+// the rest. size, if not 0, is the decoded size the kernel appends: the
+// stream must have it, and it presizes the output. More than limit bytes
+// is an error.
+func Decode(data []byte, size, limit, n int64) ([]byte, error) {
 	r, x86, err := open(data, size, limit)
 	if err != nil {
 		return nil, err
 	}
 	// The filter's decision at a byte looks up to 4 bytes past it (a
 	// branch's displacement): those are decoded, undone and dropped.
-	want := min(max(n, 0)+4, limit)
+	want := max(n, 0) + 4
 	if size > 0 {
 		want = min(want, size)
 	}
 	var buf []byte
-	if size > 0 {
-		// As Decode presizes, within the size recorded (huge pages: a
-		// fault per 4 KiB of 40 MB cost a third of the decode's time).
+	if want <= limit && size > 0 {
+		// Presized, within the size recorded, in huge pages (a fault
+		// per 4 KiB of 40 MB cost a third of the decode's time).
 		buf = make([]byte, want)
 		hugepage.Advise(buf)
 		got, err := io.ReadFull(r, buf)
-		if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		if err == io.ErrUnexpectedEOF || err == io.EOF {
+			return nil, fmt.Errorf("%w: the stream ends after %d bytes; its recorded size is %d", ErrFormat, got, size)
+		} else if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrFormat, err)
 		}
-		buf = buf[:got]
 	} else {
 		var out bytes.Buffer
-		if _, err := io.Copy(&out, io.LimitReader(r, want)); err != nil {
+		if _, err := io.Copy(&out, io.LimitReader(r, min(want, limit+1))); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrFormat, err)
 		}
-		buf = out.Bytes()
+		if buf = out.Bytes(); int64(len(buf)) > limit {
+			return nil, fmt.Errorf("%w: more than %d bytes decoded", ErrFormat, limit)
+		}
 	}
 	if x86 {
 		unX86(buf)

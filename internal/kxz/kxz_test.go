@@ -3,6 +3,7 @@ package kxz
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -29,14 +30,10 @@ func TestDecode(t *testing.T) {
 	xz := fixture(t, "vmlinux.xz")
 	require.Greater(t, bytes.Count(want, []byte{0xe8}), 5, "calls for the filter to have converted")
 	for _, size := range []int64{0, int64(len(want))} {
-		got, err := Decode(append(bytes.Clone(xz), binary.LittleEndian.AppendUint32(nil, uint32(len(want)))...), size, 1<<20)
+		got, err := Decode(append(bytes.Clone(xz), binary.LittleEndian.AppendUint32(nil, uint32(len(want)))...), size, 1<<20, 1<<20)
 		require.NoError(t, err)
 		assert.True(t, bytes.Equal(want, got), "size hint %d", size)
 	}
-	// Undoing the filter is what makes them equal.
-	r, err := Decode(xz, 0, 1<<20)
-	require.NoError(t, err)
-	assert.Equal(t, want, r)
 }
 
 // TestDecodePrefix: every prefix is the whole decode's first bytes, the
@@ -48,7 +45,7 @@ func TestDecodePrefix(t *testing.T) {
 	xz := fixture(t, "vmlinux.xz")
 	for _, size := range []int64{0, int64(len(want))} {
 		for n := int64(0); n <= int64(len(want))+10; n += 1 + n/7 {
-			got, err := DecodePrefix(xz, size, 1<<20, n)
+			got, err := Decode(xz, size, 1<<20, n)
 			require.NoError(t, err)
 			require.Equal(t, want[:min(n, int64(len(want)))], got, "size %d, prefix %d", size, n)
 		}
@@ -59,12 +56,12 @@ func TestDecodePrefix(t *testing.T) {
 			continue
 		}
 		for n := int64(i - 4); n <= int64(i+6); n++ {
-			got, err := DecodePrefix(xz, int64(len(want)), 1<<20, n)
+			got, err := Decode(xz, int64(len(want)), 1<<20, n)
 			require.NoError(t, err)
 			require.Equal(t, want[:max(0, n)], got, "prefix %d", n)
 		}
 	}
-	_, err := DecodePrefix([]byte("not xz"), 0, 1<<20, 10)
+	_, err := Decode([]byte("not xz"), 0, 1<<20, 10)
 	require.ErrorIs(t, err, ErrFormat)
 }
 
@@ -90,16 +87,22 @@ func TestDecodeRefused(t *testing.T) {
 		{"cut off", xz[:14], 0, "the block header is cut off"},
 		{"another filter", fixture(t, "delta.xz"), 0, "filter 0x3 (1 bytes of properties) at position 1: only x86 BCJ (without a start offset) before LZMA2 is read"},
 		{"compressed data", corrupt(len(xz) / 2), 0, "not a kernel xz stream"},
-		{"shorter than said", xz, int64(n + 1), "bytes expected"},
-		{"longer than said", xz, int64(n - 1), "more than the"},
+		{"shorter than said", xz, int64(n + 1), fmt.Sprintf("the stream ends after %d bytes; its recorded size is %d", n, n+1)},
 	} {
-		_, err := Decode(tc.data, tc.size, 1<<20)
+		_, err := Decode(tc.data, tc.size, 1<<20, 1<<20)
 		require.ErrorIs(t, err, ErrFormat, tc.name)
 		assert.ErrorContains(t, err, tc.want, tc.name)
 	}
-	_, err := Decode(xz, 0, int64(n-1))
-	require.ErrorIs(t, err, ErrFormat)
-	assert.ErrorContains(t, err, "more than")
+	// Past the limit, with the size or without.
+	for _, size := range []int64{0, int64(n)} {
+		_, err := Decode(xz, size, int64(n-1), int64(n))
+		require.ErrorIs(t, err, ErrFormat)
+		assert.ErrorContains(t, err, fmt.Sprintf("more than %d bytes decoded", n-1))
+	}
+	// A prefix within the limit is not refused.
+	got, err := Decode(xz, int64(n), int64(n-1), 100)
+	require.NoError(t, err)
+	assert.Len(t, got, 100)
 }
 
 // FuzzDecode: any bytes decode or are ErrFormat; never a panic, never
@@ -113,7 +116,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(data, int64(0))
 	f.Add(data[:40], int64(100))
 	f.Fuzz(func(t *testing.T, data []byte, size int64) {
-		out, err := Decode(data, size, 1<<20)
+		out, err := Decode(data, size, 1<<20, 1<<20)
 		if err != nil {
 			require.ErrorIs(t, err, ErrFormat)
 			return
@@ -121,7 +124,7 @@ func FuzzDecode(f *testing.F) {
 		require.LessOrEqual(t, len(out), 1<<20)
 		// A prefix of what decodes is the decode's first bytes.
 		n := int64(len(out)) * 2 / 3
-		prefix, err := DecodePrefix(data, size, 1<<20, n)
+		prefix, err := Decode(data, size, 1<<20, n)
 		require.NoError(t, err)
 		require.Equal(t, out[:n], prefix)
 	})
