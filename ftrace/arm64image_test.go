@@ -32,8 +32,8 @@ func a64Index(t *testing.T, shift uint64, keep func(line string) bool) *kallsyms
 	return ix
 }
 
-// a64Addr is the fixture's symbol name's address in ix.
-func a64Addr(t *testing.T, ix *kallsyms.Index, name string) uint64 {
+// symAddr is the address of ix's vmlinux symbol name.
+func symAddr(t *testing.T, ix *kallsyms.Index, name string) uint64 {
 	t.Helper()
 	sym, ok := ix.Find(kallsyms.Vmlinux, name, 1)
 	require.True(t, ok, name)
@@ -54,7 +54,7 @@ func TestARM64Image(t *testing.T) {
 	text := []byte(strings.Repeat("vfs_read\n", 6) + "s_ARMd_show\n")
 	require.Equal(t, "ARMd", string(text[a64Magic:a64Magic+4]))
 	assert.False(t, isARM64Image(text))
-	off := a64Addr(t, ix, startSym) - a64Addr(t, ix, textSym)
+	off := symAddr(t, ix, startSym) - symAddr(t, ix, textSym)
 	assert.Equal(t, make([]byte, 40), img[off:off+40], "the table holds zeros")
 
 	s, err := Open(fixture("arm64/Image"), ix)
@@ -93,7 +93,7 @@ func TestARM64ImageKASLR(t *testing.T) {
 		require.NoError(t, err, "%#x", shift)
 		assert.Equal(t, shift, s.Slide())
 		assert.Equal(t, verdicts(s0, base), verdicts(s, ix), "%#x", shift)
-		assert.Equal(t, a64Addr(t, ix, "vfs_read"), s.addrs[1])
+		assert.Equal(t, symAddr(t, ix, "vfs_read"), s.addrs[1])
 	}
 	_, err = Open(fixture("arm64/Image"), a64Index(t, 0x1000, nil))
 	require.ErrorIs(t, err, ErrMismatch)
@@ -107,11 +107,11 @@ func TestARM64ImageKASLR(t *testing.T) {
 func TestARM64ImagePadding(t *testing.T) {
 	full := a64Index(t, 0, nil)
 	img := mustRead(t, fixture("arm64/Image"))
-	relas := a64Addr(t, full, relaStartSym) - a64Addr(t, full, textSym)
+	relas := symAddr(t, full, relaStartSym) - symAddr(t, full, textSym)
 	// The relocation of the table's second word, vfs_read's.
 	second := relas + relaEntSize
-	require.Equal(t, a64Addr(t, full, startSym)+8, binary.LittleEndian.Uint64(img[second:]))
-	require.Equal(t, a64Addr(t, full, "vfs_read"), binary.LittleEndian.Uint64(img[second+16:]))
+	require.Equal(t, symAddr(t, full, startSym)+8, binary.LittleEndian.Uint64(img[second:]))
+	require.Equal(t, symAddr(t, full, "vfs_read"), binary.LittleEndian.Uint64(img[second+16:]))
 	zeroAddend := bytes.Clone(img)
 	binary.LittleEndian.PutUint64(zeroAddend[second+16:], 0)
 	none := bytes.Clone(img)
@@ -140,14 +140,14 @@ func TestARM64ImageBigEndian(t *testing.T) {
 	le, err := Open(fixture("arm64/Image"), ix)
 	require.NoError(t, err)
 	img := mustRead(t, fixture("arm64/Image"))
-	text := a64Addr(t, ix, textSym)
+	text := symAddr(t, ix, textSym)
 	swap := func(lo, hi uint64) {
 		for o := lo - text; o < hi-text; o += 8 {
 			binary.BigEndian.PutUint64(img[o:], binary.LittleEndian.Uint64(img[o:]))
 		}
 	}
-	swap(a64Addr(t, ix, startSym), a64Addr(t, ix, stopSym))
-	swap(a64Addr(t, ix, relaStartSym), a64Addr(t, ix, relaEndSym))
+	swap(symAddr(t, ix, startSym), symAddr(t, ix, stopSym))
+	swap(symAddr(t, ix, relaStartSym), symAddr(t, ix, relaEndSym))
 	_, err = NewImage(bytes.NewReader(img), "Image", ix)
 	require.ErrorIs(t, err, ErrMismatch, "read as little-endian, the relocations are not")
 	img[a64Flags] |= a64FlagBE
@@ -161,9 +161,9 @@ func TestARM64ImageBigEndian(t *testing.T) {
 func TestARM64ImageBroken(t *testing.T) {
 	img := mustRead(t, fixture("arm64/Image"))
 	full := a64Index(t, 0, nil)
-	text := a64Addr(t, full, textSym)
-	table := a64Addr(t, full, startSym) - text
-	relas := a64Addr(t, full, relaStartSym) - text
+	text := symAddr(t, full, textSym)
+	table := symAddr(t, full, startSym) - text
+	relas := symAddr(t, full, relaStartSym) - text
 	without := func(names ...string) func(string) bool {
 		return func(l string) bool {
 			f := strings.Fields(l)
@@ -231,7 +231,7 @@ func TestDebianARM64Vmlinuz(t *testing.T) {
 	require.NoError(t, err)
 	s, err := Open(vmlinuz, ix)
 	require.NoError(t, err)
-	assert.Equal(t, int(a64Addr(t, ix, stopSym)-a64Addr(t, ix, startSym))/8, s.Len())
+	assert.Equal(t, int(symAddr(t, ix, stopSym)-symAddr(t, ix, startSym))/8, s.Len())
 	assert.Equal(t, 44279, s.Len())
 	want := map[string]Verdict{
 		"vfs_read": Traceable, "schedule": Traceable, "cmdline_proc_show": Traceable, "kmalloc_trace": Traceable,

@@ -196,27 +196,28 @@ func TestTracefs(t *testing.T) {
 // TestMismatch: call sites of another kernel, or of another address space,
 // are refused rather than taken to say that nothing is traceable.
 func TestMismatch(t *testing.T) {
-	moved := fixtureIndex(t, 0x1e400000)
-	_, err := Open(fixture("available_filter_functions_addrs"), moved)
-	require.ErrorIs(t, err, ErrMismatch)
-	assert.ErrorContains(t, err, "5 of 5 call sites sampled are not at the start of functions of System.map")
-
-	other, err := kallsyms.ParseBytes("other", []byte("ffffffff81000000 T _text\nffffffff81000040 T other_a\nffffffff81000100 T other_b\n"), nil)
-	require.NoError(t, err)
-	_, err = Open(fixture("available_filter_functions"), other)
-	require.ErrorIs(t, err, ErrMismatch)
-	assert.ErrorContains(t, err, "5 of 5 functions sampled are not in other (e.g. type_show)")
-	_, err = Open(fixture("available_filter_functions_addrs"), other)
-	require.ErrorIs(t, err, ErrMismatch)
-	assert.ErrorContains(t, err, "0xffffffff81000060, type_show here, is other_a+0x20/0xc0 there")
-
-	// The image placed by another kernel's _text: its sites fall into
-	// that kernel's data, or nowhere.
-	farText, err := kallsyms.ParseBytes("far", []byte("ffffffff82000000 T _text\nffffffff81000000 T f\nffffffff82000000 T g\n"), nil)
-	require.NoError(t, err)
-	_, err = Open(fixture("vmlinux"), farText)
-	require.ErrorIs(t, err, ErrMismatch)
-	assert.ErrorContains(t, err, "5 of 5 call sites sampled are not at the start of functions of far")
+	index := func(name, lines string) *kallsyms.Index {
+		ix, err := kallsyms.ParseBytes(name, []byte(lines), nil)
+		require.NoError(t, err)
+		return ix
+	}
+	other := index("other", "ffffffff81000000 T _text\nffffffff81000040 T other_a\nffffffff81000100 T other_b\n")
+	for _, tc := range []struct {
+		file string
+		ix   *kallsyms.Index
+		want string
+	}{
+		{"available_filter_functions_addrs", fixtureIndex(t, 0x1e400000), "5 of 5 call sites sampled are not at the start of functions of System.map"},
+		{"available_filter_functions", other, "5 of 5 functions sampled are not in other (e.g. type_show)"},
+		{"available_filter_functions_addrs", other, "0xffffffff81000060, type_show here, is other_a+0x20/0xc0 there"},
+		// The image placed by another kernel's _text: its sites fall into
+		// that kernel's data, or nowhere.
+		{"vmlinux", index("far", "ffffffff82000000 T _text\nffffffff81000000 T f\nffffffff82000000 T g\n"), "5 of 5 call sites sampled are not at the start of functions of far"},
+	} {
+		_, err := Open(fixture(tc.file), tc.ix)
+		require.ErrorIs(t, err, ErrMismatch, tc.want)
+		assert.ErrorContains(t, err, tc.want)
+	}
 }
 
 func mustRead(t *testing.T, path string) []byte {
@@ -308,11 +309,9 @@ func (f failAt) ReadAt(p []byte, off int64) (int, error) {
 
 // tableOffset is the file offset of the image's call-site table.
 func tableOffset(t *testing.T, img []byte, ix *kallsyms.Index) int {
-	start, ok := ix.Find(kallsyms.Vmlinux, startSym, 1)
-	require.True(t, ok)
 	f, err := elfNewFile(img)
 	require.NoError(t, err)
-	off, err := fileOffset(f, "vmlinux", start.Address, 32)
+	off, err := fileOffset(f, "vmlinux", symAddr(t, ix, startSym), 32)
 	require.NoError(t, err)
 	return int(off)
 }
@@ -350,11 +349,7 @@ func TestDebianPPC64EL(t *testing.T) {
 	require.NoError(t, err)
 	s, err := Open(filepath.Join(boot, "vmlinux-"+testutil.PPC64ELRelease), ix)
 	require.NoError(t, err)
-	start, ok := ix.Find(kallsyms.Vmlinux, startSym, 1)
-	require.True(t, ok)
-	stop, ok := ix.Find(kallsyms.Vmlinux, stopSym, 1)
-	require.True(t, ok)
-	assert.Equal(t, int(stop.Address-start.Address)/8, s.Len())
+	assert.Equal(t, int(symAddr(t, ix, stopSym)-symAddr(t, ix, startSym))/8, s.Len())
 	assert.Equal(t, 33773, s.Len())
 	for name, want := range map[string]Verdict{
 		"vfs_read": Traceable, "schedule": Traceable, "cmdline_proc_show": Traceable, "kmalloc_trace": Traceable,
@@ -405,9 +400,7 @@ func TestImageArm64(t *testing.T) {
 	img := mustRead(t, fixture("arm64/vmlinux"))
 	f, err := elfNewFile(img)
 	require.NoError(t, err)
-	start, ok := ix.Find(kallsyms.Vmlinux, startSym, 1)
-	require.True(t, ok)
-	off, err := fileOffset(f, "vmlinux", start.Address, 40)
+	off, err := fileOffset(f, "vmlinux", symAddr(t, ix, startSym), 40)
 	require.NoError(t, err)
 	assert.Equal(t, make([]byte, 40), img[off:off+40], "the table holds zeros")
 
@@ -428,18 +421,15 @@ func TestImageArm64CallOps(t *testing.T) {
 	ix, err := kallsyms.Open(fixture("arm64-callops/System.map"), nil)
 	require.NoError(t, err)
 	want := traced(t, "arm64-callops/available_filter_functions_addrs")
-	stext, ok := ix.Find(kallsyms.Vmlinux, stextSym, 1)
-	require.True(t, ok)
-	require.True(t, want[stext.Address])
-	delete(want, stext.Address)
+	stext := symAddr(t, ix, stextSym)
+	require.True(t, want[stext])
+	delete(want, stext)
 
 	f, err := elf.Open(fixture("arm64-callops/vmlinux"))
 	require.NoError(t, err)
 	defer f.Close()
-	start, ok := ix.Find(kallsyms.Vmlinux, startSym, 1)
-	require.True(t, ok)
 	words := make([]uint64, 5)
-	require.NoError(t, relocated(f, "vmlinux", start.Address, words))
+	require.NoError(t, relocated(f, "vmlinux", symAddr(t, ix, startSym), words))
 	for _, w := range words {
 		assert.True(t, want[w+preEntryBytes], "%#x: 8 bytes before a traced function", w)
 	}
@@ -606,11 +596,7 @@ func TestDebianAMD64Vmlinuz(t *testing.T) {
 	require.NoError(t, err)
 	s, err := Open(vmlinuz, ix)
 	require.NoError(t, err)
-	start, ok := ix.Find(kallsyms.Vmlinux, startSym, 1)
-	require.True(t, ok)
-	stop, ok := ix.Find(kallsyms.Vmlinux, stopSym, 1)
-	require.True(t, ok)
-	assert.Equal(t, int(stop.Address-start.Address)/8, s.Len())
+	assert.Equal(t, int(symAddr(t, ix, stopSym)-symAddr(t, ix, startSym))/8, s.Len())
 	assert.Equal(t, 40521, s.Len())
 	want := map[string]Verdict{
 		"vfs_read": Traceable, "schedule": Traceable, "cmdline_proc_show": Traceable, "kmalloc_trace": Traceable,
