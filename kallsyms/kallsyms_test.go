@@ -773,6 +773,8 @@ ffffffffc0001000 t helper	[xfs]
 ffffffffc0001100 T helper	[libcrc32c]
 ffffffffc0001200 t vfs_read	[xfs]
 ffffffffc0001300 T call_rcu	[shim]
+ffffffffc0002000 t xfrm_aalg_get_byid	[xfrm_algo]
+ffffffffc0002100 r __ksymtab_xfrm_aalg_get_byid	[xfrm_algo]
 ffffffffc0003000 T ftrace_only	[__builtin__ftrace]
 `
 	ix := mustParse(t, text, nil)
@@ -788,6 +790,10 @@ ffffffffc0003000 T ftrace_only	[__builtin__ftrace]
 		{"vfs_read", true, "", 0},                         // neither vmlinux's nor xfs's
 		{"call_rcu", true, Vmlinux, 0xffffffff81000300},
 		{"call_rcu", false, "shim", 0xffffffffc0001300}, // GPL-only in vmlinux: a module's export next
+		// EXPORT_SYMBOL_GPL in a module: lower case, with its __ksymtab_
+		// entry (Debian's 6.1 amd64 kernel lists xfrm_algo's so).
+		{"xfrm_aalg_get_byid", true, "xfrm_algo", 0xffffffffc0002000},
+		{"xfrm_aalg_get_byid", false, "", 0},
 		{"ftrace_only", true, "", 0},
 		{"missing", true, "", 0},
 	} {

@@ -560,15 +560,17 @@ const ksymtabPrefix = "__ksymtab_"
 // vmlinux, else by a module (in /proc/kallsyms order: newest loaded
 // first). vmlinux exports name when the index lists __ksymtab_<name>; a
 // module exports it when its line's type letter is upper case
-// (module_get_kallsym() upper-cases exactly the exported symbols). Where
-// the index does not list vmlinux's exports (ListsExports is false), any
-// vmlinux symbol of that name is taken: the index cannot tell.
-// Pseudo-modules never match. Like Find, it builds no diagnostics.
+// (module_get_kallsym() upper-cases the symbols of its EXPORT_SYMBOL
+// table) or, GPL-only, when the module also lists __ksymtab_<name> (an
+// EXPORT_SYMBOL_GPL symbol stays lower case: Debian's 6.1 kernel lists
+// xfrm_algo's xfrm_aalg_get_byid as "t"). Where the index does not list
+// vmlinux's exports (ListsExports is false), any vmlinux symbol of that
+// name is taken: the index cannot tell. Pseudo-modules never match. Like
+// Find, it builds no diagnostics.
 //
 // gplOK is find_symbol()'s gplok: without it (a module whose license is
-// not GPL-compatible), vmlinux's GPL-only exports (GPLOnly) are skipped.
-// A module's exports are taken whatever their kind, which kallsyms does
-// not show.
+// not GPL-compatible), GPL-only exports are skipped: vmlinux's (GPLOnly)
+// and the lower-case ones of modules.
 func (ix *Index) FindExport(name string, gplOK bool) (Symbol, bool) {
 	if ix.closed {
 		return Symbol{}, false
@@ -587,7 +589,14 @@ func (ix *Index) FindExport(name string, gplOK bool) (Symbol, bool) {
 			continue
 		}
 		for i := ix.find(o, name); i != 0; i = ix.next[i-1] {
-			if ix.matches(i-1, name) && isUpper(ix.syms[i-1].typ) {
+			if !ix.matches(i-1, name) {
+				continue
+			}
+			// module_get_kallsym()'s is_exported() looks in the module's
+			// EXPORT_SYMBOL table only: those are upper case. An
+			// EXPORT_SYMBOL_GPL one is lower case, but its
+			// __ksymtab_<name> entry is listed too (CONFIG_KALLSYMS_ALL).
+			if isUpper(ix.syms[i-1].typ) || gplOK && ix.has(o, ksymtabPrefix+name) {
 				return ix.symbol(i-1, 1), true
 			}
 		}
@@ -614,6 +623,16 @@ func (ix *Index) inGPLTable(k uint32) bool {
 }
 
 func isUpper(c byte) bool { return c >= 'A' && c <= 'Z' }
+
+// has reports whether object o lists a symbol called name.
+func (ix *Index) has(o *object, name string) bool {
+	for i := ix.find(o, name); i != 0; i = ix.next[i-1] {
+		if ix.matches(i-1, name) {
+			return true
+		}
+	}
+	return false
+}
 
 // first finds the first symbol answering name in object oi.
 func (ix *Index) first(oi int, name string) (uint32, bool) {
