@@ -54,10 +54,15 @@
 //
 // Module.Link then does what load_module() does with the module's bytes:
 //
-//   - kernel/module/main.c: layout_sections() (core then init; text,
-//     read-only, ro-after-init, data, each group page aligned) and
+//   - kernel/module/main.c: layout_and_allocate() (.modinfo, __versions
+//     and the per-cpu section not loaded; .data..ro_after_init and
+//     __jump_table made ro-after-init), layout_sections() (core then init;
+//     text, read-only, ro-after-init, data, each group page aligned),
+//     kernel/module/kallsyms.c: layout_symtab() (the symbols kallsyms
+//     keeps end core: Image.CoreSize, where init follows) and
 //     simplify_symbols() (every undefined symbol resolved first, through
-//     LinkOptions.Resolve);
+//     LinkOptions.Resolve; per-cpu symbols in the module's per-cpu area,
+//     LinkOptions.PercpuBase);
 //   - apply_relocate_add() of arch/arm64/kernel/module.c,
 //     arch/x86/kernel/module.c, arch/s390/kernel/module.c (apply_rela(),
 //     apply_rela_bits()) and arch/powerpc/kernel/module_64.c,

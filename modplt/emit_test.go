@@ -476,28 +476,28 @@ func TestDefaultBase(t *testing.T) {
 }
 
 // TestInitAfterGuardPage: without InitBase, init goes where vmalloc puts
-// module_alloc()'s next allocation: past core's pages and core's guard
-// page. (The corpus's modules, loaded one after another, sit a page
-// apart: sha256_arm64 at 0xffff800001000000, 0x6000 bytes, sha2_ce at
-// 0xffff800001007000.)
+// module_alloc()'s next allocation: past core's pages, which end with the
+// symbols kallsyms keeps (layout_symtab()), and core's guard page. Debian's
+// 6.1 kernel loaded md4 so (testdata/oracle: core 0x4000 bytes at
+// 0xffffffffc0526000, .init.text at 0xffffffffc052b000).
 func TestInitAfterGuardPage(t *testing.T) {
 	m, err := Open(testutil.Corpus(t, "amd64/modules/md4.ko"))
 	require.NoError(t, err)
-	img, err := m.Link(LinkOptions{Base: 0xffffffffc0000000, Resolve: func(string) (uint64, bool) { return 0xffffffff81000000, true }})
+	const base = 0xffffffffc0526000
+	img, err := m.Link(LinkOptions{Base: base, Resolve: func(string) (uint64, bool) { return 0xffffffff81000000, true }})
 	require.NoError(t, err)
-	var coreEnd, initStart uint64 = 0, ^uint64(0)
+	var coreEnd uint64
 	for _, p := range img.Sections {
 		if p.Region == Core {
 			coreEnd = max(coreEnd, p.Addr+p.Size)
-		} else {
-			initStart = min(initStart, p.Addr)
 		}
 	}
-	require.NotZero(t, coreEnd)
-	assert.Equal(t, (coreEnd+4095)&^4095+4096, initStart)
-	img, err = m.Link(LinkOptions{Base: 0xffffffffc0000000, InitBase: 0xffffffffc0100000, Resolve: func(string) (uint64, bool) { return 0xffffffff81000000, true }})
+	assert.Equal(t, uint64(base+0x2580), coreEnd, "core's sections")
+	assert.Equal(t, uint64(0x4000), img.CoreSize, "and a page of md4's symbols")
+	assert.Equal(t, uint64(0xffffffffc052b000), img.Section(".init.text").Addr)
+	img, err = m.Link(LinkOptions{Base: base, InitBase: 0xffffffffc0600000, Resolve: func(string) (uint64, bool) { return 0xffffffff81000000, true }})
 	require.NoError(t, err)
-	assert.Equal(t, uint64(0xffffffffc0100000), img.Section(".init.text").Addr)
+	assert.Equal(t, uint64(0xffffffffc0600000), img.Section(".init.text").Addr)
 }
 
 // TestPageSize: with 64 KiB pages (an arm64 kernel-64k) every group of
@@ -517,8 +517,9 @@ func TestPageSize(t *testing.T) {
 	assert.True(t, img.Linked())
 	assert.Equal(t, uint64(page), img.PageSize)
 	// md4's groups (as `klpresolve link` lists them with 4 KiB pages:
-	// text at +0, read-only data at +0x1000, data at +0x2000, init text
-	// at +0x4000 and its data at +0x5000) move to 64 KiB pages.
+	// text at +0, read-only data at +0x1000, data at +0x2000, the symbols
+	// kallsyms keeps at +0x3000, init text at +0x5000 and its data at
+	// +0x6000) move to 64 KiB pages.
 	for _, tc := range []struct {
 		name       string
 		small, big uint64
@@ -526,13 +527,15 @@ func TestPageSize(t *testing.T) {
 		{".text", base, base},
 		{".note.gnu.property", base + 0x1000, base + page},
 		{".data", base + 0x2080, base + 2*page + 0x80},
-		{".init.text", base + 0x4000, base + 4*page}, // core: 3 pages, then the guard page
-		{".init.data", base + 0x5000, base + 5*page},
+		{".init.text", base + 0x5000, base + 5*page}, // core: 4 pages, then the guard page
+		{".init.data", base + 0x6000, base + 6*page},
 	} {
 		assert.Equal(t, tc.small, small.Section(tc.name).Addr, "%s, 4 KiB pages", tc.name)
 		assert.Equal(t, tc.big, img.Section(tc.name).Addr, "%s, 64 KiB pages", tc.name)
 	}
-	assert.Equal(t, uint64(base+6*page+page), img.Next(), "past init's page and a guard page")
+	assert.Equal(t, uint64(0x4000), small.CoreSize)
+	assert.Equal(t, uint64(4*page), img.CoreSize)
+	assert.Equal(t, uint64(base+7*page+page), img.Next(), "past init's page and a guard page")
 
 	_, err = m.Link(LinkOptions{Base: base + 0x1000, PageSize: page, Resolve: resolve})
 	assert.ErrorIs(t, err, ErrBadBase)
@@ -635,4 +638,55 @@ func TestLinkNoRandomizeBase(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, img.Errors)
 	assert.Equal(t, []int{1, 2}, []int{img.PLTCoreUsed, img.PLTCoreMax})
+}
+
+// TestPercpu: a module's .data..percpu is not loaded with it
+// (layout_and_allocate() clears its SHF_ALLOC); its symbols are addressed
+// in the per-cpu area percpu_modalloc() gives it: by default where the
+// kernel's reserved chunk starts (__per_cpu_end, aligned for the
+// section), as Debian's 6.1 kernel placed testdata/oracle's percpu_demo
+// (percpu_demo_shared at 0x35000, percpu_demo_hits 8 bytes on).
+func TestPercpu(t *testing.T) {
+	m, err := Open(filepath.Join(testutil.RepoRoot(), "testdata", "oracle", "percpu-demo.ko"))
+	require.NoError(t, err)
+	resolve := func(string) (uint64, bool) { return 0xffffffff81000000, true }
+	for _, tc := range []struct {
+		base, perCPUEnd, want uint64
+	}{
+		{0, 0x35000, 0x35000},
+		{0, 0x35004, 0x35008}, // aligned for the section (8)
+		{0x40010, 0x35000, 0x40010},
+	} {
+		kernel := mapResolver(map[string]uint64{"__per_cpu_end": tc.perCPUEnd})
+		img, err := m.Link(LinkOptions{PercpuBase: tc.base, Kernel: kernel, Resolve: resolve})
+		require.NoError(t, err)
+		require.True(t, img.Linked())
+		assert.Nil(t, img.Section(".data..percpu"), "not laid out")
+		assert.Equal(t, tc.want, img.Percpu)
+		assert.Equal(t, uint64(0x10), img.PercpuSize)
+		// percpu_demo_ptr = &percpu_demo_hits: an R_X86_64_64 against the
+		// section, in .data.
+		assert.Equal(t, tc.want+8, binary.LittleEndian.Uint64(img.Section(".data").Data), "%+v", tc)
+	}
+}
+
+// TestJumpTableROAfterInit: layout_and_allocate() marks __jump_table
+// SHF_RO_AFTER_INIT, so it gets the ro-after-init group's page of its own
+// between the read-only data and the writable data, where Debian's 6.1
+// kernel put xfs's (testdata/oracle: core at 0xffffffffc0344000, 0x1e1000
+// bytes with the symbols kallsyms keeps).
+func TestJumpTableROAfterInit(t *testing.T) {
+	m, err := Open(testutil.Corpus(t, "amd64/modules/xfs.ko"))
+	require.NoError(t, err)
+	img, err := m.Link(LinkOptions{Base: 0xffffffffc0344000, Resolve: func(string) (uint64, bool) { return 0xffffffff81000000, true }})
+	require.NoError(t, err)
+	for name, want := range map[string]uint64{
+		".rodata.cst2": 0xffffffffc046f3fc, // the last read-only section
+		"__jump_table": 0xffffffffc0470000,
+		"__bug_table":  0xffffffffc0473000, // the first writable one
+		".data":        0xffffffffc0473240,
+	} {
+		assert.Equal(t, fmt.Sprintf("%#x", want), fmt.Sprintf("%#x", img.Section(name).Addr), name)
+	}
+	assert.Equal(t, uint64(0x1e1000), img.CoreSize)
 }

@@ -12,7 +12,7 @@ import (
 // data in the same allocation as code).
 
 // shfROAfterInit is the kernel's SHF_RO_AFTER_INIT, which the loader sets
-// on .data..ro_after_init.
+// on .data..ro_after_init and __jump_table (roAfterInit).
 const shfROAfterInit = 0x00200000
 
 // maxNobits bounds one section's size: arm64's module area (128 MiB).
@@ -31,6 +31,19 @@ var layoutMasks = [][2]elf.SectionFlag{
 	{elf.SHF_ALLOC, elf.SHF_WRITE},
 	{shfROAfterInit | elf.SHF_ALLOC, 0},
 	{elf.SHF_WRITE | elf.SHF_ALLOC, 0},
+}
+
+// percpuSection is the section find_pcpusec() finds: the module's
+// DEFINE_PER_CPU variables, not loaded with it (see LinkOptions.PercpuBase).
+const percpuSection = ".data..percpu"
+
+// roAfterInit reports whether layout_and_allocate() marks the section
+// SHF_RO_AFTER_INIT: .data..ro_after_init, and __jump_table, whose entries
+// jump_label_apply_nops() may still change during init but never after
+// (Linux 4.19 on). Both are laid out in the ro-after-init group, a page
+// apart from the writable data.
+func roAfterInit(name string) bool {
+	return name == ".data..ro_after_init" || name == "__jump_table"
 }
 
 // Placed is one allocated section at its load address.
@@ -69,12 +82,11 @@ func (p *Placed) fill() {
 // (erratum 843419), at overrides addresses (tests, to match GNU ld).
 // Init goes at init, or (init == 0) past core's end and its guard page.
 // page is the kernel's PAGE_SIZE. Core's first reserve bytes are left to
-// what the architecture puts there (s390's GOT and PLT).
-func (m *Module) layout(core, init, page, reserve uint64, sizes map[int]uint64, aligns map[int]uint64, flagsOf map[int]elf.SectionFlag, at map[string]uint64, unload bool) ([]*Placed, error) {
+// what the architecture puts there (s390's GOT and PLT). coreSize is the
+// size of core's allocation (coreKallsymsEnd).
+func (m *Module) layout(core, init, page, reserve uint64, sizes map[int]uint64, aligns map[int]uint64, flagsOf map[int]elf.SectionFlag, at map[string]uint64, unload bool) (out []*Placed, coreSize uint64, err error) {
 	f := m.f
 	placed := make([]*Placed, len(f.Sections))
-	var out []*Placed
-	var coreSize uint64
 	for r := range 2 {
 		region := Region(r)
 		base := core
@@ -89,7 +101,7 @@ func (m *Module) layout(core, init, page, reserve uint64, sizes map[int]uint64, 
 		}
 		// module_alloc() returns whole pages, within the address space.
 		if base%page != 0 {
-			return nil, fmt.Errorf("%s: %w: %s at %#x is not on a %d-byte page", f.Name, ErrBadBase, region, base, page)
+			return nil, 0, fmt.Errorf("%s: %w: %s at %#x is not on a %d-byte page", f.Name, ErrBadBase, region, base, page)
 		}
 		off := uint64(0)
 		if region == Core {
@@ -102,12 +114,14 @@ func (m *Module) layout(core, init, page, reserve uint64, sizes map[int]uint64, 
 				if f, ok := flagsOf[i]; ok {
 					flags = f
 				}
-				if s.Name == ".data..ro_after_init" {
+				if roAfterInit(s.Name) {
 					flags |= shfROAfterInit
 				}
 				// layout_and_allocate() clears SHF_ALLOC from .modinfo and
-				// __versions: read at load, never mapped.
-				if s.Name == ".modinfo" || s.Name == "__versions" {
+				// __versions (read at load, never mapped) and from the
+				// per-cpu section, whose bytes percpu_modcopy() copies to
+				// each CPU's copy of the module's per-cpu area instead.
+				if s.Name == ".modinfo" || s.Name == "__versions" || s.Name == percpuSection {
 					continue
 				}
 				if placed[i] != nil || flags&mask[0] != mask[0] || flags&mask[1] != 0 || m.arch.region(s.Name, unload) != region {
@@ -121,11 +135,11 @@ func (m *Module) layout(core, init, page, reserve uint64, sizes map[int]uint64, 
 				// section's offset, and move_module() copies sh_size
 				// bytes from it all the same: out of the file.
 				if s.Type == elf.SHT_NULL && size != 0 {
-					return nil, &elfobj.FormatError{File: f.Name, Section: s.Name, Msg: fmt.Sprintf("is SHT_NULL and SHF_ALLOC with %d bytes: the loader would copy them from an offset it never checked", size)}
+					return nil, 0, &elfobj.FormatError{File: f.Name, Section: s.Name, Msg: fmt.Sprintf("is SHT_NULL and SHF_ALLOC with %d bytes: the loader would copy them from an offset it never checked", size)}
 				}
 				align := max(s.Addralign, 1, aligns[i])
 				if align&(align-1) != 0 {
-					return nil, &elfobj.FormatError{File: f.Name, Section: s.Name, Msg: fmt.Sprintf("alignment %d is not a power of two", align)}
+					return nil, 0, &elfobj.FormatError{File: f.Name, Section: s.Name, Msg: fmt.Sprintf("alignment %d is not a power of two", align)}
 				}
 				// module_get_offset(): ALIGN(size, sh_addralign).
 				off = (off + align - 1) &^ (align - 1)
@@ -136,7 +150,7 @@ func (m *Module) layout(core, init, page, reserve uint64, sizes map[int]uint64, 
 				// PROGBITS sizes are bounded by the file; a NOBITS section
 				// (.bss) is not, so it is bounded by the module area.
 				if size > maxNobits {
-					return nil, &elfobj.FormatError{File: f.Name, Section: s.Name, Msg: fmt.Sprintf("claims %d bytes, more than a module area holds (%d)", size, maxNobits)}
+					return nil, 0, &elfobj.FormatError{File: f.Name, Section: s.Name, Msg: fmt.Sprintf("claims %d bytes, more than a module area holds (%d)", size, maxNobits)}
 				}
 				_, sized := sizes[i]
 				switch {
@@ -159,13 +173,49 @@ func (m *Module) layout(core, init, page, reserve uint64, sizes map[int]uint64, 
 		if top := addressTop(f.Class); base > top || off > top-base || (region == Core && init == 0 && page > top-base-off) {
 			// (core also needs room for init after it, a page on, when
 			// init goes there)
-			return nil, fmt.Errorf("%s: %w: %s at %#x, %#x bytes, runs past the end of the address space (%#x)", f.Name, ErrBadBase, region, base, off, top)
+			return nil, 0, fmt.Errorf("%s: %w: %s at %#x, %#x bytes, runs past the end of the address space (%#x)", f.Name, ErrBadBase, region, base, off, top)
 		}
 		if region == Core {
-			coreSize = off
+			coreSize = m.coreKallsymsEnd(off, page, placed)
 		}
 	}
-	return out, nil
+	return out, coreSize, nil
+}
+
+// coreKallsymsEnd is where core ends, given its sections' end off: past
+// the symbols kallsyms keeps for the module once its init is freed, which
+// kernel/module/kallsyms.c layout_symtab() appends to core (its entries,
+// their names, a type byte each), page-aligned. It keeps every symbol of a
+// livepatch module; of others, the null symbol and each named one defined
+// in a core section, or in .data..percpu (CONFIG_KALLSYMS_ALL, as Debian's
+// kernels have: is_core_symbol()). init follows core's end and its guard
+// page, so this moves init; no section's address in core depends on it.
+func (m *Module) coreKallsymsEnd(off, page uint64, placed []*Placed) uint64 {
+	f := m.f
+	if f.Symtab == 0 {
+		return off
+	}
+	all := f.ModInfo("livepatch") == "Y"
+	pcpu := -1
+	if s := f.SectionByName(percpuSection); s != nil {
+		pcpu = s.Index
+	}
+	var n, names uint64
+	for i := range f.Symbols {
+		s := &f.Symbols[i]
+		keep := i == 0 || all
+		if !keep && s.NameOff != 0 && s.Shndx != uint16(elf.SHN_UNDEF) && int(s.Shndx) < len(f.Sections) {
+			p := placed[s.Shndx]
+			keep = int(s.Shndx) == pcpu || p != nil && p.Region == Core
+		}
+		if keep {
+			n++
+			names += uint64(len(s.Name)) + 1
+		}
+	}
+	align := max(f.Sections[f.Symtab].Addralign, 1)
+	off = (off+align-1)&^(align-1) + n*uint64(f.SymEntSize()) + names + n
+	return (off + page - 1) &^ (page - 1)
 }
 
 // addressTop is the highest address of a module of class c: the load

@@ -104,6 +104,19 @@ type LinkOptions struct {
 	// module_finalize() makes stubs for (nil: none known; a call to
 	// _mcount then fails to link, as the stub cannot be written).
 	Kernel Resolver
+	// PercpuBase is the address of the module's per-cpu area, which
+	// percpu_modalloc() takes from the kernel's reserved per-cpu chunk
+	// for its .data..percpu section (the loader does not load that
+	// section with the module): simplify_symbols() makes a symbol defined
+	// there PercpuBase (aligned up for the section, as the allocation
+	// is) plus its offset. 0: where a module's area starts
+	// when no module loaded before it has one, the reserved chunk's start
+	// (the kernel's __per_cpu_end, from Kernel, aligned for the section:
+	// 0x35000 on Debian's amd64 6.1, whose per-cpu symbols count from 0);
+	// a module that does not come first is placed first fit after those
+	// that came before it, so its real area is the one /proc/kallsyms
+	// shows for its per-cpu symbols once loaded.
+	PercpuBase uint64
 	// SkipSections leaves the relocation sections named here unapplied
 	// (the caller applies them, e.g. livepatch sections resolved apart).
 	SkipSections func(name string) bool
@@ -115,6 +128,11 @@ type Image struct {
 	syms     []symInfo
 	Sections []*Placed // in layout order
 	PageSize uint64    // the kernel's PAGE_SIZE it was laid out with
+	// CoreSize is the size of core's allocation from the first section's
+	// address: its sections, each group page-aligned, and the symbols
+	// kallsyms keeps for the module (layout_symtab()), as /proc/modules
+	// shows it once the module's init is freed.
+	CoreSize uint64
 	// Expoline: an s390 module's PLT has the expoline thunk, its last
 	// entry (counted in PLTCoreMax and PLTCoreUsed).
 	Expoline bool
@@ -122,6 +140,9 @@ type Image struct {
 	PLTCoreUsed, PLTCoreMax int
 	PLTInitUsed, PLTInitMax int
 	GOTUsed, GOTMax         int
+	// Percpu and PercpuSize are the module's per-cpu area, where its
+	// .data..percpu symbols are (LinkOptions.PercpuBase); 0 if it has none.
+	Percpu, PercpuSize uint64
 	// Relocs is how many relocations were applied; Errors those that
 	// could not be (the module does not link when there are any).
 	Relocs     int
@@ -235,6 +256,10 @@ type linker struct {
 	img    *Image
 	placed []*Placed // by section index
 	syms   []symInfo // each symbol, resolved
+	// pcpu is the per-cpu section's index (0: none), and percpu the
+	// address of its copy (LinkOptions.PercpuBase).
+	pcpu   int
+	percpu uint64
 	plt    [2]*pltArea
 	got    *gotArea
 	s390   *s390Linker  // s390's GOT and PLT
@@ -245,6 +270,22 @@ type linker struct {
 	// order is the order its relocations are applied in, when not the
 	// file's (powerpc sorts each section first).
 	order []int
+}
+
+// percpuSetup finds the module's per-cpu section and where its area is
+// (LinkOptions.PercpuBase): percpu_modalloc() aligns it for the section.
+func (l *linker) percpuSetup() {
+	s := l.m.f.SectionByName(percpuSection)
+	if s == nil || s.Flags&elf.SHF_ALLOC == 0 {
+		return
+	}
+	base := l.opts.PercpuBase
+	if base == 0 && l.opts.Kernel != nil {
+		base, _ = l.opts.Kernel("__per_cpu_end")
+	}
+	align := max(s.Addralign, 1)
+	l.pcpu, l.percpu = s.Index, (base+align-1)&^(align-1)
+	l.img.Percpu, l.img.PercpuSize = l.percpu, s.Size
 }
 
 // DefaultBase is where Link places m's core when opts.Base is 0: where
@@ -341,15 +382,16 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 			}
 		}
 	}
-	placed, err := m.layout(opts.Base, opts.InitBase, page, reserve, sizes, aligns, flags, opts.At, !opts.NoModuleUnload)
+	placed, coreSize, err := m.layout(opts.Base, opts.InitBase, page, reserve, sizes, aligns, flags, opts.At, !opts.NoModuleUnload)
 	if err != nil {
 		return nil, err
 	}
-	l := &linker{m: m, opts: &opts, img: &Image{Module: m, Sections: placed, PageSize: page},
+	l := &linker{m: m, opts: &opts, img: &Image{Module: m, Sections: placed, PageSize: page, CoreSize: coreSize},
 		placed: make([]*Placed, len(f.Sections)), syms: make([]symInfo, len(f.Symbols))}
 	for _, p := range placed {
 		l.placed[p.Index] = p
 	}
+	l.percpuSetup()
 	if a.pltEntry != 0 {
 		for r, name := range []string{".plt", ".init.plt"} {
 			if s := f.SectionByName(name); s != nil && l.placed[s.Index] != nil {
@@ -616,6 +658,8 @@ func (l *linker) symbol(i uint32) (uint64, bool) {
 		v = s.Value
 	case s.Shndx == uint16(elf.SHN_COMMON):
 		ok = false // "Common symbol: ... please compile with -fno-common"
+	case l.pcpu != 0 && int(s.Shndx) == l.pcpu:
+		v = l.percpu + s.Value
 	case int(s.Shndx) < len(l.placed) && l.placed[s.Shndx] != nil:
 		v = l.placed[s.Shndx].Addr + s.Value
 	default:

@@ -57,31 +57,31 @@ type export struct {
 // loaderResolver is how the module loader will resolve m's ordinary
 // symbols (find_symbol()): what ix exports to m (Resolver), then, with
 // mf, what the modules m depends on and ix lacks export, laid out first
-// from the module area's start (loadDependencies); next is the address
-// past the last of them, 0 when none was laid out. A module modplt does
+// from the module area's start (loadDependencies); next is where the
+// module goes after the last of them (zero fields when none was laid out). A module modplt does
 // not lay out (x86_64, arm64 and arm only) gets no dependencies: its link
 // fails before this, and without one the kernel's symbols are all there is.
-func loaderResolver(m *klp.Module, ix *kallsyms.Index, lo modplt.LinkOptions, mf *ModuleFiles) (find modplt.Resolver, deps []Dependency, next uint64, err error) {
+func loaderResolver(m *klp.Module, ix *kallsyms.Index, lo modplt.LinkOptions, mf *ModuleFiles) (find modplt.Resolver, deps []Dependency, next placement, err error) {
 	gplOK := modplt.GPLCompatible(m.ELF().ModInfo("license"))
 	find = Resolver(ix, gplOK)
 	depends := m.ELF().ModInfo("depends")
 	if mf == nil || depends == "" {
-		return find, nil, 0, nil
+		return find, nil, placement{}, nil
 	}
 	mod, err := modplt.FromELF(m.ELF())
 	if errors.Is(err, modplt.ErrUnsupportedArch) {
-		return find, nil, 0, nil
+		return find, nil, placement{}, nil
 	} else if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, placement{}, err
 	}
 	lo = kernelLinkOptions(m.Machine, ix, lo)
 	area := mod.DefaultBase(lo)
 	deps, exports, next, err := loadDependencies(depends, ix, mf, lo, area)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, placement{}, err
 	}
-	if next == area {
-		next = 0
+	if next.base == area {
+		next.base = 0
 	}
 	return withExports(find, exports, gplOK), deps, next, nil
 }
@@ -91,10 +91,12 @@ func loaderResolver(m *klp.Module, ix *kallsyms.Index, lo modplt.LinkOptions, mf
 // depends (a .modinfo depends= value) names and ix does not list, from
 // their files in mf, from area (the module area's start) up, each where
 // module_alloc() would put it after the last (modplt.Image.Next). It
-// returns them, their exports by name, and the address after the last.
-func loadDependencies(depends string, ix *kallsyms.Index, mf *ModuleFiles, lo modplt.LinkOptions, area uint64) ([]Dependency, map[string]export, uint64, error) {
+// returns them, their exports by name, and where the next module goes.
+// Their per-cpu areas follow one another from the reserved chunk's start,
+// as percpu_modalloc() allocates them first fit.
+func loadDependencies(depends string, ix *kallsyms.Index, mf *ModuleFiles, lo modplt.LinkOptions, area uint64) ([]Dependency, map[string]export, placement, error) {
 	exports := map[string]export{}
-	next := area
+	next := placement{base: area}
 	var deps []Dependency
 	seen := map[string]bool{} // a cycle is cut where it closes
 	var visit func(name string) error
@@ -120,7 +122,8 @@ func loadDependencies(depends string, ix *kallsyms.Index, mf *ModuleFiles, lo mo
 			return err
 		}
 		dlo := lo
-		dlo.Base, dlo.InitBase, dlo.SkipSections, dlo.At = next, 0, nil, nil
+		dlo.Base, dlo.InitBase, dlo.SkipSections, dlo.At = next.base, 0, nil, nil
+		dlo.PercpuBase = next.percpu
 		dlo.Resolve = withExports(Resolver(ix, mod.GPLCompatible()), exports, mod.GPLCompatible())
 		img, err := mod.Link(dlo) // its errors name the file
 		if err != nil {
@@ -128,14 +131,22 @@ func loadDependencies(depends string, ix *kallsyms.Index, mf *ModuleFiles, lo mo
 		}
 		n := addExports(img, exports)
 		deps = append(deps, Dependency{Name: name, Path: path, Image: img, Exports: n})
-		next = img.Next()
+		next.base = img.Next()
+		if img.PercpuSize > 0 {
+			next.percpu = img.Percpu + img.PercpuSize
+		}
 		return nil
 	}
 	if err := visitAll(depends, visit); err != nil {
-		return nil, nil, 0, err
+		return nil, nil, placement{}, err
 	}
 	return deps, exports, next, nil
 }
+
+// placement is where module_alloc() and percpu_modalloc() put the next
+// module: its core (0: the module area's start) and its per-cpu area (0:
+// the reserved chunk's start, modplt.LinkOptions.PercpuBase).
+type placement struct{ base, percpu uint64 }
 
 // visitAll calls visit with each module a .modinfo depends= value names,
 // as the kernel names it (dependsNames).
@@ -171,10 +182,6 @@ func withExports(r modplt.Resolver, exports map[string]export, gplOK bool) modpl
 // symbol"); it returns how many it exports.
 func addExports(img *modplt.Image, exports map[string]export) int {
 	f := img.Module.ELF()
-	placed := map[int]*modplt.Placed{}
-	for _, p := range img.Sections {
-		placed[p.Index] = p
-	}
 	defined := map[string]*elfobj.Symbol{}
 	for i := range f.Symbols {
 		s := &f.Symbols[i]
@@ -185,12 +192,17 @@ func addExports(img *modplt.Image, exports map[string]export) int {
 	n := 0
 	for _, e := range f.Exports() {
 		s, ok := defined[e.Name]
-		if !ok || placed[int(s.Shndx)] == nil {
+		if !ok {
+			continue
+		}
+		// (in a loaded section, or the module's per-cpu area)
+		v, ok := img.SymbolAddr(uint32(s.Index))
+		if !ok {
 			continue
 		}
 		n++
 		if _, dup := exports[e.Name]; !dup {
-			exports[e.Name] = export{placed[int(s.Shndx)].Addr + s.Value, e.GPL}
+			exports[e.Name] = export{v, e.GPL}
 		}
 	}
 	return n

@@ -489,7 +489,10 @@ func LinkWith(m *klp.Module, res *klp.Resolution, ix *kallsyms.Index, lo modplt.
 	}
 	lo.Resolve = find
 	if lo.Base == 0 {
-		lo.Base = next
+		lo.Base = next.base
+	}
+	if lo.PercpuBase == 0 {
+		lo.PercpuBase = next.percpu
 	}
 	lo.SkipSections = func(name string) bool { return skip[name] }
 	img, err := mod.Link(lo)

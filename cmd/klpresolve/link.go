@@ -89,7 +89,7 @@ func (f *linkFlags) apply(lo *modplt.LinkOptions) error {
 }
 
 func newLinkCmd(a *app) *cobra.Command {
-	var format, base, initBase, out, symversPath, magic string
+	var format, base, initBase, percpuBase, out, symversPath, magic string
 	var opts modplt.LinkOptions
 	var lf linkFlags
 	var modules []string
@@ -138,6 +138,9 @@ loader refuses a symbol version, its vermagic or the module as a whole), 2 unusa
 				return err
 			}
 			if opts.InitBase, err = parseAddr(initBase); err != nil {
+				return err
+			}
+			if opts.PercpuBase, err = parseAddr(percpuBase); err != nil {
 				return err
 			}
 			if err := lf.apply(&opts); err != nil {
@@ -204,6 +207,7 @@ loader refuses a symbol version, its vermagic or the module as a whole), 2 unusa
 	c.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	c.Flags().StringVar(&base, "base", "", "core load address (default: where module_alloc() starts: x86_64 0xffffffffc0000000, arm 0xbf000000, arm64 _etext - 128 MiB, s390 a typical 0x3ff80000000)")
 	c.Flags().StringVar(&initBase, "init-base", "", "init load address (default: past core and its vmalloc guard page)")
+	c.Flags().StringVar(&percpuBase, "percpu-base", "", "address of the module's per-cpu area, for its .data..percpu symbols (default: the kernel's __per_cpu_end, aligned: where the first module with per-cpu variables gets its area; a loaded module's shows in /proc/kallsyms)")
 	c.Flags().StringVarP(&out, "output", "o", "", "write the linked image (ELF, sections at their load addresses)")
 	lf.add(c, "")
 	c.Flags().BoolVar(&opts.ForcePLT, "force-plt", false, "debug: send every branch that has a PLT slot through the PLT")
@@ -224,7 +228,13 @@ type linkJSON struct {
 	Sections  []sectionJSON  `json:"sections"`
 	// PageSize is the kernel's page size the module was laid out with
 	// (--page-size, or an arm64 kernel's own from its symbols).
-	PageSize   uint64      `json:"page_size"`
+	PageSize uint64 `json:"page_size"`
+	// CoreSize is the size of the module's core allocation, as
+	// /proc/modules shows it once the module is loaded.
+	CoreSize uint64 `json:"core_size"`
+	// Percpu is the address of the module's per-cpu area (--percpu-base;
+	// "" without .data..percpu).
+	Percpu     string      `json:"percpu,omitempty"`
 	Relocs     int         `json:"relocations_applied"`
 	Errors     []errorJSON `json:"errors"`
 	Unresolved []string    `json:"unresolved"`
@@ -300,12 +310,15 @@ type errorJSON struct {
 
 func linkReport(img *modplt.Image, why pipeline.Explanation) linkJSON {
 	j := linkJSON{Module: img.Module.Name, Arch: img.Module.Arch, BigEndian: elfobj.BigEndian(img.Module.ByteOrder), OK: img.Linked(),
-		PageSize: img.PageSize, Relocs: img.Relocs, Errors: []errorJSON{}, Unresolved: img.Unresolved,
+		PageSize: img.PageSize, CoreSize: img.CoreSize, Relocs: img.Relocs, Errors: []errorJSON{}, Unresolved: img.Unresolved,
 		PLTCore: [2]int{img.PLTCoreUsed, img.PLTCoreMax}, PLTInit: [2]int{img.PLTInitUsed, img.PLTInitMax},
 		GOT: [2]int{img.GOTUsed, img.GOTMax}, NotExported: notExportedList(img.Unresolved, why.NotExported),
 		KallsymsCodeOnly: why.CodeOnly, UnloadedDepends: why.UnloadedDepends}
 	if j.Unresolved == nil {
 		j.Unresolved = []string{}
+	}
+	if img.PercpuSize > 0 {
+		j.Percpu = fmt.Sprintf("%#x", img.Percpu)
 	}
 	for _, p := range img.Sections {
 		j.Sections = append(j.Sections, sectionJSON{p.Name, p.Region.String(), fmt.Sprintf("%#x", p.Addr), p.Size})
@@ -330,6 +343,10 @@ func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden,
 	if img.PageSize != modplt.DefaultPageSize {
 		// Given, or an arm64 kernel's own (pipeline.KernelPageSize).
 		fmt.Fprintf(a.stdout, "page size: %d KiB\n", img.PageSize>>10)
+	}
+	if img.PercpuSize > 0 {
+		// Not loaded with the module (modplt.LinkOptions.PercpuBase).
+		fmt.Fprintf(a.stdout, ".data..percpu: per-cpu area at %#x, %#x bytes\n", img.Percpu, img.PercpuSize)
 	}
 	switch {
 	case m.Arch == "s390" && img.GOTMax+img.PLTCoreMax > 0:

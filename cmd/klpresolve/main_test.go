@@ -523,8 +523,8 @@ func TestLinkPageSize(t *testing.T) {
 	assert.Equal(t, small[".text"], big[".text"])
 	assert.Equal(t, "0xffff800000d01000", small[".note.gnu.property"])
 	assert.Equal(t, "0xffff800000d10000", big[".note.gnu.property"])
-	assert.Equal(t, "0xffff800000d04000", small[".init.text"])
-	assert.Equal(t, "0xffff800000d40000", big[".init.text"])
+	assert.Equal(t, "0xffff800000d05000", small[".init.text"])
+	assert.Equal(t, "0xffff800000d50000", big[".init.text"])
 
 	// A System.map shows an arm64 kernel's page size (swapper_pg_dir a
 	// page after reserved_pg_dir): taken when --page-size is not given.
@@ -537,11 +537,11 @@ func TestLinkPageSize(t *testing.T) {
 	code, stdout, _ := runCLI(t, "link", md4, "--kallsyms", m64)
 	require.Equal(t, 0, code, stdout)
 	assert.Contains(t, stdout, "page size: 64 KiB\n")
-	assert.Regexp(t, `\.init\.text\s+init\s+0xffff800000d40000`, stdout)
+	assert.Regexp(t, `\.init\.text\s+init\s+0xffff800000d50000`, stdout)
 	code, stdout, _ = runCLI(t, "link", md4, "--kallsyms", m64, "--page-size", "4K")
 	require.Equal(t, 0, code, stdout)
 	assert.NotContains(t, stdout, "page size")
-	assert.Regexp(t, `\.init\.text\s+init\s+0xffff800000d04000`, stdout)
+	assert.Regexp(t, `\.init\.text\s+init\s+0xffff800000d05000`, stdout)
 
 	// The main job's --link says so too (md4 is no livepatch module, but
 	// links); its 0x894 bytes of text are one 64 KiB page of the shadow.
