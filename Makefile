@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 FUZZMIN  ?= 0
 BIN      ?= bin/klpresolve
 
-.PHONY: all build test ports fuzz bench fixtures clean
+.PHONY: all build test ports fuzz bench fixtures oracle clean
 
 all: build
 
@@ -82,6 +82,12 @@ bench:
 # testdata/README.md). go test never needs them.
 fixtures:
 	$(MAKE) -C testdata
+
+# Boot Debian's 6.1 amd64 kernel under qemu and record what it does with
+# the oracle's modules (testdata/oracle/Makefile: qemu, busybox-static,
+# cpio, the kernel headers and 70 MB of downloads). go test never needs it.
+oracle:
+	$(MAKE) -C testdata/oracle
 
 clean:
 	rm -rf bin

@@ -1,0 +1,433 @@
+package pipeline
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/internal/testutil"
+	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/klp"
+	"github.com/klpresolve/klpresolve/modplt"
+)
+
+// The kernel oracle (testdata/oracle): Debian's 6.1 amd64 kernel, booted
+// under qemu, loaded these modules, and what it did is recorded in
+// testdata/oracle/amd64: where it put each section (sysfs), the size of
+// each module's core (/proc/modules), its per-cpu area, and a digest of
+// the bytes at every relocation site it wrote and left alone afterwards.
+// TestKernelOracle links each module as klpresolve does and compares.
+
+var oracleDumps = flag.String("oracle.dumps", "", "rewrite testdata/oracle/amd64 from a kernel run's dumps (testdata/oracle/Makefile)")
+
+// oracleCase is a module the kernel loaded, dumped as name: absent are the
+// objects not yet loaded then (the livepatch module is dumped three times,
+// before and after each module it patches loads).
+type oracleCase struct {
+	name, path, module string
+	absent             []string
+}
+
+func oracleCases(t *testing.T) []oracleCase {
+	root := testutil.RepoRoot()
+	kb := filepath.Join(root, "testdata", "kbuild", "klp-demo.ko")
+	return []oracleCase{
+		{"percpu-demo", filepath.Join(root, "testdata", "oracle", "percpu-demo.ko"), "percpu_demo", nil},
+		{"klp-demo", kb, "klp_demo", []string{"ext4", "xfs"}},
+		{"klp-demo+ext4", kb, "klp_demo", []string{"xfs"}},
+		{"klp-demo+ext4+xfs", kb, "klp_demo", nil},
+		{"xfs", testutil.Corpus(t, "amd64/modules/xfs.ko"), "xfs", nil},
+		{"md4", testutil.Corpus(t, "amd64/modules/md4.ko"), "md4", nil},
+		{"crc-t10dif", testutil.Corpus(t, "amd64/modules/crc-t10dif.ko"), "crc_t10dif", nil},
+		{"af_key", testutil.Corpus(t, "amd64/modules/af_key.ko"), "af_key", nil},
+	}
+}
+
+// oracle is what the kernel did with one module (a NAME.oracle file).
+type oracle struct {
+	module        string
+	core, size    uint64
+	percpu        uint64            // 0: the module has no per-cpu area
+	sections      map[string]uint64 // sysfs: every section it loaded
+	sites         map[string]string // relocated section: "count digest"
+	changed       map[string]bool   // "section+0xoff": changed at run time
+	sectionsOrder []string
+}
+
+// siteSet is the relocation sites the oracle compares, by section: their
+// count and the xxhash of their bytes, in the file's relocation order.
+type siteSet map[string]*struct {
+	n int
+	h *xxhash.Digest
+}
+
+// memory reads n bytes of a module's core at addr (nil: not in core).
+type memory func(addr uint64, n int) []byte
+
+// oracleSkip are sections the kernel rewrites or reorders after it
+// applies their relocations: ftrace_process_locs() sorts __mcount_loc,
+// unwind_module_init() the ORC tables, jump_label_add_module() the jump
+// table, and static_call_add_module() sets flags in each site's key.
+var oracleSkip = map[string]bool{"__mcount_loc": true, ".orc_unwind_ip": true, ".orc_unwind": true, "__jump_table": true, ".static_call_sites": true}
+
+// rewritten are the code ranges the kernel patches after relocating
+// them, read from the module's own tables in mem: ftrace's call sites
+// (NOPs), return thunks, retpolines, static calls, alternatives and
+// paravirt sites.
+func rewritten(f *elfobj.File, addr map[string]uint64, mem memory) [][2]uint64 {
+	var out [][2]uint64
+	table := func(name string) (uint64, []byte) {
+		s := f.SectionByName(name)
+		a, ok := addr[name]
+		if s == nil || !ok {
+			return 0, nil
+		}
+		return a, mem(a, int(s.Size))
+	}
+	le := binary.LittleEndian
+	if _, b := table("__mcount_loc"); b != nil {
+		for i := 0; i+8 <= len(b); i += 8 {
+			x := le.Uint64(b[i:])
+			out = append(out, [2]uint64{x, x + 5})
+		}
+	}
+	for _, t := range []struct {
+		name       string
+		step, size int
+	}{{".return_sites", 4, 5}, {".retpoline_sites", 4, 6}, {".static_call_sites", 8, 5}} {
+		a, b := table(t.name)
+		for i := 0; i+4 <= len(b); i += t.step {
+			x := a + uint64(i) + uint64(int64(int32(le.Uint32(b[i:]))))
+			out = append(out, [2]uint64{x, x + uint64(t.size)})
+		}
+	}
+	if a, b := table(".altinstructions"); b != nil { // struct alt_instr: 12 bytes
+		for i := 0; i+12 <= len(b); i += 12 {
+			x := a + uint64(i) + uint64(int64(int32(le.Uint32(b[i:]))))
+			out = append(out, [2]uint64{x, x + uint64(b[i+10])})
+		}
+	}
+	if _, b := table(".parainstructions"); b != nil { // struct paravirt_patch_site: 16 bytes
+		for i := 0; i+16 <= len(b); i += 16 {
+			x := le.Uint64(b[i:])
+			out = append(out, [2]uint64{x, x + uint64(b[i+9])})
+		}
+	}
+	return out
+}
+
+// x86Size is the size of the place an x86_64 relocation writes.
+func x86Size(typ uint32) int {
+	switch elf.R_X86_64(typ) {
+	case elf.R_X86_64_64, elf.R_X86_64_PC64:
+		return 8
+	case elf.R_X86_64_PC32, elf.R_X86_64_PLT32, elf.R_X86_64_32, elf.R_X86_64_32S, elf.R_X86_64_GOTPCRELX, elf.R_X86_64_REX_GOTPCRELX:
+		return 4
+	}
+	return 0
+}
+
+// sites collects the relocation sites of f that lie in core, in sections
+// the kernel leaves alone, outside the ranges it rewrites, and not
+// changed (changed: "section+0xoff"): each one's bytes in mem.
+func sites(t *testing.T, f *elfobj.File, addr map[string]uint64, mem memory, changed func(sec string, off uint64, b []byte) bool) siteSet {
+	rw := rewritten(f, addr, mem)
+	set := siteSet{}
+	for i := range f.Sections {
+		s := &f.Sections[i]
+		if s.Type != elf.SHT_RELA || int(s.Info) >= len(f.Sections) {
+			continue
+		}
+		target := f.Sections[s.Info].Name
+		base, ok := addr[target]
+		if !ok || oracleSkip[target] {
+			continue
+		}
+		rel, err := f.Relocs(s)
+		require.NoError(t, err)
+	next:
+		for _, r := range rel {
+			n := x86Size(r.Type)
+			p := base + r.Offset
+			b := mem(p, n)
+			if n == 0 || b == nil || changed(target, r.Offset, b) {
+				continue
+			}
+			for _, x := range rw {
+				if p < x[1] && p+uint64(n) > x[0] {
+					continue next
+				}
+			}
+			e := set[target]
+			if e == nil {
+				e = &struct {
+					n int
+					h *xxhash.Digest
+				}{h: xxhash.New()}
+				set[target] = e
+			}
+			e.n++
+			_, _ = e.h.Write(b)
+		}
+	}
+	return set
+}
+
+// directMap reports whether v, a pointer the kernel wrote at a site of a
+// writable section, points into x86_64's direct map of physical memory
+// (nokaslr: from 0xffff888000000000): the kernel's heap, which no
+// relocation yields, so the module changed it at run time (a list head,
+// say, linked into the kernel's lists).
+func directMap(b []byte) bool {
+	if len(b) != 8 {
+		return false
+	}
+	v := binary.LittleEndian.Uint64(b)
+	return v >= 0xffff888000000000 && v < 0xffffc88000000000
+}
+
+func TestKernelOracle(t *testing.T) {
+	dir := filepath.Join(testutil.RepoRoot(), "testdata", "oracle", "amd64")
+	cases := oracleCases(t)
+	if *oracleDumps != "" {
+		writeOracle(t, *oracleDumps, dir, cases)
+	}
+	text, err := os.ReadFile(filepath.Join(dir, "kallsyms"))
+	require.NoError(t, err)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := readOracle(t, filepath.Join(dir, tc.name+".oracle"))
+			require.Equal(t, tc.module, o.module)
+			ix, err := kallsyms.ParseBytes("oracle kallsyms", withoutObjects(text, tc.absent), nil)
+			require.NoError(t, err)
+			m, err := klp.Open(tc.path)
+			require.NoError(t, err)
+			lo := modplt.LinkOptions{Base: o.core}
+			if tc.name != "percpu-demo" {
+				// (percpu_demo's area is the default: the first one)
+				lo.PercpuBase = o.percpu
+			}
+			img, _, err := LinkWith(m, m.Resolve(ix), ix, lo, nil)
+			require.NoError(t, err)
+			require.True(t, img.Linked(), "%v %v", img.Errors, img.Unresolved)
+
+			// Layout: every section where the kernel put it, and core's size.
+			assert.Equal(t, o.size, img.CoreSize, "core size (/proc/modules)")
+			assert.Equal(t, o.percpu, img.Percpu, "per-cpu area")
+			ours := map[string]uint64{}
+			for _, p := range img.Sections {
+				ours[p.Name] = p.Addr
+				if want, ok := o.sections[p.Name]; ok {
+					assert.Equal(t, fmt.Sprintf("%#x", want), fmt.Sprintf("%#x", p.Addr), p.Name)
+				} else {
+					assert.Zero(t, p.Size, "%s: the kernel has no such section", p.Name)
+				}
+			}
+			for _, name := range o.sectionsOrder {
+				if name != ".symtab" && name != ".strtab" { // (layout_symtab()'s, in init)
+					assert.Contains(t, ours, name, "the kernel's section")
+				}
+			}
+
+			// Bytes: every relocation site the kernel left alone.
+			mem := func(addr uint64, n int) []byte {
+				for _, p := range img.Sections {
+					if p.Region == modplt.Core && addr >= p.Addr && addr+uint64(n) <= p.Addr+uint64(len(p.Data)) {
+						return p.Data[addr-p.Addr : addr-p.Addr+uint64(n)]
+					}
+				}
+				return nil
+			}
+			got := sites(t, m.ELF(), ours, mem, func(sec string, off uint64, _ []byte) bool {
+				return o.changed[fmt.Sprintf("%s+%#x", sec, off)]
+			})
+			total := 0
+			for sec, want := range o.sites {
+				e := got[sec]
+				require.NotNil(t, e, "%s: no relocation site", sec)
+				assert.Equal(t, want, fmt.Sprintf("%d %016x", e.n, e.h.Sum64()), "%s: relocation sites (count, digest of their bytes)", sec)
+				total += e.n
+			}
+			for sec := range got {
+				assert.Contains(t, o.sites, sec, "%s: relocation sites the kernel's lack", sec)
+			}
+			assert.Greater(t, total, 10)
+			t.Logf("%s: %d sections where the kernel put them, %d relocation sites as it wrote them (%d changed at run time)", tc.name, len(o.sections), total, len(o.changed))
+		})
+	}
+}
+
+// withoutObjects is a kallsyms text without the lines of objects.
+func withoutObjects(text []byte, objects []string) []byte {
+	if len(objects) == 0 {
+		return text
+	}
+	var out []byte
+	for line := range bytes.Lines(text) {
+		drop := false
+		for _, o := range objects {
+			drop = drop || bytes.HasSuffix(bytes.TrimRight(line, "\n"), []byte("\t["+o+"]"))
+		}
+		if !drop {
+			out = append(out, line...)
+		}
+	}
+	return out
+}
+
+func readOracle(t *testing.T, path string) *oracle {
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	o := &oracle{sections: map[string]uint64{}, sites: map[string]string{}, changed: map[string]bool{}}
+	num := func(s string) uint64 {
+		v, err := strconv.ParseUint(s, 0, 64)
+		require.NoError(t, err, "%s: %q", path, s)
+		return v
+	}
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		switch {
+		case f[0] == "module" && len(f) == 2:
+			o.module = f[1]
+		case f[0] == "core" && len(f) == 3:
+			o.core, o.size = num(f[1]), num(f[2])
+		case f[0] == "percpu" && len(f) == 2:
+			o.percpu = num(f[1])
+		case f[0] == "section" && len(f) == 3:
+			o.sections[f[1]] = num(f[2])
+			o.sectionsOrder = append(o.sectionsOrder, f[1])
+		case f[0] == "sites" && len(f) == 4:
+			o.sites[f[1]] = f[2] + " " + f[3]
+		case f[0] == "changed" && len(f) == 2:
+			o.changed[f[1]] = true
+		default:
+			t.Fatalf("%s: %q", path, line)
+		}
+	}
+	require.NotZero(t, o.core, path)
+	return o
+}
+
+// writeOracle writes dir's files from the dumps of a kernel run: only the
+// kernel's word counts (its memory, sysfs, /proc/modules and kallsyms),
+// read against the modules' files; klpresolve's linker plays no part.
+func writeOracle(t *testing.T, dumps, dir string, cases []oracleCase) {
+	ks, err := os.ReadFile(filepath.Join(dumps, "kallsyms"))
+	require.NoError(t, err)
+	secs, err := os.ReadFile(filepath.Join(dumps, "sections"))
+	require.NoError(t, err)
+	ix, err := kallsyms.ParseBytes("kallsyms", ks, nil)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	keep := map[string]bool{}
+	for _, n := range []string{"_text", "_stext", "_etext", "__per_cpu_start", "__per_cpu_end", "x86_64_start_kernel", "startup_64",
+		"__start___ksymtab", "__stop___ksymtab", "__start___ksymtab_gpl", "__stop___ksymtab_gpl"} {
+		keep[n] = true
+	}
+	for _, tc := range cases {
+		m, err := klp.Open(tc.path)
+		require.NoError(t, err)
+		f := m.ELF()
+		for _, s := range f.Symbols {
+			switch {
+			case s.Shndx == uint16(elf.SHN_UNDEF) && s.Name != "":
+				keep[s.Name], keep["__ksymtab_"+s.Name] = true, true
+			case strings.HasPrefix(s.Name, klp.SymPrefix):
+				if sn, n := klp.ParseSymbolName(s.Name); n == 3 {
+					keep[sn.Name] = true
+				}
+			}
+		}
+		// The module's sections, as sysfs lists them.
+		addr := map[string]uint64{}
+		var out strings.Builder
+		fmt.Fprintf(&out, "# %s: %s as Debian's 6.1.0-57-amd64 kernel loaded it (testdata/oracle/Makefile)\n", tc.name, filepath.Base(tc.path))
+		fmt.Fprintf(&out, "module %s\n", tc.module)
+		mods, err := os.ReadFile(filepath.Join(dumps, tc.name+".modules"))
+		require.NoError(t, err)
+		mf := strings.Fields(string(mods)) // name size refs deps state address [taints]
+		require.GreaterOrEqual(t, len(mf), 6, "%s.modules", tc.name)
+		size, err := strconv.ParseUint(mf[1], 10, 64)
+		require.NoError(t, err)
+		core, err := strconv.ParseUint(mf[5], 0, 64)
+		require.NoError(t, err)
+		fmt.Fprintf(&out, "core %#x %#x\n", core, size)
+		if pc := f.SectionByName(".data..percpu"); pc != nil {
+			for _, s := range f.Symbols {
+				if int(s.Shndx) == pc.Index && s.Name != "" && s.Type() == elf.STT_OBJECT {
+					k, err := ix.Lookup(tc.module, s.Name, 0)
+					require.NoError(t, err, s.Name)
+					fmt.Fprintf(&out, "percpu %#x\n", k.Address-s.Value)
+					break
+				}
+			}
+		}
+		for line := range strings.Lines(string(secs)) {
+			if g := strings.Fields(line); len(g) == 3 && g[0] == tc.module {
+				a, err := strconv.ParseUint(g[2], 0, 64)
+				require.NoError(t, err)
+				addr[g[1]] = a
+				fmt.Fprintf(&out, "section %s %#x\n", g[1], a)
+			}
+		}
+		dump, err := os.ReadFile(filepath.Join(dumps, tc.name+".core"))
+		require.NoError(t, err)
+		require.Equal(t, size, uint64(len(dump)))
+		mem := func(a uint64, n int) []byte {
+			if a < core || a+uint64(n) > core+size {
+				return nil
+			}
+			return dump[a-core : a-core+uint64(n)]
+		}
+		var changed []string
+		got := sites(t, f, addr, mem, func(sec string, off uint64, b []byte) bool {
+			s := f.SectionByName(sec)
+			if s.Flags&elf.SHF_WRITE != 0 && directMap(b) {
+				changed = append(changed, fmt.Sprintf("%s+%#x", sec, off))
+				return true
+			}
+			return false
+		})
+		names := make([]string, 0, len(got))
+		for sec := range got {
+			names = append(names, sec)
+		}
+		slices.Sort(names)
+		for _, sec := range names {
+			fmt.Fprintf(&out, "sites %s %d %016x\n", sec, got[sec].n, got[sec].h.Sum64())
+		}
+		for _, c := range changed {
+			fmt.Fprintf(&out, "changed %s\n", c)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, tc.name+".oracle"), []byte(out.String()), 0o644))
+	}
+	// The kernel's symbols the modules need, every line of each name (so
+	// that positions count as in the whole list).
+	var kept bytes.Buffer
+	w := bufio.NewWriter(&kept)
+	for line := range bytes.Lines(ks) {
+		f := bytes.Fields(line)
+		if len(f) >= 3 && keep[string(f[2])] {
+			_, _ = w.Write(line)
+		}
+	}
+	require.NoError(t, w.Flush())
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kallsyms"), kept.Bytes(), 0o644))
+}
