@@ -84,7 +84,7 @@ func (p *Placed) fill() {
 // page is the kernel's PAGE_SIZE. Core's first reserve bytes are left to
 // what the architecture puts there (s390's GOT and PLT). coreSize is the
 // size of core's allocation (coreKallsymsEnd).
-func (m *Module) layout(core, init, page, reserve uint64, sizes map[int]uint64, aligns map[int]uint64, flagsOf map[int]elf.SectionFlag, at map[string]uint64, unload bool) (out []*Placed, coreSize uint64, err error) {
+func (m *Module) layout(core, init, page, reserve uint64, sizes map[int]uint64, aligns map[int]uint64, flagsOf map[int]elf.SectionFlag, at map[string]uint64, unload, kallsymsAll bool) (out []*Placed, coreSize uint64, err error) {
 	f := m.f
 	placed := make([]*Placed, len(f.Sections))
 	for r := range 2 {
@@ -176,7 +176,7 @@ func (m *Module) layout(core, init, page, reserve uint64, sizes map[int]uint64, 
 			return nil, 0, fmt.Errorf("%s: %w: %s at %#x, %#x bytes, runs past the end of the address space (%#x)", f.Name, ErrBadBase, region, base, off, top)
 		}
 		if region == Core {
-			coreSize = m.coreKallsymsEnd(off, page, placed)
+			coreSize = m.coreKallsymsEnd(off, page, placed, kallsymsAll)
 		}
 	}
 	return out, coreSize, nil
@@ -187,26 +187,27 @@ func (m *Module) layout(core, init, page, reserve uint64, sizes map[int]uint64, 
 // kernel/module/kallsyms.c layout_symtab() appends to core (its entries,
 // their names, a type byte each), page-aligned. It keeps every symbol of a
 // livepatch module; of others, the null symbol and each named one defined
-// in a core section, or in .data..percpu (CONFIG_KALLSYMS_ALL, as Debian's
-// kernels have: is_core_symbol()). init follows core's end and its guard
-// page, so this moves init; no section's address in core depends on it.
-func (m *Module) coreKallsymsEnd(off, page uint64, placed []*Placed) uint64 {
+// in a core section, or in .data..percpu, with CONFIG_KALLSYMS_ALL (all,
+// as Debian's amd64 kernels have it), else in a core section of code
+// (is_core_symbol()). init follows core's end and its guard page, so this
+// moves init; no section's address in core depends on it.
+func (m *Module) coreKallsymsEnd(off, page uint64, placed []*Placed, all bool) uint64 {
 	f := m.f
 	if f.Symtab == 0 {
 		return off
 	}
-	all := f.ModInfo("livepatch") == "Y"
+	livepatch := f.ModInfo("livepatch") == "Y"
 	pcpu := -1
-	if s := f.SectionByName(percpuSection); s != nil {
+	if s := f.SectionByName(percpuSection); s != nil && all {
 		pcpu = s.Index
 	}
 	var n, names uint64
 	for i := range f.Symbols {
 		s := &f.Symbols[i]
-		keep := i == 0 || all
+		keep := i == 0 || livepatch
 		if !keep && s.NameOff != 0 && s.Shndx != uint16(elf.SHN_UNDEF) && int(s.Shndx) < len(f.Sections) {
 			p := placed[s.Shndx]
-			keep = int(s.Shndx) == pcpu || p != nil && p.Region == Core
+			keep = int(s.Shndx) == pcpu || p != nil && p.Region == Core && (all || p.Flags&elf.SHF_EXECINSTR != 0)
 		}
 		if keep {
 			n++

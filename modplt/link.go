@@ -91,6 +91,12 @@ type LinkOptions struct {
 	Erratum843419   bool
 	NoModuleUnload  bool
 	NoRandomizeBase bool
+	// NoKallsymsAll lays core out as a kernel without
+	// CONFIG_KALLSYMS_ALL does (Debian's arm64 6.1): the symbols
+	// layout_symtab() keeps at core's end are a module's code symbols
+	// only (all of a livepatch module's still), so core is smaller and
+	// init follows it sooner (Image.CoreSize).
+	NoKallsymsAll bool
 	// NoExpoline links as an s390 kernel without expolines does
 	// (CONFIG_EXPOLINE off, or nospec_disable: nospec=off, or a machine
 	// with etokens where the kernel turns them off): no __jump_r1 thunk,
@@ -382,7 +388,7 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 			}
 		}
 	}
-	placed, coreSize, err := m.layout(opts.Base, opts.InitBase, page, reserve, sizes, aligns, flags, opts.At, !opts.NoModuleUnload)
+	placed, coreSize, err := m.layout(opts.Base, opts.InitBase, page, reserve, sizes, aligns, flags, opts.At, !opts.NoModuleUnload, !opts.NoKallsymsAll)
 	if err != nil {
 		return nil, err
 	}

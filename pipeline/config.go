@@ -62,6 +62,9 @@ func (c *Config) LinkOptions(lo modplt.LinkOptions) modplt.LinkOptions {
 	if !c.c.Enabled("MODULE_UNLOAD") {
 		lo.NoModuleUnload = true
 	}
+	if !c.c.Enabled("KALLSYMS_ALL") {
+		lo.NoKallsymsAll = true
+	}
 	type pageOpt struct {
 		opt  string
 		size uint64

@@ -25,20 +25,20 @@ func TestConfigLinkOptions(t *testing.T) {
 		want modplt.LinkOptions
 	}{
 		{"arm64 64K, no KASLR", cfg("CONFIG_ARM64=y", "CONFIG_ARM64_64K_PAGES=y", "# CONFIG_RANDOMIZE_BASE is not set", "CONFIG_MODULE_UNLOAD=y"),
-			modplt.LinkOptions{}, modplt.LinkOptions{PageSize: 64 << 10, NoRandomizeBase: true}},
-		{"arm64 16K, KASLR", cfg("CONFIG_ARM64=y", "CONFIG_ARM64_16K_PAGES=y", "CONFIG_RANDOMIZE_BASE=y", "CONFIG_MODULE_UNLOAD=y"),
+			modplt.LinkOptions{}, modplt.LinkOptions{PageSize: 64 << 10, NoRandomizeBase: true, NoKallsymsAll: true}},
+		{"arm64 16K, KASLR", cfg("CONFIG_KALLSYMS_ALL=y", "CONFIG_ARM64=y", "CONFIG_ARM64_16K_PAGES=y", "CONFIG_RANDOMIZE_BASE=y", "CONFIG_MODULE_UNLOAD=y"),
 			modplt.LinkOptions{}, modplt.LinkOptions{PageSize: 16 << 10}},
-		{"arm64, a page size given", cfg("CONFIG_ARM64=y", "CONFIG_ARM64_64K_PAGES=y", "CONFIG_RANDOMIZE_BASE=y", "CONFIG_MODULE_UNLOAD=y"),
+		{"arm64, a page size given", cfg("CONFIG_KALLSYMS_ALL=y", "CONFIG_ARM64=y", "CONFIG_ARM64_64K_PAGES=y", "CONFIG_RANDOMIZE_BASE=y", "CONFIG_MODULE_UNLOAD=y"),
 			modplt.LinkOptions{PageSize: 4 << 10, NoRandomizeBase: true}, modplt.LinkOptions{PageSize: 4 << 10, NoRandomizeBase: true}},
-		{"ppc64 4K, no module unload", cfg("CONFIG_PPC64=y", "CONFIG_PPC_4K_PAGES=y"),
+		{"ppc64 4K, no module unload", cfg("CONFIG_KALLSYMS_ALL=y", "CONFIG_PPC64=y", "CONFIG_PPC_4K_PAGES=y"),
 			modplt.LinkOptions{}, modplt.LinkOptions{PageSize: 4 << 10, NoModuleUnload: true}},
-		{"ppc64 64K", cfg("CONFIG_PPC64=y", "CONFIG_PPC_64K_PAGES=y", "CONFIG_MODULE_UNLOAD=y"),
+		{"ppc64 64K", cfg("CONFIG_KALLSYMS_ALL=y", "CONFIG_PPC64=y", "CONFIG_PPC_64K_PAGES=y", "CONFIG_MODULE_UNLOAD=y"),
 			modplt.LinkOptions{}, modplt.LinkOptions{PageSize: 64 << 10}},
-		{"s390 without expolines", cfg("CONFIG_S390=y", "# CONFIG_EXPOLINE is not set", "CONFIG_MODULE_UNLOAD=y"),
+		{"s390 without expolines", cfg("CONFIG_KALLSYMS_ALL=y", "CONFIG_S390=y", "# CONFIG_EXPOLINE is not set", "CONFIG_MODULE_UNLOAD=y"),
 			modplt.LinkOptions{}, modplt.LinkOptions{NoExpoline: true}},
-		{"s390 with expolines", cfg("CONFIG_S390=y", "CONFIG_EXPOLINE=y", "CONFIG_MODULE_UNLOAD=y"),
+		{"s390 with expolines", cfg("CONFIG_KALLSYMS_ALL=y", "CONFIG_S390=y", "CONFIG_EXPOLINE=y", "CONFIG_MODULE_UNLOAD=y"),
 			modplt.LinkOptions{}, modplt.LinkOptions{}},
-		{"x86_64 (no RANDOMIZE_BASE or EXPOLINE meaning)", cfg("CONFIG_X86_64=y", "CONFIG_MODULE_UNLOAD=y"),
+		{"x86_64 (no RANDOMIZE_BASE or EXPOLINE meaning)", cfg("CONFIG_KALLSYMS_ALL=y", "CONFIG_X86_64=y", "CONFIG_MODULE_UNLOAD=y"),
 			modplt.LinkOptions{Base: 0xffffffffc0000000}, modplt.LinkOptions{Base: 0xffffffffc0000000}},
 	} {
 		assert.Equal(t, tc.want, tc.cfg.LinkOptions(tc.in), tc.name)
@@ -69,11 +69,11 @@ func cfg(t *testing.T) func(lines ...string) *Config {
 // Run then refuses (or not) as that kernel's loader would.
 func TestConfigApply(t *testing.T) {
 	cfg := cfg(t)
-	o := cfg("CONFIG_X86_64=y", "CONFIG_LIVEPATCH=y", "# CONFIG_STRICT_MODULE_RWX is not set").Apply(Options{Link: true})
+	o := cfg("CONFIG_KALLSYMS_ALL=y", "CONFIG_X86_64=y", "CONFIG_LIVEPATCH=y", "# CONFIG_STRICT_MODULE_RWX is not set").Apply(Options{Link: true})
 	assert.True(t, o.Link)
 	assert.Equal(t, &klp.KernelConfig{File: "config", Livepatch: true}, o.Config)
 	assert.True(t, o.LinkOptions.NoModuleUnload, "no CONFIG_MODULE_UNLOAD")
-	o = cfg("CONFIG_ARM=y", "CONFIG_STRICT_MODULE_RWX=y", "CONFIG_MODULE_UNLOAD=y").Apply(Options{})
+	o = cfg("CONFIG_KALLSYMS_ALL=y", "CONFIG_ARM=y", "CONFIG_STRICT_MODULE_RWX=y", "CONFIG_MODULE_UNLOAD=y").Apply(Options{})
 	assert.Equal(t, &klp.KernelConfig{File: "config", StrictModuleRWX: true}, o.Config)
 	assert.False(t, o.LinkOptions.NoModuleUnload)
 }

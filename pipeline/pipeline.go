@@ -148,6 +148,12 @@ func kernelLinkOptions(machine elf.Machine, ix *kallsyms.Index, lo modplt.LinkOp
 			lo.PageSize = p
 		}
 	}
+	if !ix.ListsData() {
+		// A kallsyms of code only: the kernel has no CONFIG_KALLSYMS_ALL,
+		// and keeps only a module's code symbols (a System.map lists data
+		// whatever the configuration: the default, all, stands).
+		lo.NoKallsymsAll = true
+	}
 	if lo.Kernel == nil {
 		lo.Kernel = func(name string) (uint64, bool) {
 			s, ok := ix.Find(kallsyms.Vmlinux, name, 0)
