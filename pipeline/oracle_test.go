@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,7 +33,8 @@ import (
 // the bytes at every relocation site it wrote and left alone afterwards.
 // TestKernelOracle links each module as klpresolve does and compares.
 
-var oracleDumps = flag.String("oracle.dumps", "", "rewrite testdata/oracle/amd64 from a kernel run's dumps (testdata/oracle/Makefile)")
+var oracleDumps = flag.String("oracle.dumps", "", "rewrite testdata/oracle/ARCH (-oracle.arch) from a kernel run's dumps (testdata/oracle/Makefile)")
+var oracleArch = flag.String("oracle.arch", "amd64", "the architecture -oracle.dumps are of: amd64 or arm64")
 
 // oracleCase is a module the kernel loaded, dumped as name: absent are the
 // objects not yet loaded then (the livepatch module is dumped three times,
@@ -42,7 +44,20 @@ type oracleCase struct {
 	absent             []string
 }
 
-func oracleCases(t *testing.T) []oracleCase {
+// oracleArches are the kernels asked: Debian's 6.1 amd64 and arm64 ones.
+var oracleArches = []string{"amd64", "arm64"}
+
+func oracleCases(t *testing.T, arch string) []oracleCase {
+	if arch == "arm64" {
+		// (Debian's arm64 6.1 has no livepatch: real modules only; btrfs
+		// after zstd_compress, raid6_pq, xor and libcrc32c.)
+		var cs []oracleCase
+		for _, m := range []string{"md4", "crc-t10dif", "llc2", "chacha_generic", "btrfs"} {
+			name := strings.ReplaceAll(m, "-", "_") // (every module is dumped by its name)
+			cs = append(cs, oracleCase{name, testutil.Corpus(t, "arm64/modules/"+m+".ko"), name, nil})
+		}
+		return cs
+	}
 	root := testutil.RepoRoot()
 	kb := filepath.Join(root, "testdata", "kbuild", "klp-demo.ko")
 	return []oracleCase{
@@ -82,7 +97,7 @@ type memory func(addr uint64, n int) []byte
 // applies their relocations: ftrace_process_locs() sorts __mcount_loc,
 // unwind_module_init() the ORC tables, jump_label_add_module() the jump
 // table, and static_call_add_module() sets flags in each site's key.
-var oracleSkip = map[string]bool{"__mcount_loc": true, ".orc_unwind_ip": true, ".orc_unwind": true, "__jump_table": true, ".static_call_sites": true}
+var oracleSkip = map[string]bool{"__mcount_loc": true, "__patchable_function_entries": true, ".orc_unwind_ip": true, ".orc_unwind": true, "__jump_table": true, ".static_call_sites": true}
 
 // rewritten are the code ranges the kernel patches after relocating
 // them, read from the module's own tables in mem: ftrace's call sites
@@ -130,8 +145,20 @@ func rewritten(f *elfobj.File, addr map[string]uint64, mem memory) [][2]uint64 {
 	return out
 }
 
-// x86Size is the size of the place an x86_64 relocation writes.
-func x86Size(typ uint32) int {
+// relocSize is the size of the place a relocation writes (0: none, or a
+// type the oracle does not compare).
+func relocSize(m elf.Machine, typ uint32) int {
+	if m == elf.EM_AARCH64 {
+		switch elf.R_AARCH64(typ) {
+		case elf.R_AARCH64_NONE:
+			return 0
+		case elf.R_AARCH64_ABS64, elf.R_AARCH64_PREL64:
+			return 8
+		case elf.R_AARCH64_ABS16, elf.R_AARCH64_PREL16:
+			return 2
+		}
+		return 4 // ABS32, PREL32, and every instruction
+	}
 	switch elf.R_X86_64(typ) {
 	case elf.R_X86_64_64, elf.R_X86_64_PC64:
 		return 8
@@ -161,7 +188,7 @@ func sites(t *testing.T, f *elfobj.File, addr map[string]uint64, mem memory, cha
 		require.NoError(t, err)
 	next:
 		for _, r := range rel {
-			n := x86Size(r.Type)
+			n := relocSize(f.Machine, r.Type)
 			p := base + r.Offset
 			b := mem(p, n)
 			if n == 0 || b == nil || changed(target, r.Offset, b) {
@@ -188,27 +215,37 @@ func sites(t *testing.T, f *elfobj.File, addr map[string]uint64, mem memory, cha
 }
 
 // directMap reports whether v, a pointer the kernel wrote at a site of a
-// writable section, points into x86_64's direct map of physical memory
-// (nokaslr: from 0xffff888000000000): the kernel's heap, which no
-// relocation yields, so the module changed it at run time (a list head,
-// say, linked into the kernel's lists).
-func directMap(b []byte) bool {
+// writable section, points into the direct map of physical memory (x86_64
+// with nokaslr: from 0xffff888000000000; arm64 with 48-bit addresses:
+// below 0xffff800000000000): the kernel's heap, which no relocation
+// yields, so the module changed it at run time (a list head, say, linked
+// into the kernel's lists).
+func directMap(m elf.Machine, b []byte) bool {
 	if len(b) != 8 {
 		return false
 	}
 	v := binary.LittleEndian.Uint64(b)
+	if m == elf.EM_AARCH64 {
+		return v >= 0xffff000000000000 && v < 0xffff800000000000
+	}
 	return v >= 0xffff888000000000 && v < 0xffffc88000000000
 }
 
 func TestKernelOracle(t *testing.T) {
-	dir := filepath.Join(testutil.RepoRoot(), "testdata", "oracle", "amd64")
-	cases := oracleCases(t)
 	if *oracleDumps != "" {
-		writeOracle(t, *oracleDumps, dir, cases)
+		dir := filepath.Join(testutil.RepoRoot(), "testdata", "oracle", *oracleArch)
+		writeOracle(t, *oracleDumps, dir, *oracleArch, oracleCases(t, *oracleArch))
 	}
+	for _, arch := range oracleArches {
+		t.Run(arch, func(t *testing.T) { kernelOracle(t, arch) })
+	}
+}
+
+func kernelOracle(t *testing.T, arch string) {
+	dir := filepath.Join(testutil.RepoRoot(), "testdata", "oracle", arch)
 	text, err := os.ReadFile(filepath.Join(dir, "kallsyms"))
 	require.NoError(t, err)
-	for _, tc := range cases {
+	for _, tc := range oracleCases(t, arch) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := readOracle(t, filepath.Join(dir, tc.name+".oracle"))
 			require.Equal(t, tc.module, o.module)
@@ -216,7 +253,21 @@ func TestKernelOracle(t *testing.T) {
 			require.NoError(t, err)
 			m, err := klp.Open(tc.path)
 			require.NoError(t, err)
-			lo := modplt.LinkOptions{Base: o.core}
+			// Debian's arm64 6.1 has no CONFIG_KALLSYMS_ALL (its
+			// configuration says so; the oracle's symbols, a System.map
+			// among them, list data all the same).
+			lo := modplt.LinkOptions{Base: o.core, NoKallsymsAll: arch == "arm64"}
+			// Init where the kernel put it: vmalloc's first fit, which
+			// may reuse a hole an earlier module's init left (arm64's
+			// chacha_generic: below its core). Where it followed core
+			// and its guard page, that is Link's default too.
+			const page = 4096
+			for name, a := range o.sections {
+				if strings.HasPrefix(name, ".init") && (lo.InitBase == 0 || a&^(page-1) < lo.InitBase) {
+					lo.InitBase = a &^ (page - 1)
+				}
+			}
+			followsCore := lo.InitBase == o.core+o.size+page
 			if tc.name != "percpu-demo" {
 				// (percpu_demo's area is the default: the first one)
 				lo.PercpuBase = o.percpu
@@ -227,6 +278,9 @@ func TestKernelOracle(t *testing.T) {
 
 			// Layout: every section where the kernel put it, and core's size.
 			assert.Equal(t, o.size, img.CoreSize, "core size (/proc/modules)")
+			if followsCore {
+				assert.Equal(t, lo.InitBase, o.core+img.CoreSize+img.PageSize, "init after core and its guard page")
+			}
 			assert.Equal(t, o.percpu, img.Percpu, "per-cpu area")
 			ours := map[string]uint64{}
 			for _, p := range img.Sections {
@@ -328,9 +382,12 @@ func readOracle(t *testing.T, path string) *oracle {
 // writeOracle writes dir's files from the dumps of a kernel run: only the
 // kernel's word counts (its memory, sysfs, /proc/modules and kallsyms),
 // read against the modules' files; klpresolve's linker plays no part.
-func writeOracle(t *testing.T, dumps, dir string, cases []oracleCase) {
+func writeOracle(t *testing.T, dumps, dir, arch string, cases []oracleCase) {
 	ks, err := os.ReadFile(filepath.Join(dumps, "kallsyms"))
 	require.NoError(t, err)
+	if arch == "arm64" {
+		ks = arm64Symbols(t, dumps, ks)
+	}
 	secs, err := os.ReadFile(filepath.Join(dumps, "sections"))
 	require.NoError(t, err)
 	ix, err := kallsyms.ParseBytes("kallsyms", ks, nil)
@@ -338,6 +395,7 @@ func writeOracle(t *testing.T, dumps, dir string, cases []oracleCase) {
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	keep := map[string]bool{}
 	for _, n := range []string{"_text", "_stext", "_etext", "__per_cpu_start", "__per_cpu_end", "x86_64_start_kernel", "startup_64",
+		"primary_entry", "el0t_64_sync", "reserved_pg_dir", "swapper_pg_dir",
 		"__start___ksymtab", "__stop___ksymtab", "__start___ksymtab_gpl", "__stop___ksymtab_gpl"} {
 		keep[n] = true
 	}
@@ -358,7 +416,7 @@ func writeOracle(t *testing.T, dumps, dir string, cases []oracleCase) {
 		// The module's sections, as sysfs lists them.
 		addr := map[string]uint64{}
 		var out strings.Builder
-		fmt.Fprintf(&out, "# %s: %s as Debian's 6.1.0-57-amd64 kernel loaded it (testdata/oracle/Makefile)\n", tc.name, filepath.Base(tc.path))
+		fmt.Fprintf(&out, "# %s: %s as Debian's 6.1.0-57-%s kernel loaded it (testdata/oracle/Makefile)\n", tc.name, filepath.Base(tc.path), arch)
 		fmt.Fprintf(&out, "module %s\n", tc.module)
 		mods, err := os.ReadFile(filepath.Join(dumps, tc.name+".modules"))
 		require.NoError(t, err)
@@ -399,7 +457,7 @@ func writeOracle(t *testing.T, dumps, dir string, cases []oracleCase) {
 		var changed []string
 		got := sites(t, f, addr, mem, func(sec string, off uint64, b []byte) bool {
 			s := f.SectionByName(sec)
-			if s.Flags&elf.SHF_WRITE != 0 && directMap(b) {
+			if s.Flags&elf.SHF_WRITE != 0 && directMap(f.Machine, b) {
 				changed = append(changed, fmt.Sprintf("%s+%#x", sec, off))
 				return true
 			}
@@ -430,4 +488,90 @@ func writeOracle(t *testing.T, dumps, dir string, cases []oracleCase) {
 	}
 	require.NoError(t, w.Flush())
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "kallsyms"), kept.Bytes(), 0o644))
+}
+
+// arm64Symbols is what the oracle's arm64 links resolve against: Debian's
+// arm64 6.1 has no CONFIG_KALLSYMS_ALL, so its /proc/kallsyms (ks) lists
+// code only. vmlinux's symbols come from its real System.map (the corpus's:
+// nokaslr keeps link-time addresses); the modules' code from ks; and their
+// exports, data among them (raid6_pq's raid6_call, which btrfs uses), from
+// the kernel's own export tables in each module's memory (the dumps): an
+// EXPORT_SYMBOL line in upper case, an EXPORT_SYMBOL_GPL one in lower case
+// with its __ksymtab_ entry, as a kernel with CONFIG_KALLSYMS_ALL lists
+// them.
+func arm64Symbols(t *testing.T, dumps string, ks []byte) []byte {
+	sm, err := os.ReadFile(testutil.Corpus(t, "arm64/System.map-6.1.0-57-arm64"))
+	require.NoError(t, err)
+	out := append([]byte(nil), sm...)
+	listed := map[string]bool{} // "module name"
+	for line := range bytes.Lines(ks) {
+		if f := bytes.Fields(line); len(f) == 4 && bytes.HasPrefix(f[3], []byte("[")) {
+			out = append(out, line...)
+			listed[string(f[3][1:len(f[3])-1])+" "+string(f[2])] = true
+		}
+	}
+	secs, err := os.ReadFile(filepath.Join(dumps, "sections"))
+	require.NoError(t, err)
+	starts := map[string][]uint64{} // each module's section addresses
+	tables := map[string]map[string]uint64{}
+	for line := range strings.Lines(string(secs)) {
+		g := strings.Fields(line)
+		if len(g) != 3 {
+			continue
+		}
+		a, err := strconv.ParseUint(g[2], 0, 64)
+		require.NoError(t, err)
+		starts[g[0]] = append(starts[g[0]], a)
+		if g[1] == "__ksymtab" || g[1] == "__ksymtab_gpl" {
+			if tables[g[0]] == nil {
+				tables[g[0]] = map[string]uint64{}
+			}
+			tables[g[0]][g[1]] = a
+		}
+	}
+	mods := slices.Sorted(maps.Keys(tables))
+	for _, mod := range mods {
+		mf, err := os.ReadFile(filepath.Join(dumps, mod+".modules"))
+		require.NoError(t, err)
+		f := strings.Fields(string(mf))
+		core, err := strconv.ParseUint(f[5], 0, 64)
+		require.NoError(t, err)
+		dump, err := os.ReadFile(filepath.Join(dumps, mod+".core"))
+		require.NoError(t, err)
+		le := binary.LittleEndian
+		for _, table := range []string{"__ksymtab", "__ksymtab_gpl"} {
+			a, ok := tables[mod][table]
+			if !ok {
+				continue
+			}
+			end := core + uint64(len(dump))
+			for _, x := range starts[mod] {
+				if x > a && x < end {
+					end = x
+				}
+			}
+			// struct kernel_symbol (PREL32): value, name and namespace
+			// offsets, each from its own field.
+			for e := a; e+12 <= end; e += 12 {
+				b := dump[e-core:]
+				vo, no := int32(le.Uint32(b)), int32(le.Uint32(b[4:]))
+				if vo == 0 && no == 0 {
+					break // padding
+				}
+				v := e + uint64(int64(vo))
+				n := e + 4 + uint64(int64(no)) - core
+				require.Less(t, n, uint64(len(dump)), "%s %s: name outside the module", mod, table)
+				name := string(dump[n : n+uint64(bytes.IndexByte(dump[n:], 0))])
+				typ := "D"
+				if table == "__ksymtab_gpl" {
+					typ = "d"
+					out = fmt.Appendf(out, "%016x r __ksymtab_%s\t[%s]\n", e, name, mod)
+				}
+				if !listed[mod+" "+name] {
+					out = fmt.Appendf(out, "%016x %s %s\t[%s]\n", v, typ, name, mod)
+				}
+			}
+		}
+	}
+	return out
 }
