@@ -1,23 +1,10 @@
 #!/bin/busybox sh
-# The initramfs's /init (see Makefile): loads the modules in /m into the
-# kernel under test, one at a time, as modprobe would (dependencies first),
-# dumps each tested module's core from /proc/kcore (kdump.c) after it
-# loads, and writes what the kernel made of them (section addresses,
-# /proc/modules, /proc/kallsyms, dmesg) to the serial console as a
-# base64 tarball between two marker lines, then powers off.
-/bin/busybox --install -s /bin
-export PATH=/bin
-mkdir -p /proc /sys /dev
-mount -t proc proc /proc
-mount -t sysfs sys /sys
-mount -t devtmpfs dev /dev
-mkdir -p /out && cd /out
-# load MODULE...: insmod each, in order
-load() {
-	for m in "$@"; do
-		insmod /m/$m.ko || echo "oracle: insmod $m failed"
-	done
-}
+# The amd64 initramfs's /init (see Makefile): loads the modules in /m into
+# the kernel under test, one at a time, as modprobe would (dependencies
+# first), dumps each tested module's core from /proc/kcore (kdump.c)
+# after it loads, and reports what the kernel made of them (lib.sh).
+. /lib.sh
+setup
 # dump NAME MODULE: MODULE's core, as NAME (its /proc/modules line gives
 # the core's size and address)
 dump() {
@@ -45,16 +32,4 @@ load crct10dif_common crct10dif_generic crc-t10dif
 dump crc-t10dif crc_t10dif
 load xfrm_algo af_key
 dump af_key af_key
-for d in /sys/module/*/sections; do
-	m=${d%/sections}; m=${m##*/}
-	for f in $d/.* $d/*; do
-		[ -f "$f" ] && echo "$m ${f##*/} $(cat $f)"
-	done
-done > sections
-cat /proc/kallsyms > kallsyms
-cat /proc/modules > modules
-dmesg > dmesg
-echo ===ORACLE-BEGIN
-tar czf - . | base64
-echo ===ORACLE-END
-poweroff -f
+report
