@@ -26,15 +26,16 @@ import (
 	"github.com/klpresolve/klpresolve/modplt"
 )
 
-// The kernel oracle (testdata/oracle): Debian's 6.1 amd64 kernel, booted
-// under qemu, loaded these modules, and what it did is recorded in
-// testdata/oracle/amd64: where it put each section (sysfs), the size of
-// each module's core (/proc/modules), its per-cpu area, and a digest of
-// the bytes at every relocation site it wrote and left alone afterwards.
-// TestKernelOracle links each module as klpresolve does and compares.
+// The kernel oracle (testdata/oracle): Debian's 6.1 amd64, arm64 and
+// ppc64el kernels, booted under qemu, loaded these modules, and what they
+// did is recorded in testdata/oracle/ARCH: where each section went
+// (sysfs), the size of each module's core (/proc/modules), its per-cpu
+// area, and a digest of the bytes at every relocation site the kernel
+// wrote and left alone afterwards. TestKernelOracle links each module as
+// klpresolve does and compares.
 
 var oracleDumps = flag.String("oracle.dumps", "", "rewrite testdata/oracle/ARCH (-oracle.arch) from a kernel run's dumps (testdata/oracle/Makefile)")
-var oracleArch = flag.String("oracle.arch", "amd64", "the architecture -oracle.dumps are of: amd64 or arm64")
+var oracleArch = flag.String("oracle.arch", "amd64", "the architecture -oracle.dumps are of: amd64, arm64 or ppc64el")
 
 // oracleCase is a module the kernel loaded, dumped as name: absent are the
 // objects not yet loaded then (the livepatch module is dumped three times,
@@ -44,10 +45,22 @@ type oracleCase struct {
 	absent             []string
 }
 
-// oracleArches are the kernels asked: Debian's 6.1 amd64 and arm64 ones.
-var oracleArches = []string{"amd64", "arm64"}
+// oracleArches are the kernels asked: Debian's 6.1 amd64, arm64 and ppc64el
+// ones.
+var oracleArches = []string{"amd64", "arm64", "ppc64el"}
 
 func oracleCases(t *testing.T, arch string) []oracleCase {
+	if arch == "ppc64el" {
+		// (its modules are in the kernel's package, which CI fetches:
+		// testutil.PPC64EL)
+		kernel := filepath.Join(testutil.PPC64EL(t), "lib", "modules", testutil.PPC64ELRelease, "kernel")
+		var cs []oracleCase
+		for _, m := range []string{"crypto/md4", "lib/crc-t10dif", "net/key/af_key", "fs/xfs/xfs"} {
+			name := strings.ReplaceAll(filepath.Base(m), "-", "_")
+			cs = append(cs, oracleCase{name, filepath.Join(kernel, m+".ko"), name, nil})
+		}
+		return cs
+	}
 	if arch == "arm64" {
 		// (Debian's arm64 6.1 has no livepatch: real modules only; btrfs
 		// after zstd_compress, raid6_pq, xor and libcrc32c.)
@@ -94,10 +107,13 @@ type siteSet map[string]*struct {
 type memory func(addr uint64, n int) []byte
 
 // oracleSkip are sections the kernel rewrites or reorders after it
-// applies their relocations: ftrace_process_locs() sorts __mcount_loc,
-// unwind_module_init() the ORC tables, jump_label_add_module() the jump
-// table, and static_call_add_module() sets flags in each site's key.
-var oracleSkip = map[string]bool{"__mcount_loc": true, "__patchable_function_entries": true, ".orc_unwind_ip": true, ".orc_unwind": true, "__jump_table": true, ".static_call_sites": true}
+// applies their relocations: ftrace_process_locs() sorts __mcount_loc
+// (and arm64's __patchable_function_entries), post_relocation() the
+// exception table, unwind_module_init() the ORC tables,
+// jump_label_add_module() the jump table, and static_call_add_module()
+// sets flags in each site's key.
+var oracleSkip = map[string]bool{"__mcount_loc": true, "__patchable_function_entries": true, "__ex_table": true,
+	".orc_unwind_ip": true, ".orc_unwind": true, "__jump_table": true, ".static_call_sites": true}
 
 // rewritten are the code ranges the kernel patches after relocating
 // them, read from the module's own tables in mem: ftrace's call sites
@@ -142,12 +158,43 @@ func rewritten(f *elfobj.File, addr map[string]uint64, mem memory) [][2]uint64 {
 			out = append(out, [2]uint64{x, x + uint64(b[i+9])})
 		}
 	}
+	// powerpc's feature fixups (module_finalize(): do_feature_fixups()
+	// and the others), offsets from their entries: struct fixup_entry's
+	// code range, and single instructions.
+	for _, name := range []string{"__ftr_fixup", "__mmu_ftr_fixup", "__fw_ftr_fixup"} {
+		a, b := table(name)
+		for i := 0; i+48 <= len(b); i += 48 {
+			e := a + uint64(i)
+			out = append(out, [2]uint64{e + le.Uint64(b[i+16:]), e + le.Uint64(b[i+24:])})
+		}
+	}
+	for _, name := range []string{"__lwsync_fixup", "__barrier_nospec_fixup", "__rfi_flush_fixup"} {
+		a, b := table(name)
+		for i := 0; i+8 <= len(b); i += 8 {
+			x := a + uint64(i) + le.Uint64(b[i:])
+			out = append(out, [2]uint64{x, x + 4})
+		}
+	}
 	return out
 }
 
 // relocSize is the size of the place a relocation writes (0: none, or a
 // type the oracle does not compare).
 func relocSize(m elf.Machine, typ uint32) int {
+	if m == elf.EM_PPC64 {
+		switch elf.R_PPC64(typ) {
+		case elf.R_PPC64_NONE:
+			return 0
+		case elf.R_PPC64_ADDR64, elf.R_PPC64_REL64, elf.R_PPC64_TOC, elf.R_PPC64_ENTRY:
+			return 8 // (ENTRY: the two instructions that set r2)
+		case elf.R_PPC64_ADDR16_LO, elf.R_PPC64_ADDR16_HI, elf.R_PPC64_ADDR16_HA, elf.R_PPC64_TOC16,
+			elf.R_PPC64_TOC16_LO, elf.R_PPC64_TOC16_HI, elf.R_PPC64_TOC16_HA, elf.R_PPC64_ADDR16_DS,
+			elf.R_PPC64_ADDR16_LO_DS, elf.R_PPC64_TOC16_DS, elf.R_PPC64_TOC16_LO_DS,
+			elf.R_PPC64_REL16_LO, elf.R_PPC64_REL16_HI, elf.R_PPC64_REL16_HA:
+			return 2
+		}
+		return 4
+	}
 	if m == elf.EM_AARCH64 {
 		switch elf.R_AARCH64(typ) {
 		case elf.R_AARCH64_NONE:
@@ -215,18 +262,23 @@ func sites(t *testing.T, f *elfobj.File, addr map[string]uint64, mem memory, cha
 }
 
 // directMap reports whether v, a pointer the kernel wrote at a site of a
-// writable section, points into the direct map of physical memory (x86_64
-// with nokaslr: from 0xffff888000000000; arm64 with 48-bit addresses:
-// below 0xffff800000000000): the kernel's heap, which no relocation
-// yields, so the module changed it at run time (a list head, say, linked
-// into the kernel's lists).
-func directMap(m elf.Machine, b []byte) bool {
+// writable section, points into the direct map of physical memory past
+// the kernel image (x86_64 with nokaslr: from 0xffff888000000000; arm64
+// with 48-bit addresses: below 0xffff800000000000; ppc64: the linear map
+// from 0xc000000000000000, which holds the kernel too, past its _end,
+// imageEnd): the kernel's heap, which no relocation yields, so the module
+// changed it at run time (a list head, say, linked into the kernel's
+// lists).
+func directMap(m elf.Machine, b []byte, imageEnd uint64) bool {
 	if len(b) != 8 {
 		return false
 	}
 	v := binary.LittleEndian.Uint64(b)
-	if m == elf.EM_AARCH64 {
+	switch m {
+	case elf.EM_AARCH64:
 		return v >= 0xffff000000000000 && v < 0xffff800000000000
+	case elf.EM_PPC64:
+		return v >= max(imageEnd, 0xc000000000000000) && v < 0xc008000000000000
 	}
 	return v >= 0xffff888000000000 && v < 0xffffc88000000000
 }
@@ -256,12 +308,15 @@ func kernelOracle(t *testing.T, arch string) {
 			// Debian's arm64 6.1 has no CONFIG_KALLSYMS_ALL (its
 			// configuration says so; the oracle's symbols, a System.map
 			// among them, list data all the same).
-			lo := modplt.LinkOptions{Base: o.core, NoKallsymsAll: arch == "arm64"}
+			lo := modplt.LinkOptions{Base: o.core, NoKallsymsAll: arch != "amd64"}
 			// Init where the kernel put it: vmalloc's first fit, which
 			// may reuse a hole an earlier module's init left (arm64's
 			// chacha_generic: below its core). Where it followed core
 			// and its guard page, that is Link's default too.
-			const page = 4096
+			page := uint64(4096)
+			if arch == "ppc64el" {
+				page = 64 << 10 // (CONFIG_PPC_64K_PAGES)
+			}
 			for name, a := range o.sections {
 				if strings.HasPrefix(name, ".init") && (lo.InitBase == 0 || a&^(page-1) < lo.InitBase) {
 					lo.InitBase = a &^ (page - 1)
@@ -385,16 +440,22 @@ func readOracle(t *testing.T, path string) *oracle {
 func writeOracle(t *testing.T, dumps, dir, arch string, cases []oracleCase) {
 	ks, err := os.ReadFile(filepath.Join(dumps, "kallsyms"))
 	require.NoError(t, err)
-	if arch == "arm64" {
-		ks = arm64Symbols(t, dumps, ks)
+	switch arch {
+	case "arm64":
+		ks = nativeSymbols(t, dumps, ks, testutil.Corpus(t, "arm64/System.map-6.1.0-57-arm64"), false)
+	case "ppc64el":
+		ks = nativeSymbols(t, dumps, ks, filepath.Join(testutil.PPC64EL(t), "boot", "System.map-"+testutil.PPC64ELRelease), true)
 	}
 	secs, err := os.ReadFile(filepath.Join(dumps, "sections"))
 	require.NoError(t, err)
 	ix, err := kallsyms.ParseBytes("kallsyms", ks, nil)
 	require.NoError(t, err)
+	end, _ := ix.Find(kallsyms.Vmlinux, "_end", 0)
+	imageEnd := end.Address
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	keep := map[string]bool{}
-	for _, n := range []string{"_text", "_stext", "_etext", "__per_cpu_start", "__per_cpu_end", "x86_64_start_kernel", "startup_64",
+	for _, n := range []string{"_text", "_stext", "_etext", "_end", "__per_cpu_start", "__per_cpu_end", "x86_64_start_kernel", "startup_64",
+		"start_here_multiplatform", "__secondary_hold", ".TOC.", "ftrace_caller", "ftrace_regs_caller", "_mcount",
 		"primary_entry", "el0t_64_sync", "reserved_pg_dir", "swapper_pg_dir",
 		"__start___ksymtab", "__stop___ksymtab", "__start___ksymtab_gpl", "__stop___ksymtab_gpl"} {
 		keep[n] = true
@@ -457,7 +518,7 @@ func writeOracle(t *testing.T, dumps, dir, arch string, cases []oracleCase) {
 		var changed []string
 		got := sites(t, f, addr, mem, func(sec string, off uint64, b []byte) bool {
 			s := f.SectionByName(sec)
-			if s.Flags&elf.SHF_WRITE != 0 && directMap(f.Machine, b) {
+			if s.Flags&elf.SHF_WRITE != 0 && directMap(f.Machine, b, imageEnd) {
 				changed = append(changed, fmt.Sprintf("%s+%#x", sec, off))
 				return true
 			}
@@ -490,17 +551,18 @@ func writeOracle(t *testing.T, dumps, dir, arch string, cases []oracleCase) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "kallsyms"), kept.Bytes(), 0o644))
 }
 
-// arm64Symbols is what the oracle's arm64 links resolve against: Debian's
-// arm64 6.1 has no CONFIG_KALLSYMS_ALL, so its /proc/kallsyms (ks) lists
-// code only. vmlinux's symbols come from its real System.map (the corpus's:
-// nokaslr keeps link-time addresses); the modules' code from ks; and their
+// nativeSymbols is what the oracle's arm64 and ppc64el links resolve
+// against: Debian's 6.1 kernels for them have no CONFIG_KALLSYMS_ALL, so
+// their /proc/kallsyms (ks) lists code only. vmlinux's symbols come from
+// its real System.map, systemMap (nokaslr keeps link-time addresses; ppc64
+// has no KASLR); the modules' code from ks; and their
 // exports, data among them (raid6_pq's raid6_call, which btrfs uses), from
 // the kernel's own export tables in each module's memory (the dumps): an
 // EXPORT_SYMBOL line in upper case, an EXPORT_SYMBOL_GPL one in lower case
 // with its __ksymtab_ entry, as a kernel with CONFIG_KALLSYMS_ALL lists
 // them.
-func arm64Symbols(t *testing.T, dumps string, ks []byte) []byte {
-	sm, err := os.ReadFile(testutil.Corpus(t, "arm64/System.map-6.1.0-57-arm64"))
+func nativeSymbols(t *testing.T, dumps string, ks []byte, systemMap string, absolute bool) []byte {
+	sm, err := os.ReadFile(systemMap)
 	require.NoError(t, err)
 	out := append([]byte(nil), sm...)
 	listed := map[string]bool{} // "module name"
@@ -550,16 +612,25 @@ func arm64Symbols(t *testing.T, dumps string, ks []byte) []byte {
 					end = x
 				}
 			}
-			// struct kernel_symbol (PREL32): value, name and namespace
-			// offsets, each from its own field.
-			for e := a; e+12 <= end; e += 12 {
+			// struct kernel_symbol: value, name and namespace; with
+			// CONFIG_HAVE_ARCH_PREL32_RELOCATIONS (arm64) offsets, each from
+			// its own field, else (powerpc) addresses.
+			step := uint64(12)
+			if absolute {
+				step = 24
+			}
+			for e := a; e+step <= end; e += step {
 				b := dump[e-core:]
-				vo, no := int32(le.Uint32(b)), int32(le.Uint32(b[4:]))
-				if vo == 0 && no == 0 {
+				var v, n uint64
+				if absolute {
+					v, n = le.Uint64(b), le.Uint64(b[8:])
+				} else {
+					v, n = e+uint64(int64(int32(le.Uint32(b)))), e+4+uint64(int64(int32(le.Uint32(b[4:]))))
+				}
+				if v == e && n == e+4 || v == 0 && n == 0 {
 					break // padding
 				}
-				v := e + uint64(int64(vo))
-				n := e + 4 + uint64(int64(no)) - core
+				n -= core
 				require.Less(t, n, uint64(len(dump)), "%s %s: name outside the module", mod, table)
 				name := string(dump[n : n+uint64(bytes.IndexByte(dump[n:], 0))])
 				typ := "D"

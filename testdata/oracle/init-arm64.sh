@@ -6,7 +6,7 @@
 setup
 load md4 crct10dif_common crct10dif_generic crc-t10dif llc llc2 libchacha chacha_generic \
 	zstd_compress raid6_pq xor-neon xor crc32c_generic libcrc32c btrfs
-# Every module's core, its exports among it (the oracle's arm64 symbols).
+# Every module's core, its exports among it (the oracle's symbols).
 while read name size refs deps state addr rest; do
 	echo "$name $size $refs $deps $state $addr" > $name.modules
 	kdump $addr $size > $name.core || echo "oracle: kdump $name failed"
