@@ -305,20 +305,23 @@ func kernelOracle(t *testing.T, arch string) {
 			require.NoError(t, err)
 			m, err := klp.Open(tc.path)
 			require.NoError(t, err)
-			// Debian's arm64 6.1 has no CONFIG_KALLSYMS_ALL (its
-			// configuration says so; the oracle's symbols, a System.map
-			// among them, list data all the same).
+			// Debian's arm64 and ppc64el 6.1 kernels have no
+			// CONFIG_KALLSYMS_ALL (their configurations say so; the
+			// oracle's symbols, a System.map among them, list data all
+			// the same).
 			lo := modplt.LinkOptions{Base: o.core, NoKallsymsAll: arch != "amd64"}
 			// Init where the kernel put it: vmalloc's first fit, which
 			// may reuse a hole an earlier module's init left (arm64's
 			// chacha_generic: below its core). Where it followed core
-			// and its guard page, that is Link's default too.
+			// and its guard page, that is Link's default too. (powerpc
+			// has no init region: its .init sections are in core.)
 			page := uint64(4096)
 			if arch == "ppc64el" {
 				page = 64 << 10 // (CONFIG_PPC_64K_PAGES)
 			}
 			for name, a := range o.sections {
-				if strings.HasPrefix(name, ".init") && (lo.InitBase == 0 || a&^(page-1) < lo.InitBase) {
+				inCore := a >= o.core && a < o.core+o.size
+				if strings.HasPrefix(name, ".init") && !inCore && (lo.InitBase == 0 || a&^(page-1) < lo.InitBase) {
 					lo.InitBase = a &^ (page - 1)
 				}
 			}
