@@ -59,7 +59,8 @@
 //     __jump_table made ro-after-init), layout_sections() (core then init;
 //     text, read-only, ro-after-init, data, each group page aligned),
 //     kernel/module/kallsyms.c: layout_symtab() (the symbols kallsyms
-//     keeps end core: Image.CoreSize, where init follows) and
+//     keeps end core, code only without CONFIG_KALLSYMS_ALL,
+//     LinkOptions.NoKallsymsAll: Image.CoreSize, where init follows) and
 //     simplify_symbols() (every undefined symbol resolved first, through
 //     LinkOptions.Resolve; per-cpu symbols in the module's per-cpu area,
 //     LinkOptions.PercpuBase);
