@@ -134,11 +134,12 @@ type Image struct {
 	syms     []symInfo
 	Sections []*Placed // in layout order
 	PageSize uint64    // the kernel's PAGE_SIZE it was laid out with
-	// CoreSize is the size of core's allocation from the first section's
-	// address: its sections, each group page-aligned, and the symbols
-	// kallsyms keeps for the module (layout_symtab()), as /proc/modules
-	// shows it once the module's init is freed.
+	// CoreSize is the size of core's allocation from its base
+	// (LinkOptions.Base): its sections, each group page-aligned, and the
+	// symbols kallsyms keeps for the module (layout_symtab()), as
+	// /proc/modules shows it once the module's init is freed.
 	CoreSize uint64
+	coreBase uint64
 	// Expoline: an s390 module's PLT has the expoline thunk, its last
 	// entry (counted in PLTCoreMax and PLTCoreUsed).
 	Expoline bool
@@ -167,9 +168,10 @@ func (img *Image) Linked() bool { return img.OK() && len(img.Unresolved) == 0 }
 
 // Next is where module_alloc() would place the next allocation after the
 // image (another module loaded after it): past the last page of its last
-// region and the guard page vmalloc leaves after it, as Init follows Core.
+// region (core to CoreSize: its symbols after its sections) and the guard
+// page vmalloc leaves after it, as Init follows Core.
 func (img *Image) Next() uint64 {
-	end := uint64(0)
+	end := img.coreBase + img.CoreSize
 	for _, p := range img.Sections {
 		end = max(end, p.Addr+p.Size)
 	}
@@ -392,7 +394,7 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &linker{m: m, opts: &opts, img: &Image{Module: m, Sections: placed, PageSize: page, CoreSize: coreSize},
+	l := &linker{m: m, opts: &opts, img: &Image{Module: m, Sections: placed, PageSize: page, CoreSize: coreSize, coreBase: opts.Base},
 		placed: make([]*Placed, len(f.Sections)), syms: make([]symInfo, len(f.Symbols))}
 	for _, p := range placed {
 		l.placed[p.Index] = p

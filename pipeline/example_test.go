@@ -112,8 +112,8 @@ func ExampleLinkWith() {
 	fmt.Printf("%s at %#x; unresolved %v\n", m.KernelName(), img.Sections[0].Addr, img.Unresolved)
 	// Output:
 	// klpdep_base at 0xffffffffc0000000, 2 exports
-	// klpdep_mid at 0xffffffffc0004000, 1 exports
-	// klpdep_top at 0xffffffffc0008000; unresolved [__fentry__ __x86_return_thunk _printk]
+	// klpdep_mid at 0xffffffffc0005000, 1 exports
+	// klpdep_top at 0xffffffffc000a000; unresolved [__fentry__ __x86_return_thunk _printk]
 }
 
 // A kernel whose symbols show another architecture than the module's is
