@@ -596,8 +596,13 @@ func (ix *Index) FindExport(name string, gplOK bool) (Symbol, bool) {
 			// EXPORT_SYMBOL table only: those are upper case. An
 			// EXPORT_SYMBOL_GPL one is lower case, but its
 			// __ksymtab_<name> entry is listed too (CONFIG_KALLSYMS_ALL).
-			if isUpper(ix.syms[i-1].typ) || gplOK && ix.has(o, ksymtabPrefix+name) {
+			if isUpper(ix.syms[i-1].typ) {
 				return ix.symbol(i-1, 1), true
+			}
+			if gplOK {
+				if _, listed := ix.first(oi, ksymtabPrefix+name); listed {
+					return ix.symbol(i-1, 1), true
+				}
 			}
 		}
 	}
@@ -623,16 +628,6 @@ func (ix *Index) inGPLTable(k uint32) bool {
 }
 
 func isUpper(c byte) bool { return c >= 'A' && c <= 'Z' }
-
-// has reports whether object o lists a symbol called name.
-func (ix *Index) has(o *object, name string) bool {
-	for i := ix.find(o, name); i != 0; i = ix.next[i-1] {
-		if ix.matches(i-1, name) {
-			return true
-		}
-	}
-	return false
-}
 
 // first finds the first symbol answering name in object oi.
 func (ix *Index) first(oi int, name string) (uint32, bool) {
