@@ -74,6 +74,14 @@ type arch struct {
 	// range-checks it against the architecture's limits, encodes it
 	// (apply_relocate_add() / apply_relocate()).
 	apply func(l *linker, rc *reloc) error
+
+	// order, when set, is the order the kernel applies a relocation
+	// section in, when it differs from the file's (indices into t):
+	// module_frob_arch_sections() sorts the relocations of executable
+	// sections in place, and the PLT entries are handed out in the
+	// order the branches then come in. The linker asks for it only for
+	// a section whose branches need entries (errDefer).
+	order func(l *linker, t *elfobj.RelocTable) ([]int, error)
 }
 
 // relaAddend is the addend of a RELA architecture: r_addend, which the

@@ -54,6 +54,7 @@ var armArch = newArch(arch{
 	nslots:       5,
 	addend:       armAddend,
 	kernel:       armKernel,
+	order:        armOrder,
 	apply:        armApply,
 })
 
@@ -141,35 +142,24 @@ func armKernel(c *counter, w *sectionWork) (int, error) {
 
 // armKernelSorted is the kernel's arm path for one section, step for step.
 func armKernelSorted(m *Module, w *sectionWork) (int, error) {
-	type rel struct {
-		off      uint64
-		typ, sym uint32
-	}
-	rels := make([]rel, w.table.Len())
-	for i := range rels {
-		// The sort takes every entry; only branches' symbols are looked
-		// at, so only theirs must be in the table (as in the scan).
-		r, err := w.table.Reloc(i)
-		if k, _, _ := armKind(r.Type); err != nil && k == kindBranch {
-			return 0, err
-		}
-		rels[i] = rel{r.Offset, r.Type, r.Sym}
-	}
-	cmpRel := func(x, y *rel) int {
-		if x.typ != y.typ {
-			return cmp.Compare(x.typ, y.typ)
-		}
-		return cmp.Compare(x.sym, y.sym)
-	}
-	ksort.Sort(rels, cmpRel)
-	zero := func(x *rel) (bool, error) {
-		_, z, err := armAddend(m, w.text, elfobj.Reloc{Offset: x.off, Type: x.typ})
+	zero := func(r elfobj.Reloc) (bool, error) {
+		_, z, err := armAddend(m, w.text, r)
 		return z, err
 	}
 	count := 0
-	for i := range rels {
-		x := &rels[i]
-		if k, _, _ := armKind(x.typ); k != kindBranch || uint32(m.f.Symbols[x.sym].Shndx) == w.table.Section.Info {
+	var prev elfobj.Reloc
+	for k, i := range armSorted(&w.table) {
+		x, err := w.table.Reloc(i)
+		p := prev
+		prev = x
+		if kind, _, _ := armKind(x.Type); kind != kindBranch {
+			continue
+		} else if err != nil {
+			// Only branches' symbols are looked at, so only theirs must
+			// be in the table (as in the scan).
+			return 0, err
+		}
+		if uint32(m.f.Symbols[x.Sym].Shndx) == w.table.Section.Info {
 			continue
 		}
 		z, err := zero(x)
@@ -177,8 +167,8 @@ func armKernelSorted(m *Module, w *sectionWork) (int, error) {
 			return 0, err
 		}
 		dup := false
-		if i > 0 && cmpRel(x, &rels[i-1]) == 0 {
-			if dup, err = zero(&rels[i-1]); err != nil {
+		if k > 0 && x.Type == p.Type && x.Sym == p.Sym {
+			if dup, err = zero(p); err != nil {
 				return 0, err
 			}
 		}
@@ -187,6 +177,49 @@ func armKernelSorted(m *Module, w *sectionWork) (int, error) {
 		}
 	}
 	return count, nil
+}
+
+// armSorted is the order module_frob_arch_sections() leaves the
+// relocations of t in: sorted in place by cmp_rel() (type, symbol: the
+// addend is in the instruction, not in the entry) with lib/sort.c's
+// heapsort, which is not stable: the order of equal keys is its own.
+// (A symbol index past the table sorts as it is; whoever reads that
+// relocation reports it.)
+func armSorted(t *elfobj.RelocTable) []int {
+	type rel struct {
+		i        int
+		typ, sym uint32
+	}
+	rels := make([]rel, t.Len())
+	for i := range rels {
+		r, _ := t.Reloc(i)
+		rels[i] = rel{i, r.Type, r.Sym}
+	}
+	ksort.Sort(rels, func(x, y *rel) int {
+		if x.typ != y.typ {
+			return cmp.Compare(x.typ, y.typ)
+		}
+		return cmp.Compare(x.sym, y.sym)
+	})
+	order := make([]int, len(rels))
+	for i := range rels {
+		order[i] = rels[i].i
+	}
+	return order
+}
+
+// armOrder is the order apply_relocate() meets the relocations of t in:
+// those of an executable section as module_frob_arch_sections() sorted
+// them (armSorted), which decides the PLT entries.
+func armOrder(_ *linker, t *elfobj.RelocTable) ([]int, error) {
+	if t.Target().Flags&elf.SHF_EXECINSTR != 0 {
+		return armSorted(t), nil
+	}
+	order := make([]int, t.Len())
+	for i := range order {
+		order[i] = i
+	}
+	return order, nil
 }
 
 // Linking: arch/arm/kernel/module.c apply_relocate(). Addends are in the
@@ -240,6 +273,9 @@ func armApply(l *linker, rc *reloc) error {
 		insn := io.Uint32(loc)
 		off := int32(insn<<8)>>6 + int32(s-p)
 		if l.armNeedsPLT(rc, off, armBranchLimit) {
+			if !l.replay {
+				return errDefer
+			}
 			entry, err := l.armPLT(rc.region, false, uint32(off)+p+8)
 			if err == nil {
 				off = int32(uint32(entry) - p - 8)
@@ -325,6 +361,9 @@ func armApply(l *linker, rc *reloc) error {
 		v := sign<<24 | (^(j1^sign)&1)<<23 | (^(j2^sign)&1)<<22 | (upper&0x3ff)<<12 | (lower&0x7ff)<<1
 		off := int32(v<<7)>>7 + int32(s-p)
 		if l.armNeedsPLT(rc, off, thumbBranchLimit) {
+			if !l.replay {
+				return errDefer
+			}
 			entry, err := l.armPLT(rc.region, true, uint32(off)+p+4)
 			if err == nil {
 				off = int32(uint32(entry) - p - 4)
@@ -401,54 +440,85 @@ func armPLTSlot(i int) (ldr, lit int) {
 	return b*armPLTBlock + 4*k, b*armPLTBlock + armL1CacheBytes + 4*k
 }
 
-// armPLT is get_module_plt(), deduplicating by (instruction set, target)
-// over the whole region.
+// armPLT is get_module_plt(): the entry for target in region r's PLT.
+// The first one asked for takes the fixed slots first (prealloc_fixed());
+// a target that is a fixed slot's, or the last entry's, is that entry;
+// any other gets the next slot. The relocations come to it in the
+// kernel's order (armOrder), so the entries are the kernel's, slot for
+// slot.
 func (l *linker) armPLT(r Region, thumb bool, target uint32) (uint64, error) {
 	a, err := l.pltFor(r)
 	if err != nil {
 		return 0, err
 	}
+	if a.fixed == nil {
+		l.armPrefillFixed(a)
+	}
+	for i, v := range a.fixed {
+		if v != 0 && v == uint64(target) {
+			ldr, _ := armPLTSlot(i)
+			return a.p.Addr + uint64(ldr), nil
+		}
+	}
 	k := pltKey{thumb, uint64(target)}
-	if e, ok := a.entries[k]; ok {
-		return e, nil
+	if a.hasLast && a.last == k {
+		return a.lastAt, nil
 	}
 	if a.used >= a.max {
 		return 0, pltFull(a, "")
 	}
 	e := l.armWritePLT(a, a.used, thumb, target)
 	a.used++
-	a.entries[k] = e
+	a.made(k, e)
 	return e, nil
 }
 
+// armWritePLT writes entry i: its instruction and literal; where it
+// starts a block of PLT_ENT_COUNT, the block's other instructions too, as
+// get_module_plt() fills a new struct plt_entries (its other literals
+// zero).
 func (l *linker) armWritePLT(a *pltArea, i int, thumb bool, target uint32) uint64 {
 	io := armInsnOrder(l.m)
 	ldr, lit := armPLTSlot(i)
-	if thumb {
-		io.PutUint16(a.p.Data[ldr:], thumbPLTLdrHi)
-		io.PutUint16(a.p.Data[ldr+2:], thumbPLTLdrLo)
-	} else {
-		io.PutUint32(a.p.Data[ldr:], armPLTLdr)
+	put := func(x int) {
+		if thumb {
+			io.PutUint16(a.p.Data[x:], thumbPLTLdrHi)
+			io.PutUint16(a.p.Data[x+2:], thumbPLTLdrLo)
+		} else {
+			io.PutUint32(a.p.Data[x:], armPLTLdr)
+		}
 	}
+	if i%armPLTPerBlock == 0 {
+		for k := range armPLTPerBlock {
+			put(ldr + 4*k)
+		}
+		clear(a.p.Data[lit : lit+armL1CacheBytes])
+	}
+	put(ldr)
 	l.m.f.Order.PutUint32(a.p.Data[lit:], target)
 	return a.p.Addr + uint64(ldr)
 }
 
-// armPrefillFixed is prealloc_fixed(): the ftrace slots, when the
-// resolver knows their targets.
-func (l *linker) armPrefillFixed() {
-	for _, a := range l.plt {
-		if a == nil || a.max < armFixedPLTs {
-			continue
+// armPrefillFixed is prealloc_fixed(): the block of the fixed slots, with
+// their targets where the kernel's symbols (LinkOptions.Kernel, else
+// Resolve) give them. FTRACE_ADDR and MCOUNT_ADDR are the kernel's own
+// addresses, not exports: ftrace_caller is no module's to resolve.
+func (l *linker) armPrefillFixed(a *pltArea) {
+	find := l.opts.Kernel
+	if find == nil {
+		find = l.opts.Resolve
+	}
+	a.fixed = make([]uint64, armFixedPLTs)
+	a.used = armFixedPLTs
+	thumb := false // (a Thumb-2 kernel's entries are all Thumb-2; Debian's are ARM)
+	for i, name := range armFixedTargets {
+		v, ok := uint64(0), false
+		if find != nil {
+			v, ok = find(name)
 		}
-		for i, name := range armFixedTargets {
-			if l.opts.Resolve == nil {
-				break
-			}
-			if v, ok := l.opts.Resolve(name); ok {
-				e := l.armWritePLT(a, i, false, uint32(v))
-				a.entries[pltKey{false, uint64(uint32(v))}] = e
-			}
+		if ok {
+			a.fixed[i] = uint64(uint32(v))
 		}
+		l.armWritePLT(a, i, thumb, uint32(a.fixed[i]))
 	}
 }

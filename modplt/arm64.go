@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/internal/ksort"
 )
 
 // arm64: arch/arm64/kernel/module-plts.c.
@@ -78,6 +81,7 @@ var arm64Arch = newArch(arch{
 	nslots: 2,
 	addend: relaAddend,
 	kernel: arm64Kernel,
+	order:  arm64Order,
 	apply:  arm64Apply,
 })
 
@@ -420,6 +424,9 @@ func arm64Apply(l *linker, rc *reloc) error {
 			// "overflow in relocation type".
 			return rangeErr(val, "BL reaches +-128 MiB, and a module without PLT sections (no ARM64_MODULE_PLTS) has no PLT to go through")
 		}
+		if !l.replay {
+			return errDefer
+		}
 		entry, perr := l.arm64PLT(rc.region, val)
 		if perr != nil {
 			if !ok {
@@ -430,6 +437,60 @@ func arm64Apply(l *linker, rc *reloc) error {
 		return arm64Fits(arm64InsnImm(arm64OpPrel, loc, p, entry, 2, 26, arm64Imm26), entry, "PLT entry out of branch range")
 	}
 	return &RelocError{Kind: ErrUnsupported}
+}
+
+// arm64Order is the order apply_relocate_add() meets the relocations of
+// t in: for an executable section, module_frob_arch_sections() moved the
+// branches that need a PLT (CALL26 and JUMP26 to another section) to the
+// front in place, partition_branch_plt_relas()'s swaps (none without
+// KASLR), and sorted that prefix by cmp_rela() (type, symbol, addend)
+// with lib/sort.c's heapsort.
+func arm64Order(l *linker, t *elfobj.RelocTable) ([]int, error) {
+	type rel struct {
+		i        int
+		typ, sym uint32
+		addend   int64
+		plt      bool
+	}
+	rels := make([]rel, t.Len())
+	for i := range rels {
+		r, err := t.Reloc(i)
+		if err != nil {
+			return nil, err
+		}
+		typ := elf.R_AARCH64(r.Type)
+		plt := (typ == elf.R_AARCH64_CALL26 || typ == elf.R_AARCH64_JUMP26) &&
+			uint32(l.m.f.Symbols[r.Sym].Shndx) != t.Section.Info
+		rels[i] = rel{i, r.Type, r.Sym, r.Addend, plt}
+	}
+	if t.Target().Flags&elf.SHF_EXECINSTR != 0 && !l.opts.NoRandomizeBase {
+		// partition_branch_plt_relas(), its loop as it is
+		i, j := 0, len(rels)-1
+		for i < j {
+			switch {
+			case rels[i].plt:
+				i++
+			case rels[j].plt:
+				rels[i], rels[j] = rels[j], rels[i]
+			default:
+				j--
+			}
+		}
+		ksort.Sort(rels[:i], func(x, y *rel) int {
+			if x.typ != y.typ {
+				return cmp.Compare(x.typ, y.typ)
+			}
+			if x.sym != y.sym {
+				return cmp.Compare(x.sym, y.sym)
+			}
+			return cmp.Compare(x.addend, y.addend)
+		})
+	}
+	order := make([]int, len(rels))
+	for i := range rels {
+		order[i] = rels[i].i
+	}
+	return order, nil
 }
 
 // arm64ApplyADRP is reloc_insn_adrp(): an ordinary ADRP, unless erratum 843419
@@ -443,6 +504,9 @@ func arm64ApplyADRP(l *linker, rc *reloc, val uint64) error {
 		insn := binary.LittleEndian.Uint32(rc.loc)
 		binary.LittleEndian.PutUint32(rc.loc, insn&^(1<<31)) // ADRP -> ADR
 		return nil
+	}
+	if !l.replay {
+		return errDefer
 	}
 	veneer, err := l.arm64Veneer(rc, val&^0xfff)
 	if err != nil {
@@ -468,20 +532,34 @@ func (l *linker) arm64Forbidden(addr uint64) bool {
 	return l.opts.Erratum843419 && addr&0xfff >= 0xff8
 }
 
-// arm64PLT is module_emit_plt_entry(), deduplicating by final target over
-// the whole region: ADRP x16, page(target); ADD x16, x16, #lo12(target);
-// BR x16.
+// arm64PLT is module_emit_plt_entry(): ADRP x16, page(target); ADD x16,
+// x16, #lo12(target); BR x16, in the next slot (past one whose ADRP would
+// sit at 0xff8/0xffc, with erratum 843419), unless the last entry made
+// has the same target: that one is reused, and the slot keeps the copy
+// just written (plt_entries_equal() compares the two). The relocations
+// come to it in the kernel's order (arm64Order), so the entries are the
+// kernel's, slot for slot.
 func (l *linker) arm64PLT(r Region, target uint64) (uint64, error) {
 	a, err := l.pltFor(r)
 	if err != nil {
 		return 0, err
 	}
-	if e, ok := a.entries[pltKey{false, target}]; ok {
-		return e, nil
-	}
 	i := a.used
 	if l.arm64Forbidden(a.p.Addr + uint64(i)*arm64PLTEntry) {
-		i++ // skip a slot whose ADRP would sit at 0xff8/0xffc
+		i++
+	}
+	// The entry is written before it is compared with the last one: into
+	// the section's spare slot when the counted ones are taken.
+	addr := a.p.Addr + uint64(i)*arm64PLTEntry
+	if b := a.p.Data[min(i*arm64PLTEntry, len(a.p.Data)):]; len(b) >= arm64PLTEntry {
+		if err := arm64ADRPADD(b, addr, target, 16); err != nil {
+			return 0, err
+		}
+		binary.LittleEndian.PutUint32(b[8:], arm64BRX16)
+	}
+	k := pltKey{false, target}
+	if a.hasLast && a.last == k {
+		return a.lastAt, nil
 	}
 	if i >= a.max {
 		why := ""
@@ -490,15 +568,35 @@ func (l *linker) arm64PLT(r Region, target uint64) (uint64, error) {
 		}
 		return 0, pltFull(a, why)
 	}
-	addr := a.p.Addr + uint64(i)*arm64PLTEntry
-	b := a.p.Data[i*arm64PLTEntry:]
-	if err := arm64ADRPADD(b, addr, target, 16); err != nil {
-		return 0, err
-	}
-	binary.LittleEndian.PutUint32(b[8:], arm64BRX16)
 	a.used = i + 1
-	a.entries[pltKey{false, target}] = addr
+	a.made(k, addr)
 	return addr, nil
+}
+
+// arm64Finalize is module_finalize()'s module_init_ftrace_plt(): the
+// .text.ftrace_trampoline section's two PLT entries, to ftrace_caller and
+// ftrace_regs_caller (FTRACE_ADDR, FTRACE_REGS_ADDR with
+// DYNAMIC_FTRACE_WITH_REGS), which ftrace makes a module's call sites
+// branch to when the kernel's are out of reach; from the kernel's own
+// symbols (LinkOptions.Kernel), each left zero where they do not say.
+func (l *linker) arm64Finalize() {
+	s := l.m.f.SectionByName(".text.ftrace_trampoline")
+	if s == nil || l.placed[s.Index] == nil || l.opts.Kernel == nil {
+		return
+	}
+	p := l.placed[s.Index]
+	p.fill()
+	for i, name := range [arm64FtracePLTs]string{"ftrace_caller", "ftrace_regs_caller"} {
+		v, ok := l.opts.Kernel(name)
+		b := p.Data[min(i*arm64PLTEntry, len(p.Data)):]
+		if !ok || len(b) < arm64PLTEntry {
+			continue
+		}
+		addr := p.Addr + uint64(i)*arm64PLTEntry
+		if arm64ADRPADD(b, addr, v, 16) == nil {
+			binary.LittleEndian.PutUint32(b[8:], arm64BRX16)
+		}
+	}
 }
 
 // arm64ADRPADD writes ADRP xd, page(target); ADD xd, xd, #lo12(target)
@@ -538,5 +636,6 @@ func (l *linker) arm64Veneer(rc *reloc, page uint64) (uint64, error) {
 		return 0, rangeErr(rc.P+4, "veneer's return branch out of range")
 	}
 	a.used = i + 1
+	a.hasLast = false // (a veneer ends in B, no PLT entry equals it)
 	return addr, nil
 }

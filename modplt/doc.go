@@ -22,8 +22,8 @@
 //     that need a PLT leaves its last one out of the sorted prefix, so a
 //     duplicate of it is counted twice; on arm the order of equal
 //     relocations after the kernel's heapsort decides what is a duplicate.
-//   - ModeOptimal gives the smallest count that is still safe for an
-//     emitter that shares one entry per target across a whole region
+//   - ModeOptimal gives the smallest count that would still be safe for
+//     an emitter that shared one entry per target across a whole region
 //     (core or init): one entry per distinct (entry kind, symbol, addend).
 //     It runs on all cores; the per-section figures are those of the
 //     sequential count.
@@ -70,8 +70,11 @@
 //     apply_relocate() of arch/arm/kernel/module.c: one file per
 //     architecture (arm64.go, amd64.go, arm.go, s390.go, ppc64.go), each case
 //     computing, range-checking against a named limit and encoding, with
-//     PLT entries emitted (module_emit_plt_entry()) only for branches out
-//     of range;
+//     PLT entries emitted only for branches out of range, as the kernel
+//     hands them out (get_module_plt(), module_emit_plt_entry()): in the
+//     order it applies the relocations in, reusing only the entry made
+//     last, arm's two fixed ftrace slots first; a section whose branches
+//     need none is applied in the file's order, at no cost;
 //   - the load address, when none is given: where the architecture's
 //     module_alloc() starts (MODULES_VADDR on x86_64 and arm, _etext - 128
 //     MiB on arm64 as kaslr_init() sets module_alloc_base; on s390, whose
@@ -83,9 +86,14 @@
 //     to the kernel's TOC, LinkOptions.Kernel), the nop after it made
 //     ld r2,24(r1) (restore_r2());
 //   - the kernel's order: relocation sections by index, livepatch's
-//     (SHF_RELA_LIVEPATCH) after module_finalize(), each powerpc section
-//     sorted as get_stubs_size() leaves it; PLT entries and stubs are
-//     handed out in that order.
+//     (SHF_RELA_LIVEPATCH) after module_finalize(), each section sorted
+//     as module_frob_arch_sections() leaves it (powerpc's by
+//     get_stubs_size(); an executable section's on arm by type and
+//     symbol, on arm64 its branches that need a PLT moved to the front by
+//     partition_branch_plt_relas() and sorted by type, symbol and addend,
+//     both with lib/sort.c's heapsort); PLT entries and stubs are handed
+//     out in that order, and arm64's module_finalize() fills the two
+//     ftrace trampolines (module_init_ftrace_plt()).
 //
 // LinkOptions.PageSize lays a module out for a kernel whose pages are not
 // 4 KiB (arm64's 16 and 64 KiB: CONFIG_ARM64_64K_PAGES; ppc64's 64 KiB,

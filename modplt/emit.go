@@ -8,10 +8,21 @@ import (
 
 // pltArea is one region's PLT (.plt or .init.plt) as it is filled.
 type pltArea struct {
-	p       *Placed
-	max     int // plt_max_entries: what the count reserved
-	used    int // slots taken, skipped and fixed ones included
-	entries map[pltKey]uint64
+	p    *Placed
+	max  int // plt_max_entries: what the count reserved
+	used int // slots taken, skipped and fixed ones included
+	// fixed are arm's fixed slots (fixed_plts[]), taken when the region's
+	// first entry is asked for (prealloc_fixed()): their targets, 0 where
+	// the kernel's symbols do not say.
+	fixed []uint64
+	// last is the entry made last, at lastAt (hasLast: there is one, and
+	// it is a PLT entry, not arm64's ADRP veneer). The kernel reuses an
+	// entry only when it is the last one made: it applies the
+	// relocations of a section sorted, so a branch's twin comes right
+	// before it (get_module_plt(), module_emit_plt_entry()).
+	last    pltKey
+	lastAt  uint64
+	hasLast bool
 }
 
 // pltKey is an entry's identity: "the same entry" means the same final
@@ -22,8 +33,13 @@ type pltKey struct {
 	target uint64
 }
 
-func newPLTArea(p *Placed, max, fixed int) *pltArea {
-	return &pltArea{p: p, max: max, used: fixed, entries: map[pltKey]uint64{}}
+func newPLTArea(p *Placed, max int) *pltArea {
+	return &pltArea{p: p, max: max}
+}
+
+// made records the entry just made at addr for k.
+func (a *pltArea) made(k pltKey, addr uint64) {
+	a.last, a.lastAt, a.hasLast = k, addr, true
 }
 
 // pltFor returns region's PLT, or ErrNoPLT.

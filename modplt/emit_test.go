@@ -407,25 +407,39 @@ func TestTwoLinksAtOnce(t *testing.T) {
 }
 
 // TestPLTFull: emitting past the slots the count reserved is an error,
-// never a write past the section (arm64 and arm).
+// never a write past the section (arm64 and arm, whose two fixed slots
+// count among them); a target repeated right after itself takes no slot,
+// as the kernel reuses the last entry made.
 func TestPLTFull(t *testing.T) {
 	for _, mach := range []elf.Machine{elf.EM_AARCH64, elf.EM_ARM} {
 		p := &Placed{Name: ".plt", Addr: 0x10000, Size: 128, Data: make([]byte, 128)}
 		m := &Module{arch: archFor(mach), f: &elfobj.File{Order: binary.LittleEndian}}
 		l := &linker{m: m, opts: &LinkOptions{}}
-		l.plt[Core] = newPLTArea(p, 2, 0)
-		for i, target := range []uint64{0x5000000, 0x6000000, 0x5000000, 0x7000000} {
+		slots := 2
+		if mach == elf.EM_ARM {
+			slots += armFixedPLTs
+		}
+		l.plt[Core] = newPLTArea(p, slots)
+		var first uint64
+		for i, target := range []uint64{0x5000000, 0x5000000, 0x6000000, 0x7000000} {
 			var err error
+			var e uint64
 			if mach == elf.EM_AARCH64 {
-				_, err = l.arm64PLT(Core, target)
+				e, err = l.arm64PLT(Core, target)
 			} else {
-				_, err = l.armPLT(Core, false, uint32(target))
+				e, err = l.armPLT(Core, false, uint32(target))
 			}
-			if i < 3 { // two targets fit; the third call repeats the first
+			switch i {
+			case 0:
+				first = e
+			case 1:
+				assert.Equal(t, first, e, "%v: the repeat takes the last entry", mach)
+			}
+			if i < 3 {
 				assert.NoError(t, err, "%v call %d", mach, i)
 			} else {
 				assert.ErrorIs(t, err, ErrPLTFull, "%v", mach)
-				assert.Contains(t, err.Error(), ".plt has 2 slots")
+				assert.Contains(t, err.Error(), fmt.Sprintf(".plt has %d slots", slots))
 			}
 		}
 		_, err := l.arm64PLT(Init, 0x1000)
@@ -689,4 +703,60 @@ func TestJumpTableROAfterInit(t *testing.T) {
 		assert.Equal(t, fmt.Sprintf("%#x", want), fmt.Sprintf("%#x", img.Section(name).Addr), name)
 	}
 	assert.Equal(t, uint64(0x1e1000), img.CoreSize)
+}
+
+// TestPLTKernelOrder: PLT entries are handed out as the kernel hands them
+// out, in the order it applies the relocations (each executable section
+// sorted by type and symbol, arm64's by addend too, after its partition)
+// and reusing only the entry made last: .text's call to memset takes the
+// first slot, .text.unlikely's calls, sorted, memcpy (the lower symbol
+// index) the next and memset another, not .text's (a linker that shared
+// entries across sections would). arm's fixed ftrace slots come first.
+func TestPLTKernelOrder(t *testing.T) {
+	for _, tc := range []struct {
+		mach       elf.Machine
+		call       uint32
+		base, far  uint64
+		first, per uint64 // the first ordinary slot's offset, and each slot's
+	}{
+		{elf.EM_AARCH64, uint32(elf.R_AARCH64_CALL26), 0xffff800000000000, 0xffff800010000000, 0, 12},
+		{elf.EM_ARM, uint32(elf.R_ARM_CALL), 0xbf000000, 0xe0000000, 2 * 4, 4},
+	} {
+		text := make([]byte, 0x100)
+		if tc.mach == elf.EM_ARM {
+			for i := 0; i < len(text); i += 4 {
+				binary.LittleEndian.PutUint32(text[i:], 0xebfffffe) // bl . (addend -8: zero)
+			}
+		}
+		s := newSmall(tc.mach, text, ".text", ".text.unlikely")
+		ms, mc := s.sym["memset"], s.sym["memcpy"]
+		require.Less(t, mc, ms)
+		s.rel(".text", elfobj.Reloc{Offset: 0, Sym: ms, Type: tc.call})
+		s.rel(".text.unlikely", elfobj.Reloc{Offset: 0, Sym: ms, Type: tc.call}, elfobj.Reloc{Offset: 4, Sym: mc, Type: tc.call},
+			elfobj.Reloc{Offset: 8, Sym: ms, Type: tc.call})
+		m, err := Parse("small.ko", s.b.Bytes())
+		require.NoError(t, err)
+		img, err := m.Link(LinkOptions{Base: tc.base, Resolve: mapResolver(map[string]uint64{"memset": tc.far, "memcpy": tc.far + 0x1000})})
+		require.NoError(t, err)
+		require.Empty(t, img.Errors)
+		plt := img.Section(".plt")
+		target := func(sec string, off uint64) uint64 {
+			p := img.Section(sec)
+			insn := binary.LittleEndian.Uint32(p.Data[off:])
+			if tc.mach == elf.EM_ARM {
+				return p.Addr + off + 8 + uint64(int64(int32(insn<<8)>>6))
+			}
+			return arm64BranchTarget(insn, p.Addr+off)
+		}
+		slot := func(i uint64) uint64 { return plt.Addr + tc.first + i*tc.per }
+		assert.Equal(t, slot(0), target(".text", 0), "%v: .text's memset", tc.mach)
+		assert.Equal(t, slot(1), target(".text.unlikely", 4), "%v: memcpy", tc.mach)
+		assert.Equal(t, slot(2), target(".text.unlikely", 0), "%v: .text.unlikely's memset", tc.mach)
+		assert.Equal(t, slot(2), target(".text.unlikely", 8), "%v: its twin", tc.mach)
+		fixed := 0
+		if tc.mach == elf.EM_ARM {
+			fixed = armFixedPLTs
+		}
+		assert.Equal(t, fixed+3, img.PLTCoreUsed, "%v", tc.mach)
+	}
 }

@@ -1,6 +1,7 @@
 package modplt
 
 import (
+	"cmp"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -108,7 +109,10 @@ type LinkOptions struct {
 	// kernel TOC (.TOC.), which its mprofile _mcount stubs are relative
 	// to, and ftrace_caller and ftrace_regs_caller, which
 	// module_finalize() makes stubs for (nil: none known; a call to
-	// _mcount then fails to link, as the stub cannot be written).
+	// _mcount then fails to link, as the stub cannot be written); arm's
+	// fixed PLT slots, ftrace_caller and __gnu_mcount_nc
+	// (prealloc_fixed(); nil: Resolve is asked, which knows exports
+	// only).
 	Kernel Resolver
 	// PercpuBase is the address of the module's per-cpu area, which
 	// percpu_modalloc() takes from the kernel's reserved per-cpu chunk
@@ -278,7 +282,19 @@ type linker struct {
 	// order is the order its relocations are applied in, when not the
 	// file's (powerpc sorts each section first).
 	order []int
+	// replay: the section's deferred relocations are being applied, in
+	// the kernel's order (errDefer).
+	replay bool
 }
+
+// errDefer is an architecture's apply function saying that the
+// relocation takes a PLT entry (or arm64's ADRP veneer), which the
+// kernel hands out in the order it applies the section's relocations in
+// (arch.order), not the file's: applySection applies it, with the
+// section's others that did, after the rest, in that order. Modules
+// within branch range of their targets never get here, and pay nothing
+// for the sort.
+var errDefer = errors.New("deferred to the kernel's order")
 
 // percpuSetup finds the module's per-cpu section and where its area is
 // (LinkOptions.PercpuBase): percpu_modalloc() aligns it for the section.
@@ -404,13 +420,10 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 		for r, name := range []string{".plt", ".init.plt"} {
 			if s := f.SectionByName(name); s != nil && l.placed[s.Index] != nil {
 				max := []int{counts.PLTCore, counts.PLTInit}[r]
-				l.plt[r] = newPLTArea(l.placed[s.Index], max, a.fixedPLTs)
+				l.plt[r] = newPLTArea(l.placed[s.Index], max)
 			}
 		}
 		l.img.PLTCoreMax, l.img.PLTInitMax = counts.PLTCore, counts.PLTInit
-		if a.machine == elf.EM_ARM {
-			l.armPrefillFixed()
-		}
 	}
 	switch a.machine {
 	case elf.EM_X86_64:
@@ -490,6 +503,9 @@ func (l *linker) applyAll() error {
 	if l.ppc64 != nil {
 		l.ppc64Finalize()
 	}
+	if a.machine == elf.EM_AARCH64 {
+		l.arm64Finalize()
+	}
 	for _, ri := range live {
 		if err := apply(ri); err != nil {
 			return err
@@ -531,6 +547,8 @@ func (l *linker) applySection(s *elfobj.Section, dst *Placed) error {
 		}
 	}
 	applied := 0
+	var deferred []int
+	errs := len(l.img.Errors)
 	l.sec = dst.Data
 	fast := t.IsRelaLE64()
 	var rc reloc
@@ -561,17 +579,77 @@ func (l *linker) applySection(s *elfobj.Section, dst *Placed) error {
 		rc.r, rc.loc, rc.P, rc.S, rc.A = r, dst.Data[r.Offset:], dst.Addr+r.Offset, si.val, r.Addend
 		rc.region, rc.plt = dst.Region, uint32(si.shndx) != s.Info
 		if err := l.apply(&rc); err != nil {
-			if re, ok := err.(*RelocError); ok {
-				l.fail(s, j, r, re.Kind, re.Value, re.Detail)
-			} else {
-				l.fail(s, j, r, err, 0, "")
+			if err == errDefer {
+				deferred = append(deferred, j)
+				continue
 			}
+			l.failWith(s, j, r, err)
 			continue
 		}
 		applied++
 	}
+	if len(deferred) > 0 {
+		n, err := l.replayDeferred(s, &t, dst, deferred)
+		if err != nil {
+			return err
+		}
+		applied += n
+		// The section's failures in the file's order, as ever.
+		slices.SortStableFunc(l.img.Errors[errs:], func(x, y *RelocError) int { return cmp.Compare(x.Index, y.Index) })
+	}
 	l.img.Relocs += applied
 	return nil
+}
+
+// replayDeferred applies the relocations of t that apply deferred (their
+// indices in t), in the order the kernel applies t in, and returns how
+// many it applied.
+func (l *linker) replayDeferred(s *elfobj.Section, t *elfobj.RelocTable, dst *Placed, deferred []int) (int, error) {
+	order := deferred
+	if l.m.arch.order != nil {
+		all, err := l.m.arch.order(l, t)
+		if err != nil {
+			return 0, err
+		}
+		want := make([]bool, t.Len())
+		for _, j := range deferred {
+			want[j] = true
+		}
+		order = order[:0]
+		for _, j := range all {
+			if want[j] {
+				order = append(order, j)
+			}
+		}
+	}
+	l.replay = true
+	defer func() { l.replay = false }()
+	applied := 0
+	var rc reloc
+	for _, j := range order {
+		r, err := t.Reloc(j)
+		if err != nil {
+			return applied, err
+		}
+		si := &l.syms[r.Sym]
+		rc.r, rc.loc, rc.P, rc.S, rc.A = r, dst.Data[r.Offset:], dst.Addr+r.Offset, si.val, r.Addend
+		rc.region, rc.plt = dst.Region, uint32(si.shndx) != s.Info
+		if err := l.apply(&rc); err != nil {
+			l.failWith(s, j, r, err)
+			continue
+		}
+		applied++
+	}
+	return applied, nil
+}
+
+// failWith records relocation j of s as not applied, for err.
+func (l *linker) failWith(s *elfobj.Section, j int, r elfobj.Reloc, err error) {
+	if re, ok := err.(*RelocError); ok {
+		l.fail(s, j, r, re.Kind, re.Value, re.Detail)
+	} else {
+		l.fail(s, j, r, err, 0, "")
+	}
 }
 
 // apply calls the architecture's apply function directly rather than
