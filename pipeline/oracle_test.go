@@ -26,8 +26,8 @@ import (
 	"github.com/klpresolve/klpresolve/modplt"
 )
 
-// The kernel oracle (testdata/oracle): Debian's 6.1 amd64, arm64 and
-// ppc64el kernels, booted under qemu, loaded these modules, and what they
+// The kernel oracle (testdata/oracle): Debian's 6.1 amd64, arm64, ppc64el
+// and armhf kernels, booted under qemu, loaded these modules, and what they
 // did is recorded in testdata/oracle/ARCH: where each section went
 // (sysfs), the size of each module's core (/proc/modules), its per-cpu
 // area, and a digest of the bytes at every relocation site the kernel
@@ -35,7 +35,7 @@ import (
 // klpresolve does and compares.
 
 var oracleDumps = flag.String("oracle.dumps", "", "rewrite testdata/oracle/ARCH (-oracle.arch) from a kernel run's dumps (testdata/oracle/Makefile)")
-var oracleArch = flag.String("oracle.arch", "amd64", "the architecture -oracle.dumps are of: amd64, arm64 or ppc64el")
+var oracleArch = flag.String("oracle.arch", "amd64", "the architecture -oracle.dumps are of: amd64, arm64, ppc64el or armhf")
 
 // oracleCase is a module the kernel loaded, dumped as name: absent are the
 // objects not yet loaded then (the livepatch module is dumped three times,
@@ -48,9 +48,10 @@ type oracleCase struct {
 	firstPercpu bool
 }
 
-// oracleArches are the kernels asked: Debian's 6.1 amd64, arm64 and ppc64el
-// ones.
-var oracleArches = []string{"amd64", "arm64", "ppc64el"}
+// oracleArches are the kernels asked: Debian's 6.1 amd64, arm64, ppc64el
+// and armhf ones, by the release each was (the corpus's builds).
+var oracleArches = map[string]string{"amd64": "6.1.0-57-amd64", "arm64": "6.1.0-57-arm64",
+	"ppc64el": "6.1.0-57-powerpc64le", "armhf": "6.1.0-50-armmp"}
 
 func oracleCases(t *testing.T, arch string) []oracleCase {
 	if arch == "ppc64el" {
@@ -64,13 +65,17 @@ func oracleCases(t *testing.T, arch string) []oracleCase {
 		}
 		return cs
 	}
-	if arch == "arm64" {
-		// (Debian's arm64 6.1 has no livepatch: real modules only; btrfs
-		// after zstd_compress, raid6_pq, xor and libcrc32c.)
+	// (Debian's arm64 and armhf 6.1 have no livepatch: real modules only,
+	// the corpus's; arm64's btrfs after zstd_compress, raid6_pq, xor and
+	// libcrc32c; armhf's nouveau after drm and its helpers.)
+	if ms := map[string][]string{
+		"arm64": {"md4", "crc-t10dif", "llc2", "chacha_generic", "btrfs"},
+		"armhf": {"md4", "af_key", "crct10dif-arm-ce", "libpoly1305", "industrialio-triggered-buffer", "nouveau"},
+	}[arch]; ms != nil {
 		var cs []oracleCase
-		for _, m := range []string{"md4", "crc-t10dif", "llc2", "chacha_generic", "btrfs"} {
+		for _, m := range ms {
 			name := strings.ReplaceAll(m, "-", "_") // (every module is dumped by its name)
-			cs = append(cs, oracleCase{name: name, path: testutil.Corpus(t, "arm64/modules/"+m+".ko"), module: name})
+			cs = append(cs, oracleCase{name: name, path: testutil.Corpus(t, arch+"/modules/"+m+".ko"), module: name})
 		}
 		return cs
 	}
@@ -96,6 +101,31 @@ type oracle struct {
 	sections   map[string]uint64 // sysfs: every section it loaded
 	sites      map[string]string // relocated section: "count digest"
 	changed    map[string]bool   // "section+0xoff": changed at run time
+	whole      map[string]string // oracleWhole section: "length digest"
+}
+
+// oracleWhole are the sections the loader itself fills, compared whole:
+// arm and arm64's PLT (the kernel's slots in its order, arm's fixed ftrace
+// slots, the ldr blocks' literal pools), powerpc's stubs and arm64's
+// ftrace trampolines. Each runs from its address to the next section's, or
+// core's end (the gap is zero in both: move_module() clears core).
+var oracleWhole = []string{".plt", ".stubs", ".text.ftrace_trampoline"}
+
+// wholeSpan is where oracleWhole's section name runs in a layout (addr:
+// every section's address; core and its size): its address and length,
+// or 0, 0 where it is not in core.
+func wholeSpan(name string, addr map[string]uint64, core, size uint64) (uint64, uint64) {
+	a, ok := addr[name]
+	if !ok || a < core || a >= core+size {
+		return 0, 0
+	}
+	end := core + size
+	for _, x := range addr {
+		if x > a && x < end {
+			end = x
+		}
+	}
+	return a, end - a
 }
 
 // siteSet is the relocation sites the oracle compares, by section.
@@ -138,9 +168,21 @@ func rewritten(f *elfobj.File, addr map[string]uint64, mem memory) [][2]uint64 {
 	}
 	le := binary.LittleEndian
 	if _, b := table("__mcount_loc"); b != nil {
-		for i := 0; i+8 <= len(b); i += 8 {
-			x := le.Uint64(b[i:])
-			out = append(out, [2]uint64{x, x + 5})
+		// Addresses of the calls: x86's 5-byte call, a 4-byte bl
+		// elsewhere (ARM's to __gnu_mcount_nc on 32 bits).
+		step, call := 8, uint64(4)
+		if !f.Is64() {
+			step = 4
+		}
+		if f.Machine == elf.EM_X86_64 {
+			call = 5
+		}
+		for i := 0; i+step <= len(b); i += step {
+			x := uint64(le.Uint32(b[i:]))
+			if step == 8 {
+				x = le.Uint64(b[i:])
+			}
+			out = append(out, [2]uint64{x, x + call})
 		}
 	}
 	for _, t := range []struct {
@@ -188,6 +230,12 @@ func rewritten(f *elfobj.File, addr map[string]uint64, mem memory) [][2]uint64 {
 // relocSize is the size of the place a relocation writes (0: none, or a
 // type the oracle does not compare).
 func relocSize(m elf.Machine, typ uint32) int {
+	if m == elf.EM_ARM {
+		if elf.R_ARM(typ) == elf.R_ARM_NONE {
+			return 0
+		}
+		return 4 // every type the loader takes: words and instructions
+	}
 	if m == elf.EM_PPC64 {
 		switch elf.R_PPC64(typ) {
 		case elf.R_PPC64_NONE:
@@ -230,7 +278,7 @@ func sites(t *testing.T, f *elfobj.File, addr map[string]uint64, mem memory, cha
 	set := siteSet{}
 	for i := range f.Sections {
 		s := &f.Sections[i]
-		if s.Type != elf.SHT_RELA || int(s.Info) >= len(f.Sections) {
+		if s.Type != elf.SHT_RELA && s.Type != elf.SHT_REL || int(s.Info) >= len(f.Sections) {
 			continue
 		}
 		target := f.Sections[s.Info].Name
@@ -270,10 +318,18 @@ func sites(t *testing.T, f *elfobj.File, addr map[string]uint64, mem memory, cha
 // the kernel image (x86_64 with nokaslr: from 0xffff888000000000; arm64
 // with 48-bit addresses: below 0xffff800000000000; ppc64: the linear map
 // from 0xc000000000000000, which holds the kernel too, past its _end,
-// imageEnd): the kernel's heap, which no relocation yields, so the module
-// changed it at run time (a list head, say, linked into the kernel's
-// lists).
+// imageEnd; ARM: lowmem, PAGE_OFFSET 0xc0000000 up to the 512 MiB the
+// oracle's machine has, past _end too): the kernel's heap, which no
+// relocation yields, so the module changed it at run time (a list head,
+// say, linked into the kernel's lists).
 func directMap(m elf.Machine, b []byte, imageEnd uint64) bool {
+	if m == elf.EM_ARM {
+		if len(b) != 4 {
+			return false
+		}
+		v := uint64(binary.LittleEndian.Uint32(b))
+		return v >= max(imageEnd, 0xc0000000) && v < 0xe0000000
+	}
 	if len(b) != 8 {
 		return false
 	}
@@ -292,7 +348,7 @@ func TestKernelOracle(t *testing.T) {
 		dir := filepath.Join(testutil.RepoRoot(), "testdata", "oracle", *oracleArch)
 		writeOracle(t, *oracleDumps, dir, *oracleArch, oracleCases(t, *oracleArch))
 	}
-	for _, arch := range oracleArches {
+	for _, arch := range slices.Sorted(maps.Keys(oracleArches)) {
 		t.Run(arch, func(t *testing.T) { kernelOracle(t, arch) })
 	}
 }
@@ -309,7 +365,7 @@ func kernelOracle(t *testing.T, arch string) {
 			require.NoError(t, err)
 			m, err := klp.Open(tc.path)
 			require.NoError(t, err)
-			// Debian's arm64 and ppc64el 6.1 kernels have no
+			// Debian's arm64, ppc64el and armhf 6.1 kernels have no
 			// CONFIG_KALLSYMS_ALL (their configurations say so; the
 			// oracle's symbols, a System.map among them, list data all
 			// the same).
@@ -381,6 +437,20 @@ func kernelOracle(t *testing.T, arch string) {
 				assert.Contains(t, o.sites, sec, "%s: relocation sites the kernel's lack", sec)
 			}
 			assert.Greater(t, total, 10)
+			// The sections the loader fills, whole (zero between sections).
+			for _, name := range oracleWhole {
+				a, n := wholeSpan(name, o.sections, o.core, o.size)
+				if n == 0 {
+					continue
+				}
+				b := make([]byte, n)
+				for _, p := range img.Sections {
+					if lo, hi := max(p.Addr, a), min(p.Addr+uint64(len(p.Data)), a+n); p.Region == modplt.Core && lo < hi {
+						copy(b[lo-a:], p.Data[lo-p.Addr:hi-p.Addr])
+					}
+				}
+				assert.Equal(t, o.whole[name], fmt.Sprintf("%d %016x", n, xxhash.Sum64(b)), "%s: its bytes, whole", name)
+			}
 			t.Logf("%s: %d sections where the kernel put them, %d relocation sites as it wrote them (%d changed at run time)", tc.name, len(o.sections), total, len(o.changed))
 		})
 	}
@@ -407,7 +477,7 @@ func withoutObjects(text []byte, objects []string) []byte {
 func readOracle(t *testing.T, path string) *oracle {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
-	o := &oracle{sections: map[string]uint64{}, sites: map[string]string{}, changed: map[string]bool{}}
+	o := &oracle{sections: map[string]uint64{}, sites: map[string]string{}, changed: map[string]bool{}, whole: map[string]string{}}
 	num := func(s string) uint64 {
 		v, err := strconv.ParseUint(s, 0, 64)
 		require.NoError(t, err, "%s: %q", path, s)
@@ -431,6 +501,8 @@ func readOracle(t *testing.T, path string) *oracle {
 			o.sites[f[1]] = f[2] + " " + f[3]
 		case f[0] == "changed" && len(f) == 2:
 			o.changed[f[1]] = true
+		case f[0] == "whole" && len(f) == 4:
+			o.whole[f[1]] = f[2] + " " + f[3]
 		default:
 			t.Fatalf("%s: %q", path, line)
 		}
@@ -446,10 +518,10 @@ func writeOracle(t *testing.T, dumps, dir, arch string, cases []oracleCase) {
 	ks, err := os.ReadFile(filepath.Join(dumps, "kallsyms"))
 	require.NoError(t, err)
 	switch arch {
-	case "arm64":
-		ks = nativeSymbols(t, dumps, ks, testutil.Corpus(t, "arm64/System.map-6.1.0-57-arm64"), false)
+	case "arm64", "armhf":
+		ks = nativeSymbols(t, dumps, arch, ks, testutil.Corpus(t, arch+"/System.map-"+oracleArches[arch]))
 	case "ppc64el":
-		ks = nativeSymbols(t, dumps, ks, filepath.Join(testutil.PPC64EL(t), "boot", "System.map-"+testutil.PPC64ELRelease), true)
+		ks = nativeSymbols(t, dumps, arch, ks, filepath.Join(testutil.PPC64EL(t), "boot", "System.map-"+testutil.PPC64ELRelease))
 	}
 	secs, err := os.ReadFile(filepath.Join(dumps, "sections"))
 	require.NoError(t, err)
@@ -482,7 +554,7 @@ func writeOracle(t *testing.T, dumps, dir, arch string, cases []oracleCase) {
 		// The module's sections, as sysfs lists them.
 		addr := map[string]uint64{}
 		var out strings.Builder
-		fmt.Fprintf(&out, "# %s: %s as Debian's 6.1.0-57-%s kernel loaded it (testdata/oracle/Makefile)\n", tc.name, filepath.Base(tc.path), arch)
+		fmt.Fprintf(&out, "# %s: %s as Debian's %s kernel loaded it (testdata/oracle/Makefile)\n", tc.name, filepath.Base(tc.path), oracleArches[arch])
 		fmt.Fprintf(&out, "module %s\n", tc.module)
 		mods, err := os.ReadFile(filepath.Join(dumps, tc.name+".modules"))
 		require.NoError(t, err)
@@ -540,6 +612,11 @@ func writeOracle(t *testing.T, dumps, dir, arch string, cases []oracleCase) {
 		for _, c := range changed {
 			fmt.Fprintf(&out, "changed %s\n", c)
 		}
+		for _, name := range oracleWhole {
+			if a, n := wholeSpan(name, addr, core, size); n != 0 {
+				fmt.Fprintf(&out, "whole %s %d %016x\n", name, n, xxhash.Sum64(mem(a, int(n))))
+			}
+		}
 		require.NoError(t, os.WriteFile(filepath.Join(dir, tc.name+".oracle"), []byte(out.String()), 0o644))
 	}
 	// The kernel's symbols the modules need, every line of each name (so
@@ -556,17 +633,22 @@ func writeOracle(t *testing.T, dumps, dir, arch string, cases []oracleCase) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "kallsyms"), kept.Bytes(), 0o644))
 }
 
-// nativeSymbols is what the oracle's arm64 and ppc64el links resolve
-// against: Debian's 6.1 kernels for them have no CONFIG_KALLSYMS_ALL, so
-// their /proc/kallsyms (ks) lists code only. vmlinux's symbols come from
-// its real System.map, systemMap (nokaslr keeps link-time addresses; ppc64
-// has no KASLR); the modules' code from ks; and their
+// nativeSymbols is what the oracle's arm64, ppc64el and armhf links
+// resolve against: Debian's 6.1 kernels for them have no
+// CONFIG_KALLSYMS_ALL, so their /proc/kallsyms (ks) lists code only.
+// vmlinux's symbols come from its real System.map, systemMap (nokaslr
+// keeps link-time addresses; ppc64 and arm have no KASLR); the modules'
+// code from ks; and their
 // exports, data among them (raid6_pq's raid6_call, which btrfs uses), from
 // the kernel's own export tables in each module's memory (the dumps): an
 // EXPORT_SYMBOL line in upper case, an EXPORT_SYMBOL_GPL one in lower case
 // with its __ksymtab_ entry, as a kernel with CONFIG_KALLSYMS_ALL lists
 // them.
-func nativeSymbols(t *testing.T, dumps string, ks []byte, systemMap string, absolute bool) []byte {
+func nativeSymbols(t *testing.T, dumps, arch string, ks []byte, systemMap string) []byte {
+	digits := 16 // (an address's, as /proc/kallsyms prints it)
+	if arch == "armhf" {
+		digits = 8
+	}
 	sm, err := os.ReadFile(systemMap)
 	require.NoError(t, err)
 	out := append([]byte(nil), sm...)
@@ -618,19 +700,23 @@ func nativeSymbols(t *testing.T, dumps string, ks []byte, systemMap string, abso
 				}
 			}
 			// struct kernel_symbol: value, name and namespace; with
-			// CONFIG_HAVE_ARCH_PREL32_RELOCATIONS (arm64) offsets, each from
-			// its own field, else (powerpc) addresses.
-			step := uint64(12)
-			if absolute {
+			// CONFIG_HAVE_ARCH_PREL32_RELOCATIONS (arm64) 32-bit offsets,
+			// each from its own field, else addresses (powerpc 64-bit,
+			// arm 32-bit).
+			prel32, step := arch == "arm64", uint64(12)
+			if arch == "ppc64el" {
 				step = 24
 			}
 			for e := a; e+step <= end; e += step {
 				b := dump[e-core:]
 				var v, n uint64
-				if absolute {
-					v, n = le.Uint64(b), le.Uint64(b[8:])
-				} else {
+				switch {
+				case prel32:
 					v, n = e+uint64(int64(int32(le.Uint32(b)))), e+4+uint64(int64(int32(le.Uint32(b[4:]))))
+				case step == 24:
+					v, n = le.Uint64(b), le.Uint64(b[8:])
+				default:
+					v, n = uint64(le.Uint32(b)), uint64(le.Uint32(b[4:]))
 				}
 				if v == e && n == e+4 || v == 0 && n == 0 {
 					break // padding
@@ -641,10 +727,10 @@ func nativeSymbols(t *testing.T, dumps string, ks []byte, systemMap string, abso
 				typ := "D"
 				if table == "__ksymtab_gpl" {
 					typ = "d"
-					out = fmt.Appendf(out, "%016x r __ksymtab_%s\t[%s]\n", e, name, mod)
+					out = fmt.Appendf(out, "%0*x r __ksymtab_%s\t[%s]\n", digits, e, name, mod)
 				}
 				if !listed[mod+" "+name] {
-					out = fmt.Appendf(out, "%016x %s %s\t[%s]\n", v, typ, name, mod)
+					out = fmt.Appendf(out, "%0*x %s %s\t[%s]\n", digits, v, typ, name, mod)
 				}
 			}
 		}
