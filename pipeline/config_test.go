@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"debug/elf"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/klpresolve/klpresolve/internal/kconfig"
+	"github.com/klpresolve/klpresolve/internal/testutil"
+	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
 )
@@ -76,4 +79,26 @@ func TestConfigApply(t *testing.T) {
 	o = cfg("CONFIG_KALLSYMS_ALL=y", "CONFIG_ARM=y", "CONFIG_STRICT_MODULE_RWX=y", "CONFIG_MODULE_UNLOAD=y").Apply(Options{})
 	assert.Equal(t, &klp.KernelConfig{File: "config", StrictModuleRWX: true}, o.Config)
 	assert.False(t, o.LinkOptions.NoModuleUnload)
+}
+
+// TestS390ExpolinesFromSymbols: without the kernel's configuration, an
+// s390 kernel's symbols say whether it has expolines: Debian's s390x
+// (no CONFIG_EXPOLINE: the oracle's symbols, from its real System.map)
+// has no thunk, so its modules' PLTs get none (the kernel oracle's
+// layouts are 24 bytes off with one); a kernel with the thunks keeps the
+// default.
+func TestS390ExpolinesFromSymbols(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "testdata", "oracle", "s390x", "kallsyms"))
+	require.NoError(t, err)
+	ix, err := kallsyms.ParseBytes("s390x kallsyms", text, nil)
+	require.NoError(t, err)
+	assert.False(t, S390Expolines(ix))
+	assert.True(t, kernelLinkOptions(elf.EM_S390, ix, modplt.LinkOptions{}).NoExpoline)
+	assert.False(t, kernelLinkOptions(elf.EM_AARCH64, ix, modplt.LinkOptions{}).NoExpoline, "s390 only")
+
+	with := append([]byte("0000000000abc000 T __s390_indirect_jump_r14\n0000000000abc100 t __s390_indirect_jump_r14\n"), text...)
+	ix, err = kallsyms.ParseBytes("s390x kallsyms with expolines", with, nil)
+	require.NoError(t, err)
+	assert.True(t, S390Expolines(ix), "two copies of the thunk count too")
+	assert.False(t, kernelLinkOptions(elf.EM_S390, ix, modplt.LinkOptions{}).NoExpoline)
 }

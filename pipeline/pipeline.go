@@ -154,6 +154,11 @@ func kernelLinkOptions(machine elf.Machine, ix *kallsyms.Index, lo modplt.LinkOp
 		// whatever the configuration: the default, all, stands).
 		lo.NoKallsymsAll = true
 	}
+	if machine == elf.EM_S390 && !lo.NoExpoline && !S390Expolines(ix) {
+		// No expoline thunks in the kernel: no CONFIG_EXPOLINE (Debian's
+		// s390x), so no __jump_r1 thunk in a module's PLT either.
+		lo.NoExpoline = true
+	}
 	if lo.Kernel == nil {
 		lo.Kernel = func(name string) (uint64, bool) {
 			s, ok := ix.Find(kallsyms.Vmlinux, name, 0)
@@ -161,6 +166,21 @@ func kernelLinkOptions(machine elf.Machine, ix *kallsyms.Index, lo modplt.LinkOp
 		}
 	}
 	return lo
+}
+
+// S390Expolines reports whether an s390 kernel was built with
+// CONFIG_EXPOLINE, from its symbols: such a kernel has the thunks its
+// indirect branches and returns go through (__s390_indirect_jump_r14 and
+// the like, code, so every kallsyms lists them). Whether the running
+// kernel then turned them off (nospec, or a machine with etokens) the
+// symbols cannot say: --no-expoline does.
+func S390Expolines(ix *kallsyms.Index) bool {
+	for _, name := range []string{"__s390_indirect_jump_r14", "__s390_indirect_jump_r1"} {
+		if _, ok := ix.Find(kallsyms.Vmlinux, name, 1); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // KernelEtext is the kernel's _etext from ix (0 when ix does not list it:

@@ -121,8 +121,16 @@ func TestS390Commands(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "GOT: 3 slots, 24 bytes; PLT: 2 entries, 44 bytes; both at the start of core\n")
 
+	// A kernel with expolines has their thunks (S390Expolines); one
+	// without them, such as Debian's, links without the PLT's thunk.
+	syms := "0000000000100000 T startup_continue\n0000000001234560 T ext_fn\n000003ff80100000 D other_data\n000003ff90000000 D ext_data\n000003ff80100000 T near_fn\n"
 	k := filepath.Join(t.TempDir(), "System.map")
-	require.NoError(t, os.WriteFile(k, []byte("0000000000100000 T startup_continue\n0000000001234560 T ext_fn\n000003ff80100000 D other_data\n000003ff90000000 D ext_data\n000003ff80100000 T near_fn\n"), 0o644))
+	require.NoError(t, os.WriteFile(k, []byte(syms), 0o644))
+	code, out, _ = runCLI(t, "link", obj, "--kallsyms", k)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, ".plt     core    0x3ff80000018  0x2c\n")
+	assert.Contains(t, out, "GOT: 3 of 3 slots; PLT: 2 of 2 entries\n")
+	require.NoError(t, os.WriteFile(k, []byte(syms+"0000000000100200 T __s390_indirect_jump_r14\n"), 0o644))
 	code, out, _ = runCLI(t, "link", obj, "--kallsyms", k)
 	assert.Equal(t, 0, code, out)
 	assert.Contains(t, out, ".got     core    0x3ff80000000  0x18\n")
