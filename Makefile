@@ -83,10 +83,10 @@ bench:
 fixtures:
 	$(MAKE) -C testdata
 
-# Boot Debian's 6.1 amd64, arm64, ppc64el and armhf kernels under qemu and
-# record what they do with the oracle's modules (testdata/oracle/Makefile:
-# qemu, busybox-static, cpio, the kernel headers, cross compilers and
-# 530 MB of downloads). go test never needs it.
+# Boot Debian's 6.1 amd64, arm64, ppc64el, armhf and s390x kernels under
+# qemu and record what they do with the oracle's modules
+# (testdata/oracle/Makefile: qemu, busybox-static, cpio, the kernel
+# headers, cross compilers and 1 GB of downloads). go test never needs it.
 oracle:
 	$(MAKE) -C testdata/oracle
 

@@ -26,8 +26,8 @@ import (
 	"github.com/klpresolve/klpresolve/modplt"
 )
 
-// The kernel oracle (testdata/oracle): Debian's 6.1 amd64, arm64, ppc64el
-// and armhf kernels, booted under qemu, loaded these modules, and what they
+// The kernel oracle (testdata/oracle): Debian's 6.1 amd64, arm64, ppc64el,
+// armhf and s390x kernels, booted under qemu, loaded these modules, and what they
 // did is recorded in testdata/oracle/ARCH: where each section went
 // (sysfs), the size of each module's core (/proc/modules), its per-cpu
 // area, and a digest of the bytes at every relocation site the kernel
@@ -35,7 +35,7 @@ import (
 // klpresolve does and compares.
 
 var oracleDumps = flag.String("oracle.dumps", "", "rewrite testdata/oracle/ARCH (-oracle.arch) from a kernel run's dumps (testdata/oracle/Makefile)")
-var oracleArch = flag.String("oracle.arch", "amd64", "the architecture -oracle.dumps are of: amd64, arm64, ppc64el or armhf")
+var oracleArch = flag.String("oracle.arch", "amd64", "the architecture -oracle.dumps are of: amd64, arm64, ppc64el, armhf or s390x")
 
 // oracleCase is a module the kernel loaded, dumped as name: absent are the
 // objects not yet loaded then (the livepatch module is dumped three times,
@@ -48,16 +48,20 @@ type oracleCase struct {
 	firstPercpu bool
 }
 
-// oracleArches are the kernels asked: Debian's 6.1 amd64, arm64, ppc64el
-// and armhf ones, by the release each was (the corpus's builds).
+// oracleArches are the kernels asked: Debian's 6.1 amd64, arm64, ppc64el,
+// armhf and s390x ones, by the release each was (the corpus's builds, and
+// bookworm's own s390x build).
 var oracleArches = map[string]string{"amd64": "6.1.0-57-amd64", "arm64": "6.1.0-57-arm64",
-	"ppc64el": "6.1.0-57-powerpc64le", "armhf": "6.1.0-50-armmp"}
+	"ppc64el": "6.1.0-57-powerpc64le", "armhf": "6.1.0-50-armmp", "s390x": testutil.S390XRelease}
 
 func oracleCases(t *testing.T, arch string) []oracleCase {
-	if arch == "ppc64el" {
-		// (its modules are in the kernel's package, which CI fetches:
-		// testutil.PPC64EL)
+	if arch == "ppc64el" || arch == "s390x" {
+		// (their modules are in the kernel's package, which CI fetches:
+		// testutil.PPC64EL, testutil.S390X)
 		kernel := filepath.Join(testutil.PPC64EL(t), "lib", "modules", testutil.PPC64ELRelease, "kernel")
+		if arch == "s390x" {
+			kernel = filepath.Join(testutil.S390X(t), "lib", "modules", testutil.S390XRelease, "kernel")
+		}
 		var cs []oracleCase
 		for _, m := range []string{"crypto/md4", "lib/crc-t10dif", "net/key/af_key", "fs/xfs/xfs"} {
 			name := strings.ReplaceAll(filepath.Base(m), "-", "_")
@@ -109,19 +113,26 @@ type oracle struct {
 // slots, the ldr blocks' literal pools), powerpc's stubs and arm64's
 // ftrace trampolines. Each runs from its address to the next section's, or
 // core's end (the gap is zero in both: move_module() clears core).
-var oracleWhole = []string{".plt", ".stubs", ".text.ftrace_trampoline"}
+// oracleHead is what core holds before its first section: s390's GOT and
+// PLT.
+var oracleWhole = []string{oracleHead, ".plt", ".stubs", ".text.ftrace_trampoline"}
+
+const oracleHead = "(head)"
 
 // wholeSpan is where oracleWhole's section name runs in a layout (addr:
 // every section's address; core and its size): its address and length,
 // or 0, 0 where it is not in core.
 func wholeSpan(name string, addr map[string]uint64, core, size uint64) (uint64, uint64) {
 	a, ok := addr[name]
+	if name == oracleHead {
+		a, ok = core, true
+	}
 	if !ok || a < core || a >= core+size {
 		return 0, 0
 	}
 	end := core + size
 	for _, x := range addr {
-		if x > a && x < end {
+		if x >= a && x < end && (x > a || name == oracleHead) {
 			end = x
 		}
 	}
@@ -166,16 +177,19 @@ func rewritten(f *elfobj.File, addr map[string]uint64, mem memory) [][2]uint64 {
 		}
 		return a, mem(a, int(s.Size))
 	}
-	le := binary.LittleEndian
+	le := f.Order
 	if _, b := table("__mcount_loc"); b != nil {
-		// Addresses of the calls: x86's 5-byte call, a 4-byte bl
-		// elsewhere (ARM's to __gnu_mcount_nc on 32 bits).
+		// Addresses of the calls: x86's 5-byte call, s390's 6-byte brcl,
+		// a 4-byte bl elsewhere (ARM's to __gnu_mcount_nc on 32 bits).
 		step, call := 8, uint64(4)
 		if !f.Is64() {
 			step = 4
 		}
-		if f.Machine == elf.EM_X86_64 {
+		switch f.Machine {
+		case elf.EM_X86_64:
 			call = 5
+		case elf.EM_S390:
+			call = 6
 		}
 		for i := 0; i+step <= len(b); i += step {
 			x := uint64(le.Uint32(b[i:]))
@@ -195,8 +209,14 @@ func rewritten(f *elfobj.File, addr map[string]uint64, mem memory) [][2]uint64 {
 			out = append(out, [2]uint64{x, x + uint64(t.size)})
 		}
 	}
-	if a, b := table(".altinstructions"); b != nil { // struct alt_instr: 12 bytes
-		for i := 0; i+12 <= len(b); i += 12 {
+	if a, b := table(".altinstructions"); b != nil {
+		// struct alt_instr: 12 bytes on x86, 11 (packed) on s390; the
+		// original's offset first, its length at byte 10
+		step := 12
+		if f.Machine == elf.EM_S390 {
+			step = 11
+		}
+		for i := 0; i+step <= len(b); i += step {
 			x := a + uint64(i) + uint64(int64(int32(le.Uint32(b[i:]))))
 			out = append(out, [2]uint64{x, x + uint64(b[i+10])})
 		}
@@ -230,6 +250,21 @@ func rewritten(f *elfobj.File, addr map[string]uint64, mem memory) [][2]uint64 {
 // relocSize is the size of the place a relocation writes (0: none, or a
 // type the oracle does not compare).
 func relocSize(m elf.Machine, typ uint32) int {
+	if m == elf.EM_S390 {
+		// apply_rela_bits()'s widths, by the type's name
+		n := elf.R_390(typ).String()
+		switch {
+		case typ == uint32(elf.R_390_NONE):
+			return 0
+		case strings.HasSuffix(n, "64"):
+			return 8
+		case n == "R_390_8":
+			return 1
+		case strings.HasSuffix(n, "12") || strings.Contains(n, "16"):
+			return 2
+		}
+		return 4 // 32 bits, 20-bit displacements, PC32DBL, GOTENT
+	}
 	if m == elf.EM_ARM {
 		if elf.R_ARM(typ) == elf.R_ARM_NONE {
 			return 0
@@ -335,6 +370,11 @@ func directMap(m elf.Machine, b []byte, imageEnd uint64) bool {
 	}
 	v := binary.LittleEndian.Uint64(b)
 	switch m {
+	case elf.EM_S390:
+		// s390: the identity map, the kernel in it; past _end up to the
+		// oracle machine's 1 GiB
+		v = binary.BigEndian.Uint64(b)
+		return v >= imageEnd && v < 1<<30
 	case elf.EM_AARCH64:
 		return v >= 0xffff000000000000 && v < 0xffff800000000000
 	case elf.EM_PPC64:
@@ -370,6 +410,14 @@ func kernelOracle(t *testing.T, arch string) {
 			// oracle's symbols, a System.map among them, list data all
 			// the same).
 			lo := modplt.LinkOptions{Base: o.core, NoKallsymsAll: arch != "amd64"}
+			if arch == "s390x" {
+				// Options from the kernel's own configuration, as --root
+				// gives them (no CONFIG_EXPOLINE: no thunk in the PLT).
+				c, err := OpenConfig(filepath.Join(testutil.S390X(t), "boot", "config-"+testutil.S390XRelease))
+				require.NoError(t, err)
+				lo = c.LinkOptions(lo)
+				require.True(t, lo.NoExpoline)
+			}
 			// Init where the kernel put it: where it followed core and its
 			// guard page, Link's default must put it there; elsewhere
 			// (vmalloc's first fit reused a hole an earlier module's init
@@ -401,6 +449,9 @@ func kernelOracle(t *testing.T, arch string) {
 			assert.Equal(t, o.percpu, img.Percpu, "per-cpu area")
 			ours := map[string]uint64{}
 			for _, p := range img.Sections {
+				if p.Index < 0 {
+					continue // (s390's GOT and PLT: the head of core, compared whole)
+				}
 				ours[p.Name] = p.Addr
 				if want, ok := o.sections[p.Name]; ok {
 					assert.Equal(t, fmt.Sprintf("%#x", want), fmt.Sprintf("%#x", p.Addr), p.Name)
@@ -522,6 +573,9 @@ func writeOracle(t *testing.T, dumps, dir, arch string, cases []oracleCase) {
 		ks = nativeSymbols(t, dumps, arch, ks, testutil.Corpus(t, arch+"/System.map-"+oracleArches[arch]))
 	case "ppc64el":
 		ks = nativeSymbols(t, dumps, arch, ks, filepath.Join(testutil.PPC64EL(t), "boot", "System.map-"+testutil.PPC64ELRelease))
+	case "s390x":
+		// (made from the -dbg package's vmlinux: testdata/oracle/Makefile)
+		ks = nativeSymbols(t, dumps, arch, ks, filepath.Join(dumps, "System.map"))
 	}
 	secs, err := os.ReadFile(filepath.Join(dumps, "sections"))
 	require.NoError(t, err)
@@ -687,7 +741,10 @@ func nativeSymbols(t *testing.T, dumps, arch string, ks []byte, systemMap string
 		require.NoError(t, err)
 		dump, err := os.ReadFile(filepath.Join(dumps, mod+".core"))
 		require.NoError(t, err)
-		le := binary.LittleEndian
+		var le binary.ByteOrder = binary.LittleEndian
+		if arch == "s390x" {
+			le = binary.BigEndian
+		}
 		for _, table := range []string{"__ksymtab", "__ksymtab_gpl"} {
 			a, ok := tables[mod][table]
 			if !ok {
@@ -704,7 +761,7 @@ func nativeSymbols(t *testing.T, dumps, arch string, ks []byte, systemMap string
 			// each from its own field, else addresses (powerpc 64-bit,
 			// arm 32-bit).
 			prel32, step := arch == "arm64", uint64(12)
-			if arch == "ppc64el" {
+			if arch == "ppc64el" || arch == "s390x" {
 				step = 24
 			}
 			for e := a; e+step <= end; e += step {

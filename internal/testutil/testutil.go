@@ -81,6 +81,22 @@ func PPC64EL(tb testing.TB) string {
 	return filepath.Join(dir, "root")
 }
 
+// S390XRelease is the s390x kernel S390X installs: 6.1.0-50 (6.1.176-1),
+// the build of the corpus's armhf kernel (bookworm's own; its
+// security updates have no s390x build on this mirror).
+const S390XRelease = "6.1.0-50-s390x"
+
+// S390X returns a filesystem root with Debian's s390x kernel installed
+// (S390XRelease: boot/config-RELEASE, lib/modules/RELEASE; its System.map
+// is Debian's placeholder), which scripts/s390x-kernel makes under
+// $KLPRESOLVE_S390X (default /var/tmp/klpresolve-s390x), or skips the test
+// with a message saying how to make it. CI makes it (.ci/run).
+func S390X(tb testing.TB) string {
+	tb.Helper()
+	dir := fetched(tb, "KLPRESOLVE_S390X", "/var/tmp/klpresolve-s390x", "s390x-kernel", "Debian's s390x kernel", "root/boot/config-"+S390XRelease)
+	return filepath.Join(dir, "root")
+}
+
 // VmlinuzRelease is the release of the kernel Vmlinuz fetches for arch:
 // the corpus's build, 6.1.0-57 (6.1.192-3).
 func VmlinuzRelease(arch string) string { return "6.1.0-57-" + arch }
