@@ -1,14 +1,12 @@
 package modplt
 
 import (
-	"cmp"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
 	"math/bits"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
-	"github.com/klpresolve/klpresolve/internal/ksort"
 )
 
 // arm: arch/arm/kernel/module-plts.c, with Debian armmp's configuration
@@ -186,26 +184,12 @@ func armKernelSorted(m *Module, w *sectionWork) (int, error) {
 // (A symbol index past the table sorts as it is; whoever reads that
 // relocation reports it.)
 func armSorted(t *elfobj.RelocTable) []int {
-	type rel struct {
-		i        int
-		typ, sym uint32
-	}
-	rels := make([]rel, t.Len())
-	for i := range rels {
+	keys := make([]relKey, t.Len())
+	for i := range keys {
 		r, _ := t.Reloc(i)
-		rels[i] = rel{i, r.Type, r.Sym}
+		keys[i] = relKey{i: i, typ: r.Type, sym: r.Sym} // (REL: no addend in the entry)
 	}
-	ksort.Sort(rels, func(x, y *rel) int {
-		if x.typ != y.typ {
-			return cmp.Compare(x.typ, y.typ)
-		}
-		return cmp.Compare(x.sym, y.sym)
-	})
-	order := make([]int, len(rels))
-	for i := range rels {
-		order[i] = rels[i].i
-	}
-	return order
+	return kernelSort(keys, len(keys))
 }
 
 // armOrder is the order apply_relocate() meets the relocations of t in:

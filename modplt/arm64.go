@@ -9,7 +9,6 @@ import (
 	"math"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
-	"github.com/klpresolve/klpresolve/internal/ksort"
 )
 
 // arm64: arch/arm64/kernel/module-plts.c.
@@ -446,51 +445,33 @@ func arm64Apply(l *linker, rc *reloc) error {
 // KASLR), and sorted that prefix by cmp_rela() (type, symbol, addend)
 // with lib/sort.c's heapsort.
 func arm64Order(l *linker, t *elfobj.RelocTable) ([]int, error) {
-	type rel struct {
-		i        int
-		typ, sym uint32
-		addend   int64
-		plt      bool
-	}
-	rels := make([]rel, t.Len())
-	for i := range rels {
+	keys := make([]relKey, t.Len())
+	for i := range keys {
 		r, err := t.Reloc(i)
 		if err != nil {
 			return nil, err
 		}
 		typ := elf.R_AARCH64(r.Type)
-		plt := (typ == elf.R_AARCH64_CALL26 || typ == elf.R_AARCH64_JUMP26) &&
-			uint32(l.m.f.Symbols[r.Sym].Shndx) != t.Section.Info
-		rels[i] = rel{i, r.Type, r.Sym, r.Addend, plt}
+		keys[i] = relKey{i: i, typ: r.Type, sym: r.Sym, addend: r.Addend,
+			plt: (typ == elf.R_AARCH64_CALL26 || typ == elf.R_AARCH64_JUMP26) && uint32(l.m.f.Symbols[r.Sym].Shndx) != t.Section.Info}
 	}
+	n := 0
 	if t.Target().Flags&elf.SHF_EXECINSTR != 0 && !l.opts.NoRandomizeBase {
 		// partition_branch_plt_relas(), its loop as it is
-		i, j := 0, len(rels)-1
+		i, j := 0, len(keys)-1
 		for i < j {
 			switch {
-			case rels[i].plt:
+			case keys[i].plt:
 				i++
-			case rels[j].plt:
-				rels[i], rels[j] = rels[j], rels[i]
+			case keys[j].plt:
+				keys[i], keys[j] = keys[j], keys[i]
 			default:
 				j--
 			}
 		}
-		ksort.Sort(rels[:i], func(x, y *rel) int {
-			if x.typ != y.typ {
-				return cmp.Compare(x.typ, y.typ)
-			}
-			if x.sym != y.sym {
-				return cmp.Compare(x.sym, y.sym)
-			}
-			return cmp.Compare(x.addend, y.addend)
-		})
+		n = i
 	}
-	order := make([]int, len(rels))
-	for i := range rels {
-		order[i] = rels[i].i
-	}
-	return order, nil
+	return kernelSort(keys, n), nil
 }
 
 // arm64ApplyADRP is reloc_insn_adrp(): an ordinary ADRP, unless erratum 843419

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/internal/ksort"
 )
 
 // The ways a relocation can fail to link. Each *RelocError wraps one.
@@ -641,6 +642,37 @@ func (l *linker) replayDeferred(s *elfobj.Section, t *elfobj.RelocTable, dst *Pl
 		applied++
 	}
 	return applied, nil
+}
+
+// relKey is a relocation as module_frob_arch_sections() sorts it: its
+// index in the file, what cmp_rel() (arm) and cmp_rela() (arm64) compare,
+// and (arm64) whether it is a branch that needs a PLT.
+type relKey struct {
+	i        int
+	typ, sym uint32
+	addend   int64
+	plt      bool
+}
+
+// kernelSort sorts keys[:n] by type, symbol and addend with lib/sort.c's
+// heapsort (internal/ksort: its order of equal keys, which decides what
+// is a twin), as the kernel sorts relocations in place, and returns the
+// file's indices in the order keys are then in.
+func kernelSort(keys []relKey, n int) []int {
+	ksort.Sort(keys[:n], func(x, y *relKey) int {
+		if x.typ != y.typ {
+			return cmp.Compare(x.typ, y.typ)
+		}
+		if x.sym != y.sym {
+			return cmp.Compare(x.sym, y.sym)
+		}
+		return cmp.Compare(x.addend, y.addend)
+	})
+	order := make([]int, len(keys))
+	for k := range keys {
+		order[k] = keys[k].i
+	}
+	return order
 }
 
 // failWith records relocation j of s as not applied, for err.
