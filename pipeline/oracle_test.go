@@ -48,11 +48,16 @@ type oracleCase struct {
 	firstPercpu bool
 }
 
-// oracleArches are the kernels asked: Debian's 6.1 amd64, arm64, ppc64el,
-// armhf and s390x ones, by the release each was (the corpus's builds, and
-// bookworm's own s390x build).
-var oracleArches = map[string]string{"amd64": "6.1.0-57-amd64", "arm64": "6.1.0-57-arm64",
+// oracleArches are the kernel runs asked, by the release each booted:
+// Debian's 6.1 amd64, arm64, ppc64el, armhf and s390x kernels (the
+// corpus's builds, and bookworm's own s390x build), and arm64 again with
+// KASLR, which puts modules out of branch range of the kernel (an
+// arm64-kaslr run is of arch arm64: oracleArch).
+var oracleArches = map[string]string{"amd64": "6.1.0-57-amd64", "arm64": "6.1.0-57-arm64", "arm64-kaslr": "6.1.0-57-arm64",
 	"ppc64el": "6.1.0-57-powerpc64le", "armhf": "6.1.0-50-armmp", "s390x": testutil.S390XRelease}
+
+// oracleArchOf is the architecture of a kernel run.
+func oracleArchOf(run string) string { return strings.TrimSuffix(run, "-kaslr") }
 
 func oracleCases(t *testing.T, arch string) []oracleCase {
 	if arch == "ppc64el" || arch == "s390x" {
@@ -75,11 +80,11 @@ func oracleCases(t *testing.T, arch string) []oracleCase {
 	if ms := map[string][]string{
 		"arm64": {"md4", "crc-t10dif", "llc2", "chacha_generic", "btrfs"},
 		"armhf": {"md4", "af_key", "crct10dif-arm-ce", "libpoly1305", "industrialio-triggered-buffer", "nouveau"},
-	}[arch]; ms != nil {
+	}[oracleArchOf(arch)]; ms != nil {
 		var cs []oracleCase
 		for _, m := range ms {
 			name := strings.ReplaceAll(m, "-", "_") // (every module is dumped by its name)
-			cs = append(cs, oracleCase{name: name, path: testutil.Corpus(t, arch+"/modules/"+m+".ko"), module: name})
+			cs = append(cs, oracleCase{name: name, path: testutil.Corpus(t, oracleArchOf(arch)+"/modules/"+m+".ko"), module: name})
 		}
 		return cs
 	}
@@ -562,15 +567,58 @@ func readOracle(t *testing.T, path string) *oracle {
 	return o
 }
 
+// kaslrSlid is System.map sm as the kernel that printed the kallsyms ks
+// has it: every address but absolute ones moved by KASLR's slide, the
+// distance from a code symbol's link-time address to its address in ks
+// (the first of vmlinux's symbols in ks that sm lists once).
+func kaslrSlid(t *testing.T, sm, ks []byte, digits int) []byte {
+	addr, count := map[string]uint64{}, map[string]int{}
+	for line := range bytes.Lines(sm) {
+		if f := strings.Fields(string(line)); len(f) == 3 {
+			a, err := strconv.ParseUint(f[0], 16, 64)
+			require.NoError(t, err)
+			addr[f[2]] = a
+			count[f[2]]++
+		}
+	}
+	var slide uint64
+	found := false
+	for line := range bytes.Lines(ks) {
+		f := strings.Fields(string(line))
+		if len(f) != 3 || count[f[2]] != 1 {
+			continue
+		}
+		a, err := strconv.ParseUint(f[0], 16, 64)
+		require.NoError(t, err)
+		slide, found = a-addr[f[2]], true
+		break
+	}
+	require.True(t, found, "no symbol of the System.map in kallsyms")
+	if slide == 0 {
+		return append([]byte(nil), sm...)
+	}
+	var out []byte
+	for line := range bytes.Lines(sm) {
+		f := strings.Fields(string(line))
+		if len(f) != 3 || f[1] == "A" || f[1] == "a" {
+			out = append(out, line...)
+			continue
+		}
+		a, _ := strconv.ParseUint(f[0], 16, 64)
+		out = fmt.Appendf(out, "%0*x %s %s\n", digits, a+slide, f[1], f[2])
+	}
+	return out
+}
+
 // writeOracle writes dir's files from the dumps of a kernel run: only the
 // kernel's word counts (its memory, sysfs, /proc/modules and kallsyms),
 // read against the modules' files; klpresolve's linker plays no part.
 func writeOracle(t *testing.T, dumps, dir, arch string, cases []oracleCase) {
 	ks, err := os.ReadFile(filepath.Join(dumps, "kallsyms"))
 	require.NoError(t, err)
-	switch arch {
+	switch oracleArchOf(arch) {
 	case "arm64", "armhf":
-		ks = nativeSymbols(t, dumps, arch, ks, testutil.Corpus(t, arch+"/System.map-"+oracleArches[arch]))
+		ks = nativeSymbols(t, dumps, oracleArchOf(arch), ks, testutil.Corpus(t, oracleArchOf(arch)+"/System.map-"+oracleArches[arch]))
 	case "ppc64el":
 		ks = nativeSymbols(t, dumps, arch, ks, filepath.Join(testutil.PPC64EL(t), "boot", "System.map-"+testutil.PPC64ELRelease))
 	case "s390x":
@@ -687,11 +735,12 @@ func writeOracle(t *testing.T, dumps, dir, arch string, cases []oracleCase) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "kallsyms"), kept.Bytes(), 0o644))
 }
 
-// nativeSymbols is what the oracle's arm64, ppc64el and armhf links
+// nativeSymbols is what the oracle's arm64, ppc64el, armhf and s390x links
 // resolve against: Debian's 6.1 kernels for them have no
 // CONFIG_KALLSYMS_ALL, so their /proc/kallsyms (ks) lists code only.
-// vmlinux's symbols come from its real System.map, systemMap (nokaslr
-// keeps link-time addresses; ppc64 and arm have no KASLR); the modules'
+// vmlinux's symbols come from its real System.map, systemMap, moved by
+// KASLR's slide where it is on (kallsyms' code shows it; nokaslr keeps
+// link-time addresses, and ppc64 and arm have no KASLR); the modules'
 // code from ks; and their
 // exports, data among them (raid6_pq's raid6_call, which btrfs uses), from
 // the kernel's own export tables in each module's memory (the dumps): an
@@ -705,7 +754,7 @@ func nativeSymbols(t *testing.T, dumps, arch string, ks []byte, systemMap string
 	}
 	sm, err := os.ReadFile(systemMap)
 	require.NoError(t, err)
-	out := append([]byte(nil), sm...)
+	out := kaslrSlid(t, sm, ks, digits)
 	listed := map[string]bool{} // "module name"
 	for line := range bytes.Lines(ks) {
 		if f := bytes.Fields(line); len(f) == 4 && bytes.HasPrefix(f[3], []byte("[")) {
