@@ -284,8 +284,11 @@ type linker struct {
 	// file's (powerpc sorts each section first).
 	order []int
 	// replay: the section's deferred relocations are being applied, in
-	// the kernel's order (errDefer).
-	replay bool
+	// the kernel's order (errDefer); deferred are they (indices in the
+	// section), and errs where the section's failures start.
+	replay   bool
+	deferred []int
+	errs     int
 }
 
 // errDefer is an architecture's apply function saying that the
@@ -548,8 +551,7 @@ func (l *linker) applySection(s *elfobj.Section, dst *Placed) error {
 		}
 	}
 	applied := 0
-	var deferred []int
-	errs := len(l.img.Errors)
+	l.deferred, l.errs = l.deferred[:0], len(l.img.Errors)
 	l.sec = dst.Data
 	fast := t.IsRelaLE64()
 	var rc reloc
@@ -581,7 +583,7 @@ func (l *linker) applySection(s *elfobj.Section, dst *Placed) error {
 		rc.region, rc.plt = dst.Region, uint32(si.shndx) != s.Info
 		if err := l.apply(&rc); err != nil {
 			if err == errDefer {
-				deferred = append(deferred, j)
+				l.deferred = append(l.deferred, j)
 				continue
 			}
 			l.failWith(s, j, r, err)
@@ -589,23 +591,22 @@ func (l *linker) applySection(s *elfobj.Section, dst *Placed) error {
 		}
 		applied++
 	}
-	if len(deferred) > 0 {
-		n, err := l.replayDeferred(s, &t, dst, deferred)
+	if len(l.deferred) > 0 {
+		n, err := l.replayDeferred(s, &t, dst)
 		if err != nil {
 			return err
 		}
 		applied += n
-		// The section's failures in the file's order, as ever.
-		slices.SortStableFunc(l.img.Errors[errs:], func(x, y *RelocError) int { return cmp.Compare(x.Index, y.Index) })
 	}
 	l.img.Relocs += applied
 	return nil
 }
 
-// replayDeferred applies the relocations of t that apply deferred (their
-// indices in t), in the order the kernel applies t in, and returns how
-// many it applied.
-func (l *linker) replayDeferred(s *elfobj.Section, t *elfobj.RelocTable, dst *Placed, deferred []int) (int, error) {
+// replayDeferred applies the relocations of t that apply deferred
+// (l.deferred), in the order the kernel applies t in, and returns how many
+// it applied; the section's failures stay in the file's order.
+func (l *linker) replayDeferred(s *elfobj.Section, t *elfobj.RelocTable, dst *Placed) (int, error) {
+	deferred := l.deferred
 	order := deferred
 	if l.m.arch.order != nil {
 		all, err := l.m.arch.order(l, t)
@@ -624,7 +625,10 @@ func (l *linker) replayDeferred(s *elfobj.Section, t *elfobj.RelocTable, dst *Pl
 		}
 	}
 	l.replay = true
-	defer func() { l.replay = false }()
+	defer func() {
+		l.replay = false
+		slices.SortStableFunc(l.img.Errors[l.errs:], func(x, y *RelocError) int { return cmp.Compare(x.Index, y.Index) })
+	}()
 	applied := 0
 	var rc reloc
 	for _, j := range order {
