@@ -59,6 +59,11 @@ var (
 	// the struct module that modpost's NAME.mod.c defines and kbuild links
 	// in: setup_load_info() refuses it ("No module found in object").
 	ErrNoModuleStruct = errors.New("no struct module in the file (.gnu.linkonce.this_module)")
+	// ErrNoPLTSection: a module without the section its architecture's
+	// module_frob_arch_sections() sizes for the calls out of it (powerpc's
+	// .stubs, which the kernel's asm/module.h asks the linker for): the
+	// loader refuses it ("doesn't contain .stubs.").
+	ErrNoPLTSection = errors.New("no PLT section the loader needs")
 	// ErrNoSymbols: a module file without a symbol table (strip
 	// --strip-all): setup_load_info() refuses it ("module has no symbols
 	// (stripped?)").
@@ -201,6 +206,7 @@ var relocKinds = []struct {
 	{ErrNotMarked, "not_marked_livepatch"},
 	{ErrNoModuleStruct, "no_module_struct"},
 	{ErrNoSymbols, "no_symbols"},
+	{ErrNoPLTSection, "no_plt_section"},
 	{ErrWriteExec, "write_exec"},
 	{ErrDuplicateExport, "duplicate_export"},
 	{ErrObjectNotInPatch, "no_klp_object"},
@@ -220,7 +226,8 @@ var relocKinds = []struct {
 // "load_time_section"; a patched function's "name_too_long",
 // "duplicate", "init_function" or "not_traceable"; a deferred one checked
 // against its module's file, "load_order" (or a lookup's); the module's as a
-// whole, "no_module_struct", "no_livepatch" or "not_marked_livepatch";
+// whole, "no_module_struct", "no_symbols", "no_plt_section", "write_exec",
+// "duplicate_export", "no_livepatch" or "not_marked_livepatch";
 // "malformed" (the module's bytes), or "other". The names do not change
 // between releases; errors.Is on the sentinels is the library's way.
 func (e *RelocError) Kind() string {

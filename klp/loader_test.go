@@ -276,3 +276,42 @@ func TestLoadErrConfig(t *testing.T) {
 	// The module's own record is left as it was read.
 	assert.NotContains(t, m.WriteExec.Hint, file)
 }
+
+// TestNoPLTSection: powerpc's module_frob_arch_sections() refuses a
+// module without .stubs, after check_modinfo() and before
+// module_enforce_rwx_sections(); other architectures never look for it.
+func TestNoPLTSection(t *testing.T) {
+	ix := loaderIndex(t, loaderKernel)
+	ppc := func(stubs, wx bool) []byte {
+		b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_PPC64, Flags: 2}
+		text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 4), Addralign: 4})
+		b.AddSymbol(elfobj.BuildSymbol{Name: "fix", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC), Shndx: uint16(text), Size: 4})
+		b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("name=fix_patch\x00livepatch=Y\x00"), Addralign: 1})
+		b.AddSection(elfobj.BuildSection{Name: ".gnu.linkonce.this_module", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 64), Addralign: 64})
+		if stubs {
+			b.AddSection(elfobj.BuildSection{Name: ".stubs", Type: elf.SHT_NOBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Size: 1, Addralign: 8})
+		}
+		if wx {
+			b.AddSection(elfobj.BuildSection{Name: ".wx", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE | elf.SHF_EXECINSTR, Data: make([]byte, 4), Addralign: 4})
+		}
+		return b.Bytes()
+	}
+	m, err := Parse("fix.ko", ppc(false, true))
+	require.NoError(t, err)
+	require.NotNil(t, m.NoPLTSection)
+	assert.Equal(t, "fix_patch: doesn't contain .stubs.", m.NoPLTSection.Kernel)
+	assert.Same(t, m.NoPLTSection, m.Refused(), "before the W+X section")
+	res := m.Resolve(ix)
+	require.ErrorIs(t, res.LoadErr, ErrNoPLTSection)
+	assert.Equal(t, "no_plt_section", res.LoadErr.Kind())
+	assert.False(t, res.OK(false))
+
+	m, err = Parse("fix.ko", ppc(true, false))
+	require.NoError(t, err)
+	assert.Nil(t, m.NoPLTSection)
+	assert.Nil(t, m.Resolve(ix).LoadErr)
+
+	m, err = Parse("fix.ko", loaderModule("name=fix_patch\x00livepatch=Y\x00", false, nil))
+	require.NoError(t, err)
+	assert.Nil(t, m.NoPLTSection, "x86_64 has no such section")
+}

@@ -79,6 +79,10 @@ type Module struct {
 	// --strip-all): the module loader refuses it on every kernel
 	// (ErrNoSymbols; Resolution.LoadErr carries it).
 	NoSymbols *RelocError
+	// NoPLTSection is set for a powerpc module without .stubs: the module
+	// loader refuses it on every kernel (ErrNoPLTSection;
+	// Resolution.LoadErr carries it).
+	NoPLTSection *RelocError
 	// WriteExec is set for a module with a section both writable and
 	// executable: the module loader of a CONFIG_STRICT_MODULE_RWX kernel
 	// (every x86_64 and arm64 kernel, and armv7's by default) refuses it
@@ -194,6 +198,7 @@ func Parse(name string, data []byte) (*Module, error) {
 	m.checkMarked()
 	m.checkThisModule()
 	m.checkSymtab()
+	m.checkPLTSection()
 	m.findWriteExec()
 	m.exports = f.Exports()
 	return m, nil
@@ -206,7 +211,7 @@ func Parse(name string, data []byte) (*Module, error) {
 // then klp_enable_patch() from the module's init), or nil.
 // Resolution.LoadErr adds what depends on the kernel.
 func (m *Module) Refused() *RelocError {
-	return cmp.Or(m.NoSymbols, m.NoModuleStruct, m.WriteExec, m.NotMarked)
+	return cmp.Or(m.NoSymbols, m.NoModuleStruct, m.NoPLTSection, m.WriteExec, m.NotMarked)
 }
 
 // loaderName is the name the loader gives the module in its first
@@ -227,6 +232,22 @@ func (m *Module) checkSymtab() {
 	m.NoSymbols = &RelocError{File: m.Path, Section: ".symtab", Err: ErrNoSymbols,
 		Kernel: m.loaderName() + ": module has no symbols (stripped?)",
 		Hint:   "the file has no symbol table: the loader needs it to resolve and relocate anything; strip modules with --strip-debug (what INSTALL_MOD_STRIP=1 runs), never --strip-all"}
+}
+
+// checkPLTSection: powerpc's module_frob_arch_sections(), from
+// layout_and_allocate() before module_enforce_rwx_sections(), refuses a
+// module without .stubs ("%s: doesn't contain .stubs."): every module
+// kbuild links has it (asm/module.h's linker script asks for it), so
+// only an object linked otherwise lacks it. (arm's and arm64's missing
+// .plt is modplt.Counts' warning: a kernel without ARM64_MODULE_PLTS
+// never looks for one.)
+func (m *Module) checkPLTSection() {
+	if m.Machine != elf.EM_PPC64 || m.elf.SectionByName(".stubs") != nil {
+		return
+	}
+	m.NoPLTSection = &RelocError{File: m.Path, Section: ".stubs", Err: ErrNoPLTSection,
+		Kernel: m.KernelName() + ": doesn't contain .stubs.",
+		Hint:   "powerpc's loader puts the stubs for every call out of the module in its .stubs section, which kbuild's module linker script makes: link the module with kbuild"}
 }
 
 // findWriteExec: module_enforce_rwx_sections() (kernel/module/

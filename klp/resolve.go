@@ -298,13 +298,15 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 	}
 	slices.SortFunc(res.Checked, func(a, b CheckedObject) int { return strings.Compare(a.Object, b.Object) })
 	res.BuiltIn = builtIn(ix, res, deferred)
-	// In load_module()'s order: setup_load_info(), check_modinfo() and
-	// module_enforce_rwx_sections() (layout_and_allocate()),
+	// In load_module()'s order: setup_load_info(), check_modinfo(),
+	// module_frob_arch_sections() and module_enforce_rwx_sections()
+	// (layout_and_allocate()),
 	// verify_exported_symbols() (complete_formation()), then
 	// klp_enable_patch() from the module's init.
 	for _, check := range []func() *RelocError{
 		func() *RelocError { return cmp.Or(m.NoSymbols, m.NoModuleStruct) },
 		func() *RelocError { return m.checkLivepatchSupport(ix, opts.Config) },
+		func() *RelocError { return m.NoPLTSection },
 		func() *RelocError { return m.checkWriteExec(opts.Config) },
 		func() *RelocError { return m.checkExports(ix) },
 		func() *RelocError { return m.NotMarked },

@@ -112,10 +112,11 @@ func FuzzRun(f *testing.F) {
 			notLinked(t, m, ix, rep)
 			return
 		}
-		if m.NoSymbols != nil {
+		if m.NoSymbols != nil || m.NoPLTSection != nil {
 			// Refused before its layout: nothing is linked.
-			if rep.Image != nil || !errors.Is(res.LoadErr, klp.ErrNoSymbols) || rep.OK(false) {
-				t.Fatalf("module without symbols: image %v, load error %v, OK %v", rep.Image, res.LoadErr, rep.OK(false))
+			if rep.Image != nil || res.LoadErr == nil || rep.OK(false) ||
+				!errors.Is(res.LoadErr, klp.ErrNoSymbols) && !errors.Is(res.LoadErr, klp.ErrNoModuleStruct) && !errors.Is(res.LoadErr, klp.ErrNoPLTSection) {
+				t.Fatalf("module refused before its layout: image %v, load error %v, OK %v", rep.Image, res.LoadErr, rep.OK(false))
 			}
 			return
 		}

@@ -430,7 +430,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 		return rep, nil
 	}
 	rep.ResolveTime = time.Since(t0)
-	if m.NoSymbols != nil {
+	if m.NoSymbols != nil || m.NoPLTSection != nil {
 		// Nothing to link: the loader refuses the module before its
 		// layout (Resolution.LoadErr says so).
 		return rep, nil
