@@ -80,9 +80,10 @@ func oracleCases(t *testing.T, arch string) []oracleCase {
 	}
 	// (Debian's arm64 and armhf 6.1 have no livepatch: real modules only,
 	// the corpus's; arm64's btrfs after zstd_compress, raid6_pq, xor and
-	// libcrc32c; armhf's nouveau after drm and its helpers.)
+	// libcrc32c, its amdgpu and armhf's nouveau after drm and its
+	// helpers.)
 	if ms := map[string][]string{
-		"arm64": {"md4", "crc-t10dif", "llc2", "chacha_generic", "btrfs"},
+		"arm64": {"md4", "crc-t10dif", "llc2", "chacha_generic", "btrfs", "amdgpu"},
 		"armhf": {"md4", "af_key", "crct10dif-arm-ce", "libpoly1305", "industrialio-triggered-buffer", "nouveau"},
 	}[oracleArchOf(arch)]; ms != nil {
 		var cs []oracleCase

@@ -5,7 +5,9 @@
 . /lib.sh
 setup
 load md4 crct10dif_common crct10dif_generic crc-t10dif llc llc2 libchacha chacha_generic \
-	zstd_compress raid6_pq xor-neon xor crc32c_generic libcrc32c btrfs
+	zstd_compress raid6_pq xor-neon xor crc32c_generic libcrc32c btrfs \
+	drm ttm drm_kms_helper drm_display_helper drm_buddy i2c-algo-bit gpu-sched video \
+	drm_ttm_helper amdgpu
 # Every module's core, its exports among it (the oracle's symbols).
 while read name size refs deps state addr rest; do
 	echo "$name $size $refs $deps $state $addr" > $name.modules
