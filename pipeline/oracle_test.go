@@ -35,7 +35,7 @@ import (
 // klpresolve does and compares.
 
 var oracleDumps = flag.String("oracle.dumps", "", "rewrite testdata/oracle/ARCH (-oracle.arch) from a kernel run's dumps (testdata/oracle/Makefile)")
-var oracleArch = flag.String("oracle.arch", "amd64", "the architecture -oracle.dumps are of: amd64, arm64, ppc64el, armhf or s390x")
+var oracleArch = flag.String("oracle.arch", "amd64", "the kernel run -oracle.dumps are of (a folder of testdata/oracle): amd64, arm64, arm64-kaslr, arm64-a53, ppc64el, armhf or s390x")
 
 // oracleCase is a module the kernel loaded, dumped as name: absent are the
 // objects not yet loaded then (the livepatch module is dumped three times,
@@ -415,7 +415,7 @@ func kernelOracle(t *testing.T, arch string) {
 			require.NoError(t, err)
 			m, err := klp.Open(tc.path)
 			require.NoError(t, err)
-			// Debian's arm64, ppc64el and armhf 6.1 kernels have no
+			// Debian's arm64, ppc64el, armhf and s390x 6.1 kernels have no
 			// CONFIG_KALLSYMS_ALL (their configurations say so; the
 			// oracle's symbols, a System.map among them, list data all
 			// the same).
