@@ -59,10 +59,12 @@ var (
 	// the struct module that modpost's NAME.mod.c defines and kbuild links
 	// in: setup_load_info() refuses it ("No module found in object").
 	ErrNoModuleStruct = errors.New("no struct module in the file (.gnu.linkonce.this_module)")
-	// ErrNoPLTSection: a module without the section its architecture's
-	// module_frob_arch_sections() sizes for the calls out of it (powerpc's
-	// .stubs, which the kernel's asm/module.h asks the linker for): the
-	// loader refuses it ("doesn't contain .stubs.").
+	// ErrNoPLTSection: a module without the sections its architecture's
+	// module_frob_arch_sections() sizes for the calls out of it, which
+	// kbuild's module linker script makes (powerpc's .stubs; arm's and
+	// arm64's .plt and .init.plt, with CONFIG_ARM_MODULE_PLTS or
+	// CONFIG_ARM64_MODULE_PLTS): the loader refuses it ("doesn't contain
+	// .stubs.", "module PLT section(s) missing").
 	ErrNoPLTSection = errors.New("no PLT section the loader needs")
 	// ErrNoSymbols: a module file without a symbol table (strip
 	// --strip-all): setup_load_info() refuses it ("module has no symbols

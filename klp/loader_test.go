@@ -314,4 +314,31 @@ func TestNoPLTSection(t *testing.T) {
 	m, err = Parse("fix.ko", loaderModule("name=fix_patch\x00livepatch=Y\x00", false, nil))
 	require.NoError(t, err)
 	assert.Nil(t, m.NoPLTSection, "x86_64 has no such section")
+
+	// arm64 (and arm): .plt and .init.plt, looked for by a kernel with
+	// module PLTs, assumed without a configuration.
+	a64 := func(names ...string) []byte {
+		b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_AARCH64}
+		text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 4), Addralign: 4})
+		b.AddSymbol(elfobj.BuildSymbol{Name: "fix", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC), Shndx: uint16(text), Size: 4})
+		b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("name=fix_patch\x00livepatch=Y\x00"), Addralign: 1})
+		b.AddSection(elfobj.BuildSection{Name: ".gnu.linkonce.this_module", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 64), Addralign: 64})
+		for _, n := range names {
+			b.AddSection(elfobj.BuildSection{Name: n, Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: []byte{0}, Addralign: 1})
+		}
+		return b.Bytes()
+	}
+	m, err = Parse("fix.ko", a64(".plt"))
+	require.NoError(t, err)
+	require.NotNil(t, m.NoPLTSection)
+	assert.Equal(t, ".init.plt", m.NoPLTSection.Section)
+	assert.Equal(t, "fix_patch: module PLT section(s) missing", m.NoPLTSection.Kernel)
+	require.ErrorIs(t, m.Resolve(ix).LoadErr, ErrNoPLTSection)
+	withPLTs := &KernelConfig{File: "config", Livepatch: true, StrictModuleRWX: true, ModulePLTs: true}
+	require.ErrorIs(t, m.ResolveWith(ix, ResolveOptions{Config: withPLTs}).LoadErr, ErrNoPLTSection)
+	without := &KernelConfig{File: "config", Livepatch: true, StrictModuleRWX: true}
+	assert.Nil(t, m.ResolveWith(ix, ResolveOptions{Config: without}).LoadErr, "a kernel without module PLTs never looks")
+	m, err = Parse("fix.ko", a64(".plt", ".init.plt"))
+	require.NoError(t, err)
+	assert.Nil(t, m.NoPLTSection)
 }

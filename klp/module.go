@@ -79,9 +79,12 @@ type Module struct {
 	// --strip-all): the module loader refuses it on every kernel
 	// (ErrNoSymbols; Resolution.LoadErr carries it).
 	NoSymbols *RelocError
-	// NoPLTSection is set for a powerpc module without .stubs: the module
-	// loader refuses it on every kernel (ErrNoPLTSection;
-	// Resolution.LoadErr carries it).
+	// NoPLTSection is set for a powerpc module without .stubs, and an arm
+	// or arm64 one without .plt or .init.plt: the module loader refuses
+	// it, powerpc's on every kernel, arm's and arm64's on every one with
+	// module PLTs (CONFIG_ARM_MODULE_PLTS, CONFIG_ARM64_MODULE_PLTS:
+	// Debian's, and every arm64 one with KASLR or erratum 843419's
+	// workaround) (ErrNoPLTSection; Resolution.LoadErr carries it).
 	NoPLTSection *RelocError
 	// WriteExec is set for a module with a section both writable and
 	// executable: the module loader of a CONFIG_STRICT_MODULE_RWX kernel
@@ -206,7 +209,8 @@ func Parse(name string, data []byte) (*Module, error) {
 
 // Refused is the first reason the module loader refuses the module on
 // every kernel (WriteExec: every kernel with CONFIG_STRICT_MODULE_RWX,
-// which all of livepatch's architectures have by default), in
+// which all of livepatch's architectures have by default; arm's and
+// arm64's NoPLTSection: every one with module PLTs), in
 // load_module()'s order (setup_load_info(), then layout_and_allocate(),
 // then klp_enable_patch() from the module's init), or nil.
 // Resolution.LoadErr adds what depends on the kernel.
@@ -234,20 +238,40 @@ func (m *Module) checkSymtab() {
 		Hint:   "the file has no symbol table: the loader needs it to resolve and relocate anything; strip modules with --strip-debug (what INSTALL_MOD_STRIP=1 runs), never --strip-all"}
 }
 
-// checkPLTSection: powerpc's module_frob_arch_sections(), from
+// checkPLTSection: module_frob_arch_sections(), from
 // layout_and_allocate() before module_enforce_rwx_sections(), refuses a
-// module without .stubs ("%s: doesn't contain .stubs."): every module
-// kbuild links has it (asm/module.h's linker script asks for it), so
-// only an object linked otherwise lacks it. (arm's and arm64's missing
-// .plt is modplt.Counts' warning: a kernel without ARM64_MODULE_PLTS
-// never looks for one.)
+// module without the sections it sizes for the calls out of it:
+// powerpc's .stubs ("%s: doesn't contain .stubs."), arm's and arm64's
+// .plt and .init.plt ("%s: module PLT section(s) missing", where the
+// kernel has module PLTs: refusesPLTSection). Every module kbuild links
+// has them (the architecture's module linker script makes them), so
+// only an object linked otherwise lacks them.
 func (m *Module) checkPLTSection() {
-	if m.Machine != elf.EM_PPC64 || m.elf.SectionByName(".stubs") != nil {
+	has := func(name string) bool { return m.elf.SectionByName(name) != nil }
+	var missing, kernel string
+	switch {
+	case m.Machine == elf.EM_PPC64 && !has(".stubs"):
+		missing, kernel = ".stubs", m.KernelName()+": doesn't contain .stubs."
+	case (m.Machine == elf.EM_ARM || m.Machine == elf.EM_AARCH64) && (!has(".plt") || !has(".init.plt")):
+		missing, kernel = ".plt", m.KernelName()+": module PLT section(s) missing"
+		if has(".plt") {
+			missing = ".init.plt"
+		}
+	default:
 		return
 	}
-	m.NoPLTSection = &RelocError{File: m.Path, Section: ".stubs", Err: ErrNoPLTSection,
-		Kernel: m.KernelName() + ": doesn't contain .stubs.",
-		Hint:   "powerpc's loader puts the stubs for every call out of the module in its .stubs section, which kbuild's module linker script makes: link the module with kbuild"}
+	m.NoPLTSection = &RelocError{File: m.Path, Section: missing, Err: ErrNoPLTSection, Kernel: kernel,
+		Hint: "the loader puts the entries for the calls out of the module in sections kbuild's module linker script (module.lds) makes; the file has no " + missing + ": link the module with kbuild (ld -r -T scripts/module.lds)"}
+}
+
+// refusesPLTSection is NoPLTSection where the kernel refuses it: powerpc
+// always; arm and arm64 with module PLTs, assumed unless cfg says
+// otherwise (a kernel without them never looks for the sections).
+func (m *Module) refusesPLTSection(cfg *KernelConfig) *RelocError {
+	if m.NoPLTSection == nil || m.Machine == elf.EM_PPC64 || cfg == nil || cfg.ModulePLTs {
+		return m.NoPLTSection
+	}
+	return nil
 }
 
 // findWriteExec: module_enforce_rwx_sections() (kernel/module/

@@ -121,6 +121,10 @@ type KernelConfig struct {
 	// module_enforce_rwx_sections() refuse a section both writable and
 	// executable (ErrWriteExec).
 	StrictModuleRWX bool
+	// ModulePLTs: CONFIG_ARM_MODULE_PLTS or CONFIG_ARM64_MODULE_PLTS.
+	// Only with it does arm's or arm64's module_frob_arch_sections()
+	// refuse a module without .plt or .init.plt (ErrNoPLTSection).
+	ModulePLTs bool
 }
 
 // BuiltIn is a deferred object that looks built into the kernel: every
@@ -306,7 +310,7 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 	for _, check := range []func() *RelocError{
 		func() *RelocError { return cmp.Or(m.NoSymbols, m.NoModuleStruct) },
 		func() *RelocError { return m.checkLivepatchSupport(ix, opts.Config) },
-		func() *RelocError { return m.NoPLTSection },
+		func() *RelocError { return m.refusesPLTSection(opts.Config) },
 		func() *RelocError { return m.checkWriteExec(opts.Config) },
 		func() *RelocError { return m.checkExports(ix) },
 		func() *RelocError { return m.NotMarked },

@@ -45,7 +45,8 @@ func (c *Config) Apply(o Options) Options {
 // Loader is what the configuration says of the module loader's checks of
 // a whole module (klp.ResolveOptions.Config).
 func (c *Config) Loader() *klp.KernelConfig {
-	return &klp.KernelConfig{File: c.File(), Livepatch: c.c.Enabled("LIVEPATCH"), StrictModuleRWX: c.c.Enabled("STRICT_MODULE_RWX")}
+	return &klp.KernelConfig{File: c.File(), Livepatch: c.c.Enabled("LIVEPATCH"), StrictModuleRWX: c.c.Enabled("STRICT_MODULE_RWX"),
+		ModulePLTs: c.c.Enabled("ARM_MODULE_PLTS") || c.c.Enabled("ARM64_MODULE_PLTS")}
 }
 
 // LinkOptions is lo with what the configuration decides about how the

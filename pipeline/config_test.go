@@ -67,8 +67,8 @@ func cfg(t *testing.T) func(lines ...string) *Config {
 	}
 }
 
-// TestConfigApply: Apply sets the loader's checks from CONFIG_LIVEPATCH
-// and CONFIG_STRICT_MODULE_RWX, and the link options as LinkOptions does;
+// TestConfigApply: Apply sets the loader's checks from CONFIG_LIVEPATCH,
+// CONFIG_STRICT_MODULE_RWX and arm's module PLTs, and the link options as LinkOptions does;
 // Run then refuses (or not) as that kernel's loader would.
 func TestConfigApply(t *testing.T) {
 	cfg := cfg(t)
@@ -79,6 +79,10 @@ func TestConfigApply(t *testing.T) {
 	o = cfg("CONFIG_KALLSYMS_ALL=y", "CONFIG_ARM=y", "CONFIG_STRICT_MODULE_RWX=y", "CONFIG_MODULE_UNLOAD=y").Apply(Options{})
 	assert.Equal(t, &klp.KernelConfig{File: "config", StrictModuleRWX: true}, o.Config)
 	assert.False(t, o.LinkOptions.NoModuleUnload)
+	o = cfg("CONFIG_ARM=y", "CONFIG_ARM_MODULE_PLTS=y").Apply(Options{})
+	assert.Equal(t, &klp.KernelConfig{File: "config", ModulePLTs: true}, o.Config)
+	o = cfg("CONFIG_ARM64=y", "CONFIG_ARM64_MODULE_PLTS=y", "CONFIG_RANDOMIZE_BASE=y").Apply(Options{})
+	assert.True(t, o.Config.ModulePLTs)
 }
 
 // TestS390ExpolinesFromSymbols: without the kernel's configuration, an

@@ -353,7 +353,9 @@ func TestPLTCommand(t *testing.T) {
 			assert.NotContains(t, out, "big_endian")
 		}
 		code, out, _ = runCLI(t, "info", obj, "--format", "json")
-		require.Equal(t, 0, code)
+		require.Equal(t, 1, code, "and info says the loader refuses them")
+		assert.Contains(t, out, `"no_plt_section"`)
+		assert.Contains(t, out, "module PLT section(s) missing")
 		assert.Equal(t, c.json != "", strings.Contains(out, `"big_endian": true`), out)
 	}
 
