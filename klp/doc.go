@@ -52,7 +52,10 @@
 //     .modinfo (ErrNotMarked), setup_load_info() one without
 //     .gnu.linkonce.this_module, its struct module (ErrNoModuleStruct:
 //     "No module found in object") or a symbol table (ErrNoSymbols:
-//     "module has no symbols (stripped?)"), module_enforce_rwx_sections()
+//     "module has no symbols (stripped?)"), module_frob_arch_sections()
+//     one without the sections kbuild's module.lds adds for its calls out
+//     (ErrNoPLTSection: powerpc's .stubs; arm's and arm64's .plt and
+//     .init.plt on a kernel with module PLTs), module_enforce_rwx_sections()
 //     a section both writable and executable (ErrWriteExec; a kernel with
 //     CONFIG_STRICT_MODULE_RWX), check_modinfo_livepatch() every
 //     livepatch module on a kernel without CONFIG_LIVEPATCH
