@@ -12,6 +12,7 @@ import (
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/input"
 	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/modplt"
 )
 
 // Livepatch ELF constants (include/uapi/linux/elf.h).
@@ -240,27 +241,15 @@ func (m *Module) checkSymtab() {
 
 // checkPLTSection: module_frob_arch_sections(), from
 // layout_and_allocate() before module_enforce_rwx_sections(), refuses a
-// module without the sections it sizes for the calls out of it:
-// powerpc's .stubs ("%s: doesn't contain .stubs."), arm's and arm64's
-// .plt and .init.plt ("%s: module PLT section(s) missing", where the
-// kernel has module PLTs: refusesPLTSection). Every module kbuild links
-// has them (the architecture's module linker script makes them), so
-// only an object linked otherwise lacks them.
+// module without the sections it sizes for the calls out of it
+// (modplt.MissingPLTSection; arm's and arm64's only where the kernel has
+// module PLTs: refusesPLTSection).
 func (m *Module) checkPLTSection() {
-	has := func(name string) bool { return m.elf.SectionByName(name) != nil }
-	var missing, kernel string
-	switch {
-	case m.Machine == elf.EM_PPC64 && !has(".stubs"):
-		missing, kernel = ".stubs", m.KernelName()+": doesn't contain .stubs."
-	case (m.Machine == elf.EM_ARM || m.Machine == elf.EM_AARCH64) && (!has(".plt") || !has(".init.plt")):
-		missing, kernel = ".plt", m.KernelName()+": module PLT section(s) missing"
-		if has(".plt") {
-			missing = ".init.plt"
-		}
-	default:
+	missing, says := modplt.MissingPLTSection(m.elf)
+	if missing == "" {
 		return
 	}
-	m.NoPLTSection = &RelocError{File: m.Path, Section: missing, Err: ErrNoPLTSection, Kernel: kernel,
+	m.NoPLTSection = &RelocError{File: m.Path, Section: missing, Err: ErrNoPLTSection, Kernel: m.KernelName() + ": " + says,
 		Hint: "the loader puts the entries for the calls out of the module in sections kbuild's module linker script (module.lds) makes; the file has no " + missing + ": link the module with kbuild (ld -r -T scripts/module.lds)"}
 }
 

@@ -76,7 +76,7 @@ type arch struct {
 	apply func(l *linker, rc *reloc) error
 
 	// order, when set, is the order the kernel applies a relocation
-	// section in, when it differs from the file's (indices into t):
+	// section in (indices into t; nil: the file's):
 	// module_frob_arch_sections() sorts the relocations of executable
 	// sections in place, and the PLT entries are handed out in the
 	// order the branches then come in. The linker asks for it only for

@@ -194,16 +194,12 @@ func armSorted(t *elfobj.RelocTable) []int {
 
 // armOrder is the order apply_relocate() meets the relocations of t in:
 // those of an executable section as module_frob_arch_sections() sorted
-// them (armSorted), which decides the PLT entries.
+// them (armSorted), which decides the PLT entries; others as they are.
 func armOrder(_ *linker, t *elfobj.RelocTable) ([]int, error) {
-	if t.Target().Flags&elf.SHF_EXECINSTR != 0 {
-		return armSorted(t), nil
+	if t.Target().Flags&elf.SHF_EXECINSTR == 0 {
+		return nil, nil
 	}
-	order := make([]int, t.Len())
-	for i := range order {
-		order[i] = i
-	}
-	return order, nil
+	return armSorted(t), nil
 }
 
 // Linking: arch/arm/kernel/module.c apply_relocate(). Addends are in the

@@ -445,6 +445,9 @@ func arm64Apply(l *linker, rc *reloc) error {
 // KASLR), and sorted that prefix by cmp_rela() (type, symbol, addend)
 // with lib/sort.c's heapsort.
 func arm64Order(l *linker, t *elfobj.RelocTable) ([]int, error) {
+	if t.Target().Flags&elf.SHF_EXECINSTR == 0 || l.opts.NoRandomizeBase {
+		return nil, nil // (as they are)
+	}
 	keys := make([]relKey, t.Len())
 	for i := range keys {
 		r, err := t.Reloc(i)
@@ -455,23 +458,19 @@ func arm64Order(l *linker, t *elfobj.RelocTable) ([]int, error) {
 		keys[i] = relKey{i: i, typ: r.Type, sym: r.Sym, addend: r.Addend,
 			plt: (typ == elf.R_AARCH64_CALL26 || typ == elf.R_AARCH64_JUMP26) && uint32(l.m.f.Symbols[r.Sym].Shndx) != t.Section.Info}
 	}
-	n := 0
-	if t.Target().Flags&elf.SHF_EXECINSTR != 0 && !l.opts.NoRandomizeBase {
-		// partition_branch_plt_relas(), its loop as it is
-		i, j := 0, len(keys)-1
-		for i < j {
-			switch {
-			case keys[i].plt:
-				i++
-			case keys[j].plt:
-				keys[i], keys[j] = keys[j], keys[i]
-			default:
-				j--
-			}
+	// partition_branch_plt_relas(), its loop as it is
+	i, j := 0, len(keys)-1
+	for i < j {
+		switch {
+		case keys[i].plt:
+			i++
+		case keys[j].plt:
+			keys[i], keys[j] = keys[j], keys[i]
+		default:
+			j--
 		}
-		n = i
 	}
-	return kernelSort(keys, n), nil
+	return kernelSort(keys, i), nil
 }
 
 // arm64ApplyADRP is reloc_insn_adrp(): an ordinary ADRP, unless erratum 843419
@@ -532,11 +531,8 @@ func (l *linker) arm64PLT(r Region, target uint64) (uint64, error) {
 	// The entry is written before it is compared with the last one: into
 	// the section's spare slot when the counted ones are taken.
 	addr := a.p.Addr + uint64(i)*arm64PLTEntry
-	if b := a.p.Data[min(i*arm64PLTEntry, len(a.p.Data)):]; len(b) >= arm64PLTEntry {
-		if err := arm64ADRPADD(b, addr, target, 16); err != nil {
-			return 0, err
-		}
-		binary.LittleEndian.PutUint32(b[8:], arm64BRX16)
+	if err := arm64PutPLT(a.p, i, target); err != nil {
+		return 0, err
 	}
 	k := pltKey{false, target}
 	if a.hasLast && a.last == k {
@@ -568,16 +564,25 @@ func (l *linker) arm64Finalize() {
 	p := l.placed[s.Index]
 	p.fill()
 	for i, name := range [arm64FtracePLTs]string{"ftrace_caller", "ftrace_regs_caller"} {
-		v, ok := l.opts.Kernel(name)
-		b := p.Data[min(i*arm64PLTEntry, len(p.Data)):]
-		if !ok || len(b) < arm64PLTEntry {
-			continue
-		}
-		addr := p.Addr + uint64(i)*arm64PLTEntry
-		if arm64ADRPADD(b, addr, v, 16) == nil {
-			binary.LittleEndian.PutUint32(b[8:], arm64BRX16)
+		if v, ok := l.opts.Kernel(name); ok {
+			_ = arm64PutPLT(p, i, v) // (a target 4 GiB away is left zero)
 		}
 	}
+}
+
+// arm64PutPLT writes entry i of p, a PLT or the ftrace trampolines
+// (get_plt_entry()): ADRP x16, page(target); ADD x16, x16,
+// #lo12(target); BR x16. An entry past p's bytes is not written.
+func arm64PutPLT(p *Placed, i int, target uint64) error {
+	b := p.Data[min(i*arm64PLTEntry, len(p.Data)):]
+	if len(b) < arm64PLTEntry {
+		return nil
+	}
+	if err := arm64ADRPADD(b, p.Addr+uint64(i)*arm64PLTEntry, target, 16); err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint32(b[8:], arm64BRX16)
+	return nil
 }
 
 // arm64ADRPADD writes ADRP xd, page(target); ADD xd, xd, #lo12(target)

@@ -340,16 +340,16 @@ func (m *Module) Count(opts Options) (*Counts, error) {
 		}
 		res.PLTCore, res.PLTInit = plt[Core], plt[Init]
 		res.PLTSizeCore, res.PLTSizeInit = a.pltSize(res.PLTCore), a.pltSize(res.PLTInit)
-		core, init := f.SectionByName(".plt") != nil, f.SectionByName(".init.plt") != nil
+		missing, says := MissingPLTSection(f)
 		switch {
-		case core && init:
-		case !core && !init && res.NoRandomizeBase:
+		case missing == "":
+		case f.SectionByName(".plt") == nil && f.SectionByName(".init.plt") == nil && res.NoRandomizeBase:
 			// Without KASLR, ARM64_MODULE_PLTS may be off (only
 			// RANDOMIZE_BASE and ARM64_ERRATUM_843419 select it), and a
 			// kernel without it links its modules without PLT sections
 			// (module.lds.h) and never looks for them.
 		default:
-			res.Warnings = append(res.Warnings, "no .plt or .init.plt section: the kernel refuses the module (\"module PLT section(s) missing\"); it was not linked with the kernel's module.lds")
+			res.Warnings = append(res.Warnings, "no "+missing+" section: the kernel refuses the module (\""+says+"\"); it was not linked with the kernel's module.lds")
 		}
 	}
 	return res, nil

@@ -608,11 +608,14 @@ func (l *linker) applySection(s *elfobj.Section, dst *Placed) error {
 func (l *linker) replayDeferred(s *elfobj.Section, t *elfobj.RelocTable, dst *Placed) (int, error) {
 	deferred := l.deferred
 	order := deferred
+	var all []int
 	if l.m.arch.order != nil {
-		all, err := l.m.arch.order(l, t)
-		if err != nil {
+		var err error
+		if all, err = l.m.arch.order(l, t); err != nil {
 			return 0, err
 		}
+	}
+	if all != nil {
 		want := make([]bool, t.Len())
 		for _, j := range deferred {
 			want[j] = true

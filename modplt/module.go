@@ -193,6 +193,31 @@ func InitSection(m elf.Machine, name string) bool {
 	return a.region(name, true) == Init
 }
 
+// MissingPLTSection names the section f lacks that its architecture's
+// module_frob_arch_sections() refuses a module without, and what the
+// loader then says after the module's name: powerpc's .stubs ("doesn't
+// contain .stubs.", on every kernel), arm's and arm64's .plt or .init.plt
+// ("module PLT section(s) missing", on a kernel with module PLTs:
+// CONFIG_ARM_MODULE_PLTS, CONFIG_ARM64_MODULE_PLTS). Kbuild's module
+// linker script makes them, so only an object linked otherwise lacks
+// them. "" where nothing is missing.
+func MissingPLTSection(f *elfobj.File) (section, says string) {
+	has := func(name string) bool { return f.SectionByName(name) != nil }
+	switch f.Machine {
+	case elf.EM_PPC64:
+		if !has(".stubs") {
+			return ".stubs", "doesn't contain .stubs."
+		}
+	case elf.EM_ARM, elf.EM_AARCH64:
+		for _, s := range []string{".plt", ".init.plt"} {
+			if !has(s) {
+				return s, "module PLT section(s) missing"
+			}
+		}
+	}
+	return "", ""
+}
+
 func hasAnyPrefix(s string, prefixes []string) bool {
 	for _, p := range prefixes {
 		if strings.HasPrefix(s, p) {

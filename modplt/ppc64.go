@@ -303,7 +303,8 @@ func (m *Module) countPPC64(opts Options) (*Counts, error) {
 // ppc64NoStubs is module_frob_arch_sections()'s refusal of a module
 // without .stubs (one not built with the kernel's asm/module.h).
 func ppc64NoStubs(m *Module) error {
-	return fmt.Errorf("%s: %w: no .stubs section (the module loader says \"%s: doesn't contain .stubs.\")", m.f.Name, ErrNoPLT, m.Name)
+	_, says := MissingPLTSection(m.f)
+	return fmt.Errorf("%s: %w: no .stubs section (the module loader says \"%s: %s\")", m.f.Name, ErrNoPLT, m.Name, says)
 }
 
 // ppc64Linker is one Link's stubs and TOC.

@@ -9,8 +9,5 @@ load md4 crct10dif_common crct10dif_generic crc-t10dif llc llc2 libchacha chacha
 	drm ttm drm_kms_helper drm_display_helper drm_buddy i2c-algo-bit gpu-sched video \
 	drm_ttm_helper amdgpu
 # Every module's core, its exports among it (the oracle's symbols).
-while read name size refs deps state addr rest; do
-	echo "$name $size $refs $deps $state $addr" > $name.modules
-	kdump $addr $size > $name.core || echo "oracle: kdump $name failed"
-done < /proc/modules
+dumpall
 report

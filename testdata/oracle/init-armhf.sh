@@ -12,7 +12,5 @@ load xfrm_algo af_key crct10dif_common crct10dif-arm-ce md4 libpoly1305 \
 # dependencies go to vmalloc's space.
 load $(cat /fill)
 load drm ttm drm_kms_helper drm_display_helper drm_ttm_helper nouveau
-while read name size refs deps state addr rest; do
-	echo "$name $size $refs $deps $state $addr" > $name.modules
-done < /proc/modules
+dumpall
 report

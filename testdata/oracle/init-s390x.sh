@@ -6,8 +6,5 @@
 setup
 load md4 crct10dif_common crct10dif_generic crc-t10dif xfrm_algo af_key \
 	crc32c_generic libcrc32c xfs
-while read name size refs deps state addr rest; do
-	echo "$name $size $refs $deps $state $addr" > $name.modules
-	kdump $addr $size > $name.core || echo "oracle: kdump $name failed"
-done < /proc/modules
+dumpall
 report

@@ -1,8 +1,8 @@
-# What both initramfs /init scripts share (see Makefile): the mounts, and
-# the report: every module's section addresses (sysfs), /proc/modules,
-# /proc/kallsyms and dmesg, with the cores dumped so far, written to the
-# serial console as a base64 tarball between two marker lines; then the
-# machine powers off.
+# What the initramfs /init scripts share (see Makefile): the mounts, the
+# modules' dumps, and the report: every module's section addresses
+# (sysfs), /proc/modules, /proc/kallsyms and dmesg, with the cores dumped
+# so far, written to the serial console as a base64 tarball between two
+# marker lines; then the machine powers off.
 
 # setup mounts what the scripts read and enters /out, where the report's
 # files go.
@@ -21,6 +21,17 @@ load() {
 	for m in "$@"; do
 		insmod /m/$m.ko || echo "oracle: insmod $m failed"
 	done
+}
+
+# dumpall: every loaded module's /proc/modules line (NAME.modules) and,
+# where the kernel has /proc/kcore, its core (NAME.core, kdump.c; armhf's
+# are read from the guest's RAM afterwards: armpages.go).
+dumpall() {
+	while read name size refs deps state addr rest; do
+		echo "$name $size $refs $deps $state $addr" > $name.modules
+		[ -e /proc/kcore ] || continue
+		kdump $addr $size > $name.core || echo "oracle: kdump $name failed"
+	done < /proc/modules
 }
 
 report() {
