@@ -273,10 +273,11 @@ func TestCorpusSnapshot(t *testing.T) {
 				_, err = six.Lookup("vmlinux", "no_such_symbol_anywhere", 0)
 				assert.ErrorIs(t, err, ErrNotFound)
 				if format == "zstd" {
-					// A ninth of the text or so; a fifth at most.
+					// 0.4-0.6 of the text (its tables are stored, 12 bytes
+					// a symbol and more); two thirds at most.
 					st, err := os.Stat(testutil.Corpus(t, rel))
 					require.NoError(t, err)
-					assert.Less(t, buf.Len(), int(st.Size())/5, "compact snapshot of %d bytes", buf.Len())
+					assert.Less(t, buf.Len(), int(st.Size())*2/3, "compact snapshot of %d bytes", buf.Len())
 				}
 				require.NoError(t, six.Close())
 			}

@@ -40,7 +40,11 @@
 // once the Index is unreachable (names handed to callers are then copies).
 // Such a file must not be truncated or rewritten in place while its Index
 // is in use (replace it by renaming, as the snapshot writers do), or
-// Options.NoMap reads it. Texts are read by default (into huge pages
+// Options.NoMap reads it. A compact snapshot file is mapped too, and kept
+// by its Index: loading checks it whole but decodes only its table of
+// contents, and each chunk of its names and records is decoded the first
+// time a lookup needs it (DecodeAll decodes the rest at once, and reports a
+// chunk that does not decode). Texts are read by default (into huge pages
 // where the kernel allows): in a mapped text, every lookup takes a TLB
 // miss on the file's 4 KiB pages (85 -> 125 ns). Options.MapText maps them
 // anyway, for a short-lived process such as klpresolve's commands: the

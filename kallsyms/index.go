@@ -27,6 +27,9 @@ type Index struct {
 	objs   []object // objs[0] is vmlinux
 	byName map[string]int
 	lto    bool
+	// lazy: a compact snapshot's chunks, decoded when first needed (at);
+	// nil for any other index.
+	lazy *lazySnapshot
 	// mapping: data (and a raw snapshot's arrays) are in this read-only
 	// mapping of a raw snapshot or text file (Options.MapText), unmapped
 	// by a cleanup once the Index is unreachable, so a name handed to a
@@ -120,7 +123,7 @@ func isPseudo(name string) bool {
 }
 
 func (ix *Index) name(i uint32) string {
-	s := &ix.syms[i]
+	s := ix.at(i)
 	return ix.data[s.off : s.off+uint32(s.nlen)]
 }
 
@@ -134,7 +137,7 @@ func (ix *Index) nameOut(i uint32) string {
 }
 
 func (ix *Index) symbol(i uint32, pos int) Symbol {
-	s := &ix.syms[i]
+	s := ix.at(i)
 	return Symbol{Name: ix.nameOut(i), Object: ix.objs[ix.objectOf(i)].name, Address: s.addr, Type: s.typ, Pos: pos}
 }
 
@@ -199,6 +202,7 @@ func (ix *Index) Close() error {
 		return nil
 	}
 	ix.unmap.Stop()
+	ix.closeLazy()
 	if ix.mapping != nil {
 		unmapFile(ix.mapping)
 	}
@@ -251,6 +255,7 @@ func (ix *Index) ListsData() bool {
 	if _, ok := ix.Find(Vmlinux, "jiffies", 1); ok {
 		return true
 	}
+	_ = ix.DecodeAll() // a chunk that does not decode has no data symbols
 	o := &ix.objs[0]
 	data := 0
 	for _, s := range ix.syms[o.start:o.end] {
@@ -314,7 +319,7 @@ func (ix *Index) Symbols(object string, fn func(Symbol) bool) {
 	}
 	o := &ix.objs[oi]
 	for i := o.start; i < o.end; i++ {
-		s := &ix.syms[i]
+		s := ix.at(i)
 		if !fn(Symbol{Name: ix.nameOut(i), Object: o.name, Address: s.addr, Type: s.typ}) {
 			return
 		}
@@ -825,5 +830,8 @@ func (ix *Index) key(i uint32) string {
 func (ix *Index) MemSize() int {
 	n := len(ix.data) + len(ix.syms)*int(unsafe.Sizeof(sym{})) + len(ix.next)*4
 	n += len(ix.slots)*int(unsafe.Sizeof(slot{})) + ix.scratch
+	if ix.lazy != nil {
+		n += len(ix.lazy.file) // the frames its chunks are decoded from
+	}
 	return n
 }

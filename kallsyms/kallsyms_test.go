@@ -390,9 +390,9 @@ func TestModuleLinesSplitAcrossTheFile(t *testing.T) {
 	assert.Equal(t, 2, ix.Objects()[1].Symbols)
 }
 
-// writers are the snapshot formats: compact (version 5), raw (6), and
-// the compact version 1 that builds before version 5 wrote.
-var writers = map[string]func(*Index, io.Writer) error{"zstd": (*Index).WriteSnapshot, "raw": (*Index).WriteSnapshotRaw, "zstd v1": writeSnapshotV1}
+// writers are the snapshot formats: compact (version 7), raw (6), and
+// the compact versions 5 and 1 that earlier builds wrote.
+var writers = map[string]func(*Index, io.Writer) error{"zstd": (*Index).WriteSnapshot, "raw": (*Index).WriteSnapshotRaw, "zstd v5": writeSnapshotV5, "zstd v1": writeSnapshotV1}
 
 func TestSnapshotRoundTrip(t *testing.T) {
 	for _, lto := range []bool{false, true} {

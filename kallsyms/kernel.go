@@ -137,7 +137,7 @@ func (ix *Index) LookupListed(object, name string, sympos uint64) (Symbol, error
 // walking from head (find) without building a Symbol list.
 func (ix *Index) allListed(k KernelKallsyms, head uint32, name string) bool {
 	for i := head; i != 0; i = ix.next[i-1] {
-		s := &ix.syms[i-1]
+		s := ix.at(i - 1)
 		if ix.matches(i-1, name) && !k.lists(ix.name(i-1), s.typ, s.addr) {
 			return false
 		}

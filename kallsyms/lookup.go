@@ -193,6 +193,9 @@ func (ix *Index) missErr(oi int, name string, sympos, count, addr uint64) *Looku
 		} else {
 			e.Near = ix.near(oi, name)
 		}
+		if err := ix.decodeErr(); err != nil { // a forged snapshot's chunk
+			e.Note = strings.TrimPrefix(e.Note+"; ", "; ") + err.Error()
+		}
 		return e
 	case count > 1 && sympos == 0:
 		c := ix.candidates(o, name)
@@ -208,7 +211,7 @@ func (ix *Index) missErr(oi int, name string, sympos, count, addr uint64) *Looku
 // wanted position or, for sympos 0, at the second match.
 func (ix *Index) search(head uint32, name string, sympos uint64) (last uint32, count, addr uint64) {
 	for i := head; i != 0; i = ix.next[i-1] {
-		s := &ix.syms[i-1]
+		s := ix.at(i - 1)
 		if ix.matches(i-1, name) {
 			count++
 			addr, last = s.addr, i-1
@@ -232,7 +235,7 @@ func (ix *Index) found(o *object, name string, last uint32, count, addr uint64) 
 	} else {
 		n = ix.nameOut(last) // LTO: the symbol has the suffix
 	}
-	return Symbol{Name: n, Object: o.name, Address: addr, Type: ix.syms[last].typ, Pos: int(count)}
+	return Symbol{Name: n, Object: o.name, Address: addr, Type: ix.at(last).typ, Pos: int(count)}
 }
 
 // Find is Lookup without the diagnostics: ok is false where Lookup would
@@ -268,7 +271,7 @@ func (ix *Index) candidates(o *object, name string) []Symbol {
 	var out []Symbol
 	for i := ix.find(o, name); i != 0; i = ix.next[i-1] {
 		if ix.matches(i-1, name) {
-			s := &ix.syms[i-1]
+			s := ix.at(i - 1)
 			out = append(out, Symbol{Name: ix.nameOut(i - 1), Object: o.name, Address: s.addr, Type: s.typ, Pos: len(out) + 1})
 		}
 	}
@@ -303,6 +306,7 @@ func baseName(name string) string {
 // indexVariants files every symbol whose name carries a compiler suffix
 // under its base name, in symbol order (pseudo-modules left out).
 func (ix *Index) indexVariants() {
+	_ = ix.DecodeAll() // every name, on every core
 	ix.variants = map[string][]uint32{}
 	for j := range ix.objs {
 		o := &ix.objs[j]
@@ -596,7 +600,7 @@ func (ix *Index) FindExport(name string, gplOK bool) (Symbol, bool) {
 			// EXPORT_SYMBOL table only: those are upper case. An
 			// EXPORT_SYMBOL_GPL one is lower case, but its
 			// __ksymtab_<name> entry is listed too (CONFIG_KALLSYMS_ALL).
-			if isUpper(ix.syms[i-1].typ) {
+			if isUpper(ix.at(i - 1).typ) {
 				return ix.symbol(i-1, 1), true
 			}
 			if gplOK {
@@ -623,7 +627,7 @@ func (ix *Index) GPLOnly(name string) bool {
 
 // inGPLTable: sym k (a __ksymtab_ entry) is in the GPL-only table.
 func (ix *Index) inGPLTable(k uint32) bool {
-	a := ix.syms[k].addr
+	a := ix.at(k).addr
 	return a >= ix.gplLo && a < ix.gplHi
 }
 
@@ -782,6 +786,7 @@ func (ix *Index) Addr(address uint64) (AddrInfo, bool) {
 }
 
 func (ix *Index) sortByAddr() {
+	_ = ix.DecodeAll() // a chunk that does not decode has no addresses
 	b := make([]uint32, 0, len(ix.syms))
 	for i := range ix.syms {
 		if t := ix.syms[i].typ; t == 'A' || t == 'a' {

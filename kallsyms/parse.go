@@ -45,10 +45,10 @@ type Options struct {
 	// NoMap makes Open read a snapshot file into memory instead of
 	// mapping it. A mapping is faster to load (nothing is copied), but
 	// the file must then not be truncated or rewritten in place while
-	// the Index is in use (a raw snapshot, used in place) or while it
-	// loads (a compact one, decoded from the mapping, which is then
-	// unmapped): the kernel would kill the process (SIGBUS), or lookups
-	// would see bytes that were never validated.
+	// the Index is in use (a raw snapshot, used in place; a compact one,
+	// whose tables are used in place and whose chunks are decoded from
+	// the mapping when first needed): the kernel would kill the process
+	// (SIGBUS), or lookups would see bytes that were never validated.
 	// WriteSnapshotRawFile replaces a file by renaming a new one over it,
 	// which is safe. A mapped index's lookups also cost more (the file's
 	// 4 KiB pages miss the TLB where a read buffer sits in huge pages:
@@ -101,6 +101,10 @@ func Open(path string, opts *Options) (*Index, error) {
 	}
 	if f != nil && f.compact {
 		ix, err := loadSnapshotSums(path, f.data, nil, opts.lto())
+		if err == nil && ix.lazy != nil {
+			ix.own(f.data) // its chunks are decoded from the mapping
+			return ix, nil
+		}
 		unmapFile(f.data) // nothing of the index points into it
 		return ix, err
 	}

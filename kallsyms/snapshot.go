@@ -2,6 +2,7 @@ package kallsyms
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -18,43 +19,64 @@ import (
 	"github.com/klpresolve/klpresolve/internal/par"
 )
 
-// Compact snapshot format, version 5: the symbols in chunks, each chunk's
+// Compact snapshot format, version 7: the symbols in chunks, each chunk's
 // columns and names zstd-compressed apart, so that it is smaller than the
-// text compressed whole, and each chunk is decoded, rebuilt and hashed on
-// its own, on every core at once. (Version 1 stored 16-byte records in
-// one frame: larger than `zstd -3` of the text, and three times slower to
-// load than the text was to parse: still read, see snapshot_v1.go. Versions
-// 2-4 are the raw format's, see snapraw.go.) All integers little-endian.
+// text compressed whole; then the hash tables and chains, uncompressed, so
+// that loading decodes nothing but the table of contents: a chunk is
+// decoded the first time a lookup reaches one of its symbols (see
+// lazySnapshot), and every chunk at once, on every core, by DecodeAll and
+// by what reads every symbol. (Version 5 had no tables, and rebuilt them
+// from every chunk on load: a load cost more than parsing the text; it is
+// still read, as is version 1, which stored 16-byte records in one frame:
+// see snapshot_v1.go. Versions 2-4 and 6 are the raw format's, see
+// snapraw.go.) All integers little-endian.
 //
-//	header (32 bytes):
+//	header (40 bytes):
 //	  [8] magic "KLPSNAP\x00"
-//	  u32 version (5)
-//	  u32 flags (bit 0: LTO matching)
+//	  u32 version (7)
+//	  u32 flags (bit 0: LTO matching: vmlinux's tables are keyed by names
+//	      without their .llvm.<hash> suffix, see Index.ltoSym)
 //	  u32 frames: 1 + 2 x chunks
 //	  u32 0
-//	  u64 xxhash64 of the header's first 24 bytes and all that follows it
+//	  u64 xxhash64 of the header's first 24 bytes and all that follows
+//	      its first 32
+//	  u32 table slots, u32 chain links
 //	frame table: u32 stored length, u32 decoded length, for each frame
 //	the frames, each one zstd frame:
 //	  the table of contents:
 //	    u32 objects, u32 symbols, u32 symbol-name bytes,
 //	    u32 source-name bytes, u32 object-name bytes,
 //	    source name, object names,
-//	    objects (8 bytes each): u16 name length, u16 flags (bit 0 pseudo),
-//	                            u32 end symbol
-//	  for each chunk of symbols (which the loader rebuilds in parallel):
+//	    objects (32 bytes each): u16 name length, u16 flags (bit 0 pseudo),
+//	                             u32 end symbol, u32 table offset, u32
+//	                             table size (slots), u64 low, u64 high
+//	                             address (see ObjectInfo)
+//	  for each chunk of symbols:
 //	    its columns: u64 the address of the symbol before its first (0 for
 //	      the first chunk's), then 11 bytes a symbol, column by column: the
 //	      type; the name length's low byte, then its high byte; the
 //	      address as 8 byte planes, low byte first, of the zigzag-encoded
 //	      difference from the previous symbol's address
 //	    its symbols' names, one after another
+//	zero padding to a multiple of 8 bytes from the file's start
+//	tables: 8 bytes per slot (u32 name hash, u32 index+1 or 0): each
+//	        object's, one after the other, as the Index holds them
+//	chain links: 8 bytes each (u32 symbol, u32 index+1 of the next
+//	        symbol of its name in its object), for the symbols whose
+//	        chain goes on, in symbol order
 //
-// Hash tables are not stored: they are rebuilt on load, on all cores (the
-// raw format stores them).
+// Version 5 is version 7 with a 32-byte header, 8-byte object records
+// (u16 name length, u16 flags, u32 end symbol) and nothing after the
+// frames.
 const (
-	snapshotVersion = 5
-	headerSize      = 32
+	snapshotVersion = 7
+	snapshotV5      = 5
+	headerSize      = 40
+	headerSizeV5    = 32 // and version 1's
 	tocFixed        = 20
+	tocObject       = 32 // bytes an object's record in the table of contents
+	tocObjectV5     = 8
+	linkRecord      = 8
 	columnBytes     = 11 // bytes a symbol in a chunk's columns
 	// maxExpansion bounds the decoded size by the file's: a forged table
 	// of frames cannot make the loader allocate what the file does not
@@ -68,23 +90,27 @@ const (
 	// and decode at 1.2 GB/s here where frames of 64 KiB decode at 0.75
 	// (the decoder's last 128 KiB of a frame decoded in place is its
 	// slower, bounds-checked copy).
-	chunkNameBytes = 512 << 10
+	chunkNameBytes = 16 << 10
 )
 
 var snapshotMagic = []byte("KLPSNAP\x00")
 
 func isSnapshot(b []byte) bool { return bytes.HasPrefix(b, snapshotMagic) }
 
-// ErrTooRepetitive is returned by WriteSnapshot for an index that
-// compresses more than 64-fold (no real kernel's comes near: they compress
-// 6-7 fold), which the loader would take for a forged file. The raw
-// format (WriteSnapshotRaw) stores any index.
+// ErrTooRepetitive is returned by WriteSnapshot for an index whose
+// snapshot would decode to more than 64 times its size, which the loader
+// would take for a forged file. Since version 7, whose tables take 12
+// bytes a symbol or more, uncompressed, no index does (real kernels'
+// snapshots decode to about twice their size).
 var ErrTooRepetitive = errors.New("index compresses too well for the compact snapshot format (write the raw one)")
 
 // WriteSnapshot writes ix to w in the compact snapshot format.
 func (ix *Index) WriteSnapshot(w io.Writer) error {
 	if ix.closed {
 		return fmt.Errorf("%s: %w", ix.source, ErrClosed)
+	}
+	if err := ix.DecodeAll(); err != nil {
+		return err
 	}
 	b, err := compactSnapshot(ix.snapshotParts(chunkNameBytes), ix.lto)
 	if err != nil {
@@ -94,10 +120,18 @@ func (ix *Index) WriteSnapshot(w io.Writer) error {
 	return err
 }
 
-// snapshotParts returns what the frames of ix's compact snapshot hold:
-// the table of contents, then each chunk's columns and names, in chunks
-// of chunkBytes of names or a little more.
-func (ix *Index) snapshotParts(chunkBytes int) [][]byte {
+// compactParts is what a compact snapshot holds: what its frames hold
+// (the table of contents, then each chunk's columns and names), and its
+// tables and chain links, stored as they are.
+type compactParts struct {
+	frames       [][]byte
+	tables       []byte
+	slots, links uint32
+}
+
+// snapshotParts returns the parts of ix's compact snapshot, in chunks of
+// chunkBytes of names or a little more.
+func (ix *Index) snapshotParts(chunkBytes int) compactParts {
 	n := len(ix.syms)
 	le := binary.LittleEndian
 	nameBytes := 0
@@ -108,7 +142,7 @@ func (ix *Index) snapshotParts(chunkBytes int) [][]byte {
 	for _, o := range ix.objs {
 		objNames = append(objNames, o.name...)
 	}
-	toc := make([]byte, 0, tocFixed+len(ix.source)+len(objNames)+8*len(ix.objs))
+	toc := make([]byte, 0, tocFixed+len(ix.source)+len(objNames)+tocObject*len(ix.objs))
 	for _, v := range []int{len(ix.objs), n, nameBytes, len(ix.source), len(objNames)} {
 		toc = le.AppendUint32(toc, uint32(v))
 	}
@@ -122,10 +156,14 @@ func (ix *Index) snapshotParts(chunkBytes int) [][]byte {
 		toc = le.AppendUint16(toc, uint16(len(o.name)))
 		toc = le.AppendUint16(toc, fl)
 		toc = le.AppendUint32(toc, o.end)
+		toc = le.AppendUint32(toc, o.off)
+		toc = le.AppendUint32(toc, o.size)
+		toc = le.AppendUint64(toc, o.lo)
+		toc = le.AppendUint64(toc, o.hi)
 	}
 	// The frames' contents: the table of contents, then each chunk's
 	// columns and names.
-	parts := [][]byte{toc}
+	parts := compactParts{frames: [][]byte{toc}, slots: uint32(len(ix.slots))}
 	names := make([]byte, 0, nameBytes)
 	prev := uint64(0)
 	for s0 := 0; s0 < n; {
@@ -147,15 +185,59 @@ func (ix *Index) snapshotParts(chunkBytes int) [][]byte {
 			}
 			prev = s.addr
 		}
-		parts = append(parts, cols, names[at:])
+		parts.frames = append(parts.frames, cols, names[at:])
 		s0 = s1
 	}
+	t := make([]byte, 0, 8*len(ix.slots))
+	for _, sl := range ix.canonicalSlots() {
+		t = le.AppendUint32(t, sl.hash)
+		t = le.AppendUint32(t, sl.idx)
+	}
+	for i, nx := range ix.next {
+		if nx != 0 {
+			t = le.AppendUint32(t, uint32(i))
+			t = le.AppendUint32(t, nx)
+			parts.links++
+		}
+	}
+	parts.tables = t
 	return parts
 }
 
-// compactSnapshot compresses parts, each into a frame, and lays out the
-// compact snapshot that holds them (flags bit 0 if lto).
-func compactSnapshot(parts [][]byte, lto bool) ([]byte, error) {
+// canonicalSlots is ix's tables as inserting each object's names in
+// symbol order makes them. Where names collide, the order of a table's
+// entries is the order they were filed in, which the parallel builds do
+// not fix; a snapshot holds the same bytes whatever the index was built
+// from (see TestSnapshotDeterministic).
+func (ix *Index) canonicalSlots() []slot {
+	out := make([]slot, len(ix.slots))
+	var filed []slot
+	for i := range ix.objs {
+		o := &ix.objs[i]
+		filed = filed[:0]
+		for _, sl := range ix.slots[o.off : o.off+o.size] {
+			if sl.idx != 0 {
+				filed = append(filed, sl)
+			}
+		}
+		slices.SortFunc(filed, func(a, b slot) int { return cmp.Compare(a.idx, b.idx) })
+		table := out[o.off : o.off+o.size]
+		for _, sl := range filed {
+			p := home(sl.hash, o.size)
+			for table[p].idx != 0 {
+				if p++; p == o.size {
+					p = 0
+				}
+			}
+			table[p] = sl
+		}
+	}
+	return out
+}
+
+// compactSnapshot compresses the parts' frames and lays out the compact
+// snapshot that holds them and the tables (flags bit 0 if lto).
+func compactSnapshot(parts compactParts, lto bool) ([]byte, error) {
 	workers := runtime.GOMAXPROCS(0)
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBestCompression),
 		zstd.WithEncoderConcurrency(workers), zstd.WithEncoderCRC(false))
@@ -163,14 +245,16 @@ func compactSnapshot(parts [][]byte, lto bool) ([]byte, error) {
 		return nil, err
 	}
 	defer enc.Close()
-	frames := make([][]byte, len(parts))
-	par.For(workers, len(parts), func(k int) { frames[k] = enc.EncodeAll(parts[k], nil) })
+	frames := make([][]byte, len(parts.frames))
+	par.For(workers, len(frames), func(k int) { frames[k] = enc.EncodeAll(parts.frames[k], nil) })
 	le := binary.LittleEndian
 	size, decoded := headerSize+8*len(frames), 0
 	for k, f := range frames {
 		size += len(f)
-		decoded += len(parts[k])
+		decoded += len(parts.frames[k])
 	}
+	tablesAt := int(align8(uint64(size)))
+	size = tablesAt + len(parts.tables)
 	if decoded > expansionBound(size) {
 		return nil, ErrTooRepetitive
 	}
@@ -181,13 +265,17 @@ func compactSnapshot(parts [][]byte, lto bool) ([]byte, error) {
 		le.PutUint32(out[12:], 1)
 	}
 	le.PutUint32(out[16:], uint32(len(frames)))
+	le.PutUint32(out[32:], parts.slots)
+	le.PutUint32(out[36:], parts.links)
 	for k, f := range frames {
 		out = le.AppendUint32(out, uint32(len(f)))
-		out = le.AppendUint32(out, uint32(len(parts[k])))
+		out = le.AppendUint32(out, uint32(len(parts.frames[k])))
 	}
 	for _, f := range frames {
 		out = append(out, f...)
 	}
+	out = append(out, make([]byte, tablesAt-len(out))...)
+	out = append(out, parts.tables...)
 	le.PutUint64(out[24:], compactChecksum(out))
 	return out, nil
 }
@@ -197,7 +285,7 @@ func compactSnapshot(parts [][]byte, lto bool) ([]byte, error) {
 func compactChecksum(b []byte) uint64 {
 	d := xxhash.New()
 	d.Write(b[:24])
-	d.Write(b[headerSize:])
+	d.Write(b[headerSizeV5:])
 	return d.Sum64()
 }
 
@@ -228,19 +316,23 @@ func storedSize(b []byte) (size, need int64, known bool) {
 	if len(b) < headerSize {
 		return 0, headerSize, false
 	}
-	switch le.Uint32(b[8:]) {
-	case snapshotVersion:
+	switch v := le.Uint32(b[8:]); v {
+	case snapshotVersion, snapshotV5:
+		hs := compactHeaderSize(v)
 		nframe := int64(le.Uint32(b[16:]))
 		if !frameCountOK(uint64(nframe)) {
 			return int64(len(b)), 0, true
 		}
-		table := headerSize + 8*nframe
+		table := hs + 8*nframe
 		if int64(len(b)) < table {
 			return 0, table, false
 		}
 		size = table
 		for k := range nframe {
-			size += int64(le.Uint32(b[headerSize+8*k:]))
+			size += int64(le.Uint32(b[hs+8*k:]))
+		}
+		if v == snapshotVersion {
+			size = int64(align8(uint64(size))) + 8*(int64(le.Uint32(b[32:]))+int64(le.Uint32(b[36:])))
 		}
 		return min(size, maxInput), 0, true
 	case rawVersion, rawVersionV4:
@@ -256,6 +348,14 @@ func storedSize(b []byte) (size, need int64, known bool) {
 		return 0, 0, false
 	}
 	return int64(len(b)), 0, true // an unknown version: the loader says so
+}
+
+// compactHeaderSize is the header size of compact snapshot version v.
+func compactHeaderSize(v uint32) int64 {
+	if v == snapshotV5 {
+		return headerSizeV5
+	}
+	return headerSize
 }
 
 // frameCountOK: a compact snapshot has its table of contents and two
@@ -285,21 +385,26 @@ type snapFrame struct{ from, to, n uint64 }
 // loadSnapshotSums is loadSnapshot with the chunk sums of a raw snapshot
 // computed while it was read (see loadRawSnapshot).
 func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
-	if len(b) < headerSize {
+	if len(b) < headerSizeV5 {
 		return nil, snapErr(name, "truncated header (%d bytes)", len(b))
 	}
 	le := binary.LittleEndian
-	switch v := le.Uint32(b[8:]); v {
-	case snapshotVersion:
+	v := le.Uint32(b[8:])
+	switch v {
+	case snapshotVersion, snapshotV5:
 	case rawVersion, rawVersionV4:
 		return loadRawSnapshot(name, b, sums, lto)
 	case snapshotV1:
 		return loadSnapshotV1(name, b, lto)
 	default:
 		if v > snapshotVersion {
-			return nil, snapErr(name, "version %d, from a newer klpresolve (this build reads %d, %d, %d and %d): use that klpresolve, or write the snapshot again with this one", v, snapshotVersion, snapshotV1, rawVersion, rawVersionV4)
+			return nil, snapErr(name, "version %d, from a newer klpresolve (this build reads %d, %d, %d, %d and %d): use that klpresolve, or write the snapshot again with this one", v, snapshotVersion, snapshotV5, snapshotV1, rawVersion, rawVersionV4)
 		}
-		return nil, snapErr(name, "unsupported version %d (this build reads %d, %d, %d and %d; write the snapshot again with this build)", v, snapshotVersion, snapshotV1, rawVersion, rawVersionV4)
+		return nil, snapErr(name, "unsupported version %d (this build reads %d, %d, %d, %d and %d; write the snapshot again with this build)", v, snapshotVersion, snapshotV5, snapshotV1, rawVersion, rawVersionV4)
+	}
+	hs := uint64(compactHeaderSize(v))
+	if uint64(len(b)) < hs {
+		return nil, snapErr(name, "truncated header (%d bytes)", len(b))
 	}
 	flags := le.Uint32(b[12:])
 	if flags&^1 != 0 {
@@ -309,27 +414,39 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 	if !frameCountOK(nframe) || le.Uint32(b[20:]) != 0 {
 		return nil, snapErr(name, "bad frame count %d", nframe)
 	}
-	body := uint64(headerSize) + 8*nframe
+	var nslot, nlink uint64
+	if v == snapshotVersion {
+		nslot, nlink = uint64(le.Uint32(b[32:])), uint64(le.Uint32(b[36:]))
+	}
+	body := hs + 8*nframe
 	if uint64(len(b)) < body {
 		return nil, snapErr(name, "truncated frame table (%d bytes, %d frames)", len(b), nframe)
 	}
 	frames := make([]snapFrame, nframe)
 	at, decoded := body, uint64(0)
 	for k := range frames {
-		r := b[headerSize+8*k:]
+		r := b[hs+8*uint64(k):]
 		stored, n := uint64(le.Uint32(r)), uint64(le.Uint32(r[4:]))
 		frames[k] = snapFrame{at, at + stored, n}
 		at += stored
 		decoded += n
 	}
+	tablesAt, end := at, at
+	if v == snapshotVersion {
+		tablesAt = align8(at)
+		end = tablesAt + 8*(nslot+nlink)
+	}
 	if compactChecksum(b) != le.Uint64(b[24:]) {
-		if at > uint64(len(b)) { // a copy cut off, most likely
-			return nil, snapErr(name, "truncated: %d bytes, its frames need %d", len(b), at)
+		if end > uint64(len(b)) { // a copy cut off, most likely
+			return nil, snapErr(name, "truncated: %d bytes, its frames and tables need %d", len(b), end)
 		}
 		return nil, snapErr(name, "checksum mismatch (file corrupted)")
 	}
-	if at != uint64(len(b)) {
-		return nil, snapErr(name, "frames add up to %d bytes, the file has %d", at, len(b))
+	if end != uint64(len(b)) {
+		return nil, snapErr(name, "frames and tables add up to %d bytes, the file has %d", end, len(b))
+	}
+	if !allZero(b[at:tablesAt]) {
+		return nil, snapErr(name, "padding before the tables is not zero")
 	}
 	if decoded > uint64(expansionBound(len(b))) {
 		return nil, snapErr(name, "frames decode to %d bytes, more than a file of %d bytes can hold", decoded, len(b))
@@ -344,31 +461,39 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer dec.Close()
-	// decode decodes a frame in place into dst, whose capacity is cut to
-	// its length: the decoder uses a destination's spare capacity as it
-	// likes.
-	decode := func(f snapFrame, dst []byte) error {
-		got, err := dec.DecodeAll(b[f.from:f.to], dst[:0:len(dst)])
-		if err != nil {
-			return err
+	keep := false
+	defer func() {
+		if !keep {
+			dec.Close()
 		}
-		if len(got) != len(dst) || len(got) > 0 && &got[0] != &dst[0] {
-			return fmt.Errorf("it decodes to %d bytes, the frame table says %d", len(got), len(dst))
-		}
-		return nil
-	}
+	}()
+	decode := func(f snapFrame, dst []byte) error { return decodeFrame(dec, b, f, dst) }
 	toc := make([]byte, frames[0].n)
 	if err := decode(frames[0], toc); err != nil {
 		return nil, snapErr(name, "table of contents: %v", err)
 	}
-	ix, nsym, nname, err := readTOC(name, toc, lto || flags&1 != 0)
+	fileLTO := flags&1 != 0
+	ix, nsym, nname, err := readTOC(name, toc, lto || fileLTO, v, nslot)
 	if err != nil {
 		return nil, err
 	}
 	ch, err := chunksOf(name, frames[1:], nsym, nname)
 	if err != nil {
 		return nil, err
+	}
+	if v == snapshotVersion && (fileLTO || !lto) {
+		// Every object's addresses zero: kptr_restrict, as in a text
+		// (which the writer cannot have had: it does not load).
+		if !slices.ContainsFunc(ix.objs, func(o object) bool { return o.lo != 0 || o.hi != 0 }) {
+			return nil, fmt.Errorf("%s: %w", name, ErrRestricted)
+		}
+		// The tables are stored, keyed as this index's are (an exact
+		// file asked for LTO matching is rebuilt, below).
+		if err := ix.loadLazy(name, b, b[tablesAt:end], nlink, ch, nsym, nname, dec); err != nil {
+			return nil, err
+		}
+		keep = true
+		return ix, nil
 	}
 	// The names, the records and the tables of a large index go in
 	// anonymous mappings where the system has them, on huge pages: fresh
@@ -405,6 +530,20 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 	ix.own(nmap)
 	nmap = nil
 	return ix, nil
+}
+
+// decodeFrame decodes frame f of the compact snapshot b in place into dst,
+// whose capacity is cut to its length: the decoder uses a destination's
+// spare capacity as it likes.
+func decodeFrame(dec *zstd.Decoder, b []byte, f snapFrame, dst []byte) error {
+	got, err := dec.DecodeAll(b[f.from:f.to], dst[:0:len(dst)])
+	if err != nil {
+		return err
+	}
+	if len(got) != len(dst) || len(got) > 0 && &got[0] != &dst[0] {
+		return fmt.Errorf("it decodes to %d bytes, the frame table says %d", len(got), len(dst))
+	}
+	return nil
 }
 
 // snapChunk is a chunk of a compact snapshot: its symbols [s0, s1) and their
@@ -458,19 +597,25 @@ func chunksOf(name string, frames []snapFrame, nsym int, nname uint32) ([]snapCh
 	return ch, nil
 }
 
-// readTOC reads a compact snapshot's table of contents into a new Index
-// with its objects; it returns the symbols' count and the names' size.
-func readTOC(name string, toc []byte, lto bool) (*Index, int, uint32, error) {
+// readTOC reads the table of contents of a compact snapshot of version v
+// into a new Index with its objects; it returns the symbols' count and
+// the names' size. Version 7's objects have their hash tables, which fill
+// the nslot slots one after the other, each the size build() gives it.
+func readTOC(name string, toc []byte, lto bool, v uint32, nslot uint64) (*Index, int, uint32, error) {
 	le := binary.LittleEndian
 	if len(toc) < tocFixed {
 		return nil, 0, 0, snapErr(name, "table of contents of %d bytes", len(toc))
 	}
-	var v [5]uint64
-	for i := range v {
-		v[i] = uint64(le.Uint32(toc[4*i:]))
+	var c [5]uint64
+	for i := range c {
+		c[i] = uint64(le.Uint32(toc[4*i:]))
 	}
-	nobj, nsym, nname, nsrc, nobjName := v[0], v[1], v[2], v[3], v[4]
-	if need := tocFixed + nsrc + nobjName + 8*nobj; need != uint64(len(toc)) {
+	nobj, nsym, nname, nsrc, nobjName := c[0], c[1], c[2], c[3], c[4]
+	rec := uint64(tocObject)
+	if v == snapshotV5 {
+		rec = tocObjectV5
+	}
+	if need := tocFixed + nsrc + nobjName + rec*nobj; need != uint64(len(toc)) {
 		return nil, 0, 0, snapErr(name, "table of contents is %d bytes, its counts need %d", len(toc), need)
 	}
 	if nsym == 0 {
@@ -489,9 +634,9 @@ func readTOC(name string, toc []byte, lto bool) (*Index, int, uint32, error) {
 	at += nobjName
 	ix := &Index{source: src, byName: make(map[string]int, nobj), lto: lto}
 	ix.objs = make([]object, nobj)
-	prev, noff := uint32(0), uint64(0)
+	prev, noff, tables := uint32(0), uint64(0), uint64(0)
 	for i := range ix.objs {
-		r := toc[at+8*uint64(i):]
+		r := toc[at+rec*uint64(i):]
 		nl, fl, end := uint64(le.Uint16(r)), le.Uint16(r[2:]), le.Uint32(r[4:])
 		if nl == 0 || noff+nl > nobjName {
 			return nil, 0, 0, snapErr(name, "object %d: name out of range", i)
@@ -501,10 +646,21 @@ func readTOC(name string, toc []byte, lto bool) (*Index, int, uint32, error) {
 		if err := ix.addObject(name, i, o, prev, nsym); err != nil {
 			return nil, 0, 0, err
 		}
+		if v != snapshotV5 {
+			o := &ix.objs[i]
+			o.off, o.size, o.lo, o.hi = le.Uint32(r[8:]), le.Uint32(r[12:]), le.Uint64(r[16:]), le.Uint64(r[24:])
+			if uint64(o.off) != tables || o.size != tableSize(o.end-o.start) || uint64(o.off)+uint64(o.size) > nslot {
+				return nil, 0, 0, snapErr(name, "object %q: hash table at %d, %d slots, does not fit", o.name, o.off, o.size)
+			}
+			tables += uint64(o.size)
+		}
 		prev = end
 	}
 	if uint64(prev) != nsym || noff != nobjName {
 		return nil, 0, 0, snapErr(name, "objects cover %d of %d symbols and %d of %d name bytes", prev, nsym, noff, nobjName)
+	}
+	if v != snapshotV5 && tables != nslot {
+		return nil, 0, 0, snapErr(name, "objects' tables fill %d of %d slots", tables, nslot)
 	}
 	return ix, int(nsym), uint32(nname), nil
 }
@@ -552,38 +708,13 @@ func (ix *Index) rebuild(name string, ch []snapChunk, st *stream, names []byte, 
 		if errs[k] = decode(c, cols); errs[k] != nil {
 			return
 		}
-		prev, planes := binary.LittleEndian.Uint64(cols), cols[8:]
 		syms, h := ix.syms[c.s0:c.s1], hashes[c.s0:c.s1]
-		off := c.n0
-		for j := range syms {
-			nl := uint32(planes[m+j]) | uint32(planes[2*m+j])<<8
-			if nl == 0 || nl >= KSYMNameLen || off+nl > c.n1 {
-				errs[k] = snapErr(name, "symbol %d: name out of range", int(c.s0)+j)
-				return
-			}
-			syms[j] = sym{off: off, nlen: uint16(nl), typ: planes[j]}
-			off += nl
-		}
-		if off != c.n1 {
-			errs[k] = snapErr(name, "chunk %d: its names are %d bytes, its symbols' lengths add up to %d", k, c.n1-c.n0, off-c.n0)
+		seen, err := decodeColumns(name, c, cols, syms)
+		if err != nil {
+			errs[k] = err
 			return
 		}
-		// The address differences, plane by plane (most are zero: a
-		// kernel's symbols are sorted, a module's close together).
-		for b := range 8 {
-			plane := planes[(3+b)*m : (4+b)*m]
-			if allZero(plane) {
-				continue
-			}
-			for j := range syms {
-				syms[j].addr |= uint64(plane[j]) << (8 * b)
-			}
-		}
-		seen := uint64(0)
 		for j := range syms {
-			prev += unzigzag(syms[j].addr)
-			syms[j].addr = prev
-			seen |= prev
 			off, nl := int(syms[j].off), int(syms[j].nlen)
 			switch i := c.s0 + uint32(j); {
 			case ix.ltoSym(i):
@@ -640,6 +771,44 @@ func (ix *Index) rebuild(name string, ch []snapChunk, st *stream, names []byte, 
 	}
 	ix.buildTables(hashes, st.block, vmRuns)
 	return nil
+}
+
+// decodeColumns fills syms, the records of chunk c, from its columns
+// cols (see the format), their names' offsets from where the chunk's
+// names start; it returns their addresses ORed.
+func decodeColumns(name string, c *snapChunk, cols []byte, syms []sym) (uint64, error) {
+	m := len(syms)
+	prev, planes := binary.LittleEndian.Uint64(cols), cols[8:]
+	off := c.n0
+	for j := range syms {
+		nl := uint32(planes[m+j]) | uint32(planes[2*m+j])<<8
+		if nl == 0 || nl >= KSYMNameLen || off+nl > c.n1 {
+			return 0, snapErr(name, "symbol %d: name out of range", int(c.s0)+j)
+		}
+		syms[j] = sym{off: off, nlen: uint16(nl), typ: planes[j]}
+		off += nl
+	}
+	if off != c.n1 {
+		return 0, snapErr(name, "chunk %d: its names are %d bytes, its symbols' lengths add up to %d", c.k, c.n1-c.n0, off-c.n0)
+	}
+	// The address differences, plane by plane (most are zero: a
+	// kernel's symbols are sorted, a module's close together).
+	for b := range 8 {
+		plane := planes[(3+b)*m : (4+b)*m]
+		if allZero(plane) {
+			continue
+		}
+		for j := range syms {
+			syms[j].addr |= uint64(plane[j]) << (8 * b)
+		}
+	}
+	seen := uint64(0)
+	for j := range syms {
+		prev += unzigzag(syms[j].addr)
+		syms[j].addr = prev
+		seen |= prev
+	}
+	return seen, nil
 }
 
 // hashAll computes every symbol's table key, on all cores.

@@ -42,7 +42,7 @@ func loadSnapshotV1(name string, b []byte, lto bool) (*Index, error) {
 	}
 	plen := le.Uint64(b[16:])
 	sum := le.Uint64(b[24:])
-	body := b[headerSize:]
+	body := b[headerSizeV5:]
 	if plen < 16 || plen > uint64(len(body))*maxExpansion || plen > maxInput {
 		return nil, snapErr(name, "payload length %d does not fit a file of %d bytes", plen, len(b))
 	}

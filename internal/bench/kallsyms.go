@@ -147,10 +147,50 @@ func Kallsyms(path string, self []string) (*Report, error) {
 	}
 	st, _ := os.Stat(snap.Name())
 	load := minTime(15, func() { _, _ = kallsyms.Open(snap.Name(), nil) })
-	rep.add("snapshot_bytes", float64(st.Size()), "bytes", "compact (version 5): columns and names in zstd frames")
+	rep.add("snapshot_bytes", float64(st.Size()), "bytes", "compact (version 7): names and columns in zstd frames, tables stored")
 	rep.add("snapshot_vs_input", float64(st.Size())/float64(len(data)), "x", "its size against the text's")
-	rep.add("snapshot_load_ms", ms(load), "ms", "")
+	rep.add("snapshot_load_ms", ms(load), "ms", "checked whole, its chunks decoded when first needed")
 	rep.add("parse_vs_snapshot_load", ratio(parse, load), "x", "target >= 5")
+	// What a resolve pays: the load, then its lookups, each decoding its
+	// symbol's chunk the first time (the parse's index has paid for all).
+	const few = 100
+	some := func(ix *kallsyms.Index) {
+		for i := range few {
+			x := &q[i*(len(q)/few)]
+			_, _ = ix.Lookup(x.Object, x.Name, x.Pos)
+		}
+	}
+	loadSome := minTime(15, func() {
+		if s, err := kallsyms.Open(snap.Name(), nil); err == nil {
+			some(s)
+		}
+	})
+	parseSome := minTime(15, func() {
+		if s, err := kallsyms.Open(path, nil); err == nil {
+			some(s)
+		}
+	})
+	all := minTime(15, func() {
+		if s, err := kallsyms.Open(snap.Name(), nil); err == nil {
+			_ = s.DecodeAll()
+		}
+	})
+	rep.add("snapshot_load_100_lookups_ms", ms(loadSome), "ms", "the load, then 100 random lookups")
+	rep.add("parse_100_lookups_ms", ms(parseSome), "ms", "the parse, then the same lookups")
+	rep.add("parse_vs_snapshot_load_100_lookups", ratio(parseSome, loadSome), "x", "")
+	rep.add("snapshot_decode_all_ms", ms(all), "ms", "the load, then every chunk decoded on every core (DecodeAll)")
+	rep.add("parse_vs_snapshot_decode_all", ratio(parse, all), "x", "")
+	if s, err := kallsyms.Open(snap.Name(), nil); err == nil && s.DecodeAll() == nil {
+		sns, _ := nsPerOp(func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				x := &q[i%len(q)]
+				_, _ = s.Lookup(x.Object, x.Name, x.Pos)
+				i++
+			}
+		})
+		rep.add("snapshot_lookup_ns", sns, "ns", "lookups in the snapshot's index, every chunk decoded")
+	}
 	if err := ix.WriteSnapshotRawFile(snap.Name()); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,195 @@
+package kallsyms
+
+import (
+	"encoding/binary"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/klpresolve/klpresolve/internal/par"
+)
+
+// lazySnapshot is what the Index of a compact snapshot (version 7) keeps
+// to decode its chunks when they are first needed. Loading such a
+// snapshot checks it whole (checksum, counts, tables, chains) but decodes
+// only its table of contents: its records and names are zero until their
+// chunk is decoded, by the first lookup that reaches one of its symbols
+// (Index.at, Index.name) or by something that reads every symbol
+// (Index.DecodeAll). Each chunk is decoded once, under its own lock; a
+// chunk's done flag is set after its records and names are written, and
+// read before them, so readers on any goroutine see them whole.
+type lazySnapshot struct {
+	name   string
+	file   []byte // the snapshot: the frames are decoded from it
+	dec    *zstd.Decoder
+	names  []byte // ix.data's bytes
+	chunks []snapChunk
+	// first[i>>lazyBlockShift] is the chunk that holds the first symbol
+	// of i's block: i's chunk is that one or one of the next.
+	first []uint32
+	done  []atomic.Bool
+	mu    []sync.Mutex
+	errs  []error // a chunk's, written before its done flag
+}
+
+const lazyBlockShift = 6
+
+// loadLazy makes ix, whose objects readTOC read, the index of the compact
+// snapshot file with its chunks ch (nsym symbols, nname bytes of names):
+// its tables are used as stored (in place where the host is
+// little-endian and they are aligned), its chains read from the nlink
+// links after them, and its chunks decoded by dec when first needed.
+func (ix *Index) loadLazy(name string, file, tables []byte, nlink uint64, ch []snapChunk, nsym int, nname uint32, dec *zstd.Decoder) error {
+	le := binary.LittleEndian
+	nslot := (uint64(len(tables)) - linkRecord*nlink) / 8
+	st, links := tables[:8*nslot], tables[8*nslot:]
+	if hostLE && uintptr(unsafe.Pointer(unsafe.SliceData(st)))%4 == 0 {
+		ix.slots = unsafe.Slice((*slot)(unsafe.Pointer(unsafe.SliceData(st))), nslot)
+	} else {
+		ix.slots = make([]slot, nslot)
+		for i := range ix.slots {
+			ix.slots[i] = slot{le.Uint32(st[8*i:]), le.Uint32(st[8*i+4:])}
+		}
+	}
+	// The chains: forward, inside the symbol's object (so that no walk
+	// leaves it or loops), one link per symbol at most. A lookup checks
+	// each slot it takes (find); nothing else needs checking.
+	ix.next = make([]uint32, nsym)
+	o := 0
+	for k := range nlink {
+		i, nx := le.Uint32(links[linkRecord*k:]), le.Uint32(links[linkRecord*k+4:])
+		if uint64(i) >= uint64(nsym) || k > 0 && i <= le.Uint32(links[linkRecord*(k-1):]) {
+			return snapErr(name, "chain link %d: symbol %d out of order", k, i)
+		}
+		for ix.objs[o].end <= i {
+			o++
+		}
+		if nx <= i+1 || nx > ix.objs[o].end {
+			return snapErr(name, "symbol %d: chain to %d leaves object %q", i, nx, ix.objs[o].name)
+		}
+		ix.next[i] = nx
+	}
+	ix.syms = make([]sym, nsym)
+	names := make([]byte, nname)
+	ix.data = unsafe.String(unsafe.SliceData(names), len(names))
+	l := &lazySnapshot{name: name, file: file, dec: dec, names: names, chunks: ch,
+		first: make([]uint32, (nsym+1<<lazyBlockShift-1)>>lazyBlockShift),
+		done:  make([]atomic.Bool, len(ch)), mu: make([]sync.Mutex, len(ch)), errs: make([]error, len(ch))}
+	k := uint32(0)
+	for b := range l.first {
+		for ch[k].s1 <= uint32(b)<<lazyBlockShift {
+			k++
+		}
+		l.first[b] = k
+	}
+	ix.lazy = l
+	return nil
+}
+
+// ensure decodes the chunk holding symbol i unless it is decoded.
+func (l *lazySnapshot) ensure(ix *Index, i uint32) {
+	k := l.first[i>>lazyBlockShift]
+	for l.chunks[k].s1 <= i {
+		k++
+	}
+	if !l.done[k].Load() {
+		l.decode(ix, k)
+	}
+}
+
+// decode decodes chunk k into ix's records and names, once. A chunk that
+// does not decode (a forged file: the checksum held) keeps zero records,
+// which no lookup matches, and its error (err).
+func (l *lazySnapshot) decode(ix *Index, k uint32) {
+	l.mu[k].Lock()
+	defer l.mu[k].Unlock()
+	if l.done[k].Load() {
+		return
+	}
+	c := &l.chunks[k]
+	syms := ix.syms[c.s0:c.s1]
+	if err := l.fill(c, syms); err != nil {
+		clear(syms)
+		l.errs[k] = err
+	} else {
+		// symHasNext, from the chains (see sym).
+		for j := range syms {
+			if ix.next[c.s0+uint32(j)] != 0 {
+				syms[j].flags = symHasNext
+			}
+		}
+	}
+	l.done[k].Store(true)
+}
+
+// fill decodes chunk c's names and columns, and its records into syms.
+func (l *lazySnapshot) fill(c *snapChunk, syms []sym) error {
+	cols := make([]byte, c.cols.n)
+	if err := decodeFrame(l.dec, l.file, c.cols, cols); err != nil {
+		return snapErr(l.name, "chunk %d's columns: %v", c.k, err)
+	}
+	if err := decodeFrame(l.dec, l.file, c.names, l.names[c.n0:c.n1]); err != nil {
+		return snapErr(l.name, "chunk %d's names: %v", c.k, err)
+	}
+	_, err := decodeColumns(l.name, c, cols, syms)
+	return err
+}
+
+// err is the first error of the chunks decoded so far.
+func (l *lazySnapshot) err() error {
+	for k := range l.errs {
+		if l.done[k].Load() && l.errs[k] != nil {
+			return l.errs[k]
+		}
+	}
+	return nil
+}
+
+// at is symbol i's record, its chunk decoded first where it has not been.
+func (ix *Index) at(i uint32) *sym {
+	if l := ix.lazy; l != nil {
+		l.ensure(ix, i)
+	}
+	return &ix.syms[i]
+}
+
+// DecodeAll decodes now, on every core, whatever of the index is still
+// to be decoded, and returns the first error of a part that does not
+// decode (one that wraps ErrMalformed: a snapshot forged with a right
+// checksum). Only the index of a compact snapshot has such parts: loading
+// one checks it whole but decodes its symbols' records and names, chunk
+// by chunk, when a lookup first reaches them. DecodeAll does the rest at
+// once, as everything that reads every symbol does first (Symbols, Addr,
+// the nearest names of a miss, writing a snapshot). For other indexes it
+// does nothing and returns nil.
+func (ix *Index) DecodeAll() error {
+	l := ix.lazy
+	if l == nil {
+		return nil
+	}
+	par.For(runtime.GOMAXPROCS(0), len(l.chunks), func(k int) {
+		if !l.done[k].Load() {
+			l.decode(ix, uint32(k))
+		}
+	})
+	return l.err()
+}
+
+// decodeErr is the first error of a chunk decoded so far, or nil.
+func (ix *Index) decodeErr() error {
+	if ix.lazy == nil {
+		return nil
+	}
+	return ix.lazy.err()
+}
+
+// closeLazy releases what the lazy decoding kept.
+func (ix *Index) closeLazy() {
+	if ix.lazy != nil {
+		ix.lazy.dec.Close()
+		ix.lazy = nil
+	}
+}
