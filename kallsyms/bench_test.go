@@ -155,3 +155,29 @@ func BenchmarkOpenMapText(b *testing.B) {
 		_ = ix.Close()
 	}
 }
+
+// BenchmarkLookupSnapshot is BenchmarkLookup in the index of the
+// compact snapshot of the same file, every chunk decoded first.
+func BenchmarkLookupSnapshot(b *testing.B) {
+	ix, _, q := lookupSetup(b)
+	snap := b.TempDir() + "/k.snap"
+	if err := ix.WriteSnapshotFile(snap); err != nil {
+		b.Fatal(err)
+	}
+	s, err := kallsyms.Open(snap, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.DecodeAll(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		x := &q[i%len(q)]
+		if _, err := s.Lookup(x.Object, x.Name, x.Pos); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

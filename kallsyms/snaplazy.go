@@ -33,6 +33,11 @@ type lazySnapshot struct {
 	done  []atomic.Bool
 	mu    []sync.Mutex
 	errs  []error // a chunk's, written before its done flag
+	// left counts the chunks not yet decoded; all is set once none is
+	// (after the last one's done flag), and spares a lookup the chunk
+	// checks from then on.
+	left atomic.Int64
+	all  atomic.Bool
 }
 
 const lazyBlockShift = 6
@@ -85,6 +90,7 @@ func (ix *Index) loadLazy(name string, file, tables []byte, nlink uint64, ch []s
 		}
 		l.first[b] = k
 	}
+	l.left.Store(int64(len(ch)))
 	ix.lazy = l
 	return nil
 }
@@ -123,6 +129,9 @@ func (l *lazySnapshot) decode(ix *Index, k uint32) {
 		}
 	}
 	l.done[k].Store(true)
+	if l.left.Add(-1) == 0 {
+		l.all.Store(true)
+	}
 }
 
 // fill decodes chunk c's names and columns, and its records into syms.
@@ -150,7 +159,7 @@ func (l *lazySnapshot) err() error {
 
 // at is symbol i's record, its chunk decoded first where it has not been.
 func (ix *Index) at(i uint32) *sym {
-	if l := ix.lazy; l != nil {
+	if l := ix.lazy; l != nil && !l.all.Load() {
 		l.ensure(ix, i)
 	}
 	return &ix.syms[i]
