@@ -53,6 +53,33 @@ func ExampleIndex_Close() {
 	// true
 }
 
+// A compact snapshot loads without decoding its symbols: a lookup decodes
+// the chunk it reaches. A program that wants the whole file checked at
+// once (a snapshot from elsewhere, before it is trusted) calls DecodeAll.
+func ExampleIndex_DecodeAll() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	text := "ffffffff81000200 T vfs_read\nffffffffc0001000 t helper\t[xfs]\n"
+	ix, _ := kallsyms.Parse("kernel", strings.NewReader(text), nil)
+	p := filepath.Join(dir, "kernel.snap")
+	_ = ix.WriteSnapshotFile(p)
+
+	snap, err := kallsyms.Open(p, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer snap.Close()
+	if err := snap.DecodeAll(); err != nil {
+		fmt.Println(err) // a chunk forged with a right checksum
+		return
+	}
+	s, _ := snap.Lookup("", "vfs_read", 0)
+	fmt.Printf("%s: %s %#x\n", snap.Source(), s.Name, s.Address)
+	// Output:
+	// kernel: vfs_read 0xffffffff81000200
+}
+
 // A loader resolving many names wants found or not, without Lookup's
 // diagnostics (candidates, nearest names) for each miss.
 func ExampleIndex_Find() {
