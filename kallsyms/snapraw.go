@@ -90,6 +90,9 @@ func (ix *Index) WriteSnapshotRaw(w io.Writer) error {
 	if ix.closed {
 		return fmt.Errorf("%s: %w", ix.source, ErrClosed)
 	}
+	if err := ix.DecodeAll(); err != nil {
+		return err
+	}
 	le := binary.LittleEndian
 	var names []byte
 	// The header goes first in the same buffer, and the file is written

@@ -158,6 +158,17 @@ func TestSnapshotLazy(t *testing.T) {
 	require.NoError(t, ix.DecodeAll())
 	require.Len(t, decoded(), len(l.chunks))
 	sameIndex(t, ref, ix)
+	// Written again, in every form, from an index none of whose chunks
+	// is decoded yet: the writers decode them first.
+	for format, write := range writers {
+		fresh, err := ParseBytes("k.snap", b, nil)
+		require.NoError(t, err)
+		var buf bytes.Buffer
+		require.NoError(t, write(fresh, &buf), format)
+		again, err := ParseBytes("again", buf.Bytes(), nil)
+		require.NoError(t, err, format)
+		sameIndex(t, ref, again)
+	}
 	// An index that is not a compact snapshot's has nothing to decode.
 	require.NoError(t, ref.DecodeAll())
 	// Nor has one asked for LTO matching that the file was not written
@@ -373,6 +384,9 @@ func TestSnapshotForgedFrames(t *testing.T) {
 // writeSnapshotV1 writes ix in the version 1 compact format, as builds
 // before version 5 did: the recipe of the version 1 files the tests read.
 func writeSnapshotV1(ix *Index, w io.Writer) error {
+	if err := ix.DecodeAll(); err != nil {
+		return err
+	}
 	var names []byte
 	for i := range ix.syms {
 		names = append(names, ix.name(uint32(i))...)
@@ -417,6 +431,9 @@ func writeSnapshotV1(ix *Index, w io.Writer) error {
 // before version 7 did: no tables, 8-byte object records, a 32-byte
 // header.
 func writeSnapshotV5(ix *Index, w io.Writer) error {
+	if err := ix.DecodeAll(); err != nil {
+		return err
+	}
 	p := ix.snapshotParts(chunkNameBytes)
 	le := binary.LittleEndian
 	toc := p.frames[0]
