@@ -57,7 +57,9 @@
 //     (ErrNoPLTSection: powerpc's .stubs; arm's and arm64's .plt and
 //     .init.plt on a kernel with module PLTs), module_enforce_rwx_sections()
 //     a section both writable and executable (ErrWriteExec; a kernel with
-//     CONFIG_STRICT_MODULE_RWX), check_modinfo_livepatch() every
+//     CONFIG_STRICT_MODULE_RWX), arm64's module_finalize() one without
+//     .text.ftrace_trampoline (ErrNoPLTSection, silently, with module
+//     PLTs and CONFIG_DYNAMIC_FTRACE), check_modinfo_livepatch() every
 //     livepatch module on a kernel without CONFIG_LIVEPATCH
 //     (ErrNoLivepatch; ResolveOptions.Config tells both, else the
 //     symbols and the default), verify_exported_symbols() an export the

@@ -324,7 +324,11 @@ func TestNoPLTSection(t *testing.T) {
 		b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("name=fix_patch\x00livepatch=Y\x00"), Addralign: 1})
 		b.AddSection(elfobj.BuildSection{Name: ".gnu.linkonce.this_module", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 64), Addralign: 64})
 		for _, n := range names {
-			b.AddSection(elfobj.BuildSection{Name: n, Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: []byte{0}, Addralign: 1})
+			fl := elf.SHF_ALLOC | elf.SHF_EXECINSTR
+			if n == ".wx" {
+				fl |= elf.SHF_WRITE
+			}
+			b.AddSection(elfobj.BuildSection{Name: n, Type: elf.SHT_PROGBITS, Flags: fl, Data: []byte{0}, Addralign: 1})
 		}
 		return b.Bytes()
 	}
@@ -341,4 +345,37 @@ func TestNoPLTSection(t *testing.T) {
 	m, err = Parse("fix.ko", a64(".plt", ".init.plt"))
 	require.NoError(t, err)
 	assert.Nil(t, m.NoPLTSection)
+
+	// ... and .text.ftrace_trampoline, which module_finalize() looks for
+	// once the relocations are applied, with module PLTs and dynamic
+	// ftrace.
+	require.NotNil(t, m.NoFtracePLT)
+	assert.Same(t, m.NoFtracePLT, m.Refused())
+	assert.Equal(t, ".text.ftrace_trampoline", m.NoFtracePLT.Section)
+	assert.Equal(t, "fix_patch: module_finalize(): no .text.ftrace_trampoline: -ENOEXEC, with no message (insmod: Exec format error)", m.NoFtracePLT.Kernel)
+	res = m.Resolve(ix)
+	require.ErrorIs(t, res.LoadErr, ErrNoPLTSection)
+	assert.Equal(t, "no_plt_section", res.LoadErr.Kind())
+	withFtrace := *withPLTs
+	withFtrace.DynamicFtrace = true
+	assert.Same(t, m.NoFtracePLT, m.ResolveWith(ix, ResolveOptions{Config: &withFtrace}).LoadErr)
+	assert.Nil(t, m.ResolveWith(ix, ResolveOptions{Config: withPLTs}).LoadErr, "a kernel without dynamic ftrace never looks")
+	noPLTs := withFtrace
+	noPLTs.ModulePLTs = false
+	assert.Nil(t, m.ResolveWith(ix, ResolveOptions{Config: &noPLTs}).LoadErr, "nor one without module PLTs")
+	// A W+X section is refused before (layout_and_allocate()).
+	m, err = Parse("fix.ko", a64(".plt", ".init.plt", ".wx"))
+	require.NoError(t, err)
+	require.NotNil(t, m.NoFtracePLT)
+	require.NotNil(t, m.WriteExec)
+	assert.Same(t, m.WriteExec, m.Refused())
+	assert.Same(t, m.WriteExec, m.Resolve(ix).LoadErr)
+	m, err = Parse("fix.ko", a64(".plt", ".init.plt", ".text.ftrace_trampoline"))
+	require.NoError(t, err)
+	assert.Nil(t, m.Refused())
+	assert.Nil(t, m.Resolve(ix).LoadErr)
+	// Other architectures have no such section.
+	m, err = Parse("fix.ko", ppc(true, false))
+	require.NoError(t, err)
+	assert.Nil(t, m.NoFtracePLT)
 }

@@ -87,6 +87,14 @@ type Module struct {
 	// Debian's, and every arm64 one with KASLR or erratum 843419's
 	// workaround) (ErrNoPLTSection; Resolution.LoadErr carries it).
 	NoPLTSection *RelocError
+	// NoFtracePLT is set for an arm64 module without
+	// .text.ftrace_trampoline, which kbuild's module linker script makes
+	// beside .plt and .init.plt: module_finalize() refuses it, after its
+	// relocations are applied, on every kernel with module PLTs and
+	// CONFIG_DYNAMIC_FTRACE (Debian's), and says nothing: insmod reports
+	// "Exec format error" (ErrNoPLTSection; Resolution.LoadErr carries
+	// it).
+	NoFtracePLT *RelocError
 	// WriteExec is set for a module with a section both writable and
 	// executable: the module loader of a CONFIG_STRICT_MODULE_RWX kernel
 	// (every x86_64 and arm64 kernel, and armv7's by default) refuses it
@@ -203,6 +211,7 @@ func Parse(name string, data []byte) (*Module, error) {
 	m.checkThisModule()
 	m.checkSymtab()
 	m.checkPLTSection()
+	m.checkFtracePLT()
 	m.findWriteExec()
 	m.exports = f.Exports()
 	return m, nil
@@ -211,12 +220,14 @@ func Parse(name string, data []byte) (*Module, error) {
 // Refused is the first reason the module loader refuses the module on
 // every kernel (WriteExec: every kernel with CONFIG_STRICT_MODULE_RWX,
 // which all of livepatch's architectures have by default; arm's and
-// arm64's NoPLTSection: every one with module PLTs), in
-// load_module()'s order (setup_load_info(), then layout_and_allocate(),
-// then klp_enable_patch() from the module's init), or nil.
+// arm64's NoPLTSection: every one with module PLTs; NoFtracePLT: every
+// arm64 one with module PLTs and dynamic ftrace), in load_module()'s
+// order (setup_load_info(), then layout_and_allocate(), then
+// post_relocation(), then klp_enable_patch() from the module's init), or
+// nil.
 // Resolution.LoadErr adds what depends on the kernel.
 func (m *Module) Refused() *RelocError {
-	return cmp.Or(m.NoSymbols, m.NoModuleStruct, m.NoPLTSection, m.WriteExec, m.NotMarked)
+	return cmp.Or(m.NoSymbols, m.NoModuleStruct, m.NoPLTSection, m.WriteExec, m.NoFtracePLT, m.NotMarked)
 }
 
 // loaderName is the name the loader gives the module in its first
@@ -251,6 +262,31 @@ func (m *Module) checkPLTSection() {
 	}
 	m.NoPLTSection = &RelocError{File: m.Path, Section: missing, Err: ErrNoPLTSection, Kernel: m.KernelName() + ": " + says,
 		Hint: "the loader puts the entries for the calls out of the module in sections kbuild's module linker script (module.lds) makes; the file has no " + missing + ": link the module with kbuild (ld -r -T scripts/module.lds)"}
+}
+
+// checkFtracePLT: arm64's module_finalize(), from post_relocation() once
+// the relocations are applied, fills the module's two ftrace PLT entries
+// (module_init_ftrace_plt()) in .text.ftrace_trampoline, and refuses a
+// module without that section with -ENOEXEC and no message, where the
+// kernel has CONFIG_ARM64_MODULE_PLTS and CONFIG_DYNAMIC_FTRACE. A module
+// without .plt is refused before (NoPLTSection).
+func (m *Module) checkFtracePLT() {
+	const tramp = ".text.ftrace_trampoline"
+	if m.Machine != elf.EM_AARCH64 || m.NoPLTSection != nil || m.elf.SectionByName(tramp) != nil {
+		return
+	}
+	m.NoFtracePLT = &RelocError{File: m.Path, Section: tramp, Err: ErrNoPLTSection,
+		Kernel: m.KernelName() + ": module_finalize(): no " + tramp + ": -ENOEXEC, with no message (insmod: Exec format error)",
+		Hint:   "the loader writes the module's ftrace trampolines in " + tramp + ", which kbuild's module linker script (arch/arm64/include/asm/module.lds.h) makes beside .plt and .init.plt; the file was linked with another script: link it with kbuild's (ld -r -T scripts/module.lds)"}
+}
+
+// refusesFtracePLT is NoFtracePLT where the kernel refuses it: with
+// module PLTs and dynamic ftrace, assumed unless cfg says otherwise.
+func (m *Module) refusesFtracePLT(cfg *KernelConfig) *RelocError {
+	if m.NoFtracePLT == nil || cfg == nil || cfg.ModulePLTs && cfg.DynamicFtrace {
+		return m.NoFtracePLT
+	}
+	return nil
 }
 
 // refusesPLTSection is NoPLTSection where the kernel refuses it: powerpc

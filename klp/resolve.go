@@ -71,7 +71,10 @@ type Resolution struct {
 	// ErrNoModuleStruct (the module loader, on every kernel),
 	// ErrNoLivepatch (the module loader, on this kernel), ErrWriteExec
 	// (on every kernel with CONFIG_STRICT_MODULE_RWX, which is assumed
-	// unless ResolveOptions.Config says otherwise), ErrDuplicateExport
+	// unless ResolveOptions.Config says otherwise), ErrNoPLTSection for
+	// an arm64 module without .text.ftrace_trampoline (module_finalize(),
+	// with module PLTs and dynamic ftrace, assumed likewise),
+	// ErrDuplicateExport
 	// (on this kernel) or ErrNotMarked (klp_enable_patch(), on every
 	// kernel). The relocations and functions are resolved all the same,
 	// to show what else would fail.
@@ -125,6 +128,10 @@ type KernelConfig struct {
 	// Only with it does arm's or arm64's module_frob_arch_sections()
 	// refuse a module without .plt or .init.plt (ErrNoPLTSection).
 	ModulePLTs bool
+	// DynamicFtrace: CONFIG_DYNAMIC_FTRACE. With it and module PLTs,
+	// arm64's module_finalize() refuses a module without
+	// .text.ftrace_trampoline (ErrNoPLTSection).
+	DynamicFtrace bool
 }
 
 // BuiltIn is a deferred object that looks built into the kernel: every
@@ -304,7 +311,7 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 	res.BuiltIn = builtIn(ix, res, deferred)
 	// In load_module()'s order: setup_load_info(), check_modinfo(),
 	// module_frob_arch_sections() and module_enforce_rwx_sections()
-	// (layout_and_allocate()),
+	// (layout_and_allocate()), module_finalize() (post_relocation()),
 	// verify_exported_symbols() (complete_formation()), then
 	// klp_enable_patch() from the module's init.
 	for _, check := range []func() *RelocError{
@@ -312,6 +319,7 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 		func() *RelocError { return m.checkLivepatchSupport(ix, opts.Config) },
 		func() *RelocError { return m.refusesPLTSection(opts.Config) },
 		func() *RelocError { return m.checkWriteExec(opts.Config) },
+		func() *RelocError { return m.refusesFtracePLT(opts.Config) },
 		func() *RelocError { return m.checkExports(ix) },
 		func() *RelocError { return m.NotMarked },
 	} {

@@ -46,7 +46,7 @@ func (c *Config) Apply(o Options) Options {
 // a whole module (klp.ResolveOptions.Config).
 func (c *Config) Loader() *klp.KernelConfig {
 	return &klp.KernelConfig{File: c.File(), Livepatch: c.c.Enabled("LIVEPATCH"), StrictModuleRWX: c.c.Enabled("STRICT_MODULE_RWX"),
-		ModulePLTs: c.c.Enabled("ARM_MODULE_PLTS") || c.c.Enabled("ARM64_MODULE_PLTS")}
+		ModulePLTs: c.c.Enabled("ARM_MODULE_PLTS") || c.c.Enabled("ARM64_MODULE_PLTS"), DynamicFtrace: c.c.Enabled("DYNAMIC_FTRACE")}
 }
 
 // LinkOptions is lo with what the configuration decides about how the

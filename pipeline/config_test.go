@@ -68,7 +68,7 @@ func cfg(t *testing.T) func(lines ...string) *Config {
 }
 
 // TestConfigApply: Apply sets the loader's checks from CONFIG_LIVEPATCH,
-// CONFIG_STRICT_MODULE_RWX and arm's module PLTs, and the link options as LinkOptions does;
+// CONFIG_STRICT_MODULE_RWX, arm's module PLTs and CONFIG_DYNAMIC_FTRACE, and the link options as LinkOptions does;
 // Run then refuses (or not) as that kernel's loader would.
 func TestConfigApply(t *testing.T) {
 	cfg := cfg(t)
@@ -83,6 +83,9 @@ func TestConfigApply(t *testing.T) {
 	assert.Equal(t, &klp.KernelConfig{File: "config", ModulePLTs: true}, o.Config)
 	o = cfg("CONFIG_ARM64=y", "CONFIG_ARM64_MODULE_PLTS=y", "CONFIG_RANDOMIZE_BASE=y").Apply(Options{})
 	assert.True(t, o.Config.ModulePLTs)
+	assert.False(t, o.Config.DynamicFtrace)
+	o = cfg("CONFIG_ARM64=y", "CONFIG_ARM64_MODULE_PLTS=y", "CONFIG_DYNAMIC_FTRACE=y").Apply(Options{})
+	assert.Equal(t, &klp.KernelConfig{File: "config", ModulePLTs: true, DynamicFtrace: true}, o.Config)
 }
 
 // TestS390ExpolinesFromSymbols: without the kernel's configuration, an
