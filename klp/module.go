@@ -268,11 +268,12 @@ func (m *Module) checkPLTSection() {
 // the relocations are applied, fills the module's two ftrace PLT entries
 // (module_init_ftrace_plt()) in .text.ftrace_trampoline, and refuses a
 // module without that section with -ENOEXEC and no message, where the
-// kernel has CONFIG_ARM64_MODULE_PLTS and CONFIG_DYNAMIC_FTRACE. A module
-// without .plt is refused before (NoPLTSection).
+// kernel has CONFIG_ARM64_MODULE_PLTS and CONFIG_DYNAMIC_FTRACE
+// (modplt.MissingFtracePLT). A module without .plt is refused before
+// (NoPLTSection).
 func (m *Module) checkFtracePLT() {
-	const tramp = ".text.ftrace_trampoline"
-	if m.Machine != elf.EM_AARCH64 || m.NoPLTSection != nil || m.elf.SectionByName(tramp) != nil {
+	tramp := modplt.MissingFtracePLT(m.elf)
+	if tramp == "" {
 		return
 	}
 	m.NoFtracePLT = &RelocError{File: m.Path, Section: tramp, Err: ErrNoPLTSection,

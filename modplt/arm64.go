@@ -557,7 +557,7 @@ func (l *linker) arm64PLT(r Region, target uint64) (uint64, error) {
 // branch to when the kernel's are out of reach; from the kernel's own
 // symbols (LinkOptions.Kernel), each left zero where they do not say.
 func (l *linker) arm64Finalize() {
-	s := l.m.f.SectionByName(".text.ftrace_trampoline")
+	s := l.m.f.SectionByName(arm64FtraceSection)
 	if s == nil || l.placed[s.Index] == nil || l.opts.Kernel == nil {
 		return
 	}

@@ -343,6 +343,9 @@ func (m *Module) Count(opts Options) (*Counts, error) {
 		missing, says := MissingPLTSection(f)
 		switch {
 		case missing == "":
+			if tramp := MissingFtracePLT(f); tramp != "" {
+				res.Warnings = append(res.Warnings, "no "+tramp+" section: a kernel with dynamic ftrace refuses the module (module_finalize(), without a message); it was not linked with the kernel's module.lds")
+			}
 		case f.SectionByName(".plt") == nil && f.SectionByName(".init.plt") == nil && res.NoRandomizeBase:
 			// Without KASLR, ARM64_MODULE_PLTS may be off (only
 			// RANDOMIZE_BASE and ARM64_ERRATUM_843419 select it), and a

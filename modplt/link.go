@@ -398,7 +398,7 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 			flags[s.Index] = elf.SHF_ALLOC | elf.SHF_EXECINSTR
 		}
 	}
-	if s := f.SectionByName(".text.ftrace_trampoline"); s != nil && a.machine == elf.EM_AARCH64 {
+	if s := f.SectionByName(arm64FtraceSection); s != nil && a.machine == elf.EM_AARCH64 {
 		sizes[s.Index] = arm64FtracePLTs * arm64PLTEntry
 		aligns[s.Index] = 4 // __alignof__(struct plt_entry)
 		flags[s.Index] = elf.SHF_ALLOC | elf.SHF_EXECINSTR

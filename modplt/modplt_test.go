@@ -246,6 +246,22 @@ func TestBadInput(t *testing.T) {
 	assert.Equal(t, 1, c.PLTCore)
 	require.Len(t, c.Warnings, 1)
 	assert.Contains(t, c.Warnings[0], "module PLT section(s) missing")
+	// With .plt and .init.plt but no .text.ftrace_trampoline: the refusal
+	// of module_finalize(), after the relocations; with it, none.
+	for _, n := range []string{".plt", ".init.plt"} {
+		b.AddSection(elfobj.BuildSection{Name: n, Type: elf.SHT_NOBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Size: 1})
+	}
+	m, err = Parse("notramp.ko", b.Bytes())
+	require.NoError(t, err)
+	c, err = m.Count(Options{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"no .text.ftrace_trampoline section: a kernel with dynamic ftrace refuses the module (module_finalize(), without a message); it was not linked with the kernel's module.lds"}, c.Warnings)
+	b.AddSection(elfobj.BuildSection{Name: ".text.ftrace_trampoline", Type: elf.SHT_NOBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Size: 1})
+	m, err = Parse("tramp.ko", b.Bytes())
+	require.NoError(t, err)
+	c, err = m.Count(Options{})
+	require.NoError(t, err)
+	assert.Empty(t, c.Warnings)
 
 	// Unsupported machine, wrong class, not relocatable, not ELF.
 	b.Machine = elf.EM_RISCV

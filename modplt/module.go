@@ -218,6 +218,27 @@ func MissingPLTSection(f *elfobj.File) (section, says string) {
 	return "", ""
 }
 
+// arm64FtraceSection holds an arm64 module's ftrace PLT entries
+// (module_init_ftrace_plt(): arm64FtracePLTs of them).
+const arm64FtraceSection = ".text.ftrace_trampoline"
+
+// MissingFtracePLT names .text.ftrace_trampoline where f is an arm64
+// module with its module PLT sections (MissingPLTSection finds nothing)
+// but not that one, which kbuild's module linker script makes beside
+// them: arm64's module_finalize() (module_init_ftrace_plt()), once the
+// relocations are applied, refuses such a module with -ENOEXEC and no
+// message, on a kernel with CONFIG_ARM64_MODULE_PLTS and
+// CONFIG_DYNAMIC_FTRACE. "" otherwise.
+func MissingFtracePLT(f *elfobj.File) string {
+	if f.Machine != elf.EM_AARCH64 || f.SectionByName(arm64FtraceSection) != nil {
+		return ""
+	}
+	if missing, _ := MissingPLTSection(f); missing != "" {
+		return ""
+	}
+	return arm64FtraceSection
+}
+
 func hasAnyPrefix(s string, prefixes []string) bool {
 	for _, p := range prefixes {
 		if strings.HasPrefix(s, p) {
