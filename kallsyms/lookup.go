@@ -194,7 +194,10 @@ func (ix *Index) missErr(oi int, name string, sympos, count, addr uint64) *Looku
 			e.Near = ix.near(oi, name)
 		}
 		if err := ix.decodeErr(); err != nil { // a forged snapshot's chunk
-			e.Note = strings.TrimPrefix(e.Note+"; ", "; ") + err.Error()
+			if e.Note != "" {
+				e.Note += "; "
+			}
+			e.Note += err.Error()
 		}
 		return e
 	case count > 1 && sympos == 0:

@@ -44,19 +44,18 @@ const lazyBlockShift = 6
 
 // loadLazy makes ix, whose objects readTOC read, the index of the compact
 // snapshot file with its chunks ch (nsym symbols, nname bytes of names):
-// its tables are used as stored (in place where the host is
-// little-endian and they are aligned), its chains read from the nlink
-// links after them, and its chunks decoded by dec when first needed.
-func (ix *Index) loadLazy(name string, file, tables []byte, nlink uint64, ch []snapChunk, nsym int, nname uint32, dec *zstd.Decoder) error {
+// its tables (st) are used as stored (in place where the host is
+// little-endian and they are aligned), its chains read from its links,
+// and its chunks decoded by dec when first needed.
+func (ix *Index) loadLazy(name string, file, st, links []byte, ch []snapChunk, nsym int, nname uint32, dec *zstd.Decoder) error {
 	le := binary.LittleEndian
-	nslot := (uint64(len(tables)) - linkRecord*nlink) / 8
-	st, links := tables[:8*nslot], tables[8*nslot:]
+	nslot, nlink := len(st)/slotRecord, len(links)/linkRecord
 	if hostLE && uintptr(unsafe.Pointer(unsafe.SliceData(st)))%4 == 0 {
 		ix.slots = unsafe.Slice((*slot)(unsafe.Pointer(unsafe.SliceData(st))), nslot)
 	} else {
 		ix.slots = make([]slot, nslot)
 		for i := range ix.slots {
-			ix.slots[i] = slot{le.Uint32(st[8*i:]), le.Uint32(st[8*i+4:])}
+			ix.slots[i] = slot{le.Uint32(st[slotRecord*i:]), le.Uint32(st[slotRecord*i+4:])}
 		}
 	}
 	// The chains: forward, inside the symbol's object (so that no walk
@@ -72,7 +71,7 @@ func (ix *Index) loadLazy(name string, file, tables []byte, nlink uint64, ch []s
 		for ix.objs[o].end <= i {
 			o++
 		}
-		if nx <= i+1 || nx > ix.objs[o].end {
+		if !chainOK(i, nx, ix.objs[o].end) {
 			return snapErr(name, "symbol %d: chain to %d leaves object %q", i, nx, ix.objs[o].name)
 		}
 		ix.next[i] = nx

@@ -450,7 +450,7 @@ func symsFaults(syms []sym, next []uint32, first, end uint32, nname uint64) (bad
 		var fl byte
 		if nx != 0 {
 			fl = symHasNext
-			if nx <= i+1 || nx > end {
+			if !chainOK(i, nx, end) {
 				bad++
 			}
 		}
@@ -461,6 +461,11 @@ func symsFaults(syms []sym, next []uint32, first, end uint32, nname uint64) (bad
 	return bad, addrs
 }
 
+// chainOK: the same-name chain of symbol i goes on to symbol nx-1,
+// forward and inside i's object, which ends at end, so that no walk
+// leaves the object or loops.
+func chainOK(i, nx, end uint32) bool { return nx > i+1 && nx <= end }
+
 // symErr describes the first faulty symbol in syms[a:b] of o.
 func (c *rawCheck) symErr(ix *Index, o *object, a, b uint32) error {
 	for i := a; i < b; i++ {
@@ -468,7 +473,7 @@ func (c *rawCheck) symErr(ix *Index, o *object, a, b uint32) error {
 		if s.nlen == 0 || s.nlen >= KSYMNameLen || uint64(s.off)+uint64(s.nlen) > c.nname {
 			return snapErr(c.name, "symbol %d: name out of range", i)
 		}
-		if nx != 0 && (nx <= i+1 || nx > o.end) {
+		if nx != 0 && !chainOK(i, nx, o.end) {
 			return snapErr(c.name, "symbol %d: chain to %d leaves object %q", i, nx, o.name)
 		}
 		// flags are derived from the chains: checked, as the arrays may

@@ -76,6 +76,7 @@ const (
 	tocFixed        = 20
 	tocObject       = 32 // bytes an object's record in the table of contents
 	tocObjectV5     = 8
+	slotRecord      = 8 // bytes a table slot, as stored and in memory
 	linkRecord      = 8
 	columnBytes     = 11 // bytes a symbol in a chunk's columns
 	// maxExpansion bounds the decoded size by the file's: a forged table
@@ -188,7 +189,7 @@ func (ix *Index) snapshotParts(chunkBytes int) compactParts {
 		parts.frames = append(parts.frames, cols, names[at:])
 		s0 = s1
 	}
-	t := make([]byte, 0, 8*len(ix.slots))
+	t := make([]byte, 0, slotRecord*len(ix.slots))
 	for _, sl := range ix.canonicalSlots() {
 		t = le.AppendUint32(t, sl.hash)
 		t = le.AppendUint32(t, sl.idx)
@@ -331,10 +332,8 @@ func storedSize(b []byte) (size, need int64, known bool) {
 		for k := range nframe {
 			size += int64(le.Uint32(b[hs+8*k:]))
 		}
-		if v == snapshotVersion {
-			size = int64(align8(uint64(size))) + 8*(int64(le.Uint32(b[32:]))+int64(le.Uint32(b[36:])))
-		}
-		return min(size, maxInput), 0, true
+		_, end, _, _ := compactTables(b, v, uint64(size))
+		return int64(min(end, maxInput)), 0, true
 	case rawVersion, rawVersionV4:
 		if len(b) < rawHeaderSize {
 			return 0, rawHeaderSize, false
@@ -348,6 +347,19 @@ func storedSize(b []byte) (size, need int64, known bool) {
 		return 0, 0, false
 	}
 	return int64(len(b)), 0, true // an unknown version: the loader says so
+}
+
+// compactTables is where the tables of compact snapshot b of version v,
+// whose frames end at framesEnd, start, where they end (the file's end),
+// and their counts: none in version 5, whose file ends with its frames.
+func compactTables(b []byte, v uint32, framesEnd uint64) (at, end, nslot, nlink uint64) {
+	if v == snapshotV5 {
+		return framesEnd, framesEnd, 0, 0
+	}
+	le := binary.LittleEndian
+	nslot, nlink = uint64(le.Uint32(b[32:])), uint64(le.Uint32(b[36:]))
+	at = align8(framesEnd)
+	return at, at + slotRecord*nslot + linkRecord*nlink, nslot, nlink
 }
 
 // compactHeaderSize is the header size of compact snapshot version v.
@@ -414,10 +426,6 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 	if !frameCountOK(nframe) || le.Uint32(b[20:]) != 0 {
 		return nil, snapErr(name, "bad frame count %d", nframe)
 	}
-	var nslot, nlink uint64
-	if v == snapshotVersion {
-		nslot, nlink = uint64(le.Uint32(b[32:])), uint64(le.Uint32(b[36:]))
-	}
 	body := hs + 8*nframe
 	if uint64(len(b)) < body {
 		return nil, snapErr(name, "truncated frame table (%d bytes, %d frames)", len(b), nframe)
@@ -431,11 +439,7 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 		at += stored
 		decoded += n
 	}
-	tablesAt, end := at, at
-	if v == snapshotVersion {
-		tablesAt = align8(at)
-		end = tablesAt + 8*(nslot+nlink)
-	}
+	tablesAt, end, nslot, _ := compactTables(b, v, at)
 	if compactChecksum(b) != le.Uint64(b[24:]) {
 		if end > uint64(len(b)) { // a copy cut off, most likely
 			return nil, snapErr(name, "truncated: %d bytes, its frames and tables need %d", len(b), end)
@@ -489,7 +493,8 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 		}
 		// The tables are stored, keyed as this index's are (an exact
 		// file asked for LTO matching is rebuilt, below).
-		if err := ix.loadLazy(name, b, b[tablesAt:end], nlink, ch, nsym, nname, dec); err != nil {
+		linksAt := tablesAt + slotRecord*nslot
+		if err := ix.loadLazy(name, b, b[tablesAt:linksAt], b[linksAt:end], ch, nsym, nname, dec); err != nil {
 			return nil, err
 		}
 		keep = true
