@@ -2,7 +2,6 @@ package ftrace
 
 import (
 	"bufio"
-	"bytes"
 	"cmp"
 	"debug/elf"
 	"encoding/binary"
@@ -10,17 +9,8 @@ import (
 	"io"
 	"slices"
 
+	"github.com/klpresolve/klpresolve/internal/kimage"
 	"github.com/klpresolve/klpresolve/kallsyms"
-)
-
-// arm64's Image header (Documentation/arm64/booting.rst; head.S), the
-// Image's first 64 bytes, at _text.
-const (
-	a64HeaderSize = 64
-	a64Flags      = 24 // flags: bit 0 set for a big-endian kernel
-	a64Reserved   = 32 // res2, res3, res4: zero
-	a64Magic      = 56 // "ARM\x64"
-	a64FlagBE     = 1
 )
 
 // The bounds of .rela.dyn in arch/arm64/kernel/vmlinux.lds.S: the
@@ -42,13 +32,6 @@ const (
 // (SEGMENT_ALIGN: booting.rst, the EFI stub's EFI_KIMG_ALIGN).
 const kaslrAlign = 64 << 10
 
-// isARM64Image: arm64's Image header: its magic at 56, after three zero
-// reserved words (which no text, such as a tracefs list, has).
-func isARM64Image(head []byte) bool {
-	return len(head) >= a64HeaderSize && string(head[a64Magic:a64Magic+4]) == "ARM\x64" &&
-		bytes.Count(head[a64Reserved:a64Magic], []byte{0}) == a64Magic-a64Reserved
-}
-
 // arm64Image reads the call sites of an arm64 Image (arch/arm64/boot's
 // objcopy -O binary of vmlinux, /boot/vmlinuz on Debian's arm64): vmlinux's
 // loaded bytes from _text, without symbols, so ix must give _text and the
@@ -58,7 +41,7 @@ func isARM64Image(head []byte) bool {
 // each word says where the table was linked: the KASLR offset of ix.
 func arm64Image(r io.ReaderAt, name string, ix *kallsyms.Index, head []byte) (*Sites, error) {
 	var order binary.ByteOrder = binary.LittleEndian
-	if binary.LittleEndian.Uint64(head[a64Flags:])&a64FlagBE != 0 {
+	if kimage.ARM64BigEndian(head) {
 		order = binary.BigEndian
 	}
 	text, ok := ix.Find(kallsyms.Vmlinux, textSym, 1)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/klpresolve/klpresolve/internal/kimage"
 	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/kallsyms"
 )
@@ -49,11 +50,11 @@ func symAddr(t *testing.T, ix *kallsyms.Index, name string) uint64 {
 func TestARM64Image(t *testing.T) {
 	ix := a64Index(t, 0, nil)
 	img := mustRead(t, fixture("arm64/Image"))
-	require.True(t, isARM64Image(img))
+	require.True(t, kimage.IsARM64Image(img))
 	// Text with the magic at 56 (a tracefs list could have it) is not one.
 	text := []byte(strings.Repeat("vfs_read\n", 6) + "s_ARMd_show\n")
-	require.Equal(t, "ARMd", string(text[a64Magic:a64Magic+4]))
-	assert.False(t, isARM64Image(text))
+	require.Equal(t, "ARMd", string(text[56:60]))
+	assert.False(t, kimage.IsARM64Image(text))
 	off := symAddr(t, ix, startSym) - symAddr(t, ix, textSym)
 	assert.Equal(t, make([]byte, 40), img[off:off+40], "the table holds zeros")
 
@@ -150,7 +151,7 @@ func TestARM64ImageBigEndian(t *testing.T) {
 	swap(symAddr(t, ix, relaStartSym), symAddr(t, ix, relaEndSym))
 	_, err = NewImage(bytes.NewReader(img), "Image", ix)
 	require.ErrorIs(t, err, ErrMismatch, "read as little-endian, the relocations are not")
-	img[a64Flags] |= a64FlagBE
+	img[24] |= 1 // the header flags' big-endian bit
 	be, err := NewImage(bytes.NewReader(img), "Image", ix)
 	require.NoError(t, err)
 	assert.Equal(t, le.addrs, be.addrs)
@@ -203,7 +204,7 @@ func TestARM64ImageBroken(t *testing.T) {
 		{"cut in the table", img[:table+16], full, ErrMalformed, fmt.Sprintf("reading the call-site table at file offset %#x", table)},
 		{"cut in the relocations", img[:relas+30], full, ErrMalformed, fmt.Sprintf("reading its relocations (__rela_start, file offset %#x, 120 bytes): unexpected EOF after 24 bytes", relas)},
 		{"cut before the relocations", img[:relas], full, ErrMalformed, fmt.Sprintf("reading its relocations (__rela_start, file offset %#x, 120 bytes): unexpected EOF after 0 bytes", relas)},
-		{"header only", img[:a64HeaderSize], full, ErrMalformed, "reading the call-site table"},
+		{"header only", img[:kimage.ARM64HeaderSize], full, ErrMalformed, "reading the call-site table"},
 		{"bounds reversed", img, lying("ffff800008000000 T _text\nffff800008002000 D __start_mcount_loc\nffff800008001000 D __stop_mcount_loc\n"), ErrMalformed, "is no table of 8-byte addresses"},
 		{"4 GiB of table", img, lying("ffff800008000000 T _text\nffff800008002000 D __start_mcount_loc\nffff800108002000 D __stop_mcount_loc\n"), ErrMalformed, "is no table of 8-byte addresses"},
 		{"64 MiB of table", img, lying("ffff800008000000 T _text\nffff800008002000 D __start_mcount_loc\nffff80000c002000 D __stop_mcount_loc\n"), ErrMalformed, "reading the call-site table at file offset 0x2000"},

@@ -4,90 +4,12 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
-	"github.com/klpresolve/klpresolve/internal/input"
-	"github.com/klpresolve/klpresolve/internal/kxz"
+	"github.com/klpresolve/klpresolve/internal/kimage"
 	"github.com/klpresolve/klpresolve/kallsyms"
 )
-
-// x86's setup header (arch/x86/boot/header.S; Documentation/x86/boot.rst).
-const (
-	hdrSetupSects    = 0x1f1 // 512-byte setup sectors after the boot sector (0: 4)
-	hdrMagic         = 0x202 // "HdrS"
-	hdrVersion       = 0x206 // boot protocol version
-	hdrPayloadOffset = 0x248 // from 2.08: the payload, from the protected-mode code
-	hdrPayloadLength = 0x24c
-	hdrEnd           = 0x250
-)
-
-// maxImage bounds a decompressed kernel image: Debian's amd64 vmlinux.bin
-// is 66 MB.
-const maxImage = 1 << 30
-
-// isBzImage: x86's boot protocol header ("HdrS" at 0x202).
-func isBzImage(head []byte) bool {
-	return len(head) >= hdrMagic+4 && string(head[hdrMagic:hdrMagic+4]) == "HdrS"
-}
-
-// bzImagePayload is the vmlinux inside an x86 bzImage (/boot/vmlinuz): its
-// payload (boot protocol 2.08 and later) is vmlinux.bin, the kernel's ELF
-// with its symbols stripped (objcopy -S), compressed as the build chose
-// (CONFIG_KERNEL_*): xz with the x86 BCJ filter (Debian's), zstd or gzip,
-// xz's and zstd's followed by the decompressed size (size_append).
-// decode gives its first n bytes (all of them when it is shorter; xz's
-// decoded no further).
-func bzImagePayload(name string, data []byte) (decode func(n int64) ([]byte, error), err error) {
-	if len(data) < hdrEnd {
-		return nil, &Error{File: name, Err: ErrMalformed, Msg: "a bzImage header cut off"}
-	}
-	if v := binary.LittleEndian.Uint16(data[hdrVersion:]); v < 0x208 {
-		return nil, &Error{File: name, Err: ErrUnsupported, Msg: fmt.Sprintf("a bzImage of boot protocol %d.%02d, which does not say where its payload is (2.08 does)", v>>8, v&0xff)}
-	}
-	sects := int(data[hdrSetupSects])
-	if sects == 0 {
-		sects = 4
-	}
-	off := uint64(sects+1)*512 + uint64(binary.LittleEndian.Uint32(data[hdrPayloadOffset:]))
-	n := uint64(binary.LittleEndian.Uint32(data[hdrPayloadLength:]))
-	if off+n > uint64(len(data)) || n < 8 {
-		return nil, &Error{File: name, Err: ErrMalformed, Msg: fmt.Sprintf("its payload (%d bytes at %#x) is not within the file's %d bytes", n, off, len(data))}
-	}
-	p := data[off : off+n]
-	size := int64(binary.LittleEndian.Uint32(p[n-4:])) // size_append's, for xz and zstd
-	payloadErr := func(err error) error {
-		return &Error{File: name, Err: ErrMalformed, Msg: "its payload: " + err.Error()}
-	}
-	var whole func() ([]byte, error)
-	switch input.Detect(p) {
-	case input.Xz:
-		return func(n int64) ([]byte, error) {
-			b, err := kxz.Decode(p, size, maxImage, n)
-			if err != nil {
-				return nil, payloadErr(err)
-			}
-			return b, nil
-		}, nil
-	case input.Zstd:
-		whole = func() ([]byte, error) { b, _, err := input.Decompress(name, p[:n-4], maxImage); return b, err }
-	case input.Gzip:
-		whole = func() ([]byte, error) { b, _, err := input.Decompress(name, p, maxImage); return b, err }
-	default:
-		return nil, &Error{File: name, Err: ErrUnsupported, Msg: fmt.Sprintf("a bzImage whose payload (starting % x) is compressed as klpresolve does not read (xz, zstd and gzip are read; not lz4, lzo, lzma or bzip2)", p[:min(6, len(p))])}
-	}
-	// zstd and gzip decode fast: whole, once.
-	var img []byte
-	return func(n int64) ([]byte, error) {
-		if img == nil {
-			b, err := whole()
-			if err != nil {
-				return nil, payloadErr(err)
-			}
-			img = b
-		}
-		return img[:min(n, int64(len(img)))], nil
-	}, nil
-}
 
 // headBytes is what bzImageSites decodes first: the ELF header and program
 // headers of x86's vmlinux (a few hundred bytes) and room to spare.
@@ -98,13 +20,13 @@ const headBytes = 64 << 10
 // payload is decoded only as far as the table's end (61% of Debian's 66 MB
 // 6.1 kernel).
 func bzImageSites(name string, data []byte, ix *kallsyms.Index) (*Sites, error) {
-	decode, err := bzImagePayload(name, data)
+	decode, err := kimage.BzImagePayload(name, data)
 	if err != nil {
-		return nil, err
+		return nil, imageError(err)
 	}
 	head, err := decode(headBytes)
 	if err != nil {
-		return nil, err
+		return nil, imageError(err)
 	}
 	if !bytes.HasPrefix(head, []byte(elfMagic)) {
 		return nil, &Error{File: name, Err: ErrMalformed, Msg: "its payload is not an ELF vmlinux"}
@@ -120,7 +42,7 @@ func bzImageSites(name string, data []byte, ix *kallsyms.Index) (*Sites, error) 
 	}
 	img, err := decode(int64(t.off + t.size))
 	if err != nil {
-		return nil, err
+		return nil, imageError(err)
 	}
 	return im.sites(bytes.NewReader(img), name, ix, t)
 }
@@ -163,4 +85,18 @@ func progHeaders(name string, b []byte) (*elf.File, error) {
 		}})
 	}
 	return f, nil
+}
+
+// imageError is kimage's error as this package's: ErrUnsupported for an
+// image it cannot read, else ErrMalformed, with kimage's words.
+func imageError(err error) error {
+	var e *kimage.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	kind := ErrMalformed
+	if errors.Is(e.Err, kimage.ErrUnsupported) {
+		kind = ErrUnsupported
+	}
+	return &Error{File: e.File, Err: kind, Msg: e.Msg}
 }

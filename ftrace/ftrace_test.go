@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/klpresolve/klpresolve/internal/kimage"
 	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/kallsyms"
 )
@@ -497,19 +498,8 @@ func TestImageArm64CodeOnly(t *testing.T) {
 	assert.ErrorContains(t, err, "kallsyms has no _text, nor an _stext the image's symbols have too")
 }
 
-// bzImageOf wraps payload as x86's bzImage carries it: a boot sector and
-// one setup sector (setup_sects 1), the setup header (boot protocol 2.15)
-// pointing past 16 bytes of protected-mode code at the payload.
-func bzImageOf(payload []byte) []byte {
-	b := make([]byte, 1024+16)
-	copy(b, "MZ")
-	b[hdrSetupSects] = 1
-	copy(b[hdrMagic:], "HdrS")
-	binary.LittleEndian.PutUint16(b[hdrVersion:], 0x20f)
-	binary.LittleEndian.PutUint32(b[hdrPayloadOffset:], 16)
-	binary.LittleEndian.PutUint32(b[hdrPayloadLength:], uint32(len(payload)))
-	return append(b, payload...)
-}
+// bzImageOf wraps payload as x86's bzImage carries it.
+func bzImageOf(payload []byte) []byte { return kimage.BzImageOf(payload) }
 
 // TestBzImage: x86's compressed kernel, /boot/vmlinuz: its payload is the
 // vmlinux (xz with the x86 BCJ filter as Debian builds it, zstd or gzip,

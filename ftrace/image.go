@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/klpresolve/klpresolve/internal/kimage"
 	"github.com/klpresolve/klpresolve/kallsyms"
 )
 
@@ -44,8 +45,8 @@ const maxSites = 16 << 20
 // ftrace_call_adjust() moves the kernel's records. A sample of the sites
 // must then be at functions' starts in ix, or the error is ErrMismatch.
 func NewImage(r io.ReaderAt, name string, ix *kallsyms.Index) (*Sites, error) {
-	var head [a64HeaderSize]byte
-	if n, _ := r.ReadAt(head[:], 0); isARM64Image(head[:n]) {
+	var head [kimage.ARM64HeaderSize]byte
+	if n, _ := r.ReadAt(head[:], 0); kimage.IsARM64Image(head[:n]) {
 		return arm64Image(r, name, ix, head[:])
 	}
 	f, err := elf.NewFile(r)

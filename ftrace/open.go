@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/klpresolve/klpresolve/internal/input"
+	"github.com/klpresolve/klpresolve/internal/kimage"
 	"github.com/klpresolve/klpresolve/kallsyms"
 )
 
@@ -33,16 +34,16 @@ func Open(path string, ix *kallsyms.Index) (*Sites, error) {
 	}
 	head = head[:n]
 	switch {
-	case bytes.HasPrefix(head, []byte(elfMagic)) || isARM64Image(head):
+	case bytes.HasPrefix(head, []byte(elfMagic)) || kimage.IsARM64Image(head):
 		return NewImage(f, path, ix)
-	case isBzImage(head):
+	case kimage.IsBzImage(head):
 		// A compressed kernel: read whole (Debian's amd64 vmlinuz is 8
 		// MB), decompressed as far as the call-site table (1.5 s for
 		// Debian's xz).
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
 			return nil, err
 		}
-		raw, err := input.ReadAll(f, 0, maxImage)
+		raw, err := input.ReadAll(f, 0, kimage.MaxImage)
 		if err != nil {
 			return nil, &Error{File: path, Err: ErrMalformed, Msg: err.Error()}
 		}
@@ -59,7 +60,7 @@ func Open(path string, ix *kallsyms.Index) (*Sites, error) {
 		if err != nil {
 			return nil, err
 		}
-		if bytes.HasPrefix(data, []byte(elfMagic)) || isARM64Image(data) {
+		if bytes.HasPrefix(data, []byte(elfMagic)) || kimage.IsARM64Image(data) {
 			return NewImage(bytes.NewReader(data), path, ix)
 		}
 		return parseTracefs(data, path, ix)

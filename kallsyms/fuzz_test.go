@@ -217,3 +217,41 @@ func FuzzRawSnapshot(f *testing.F) {
 		}
 	})
 }
+
+// FuzzImage: a kernel image's kallsyms tables, as fakeImage writes them
+// in each layout, mutated: never a panic; an index that is read is in
+// address order, each name within KSYM_NAME_LEN, and says it came from
+// an image; an error says which file and is ErrImage or ErrNoKallsyms.
+func FuzzImage(f *testing.F) {
+	for _, layout := range []string{LayoutBaseRelative, LayoutTablesLast, LayoutPCRelative} {
+		f.Add(fakeImage(layout, fakeSyms(300), false))
+	}
+	f.Add(fakeImage(LayoutTablesLast, append([]fakeSym{{0, 'A', "fixed_percpu_data"}}, fakeSyms(40)...), true))
+	f.Add(fakeARM64Image(LayoutBaseRelative, fakeSymsAt(fakeARM64Text, 100), true))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ix, err := ParseBytes("fuzz", data, nil)
+		if err != nil {
+			if !maybeImage(data[:min(len(data), 1024)]) {
+				return // a text's error: FuzzParse's
+			}
+			if !errors.Is(err, ErrImage) && !errors.Is(err, ErrNoKallsyms) && !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error of no known kind: %v", err)
+			}
+			if !strings.HasPrefix(err.Error(), "fuzz") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if _, ok := ix.Image(); !ok && maybeImage(data[:min(len(data), 1024)]) {
+			t.Fatal("an image's index does not say so")
+		}
+		var last uint64
+		ix.Symbols(Vmlinux, func(s Symbol) bool {
+			if s.Address < last || len(s.Name) >= KSYMNameLen {
+				t.Fatalf("symbol %+v after address %#x", s, last)
+			}
+			last = s.Address
+			return true
+		})
+	})
+}

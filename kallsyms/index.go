@@ -27,6 +27,9 @@ type Index struct {
 	objs   []object // objs[0] is vmlinux
 	byName map[string]int
 	lto    bool
+	// image: where an index read from a kernel image came from; nil
+	// otherwise.
+	image *ImageInfo
 	// lazy: a compact snapshot's chunks, decoded when first needed (at);
 	// nil for any other index.
 	lazy *lazySnapshot

@@ -231,7 +231,7 @@ func TestParseErrors(t *testing.T) {
 		{"ffffffff81000000 T a\t[]\n", 1, "[module]"},
 		{"ffffffff81000000 T " + strings.Repeat("x", 512) + "\n", 1, "KSYM_NAME_LEN"},
 		// A module given for the symbol list.
-		{"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00>\x00", 1, "an ELF file (a module, or vmlinux?), not a symbol list"},
+		{"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00>\x00", 1, "an ELF file (a module?), not a symbol list: give /proc/kallsyms, a System.map, a kernel image"},
 	}
 	for _, tt := range tests {
 		_, err := Parse("in.txt", strings.NewReader(tt.text), nil)

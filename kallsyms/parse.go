@@ -1,6 +1,7 @@
 package kallsyms
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/klpresolve/klpresolve/internal/hugepage"
 	"github.com/klpresolve/klpresolve/internal/input"
+	"github.com/klpresolve/klpresolve/internal/kimage"
 	"github.com/klpresolve/klpresolve/internal/par"
 )
 
@@ -122,6 +124,9 @@ func Open(path string, opts *Options) (*Index, error) {
 		ix.own(f.data)
 		return ix, nil
 	}
+	if f != nil && f.image {
+		return fromImage(path, f.data, opts)
+	}
 	if f != nil {
 		if isSnapshot(f.data) {
 			return loadSnapshotSums(path, f.data, f.sums, opts.lto())
@@ -152,6 +157,9 @@ func Parse(name string, r io.Reader, opts *Options) (*Index, error) {
 // ParseBytes builds an index from an in-memory text. The index keeps data
 // (its names point into it): the caller must not modify it afterwards.
 func ParseBytes(name string, data []byte, opts *Options) (*Index, error) {
+	if maybeImage(data[:min(len(data), kimage.HeadLen)]) {
+		return fromImage(name, data, opts)
+	}
 	if isSnapshot(data) {
 		return loadSnapshot(name, data, opts.lto())
 	}
@@ -161,7 +169,17 @@ func ParseBytes(name string, data []byte, opts *Options) (*Index, error) {
 }
 
 func parseSource(name string, r io.Reader, hint int64, opts *Options) (*Index, error) {
-	return newParser(name, opts).stream(r, hint)
+	// A kernel image, compressed as a whole (vmlinux.gz) or arriving on a
+	// stream: its first bytes tell, and it is read whole.
+	br := bufio.NewReaderSize(r, kimage.HeadLen)
+	if head, _ := br.Peek(kimage.HeadLen); maybeImage(head) {
+		data, err := input.ReadAll(br, hint, kimage.MaxImage)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return fromImage(name, data, opts)
+	}
+	return newParser(name, opts).stream(br, hint)
 }
 
 // stream builds the index of an input read from r, parsing it while it
@@ -488,6 +506,8 @@ type wholeInput struct {
 	// read-only mapping of a compact snapshot, which the loader decodes
 	// out of it and which is unmapped once loaded.
 	mapped, text, compact bool
+	// image: data is a kernel image (fromImage).
+	image bool
 }
 
 // lines counts the lines of data[from:to], a run of whole lines (the last
@@ -559,6 +579,19 @@ func readRegular(path string, workers int, mapRaw, mapText bool) (*wholeInput, e
 	}
 	le := binary.LittleEndian
 	compressed := input.Detect(head[:]) != input.None
+	if !compressed && !isSnapshot(head[:]) && !textStart(head[0]) {
+		// Not a text: a kernel image, read whole. (What is neither fails
+		// as a text does, naming its first line.)
+		unmapFile(m)
+		data, err := input.ReadAt(path, f, st.Size(), kimage.MaxImage)
+		if err != nil {
+			return nil, err
+		}
+		if maybeImage(data[:min(len(data), kimage.HeadLen)]) {
+			return &wholeInput{data: data, image: true}, nil
+		}
+		return &wholeInput{data: data}, nil
+	}
 	raw := isSnapshot(head[:]) && isRawVersion(le.Uint32(head[8:])) && size > rawHeaderSize
 	switch {
 	case m == nil:
@@ -1259,7 +1292,7 @@ func parseLine(l []byte) (addr uint64, typ byte, ns, ne int, mod []byte, msg str
 	}
 	switch {
 	case k == 0 && bytes.HasPrefix(l, []byte(elfMagic)):
-		return 0, 0, 0, 0, nil, "an ELF file (a module, or vmlinux?), not a symbol list: give /proc/kallsyms, a System.map or a snapshot"
+		return 0, 0, 0, 0, nil, "an ELF file (a module?), not a symbol list: give /proc/kallsyms, a System.map, a kernel image (vmlinuz, vmlinux) or a snapshot"
 	case k == 0:
 		return 0, 0, 0, 0, nil, fmt.Sprintf("line does not start with a hex address: %q", clip(l))
 	case k > 16:

@@ -310,7 +310,7 @@ refuses it, a symbol version or its vermagic), 2 unusable input or usage, 3 --ma
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().StringArrayVar(&a.kallsymsPaths, "kallsyms", []string{kallsyms.DefaultPath},
-		"kernel symbols: /proc/kallsyms format, System.map, or a snapshot; gzip/zstd/xz/bzip2 ok; - for stdin (check: repeatable)")
+		"kernel symbols: /proc/kallsyms format, System.map, a kernel image (vmlinuz, vmlinux) or a snapshot; gzip/zstd/xz/bzip2 ok; - for stdin (check: repeatable)")
 	root.PersistentFlags().BoolVar(&a.lto, "lto", false,
 		"also match vmlinux names with a .llvm.<digits> suffix stripped (livepatch on kernels 6.2-6.10 built with Clang LTO)")
 	root.PersistentFlags().BoolVar(&a.noMap, "no-map", false,

@@ -127,3 +127,34 @@ func fetched(tb testing.TB, env, def, script, what, file string) string {
 	}
 	return dir
 }
+
+// DebianKernelRelease is the release scripts/debian-kernel fetches for
+// generation gen ("6.12": trixie's 6.12.117; "7.2": sid's 7.2.13) and
+// arch.
+func DebianKernelRelease(gen, arch string) string {
+	switch gen {
+	case "6.12":
+		return "6.12.117+deb13-" + arch
+	case "7.2":
+		return "7.2.13+deb14-" + arch
+	}
+	panic("testutil: no Debian kernel of generation " + gen)
+}
+
+// DebianKernel returns the root under which scripts/debian-kernel laid
+// out Debian's kernel of generation gen for arch ($KLPRESOLVE_GEN_ARCH,
+// e.g. KLPRESOLVE_6_12_AMD64, default /var/tmp/klpresolve-GEN-ARCH/root),
+// and its image's path in it (6.12: /boot/vmlinuz-RELEASE; 7.2:
+// /usr/lib/modules/RELEASE/vmlinuz), or skips the test saying how to get
+// it. CI gets them (.ci/run).
+func DebianKernel(tb testing.TB, gen, arch string) (root, image string) {
+	tb.Helper()
+	rel := DebianKernelRelease(gen, arch)
+	file := "root/boot/vmlinuz-" + rel
+	if gen != "6.12" {
+		file = "root/usr/lib/modules/" + rel + "/vmlinuz"
+	}
+	env := "KLPRESOLVE_" + strings.ToUpper(strings.ReplaceAll(gen, ".", "_")) + "_" + strings.ToUpper(arch)
+	dir := fetched(tb, env, "/var/tmp/klpresolve-"+gen+"-"+arch, "debian-kernel "+gen+" "+arch, "Debian's "+gen+" "+arch+" kernel", file)
+	return filepath.Join(dir, "root"), filepath.Join(dir, file)
+}

@@ -1,0 +1,284 @@
+package kallsyms
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/kimage"
+	"github.com/klpresolve/klpresolve/internal/testutil"
+)
+
+// vmlinuxLines is the vmlinux part of a kallsyms or System.map file, in
+// file order.
+func vmlinuxInOrder(tb testing.TB, path string) []testutil.SymbolLine {
+	var out []testutil.SymbolLine
+	for _, l := range testutil.ReadSymbolLines(tb, path) {
+		if l.Object == Vmlinux {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// sameSymbols checks that ix's vmlinux symbols are want, in order.
+func sameSymbols(t *testing.T, ix *Index, want []testutil.SymbolLine) {
+	t.Helper()
+	var got []testutil.SymbolLine
+	ix.Symbols(Vmlinux, func(s Symbol) bool {
+		got = append(got, testutil.SymbolLine{Addr: s.Address, Type: string(s.Type), Name: s.Name, Object: s.Object})
+		return true
+	})
+	require.Equal(t, len(want), len(got), "vmlinux symbols")
+	diffs := 0
+	for i := range want {
+		if want[i] != got[i] {
+			if diffs++; diffs <= 5 {
+				t.Errorf("symbol %d: image %+v, kallsyms %+v", i, got[i], want[i])
+			}
+		}
+	}
+	assert.Zero(t, diffs, "symbols that differ")
+}
+
+// TestImageDebian61: the kallsyms tables of Debian's 6.1 vmlinuz (amd64:
+// a bzImage, xz; arm64: an Image whose words the relocations fill) decode
+// to the corpus's kallsyms of the same build, symbol for symbol: name,
+// type, link-time address and order.
+func TestImageDebian61(t *testing.T) {
+	for _, tc := range []struct {
+		arch, kind string
+		percpu     bool
+		text       uint64
+	}{
+		{"amd64", "bzImage", true, 0xffffffff81000000},
+		{"arm64", "arm64 Image", false, 0xffff800008000000},
+	} {
+		t.Run(tc.arch, func(t *testing.T) {
+			img := testutil.Vmlinuz(t, tc.arch)
+			want := vmlinuxInOrder(t, testutil.Corpus(t, fmt.Sprintf("%s/kallsyms-%s.txt", tc.arch, testutil.VmlinuzRelease(tc.arch))))
+			ix, err := Open(img, nil)
+			require.NoError(t, err)
+			info, ok := ix.Image()
+			require.True(t, ok)
+			assert.Equal(t, ImageInfo{
+				Kind: tc.kind, Layout: LayoutBaseRelative, Release: testutil.VmlinuzRelease(tc.arch),
+				Banner: info.Banner, Symbols: len(want), AbsolutePercpu: tc.percpu, Text: tc.text,
+			}, info)
+			assert.Contains(t, info.Banner, "Linux version "+testutil.VmlinuzRelease(tc.arch)+" (debian-kernel@lists.debian.org)")
+			sameSymbols(t, ix, want)
+		})
+	}
+}
+
+// TestImageNotKernel: what is no kernel image, or one without kallsyms,
+// says so, naming the file.
+func TestImageNotKernel(t *testing.T) {
+	dir := t.TempDir()
+	// An arm64 Image header over nothing: no tables.
+	img := make([]byte, 4096)
+	copy(img[56:], "ARM\x64")
+	p := filepath.Join(dir, "Image")
+	require.NoError(t, os.WriteFile(p, img, 0o644))
+	_, err := Open(p, nil)
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, ErrNoKallsyms), "%v", err)
+	assert.ErrorContains(t, err, p+": no kallsyms tables in the kernel image: no kallsyms token table (a kernel built without CONFIG_KALLSYMS has none")
+}
+
+// TestImageDebianGenerations: Debian's 6.12 and 7.2 kernels (amd64: a
+// bzImage, zstd; arm64: an Image with packed relocations) decode in their
+// generation's layout, and the tables describe themselves: with
+// CONFIG_KALLSYMS_ALL (all four configurations) the kallsyms_* symbols
+// are in the table (6.12 stopped leaving them out), at the very places
+// the decoder found the tables. The configuration says whether per-cpu
+// symbols are absolute, and the banner names the package's release.
+// (Against the -dbg package's System.map, by hand: amd64 6.12's 166,932
+// symbols are the map's, but for the per-cpu symbols' type A.)
+func TestImageDebianGenerations(t *testing.T) {
+	for _, gen := range []string{"6.12", "7.2"} {
+		for _, arch := range []string{"amd64", "arm64"} {
+			t.Run(gen+"/"+arch, func(t *testing.T) {
+				root, path := testutil.DebianKernel(t, gen, arch)
+				rel := testutil.DebianKernelRelease(gen, arch)
+				config, err := os.ReadFile(filepath.Join(root, "boot", "config-"+rel))
+				if err != nil {
+					config, err = os.ReadFile(filepath.Join(root, "usr/lib/modules", rel, "config"))
+				}
+				require.NoError(t, err)
+				require.Contains(t, string(config), "\nCONFIG_KALLSYMS_ALL=y\n")
+
+				data, err := os.ReadFile(path)
+				require.NoError(t, err)
+				k, b, err := kimage.Vmlinux(path, data)
+				kind := string(k)
+				require.NoError(t, err)
+				im := &vmImage{name: path, b: b}
+				if kind == "arm64 Image" {
+					require.NoError(t, im.arm64())
+				} else {
+					require.NoError(t, im.elf())
+				}
+				tab, err := im.find()
+				require.NoError(t, err)
+				_, _, err = im.decode(tab)
+				require.NoError(t, err)
+
+				ix, err := ParseBytes(path, data, nil)
+				require.NoError(t, err)
+				info, ok := ix.Image()
+				require.True(t, ok)
+				assert.Equal(t, rel, info.Release)
+				assert.Equal(t, kind, info.Kind)
+				assert.Equal(t, map[string]string{"6.12": LayoutTablesLast, "7.2": LayoutPCRelative}[gen], info.Layout)
+				assert.Equal(t, strings.Contains(string(config), "\nCONFIG_KALLSYMS_ABSOLUTE_PERCPU=y\n"), info.AbsolutePercpu)
+				assert.Equal(t, tab.n, info.Symbols)
+
+				at := func(off int) uint64 {
+					va, ok := im.va(uint64(off))
+					require.True(t, ok)
+					return va
+				}
+				places := map[string]int{
+					"kallsyms_num_syms": tab.numSyms, "kallsyms_names": tab.names, "kallsyms_markers": tab.markers,
+					"kallsyms_token_table": tab.tokenTable, "kallsyms_token_index": tab.tokenIndex,
+					"kallsyms_offsets": tab.offsets, "kallsyms_seqs_of_names": tab.seqs,
+				}
+				if tab.relativeBase >= 0 {
+					places["kallsyms_relative_base"] = tab.relativeBase
+				}
+				for name, off := range places {
+					s, err := ix.Lookup(Vmlinux, name, 0)
+					if assert.NoError(t, err, name) {
+						assert.Equal(t, at(off), s.Address, "%s", name)
+					}
+				}
+				text, err := ix.Lookup(Vmlinux, "_text", 0)
+				require.NoError(t, err)
+				assert.Equal(t, info.Text, text.Address)
+				s, err := ix.Lookup(Vmlinux, "vfs_read", 0)
+				require.NoError(t, err)
+				assert.Equal(t, byte('T'), s.Type)
+			})
+		}
+	}
+}
+
+// TestImageLayouts: each layout scripts/kallsyms.c has written, as
+// fakeImage writes it, decodes to its symbols: names expanded from their
+// tokens (a two-byte length too), types, addresses (absolute per-cpu
+// ones too), in order.
+func TestImageLayouts(t *testing.T) {
+	syms := fakeSyms(700)
+	for _, tc := range []struct {
+		layout string
+		percpu bool
+	}{
+		{LayoutBaseRelative, false}, {LayoutBaseRelative, true},
+		{LayoutTablesLast, false}, {LayoutTablesLast, true},
+		{LayoutPCRelative, false},
+	} {
+		t.Run(fmt.Sprintf("%s/percpu=%v", tc.layout, tc.percpu), func(t *testing.T) {
+			in := syms
+			if tc.percpu {
+				// Per-cpu symbols first: their addresses are offsets
+				// from 0, stored as they are.
+				in = append([]fakeSym{{0, 'A', "fixed_percpu_data"}, {0x1000, 'A', "cpu_tss_rw"}}, syms...)
+			}
+			ix, err := ParseBytes("fake", fakeImage(tc.layout, in, tc.percpu), nil)
+			require.NoError(t, err)
+			info, ok := ix.Image()
+			require.True(t, ok)
+			assert.Equal(t, ImageInfo{Kind: "vmlinux", Layout: tc.layout, Release: "9.9.9-fake",
+				Banner: "Linux version 9.9.9-fake (nobody@nowhere) #1", Symbols: len(in),
+				AbsolutePercpu: tc.percpu, Text: fakeText}, info)
+			var want []testutil.SymbolLine
+			for _, s := range in {
+				want = append(want, testutil.SymbolLine{Addr: s.addr, Type: string(s.typ), Name: s.name, Object: Vmlinux})
+			}
+			sameSymbols(t, ix, want)
+		})
+	}
+}
+
+// TestImageARM64: an arm64 Image says where it was linked only through
+// its relocations: .rela.dyn's places (6.1, whose relative_base word the
+// Image leaves zero), or, where they are packed (CONFIG_RELR), its words
+// that point at its symbols (7.2's addresses are relative to _text).
+func TestImageARM64(t *testing.T) {
+	syms := fakeSymsAt(fakeARM64Text, 700)
+	for _, tc := range []struct {
+		layout string
+		rela   bool
+	}{{LayoutBaseRelative, true}, {LayoutTablesLast, false}, {LayoutPCRelative, false}, {LayoutPCRelative, true}} {
+		t.Run(fmt.Sprintf("%s/rela=%v", tc.layout, tc.rela), func(t *testing.T) {
+			ix, err := ParseBytes("Image", fakeARM64Image(tc.layout, syms, tc.rela), nil)
+			require.NoError(t, err)
+			info, _ := ix.Image()
+			assert.Equal(t, "arm64 Image", info.Kind)
+			assert.Equal(t, tc.layout, info.Layout)
+			assert.Equal(t, uint64(fakeARM64Text), info.Text)
+			var want []testutil.SymbolLine
+			for _, s := range syms {
+				want = append(want, testutil.SymbolLine{Addr: s.addr, Type: string(s.typ), Name: s.name, Object: Vmlinux})
+			}
+			sameSymbols(t, ix, want)
+		})
+	}
+	// A relocation whose word is neither zero nor its value: no place
+	// fits them all.
+	b := fakeARM64Image(LayoutBaseRelative, syms, true)
+	b[len(b)-101*24-8] = 1 // the last zero word
+	_, err := ParseBytes("Image", b, nil)
+	assert.ErrorIs(t, err, ErrImage)
+	assert.ErrorContains(t, err, "Image: kernel image not readable: no address puts its 101 relocations on zero words")
+}
+
+// TestImageBroken: tables that do not hold together are not read: a
+// marker off by one, a name record running past the markers, a token
+// index that does not fit its table, addresses out of order.
+func TestImageBroken(t *testing.T) {
+	syms := fakeSyms(700)
+	good := fakeImage(LayoutTablesLast, syms, false)
+	_, err := ParseBytes("fake", good, nil)
+	require.NoError(t, err)
+	find := func(b []byte) tables {
+		im := &vmImage{name: "fake", b: b}
+		require.NoError(t, im.elf())
+		tab, err := im.find()
+		require.NoError(t, err)
+		return tab
+	}
+	tab := find(good)
+	le := binary.LittleEndian
+	for _, tc := range []struct {
+		name  string
+		spoil func(b []byte)
+		err   error
+		msg   string
+	}{
+		{"marker", func(b []byte) { le.PutUint32(b[tab.markers+4:], le.Uint32(b[tab.markers+4:])+1) }, ErrImage, "but no names and markers before it that decode"},
+		{"record length", func(b []byte) { b[tab.names] = 0 }, ErrImage, "but no names and markers before it that decode"},
+		{"token index", func(b []byte) { le.PutUint16(b[tab.tokenIndex+2*0x41:], 0) }, ErrNoKallsyms, "no kallsyms token table"},
+		{"order", func(b []byte) { le.PutUint32(b[tab.offsets+4*10:], 0) }, ErrImage, "kallsyms symbol 10 (fn_10_read) at 0xffffffff81000000 is below the one before it (0xffffffff81000090): the table is in address order"},
+		{"digits", func(b []byte) { copy(b[tab.tokenTable+int(le.Uint16(b[tab.tokenIndex+2*0x35:])):], "X") }, ErrNoKallsyms, "no kallsyms token table"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := bytes.Clone(good)
+			tc.spoil(b)
+			_, err := ParseBytes("fake", b, nil)
+			require.Error(t, err)
+			assert.True(t, errors.Is(err, tc.err), "%v", err)
+			assert.ErrorContains(t, err, "fake: ")
+			assert.ErrorContains(t, err, tc.msg)
+		})
+	}
+}
