@@ -15,6 +15,7 @@ import (
 
 	"github.com/klpresolve/klpresolve/internal/kimage"
 	"github.com/klpresolve/klpresolve/internal/testutil"
+	"github.com/klpresolve/klpresolve/kgen"
 )
 
 // vmlinuxLines is the vmlinux part of a kallsyms or System.map file, in
@@ -281,4 +282,52 @@ func TestImageBroken(t *testing.T) {
 			assert.ErrorContains(t, err, tc.msg)
 		})
 	}
+}
+
+// TestImageAgainstDbgMap: the table in Debian's 6.12 amd64 image is
+// what its real System.map (the -dbg package's) says the kernel's table
+// holds (KernelKallsyms.Lists, by 6.12's rules, which keep the kallsyms_*
+// names): every symbol, name and address, the same number as the table's
+// size in the map; the types too, but for the per-cpu symbols, which
+// scripts/kallsyms.c types A (--absolute-percpu).
+func TestImageAgainstDbgMap(t *testing.T) {
+	mapPath := testutil.DebianDbgMap(t, "6.12", "amd64")
+	_, img := testutil.DebianKernel(t, "6.12", "amd64")
+	m, err := Open(mapPath, nil)
+	require.NoError(t, err)
+	k := m.KernelKallsyms()
+	require.Equal(t, kgen.Linux6_12, k.Generation)
+	ix, err := Open(img, nil)
+	require.NoError(t, err)
+	info, _ := ix.Image()
+	assert.Equal(t, info.Symbols, k.Symbols)
+	type key struct {
+		name string
+		addr uint64
+	}
+	want := map[key][]byte{}
+	listed := 0
+	m.Symbols(Vmlinux, func(s Symbol) bool {
+		if k.Lists(s) {
+			want[key{s.Name, s.Address}] = append(want[key{s.Name, s.Address}], s.Type)
+			listed++
+		}
+		return true
+	})
+	assert.Equal(t, info.Symbols, listed)
+	percpu := 0
+	ix.Symbols(Vmlinux, func(s Symbol) bool {
+		types := want[key{s.Name, s.Address}]
+		if !assert.NotEmpty(t, types, "%s at %#x: not in the map", s.Name, s.Address) {
+			return false
+		}
+		if s.Type != types[0] {
+			assert.Equal(t, byte('A'), s.Type, "%s", s.Name)
+			assert.Less(t, s.Address, uint64(1<<32), "%s: a per-cpu offset", s.Name)
+			percpu++
+		}
+		want[key{s.Name, s.Address}] = types[1:]
+		return true
+	})
+	assert.Greater(t, percpu, 100)
 }

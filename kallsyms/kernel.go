@@ -3,6 +3,8 @@ package kallsyms
 import (
 	"fmt"
 	"strings"
+
+	"github.com/klpresolve/klpresolve/kgen"
 )
 
 // KernelKallsyms is what a kernel's own kallsyms table holds of vmlinux,
@@ -30,6 +32,11 @@ type KernelKallsyms struct {
 	// (kallsyms_offsets and the like): it is a System.map, or nm's
 	// output, not a kallsyms.
 	FromMap bool
+
+	// Generation is the kernel's generation as its symbols tell it
+	// (kgen.FromSymbols; kgen.Unknown where they do not), whose
+	// scripts/kallsyms.c's rules Lists applies (6.1's for Unknown).
+	Generation kgen.Generation
 
 	text, inittext [2]uint64 // _stext.._etext, _sinittext.._einittext
 }
@@ -67,6 +74,9 @@ func (ix *Index) kernelKallsyms() KernelKallsyms {
 		// A kallsyms is the table; it holds data if it lists data.
 		k.All = ix.ListsData()
 		return k
+	}
+	if e, ok := kgen.FromSymbols(func(name string) bool { _, ok := addr(name); return ok }); ok {
+		k.Generation = e.Generation
 	}
 	k.text[0], _ = addr("_stext")
 	k.text[1], _ = addr("_etext")
@@ -179,7 +189,7 @@ func (k KernelKallsyms) why(left []Symbol) string {
 	if len(left) > 1 {
 		where += fmt.Sprintf(" and %d more", len(left)-1)
 	}
-	if ignoredSymbol(s.Name, s.Type) {
+	if k.ignored(s.Name, s.Type) {
 		return where + ": no kernel's kallsyms holds it (scripts/kallsyms.c ignores it), and livepatch searches kallsyms"
 	}
 	return fmt.Sprintf("%s: outside the kernel's code, and this kernel was built without CONFIG_KALLSYMS_ALL (its kallsyms table holds %d symbols), so its kallsyms, which livepatch searches, holds code only", where, k.Symbols)
@@ -195,7 +205,7 @@ func (k KernelKallsyms) lists(name string, typ byte, addr uint64) bool {
 	if !k.FromMap {
 		return true
 	}
-	if ignoredSymbol(name, typ) {
+	if k.ignored(name, typ) {
 		return false
 	}
 	if k.All {
@@ -203,7 +213,11 @@ func (k KernelKallsyms) lists(name string, typ byte, addr uint64) bool {
 	}
 	// symbol_valid(): only _stext.._etext and _sinittext.._einittext,
 	// ends included, and no symbol but the end marker at an end (it
-	// could move between the build's two passes).
+	// could move between the build's two passes); from 6.12, the
+	// linker's __start_ and __stop_ section bounds anywhere.
+	if k.Generation > kgen.Linux6_1 && (strings.HasPrefix(name, "__start_") || strings.HasPrefix(name, "__stop_")) {
+		return true
+	}
 	in := func(r [2]uint64) bool { return addr >= r[0] && addr <= r[1] }
 	if !in(k.text) && !in(k.inittext) {
 		return false
@@ -219,6 +233,33 @@ var (
 	ignoredSuffixes = []string{"_from_arm", "_from_thumb", "_veneer"}
 )
 
+// ignored is scripts/kallsyms.c's is_ignored_symbol() of the kernel's
+// generation. From 6.12 it ignores only the u, n and absolute types;
+// the names 6.1 also ignored never reach it (scripts/mksysmap leaves
+// them out of System.map), but for the kallsyms_* tables, which it keeps.
+func (k KernelKallsyms) ignored(name string, typ byte) bool {
+	if k.Generation <= kgen.Linux6_1 {
+		return ignoredSymbol(name, typ)
+	}
+	switch typ {
+	case 'u', 'n':
+		return true
+	case 'A', 'a':
+		return !keptAbsolute(name)
+	}
+	return false
+}
+
+// keptAbsolute: the absolute symbols every generation's
+// is_ignored_symbol() keeps.
+func keptAbsolute(name string) bool {
+	switch name {
+	case "__kernel_syscall_via_break", "__kernel_syscall_via_epc", "__kernel_sigtramp", "__gp":
+		return true
+	}
+	return false
+}
+
 // ignoredSymbol is scripts/kallsyms.c's is_ignored_symbol() (Linux 6.1):
 // symbols no kallsyms table ever holds. Each rule is tried only where a
 // byte of the name says it can match: it runs for every occurrence
@@ -228,13 +269,9 @@ func ignoredSymbol(name string, typ byte) bool {
 	case 'U', 'u', 'N', 'n':
 		return true
 	case 'A', 'a':
-		// Absolute symbols are ignored but for these, which match no
+		// Absolute symbols are ignored but for a few, which match no
 		// other rule.
-		switch name {
-		case "__kernel_syscall_via_break", "__kernel_syscall_via_epc", "__kernel_sigtramp", "__gp":
-			return false
-		}
-		return true
+		return !keptAbsolute(name)
 	}
 	if strings.HasPrefix(name, "kallsyms_") || strings.HasPrefix(name, "_SDA") {
 		switch name {

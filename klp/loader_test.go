@@ -14,6 +14,7 @@ import (
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/kgen"
 )
 
 // loaderModule writes a small x86_64 module for the loader's own refusals:
@@ -374,6 +375,22 @@ func TestNoPLTSection(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, m.Refused())
 	assert.Nil(t, m.Resolve(ix).LoadErr)
+	// From 6.12, module_init_ftrace_plt() wants .init.text.ftrace_trampoline
+	// too, and every arm64 kernel has module PLTs (6.5 removed
+	// CONFIG_ARM64_MODULE_PLTS): a 6.1 module's missing section refuses it,
+	// whatever the configuration says of module PLTs.
+	res = m.ResolveWith(ix, ResolveOptions{Generation: kgen.Linux6_12})
+	require.ErrorIs(t, res.LoadErr, ErrNoPLTSection)
+	assert.Equal(t, ".init.text.ftrace_trampoline", res.LoadErr.Section)
+	assert.Equal(t, "fix_patch: module_finalize(): no .init.text.ftrace_trampoline: -ENOEXEC, with no message (insmod: Exec format error)", res.LoadErr.Kernel)
+	assert.Equal(t, ErrNoPLTSection, m.ResolveWith(ix, ResolveOptions{Generation: kgen.Linux7_2, Config: &noPLTs}).LoadErr.Err)
+	m, err = Parse("fix.ko", a64(".plt", ".init.plt", ".text.ftrace_trampoline", ".init.text.ftrace_trampoline"))
+	require.NoError(t, err)
+	assert.Nil(t, m.ResolveWith(ix, ResolveOptions{Generation: kgen.Linux6_12}).LoadErr)
+	m, err = Parse("fix.ko", a64(".plt"))
+	require.NoError(t, err)
+	require.ErrorIs(t, m.ResolveWith(ix, ResolveOptions{Generation: kgen.Linux6_12, Config: without}).LoadErr, ErrNoPLTSection,
+		"a 6.12 kernel always looks for the PLT sections")
 	// Other architectures have no such section.
 	m, err = Parse("fix.ko", ppc(true, false))
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/input"
 	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/kgen"
 	"github.com/klpresolve/klpresolve/modplt"
 )
 
@@ -272,29 +273,48 @@ func (m *Module) checkPLTSection() {
 // (modplt.MissingFtracePLT). A module without .plt is refused before
 // (NoPLTSection).
 func (m *Module) checkFtracePLT() {
-	tramp := modplt.MissingFtracePLT(m.elf)
+	tramp := modplt.MissingFtracePLT(m.elf, kgen.Linux6_1) // every generation's
 	if tramp == "" {
 		return
 	}
-	m.NoFtracePLT = &RelocError{File: m.Path, Section: tramp, Err: ErrNoPLTSection,
+	m.NoFtracePLT = m.ftracePLTError(tramp)
+}
+
+func (m *Module) ftracePLTError(tramp string) *RelocError {
+	return &RelocError{File: m.Path, Section: tramp, Err: ErrNoPLTSection,
 		Kernel: m.KernelName() + ": module_finalize(): no " + tramp + ": -ENOEXEC, with no message (insmod: Exec format error)",
-		Hint:   "the loader writes the module's ftrace trampolines in " + tramp + ", which kbuild's module linker script (arch/arm64/include/asm/module.lds.h) makes beside .plt and .init.plt; the file was linked with another script: link it with kbuild's (ld -r -T scripts/module.lds)"}
+		Hint:   "the loader writes the module's ftrace trampolines in " + tramp + ", which kbuild's module linker script (arch/arm64/include/asm/module.lds.h) of the kernel's own generation makes beside .plt and .init.plt; the file was linked with another script, or another kernel's: link it with this kernel's kbuild (ld -r -T scripts/module.lds)"}
 }
 
 // refusesFtracePLT is NoFtracePLT where the kernel refuses it: with
-// module PLTs and dynamic ftrace, assumed unless cfg says otherwise.
-func (m *Module) refusesFtracePLT(cfg *KernelConfig) *RelocError {
-	if m.NoFtracePLT == nil || cfg == nil || cfg.ModulePLTs && cfg.DynamicFtrace {
-		return m.NoFtracePLT
+// module PLTs (always from 6.12: modulePLTs) and dynamic ftrace, assumed
+// unless cfg says otherwise; and from 6.12, the init trampoline's
+// section missing too (modplt.MissingFtracePLT).
+func (m *Module) refusesFtracePLT(cfg *KernelConfig, g kgen.Generation) *RelocError {
+	refused := m.NoFtracePLT
+	if refused == nil && g > kgen.Linux6_1 {
+		if tramp := modplt.MissingFtracePLT(m.elf, g); tramp != "" {
+			refused = m.ftracePLTError(tramp)
+		}
+	}
+	if refused == nil || cfg == nil || modulePLTs(m, cfg, g) && cfg.DynamicFtrace {
+		return refused
 	}
 	return nil
+}
+
+// modulePLTs: the kernel has module PLTs: arm64 always from 6.12 (6.5
+// made them unconditional and removed CONFIG_ARM64_MODULE_PLTS), else
+// where its configuration says so.
+func modulePLTs(m *Module, cfg *KernelConfig, g kgen.Generation) bool {
+	return cfg.ModulePLTs || m.Machine == elf.EM_AARCH64 && g > kgen.Linux6_1
 }
 
 // refusesPLTSection is NoPLTSection where the kernel refuses it: powerpc
 // always; arm and arm64 with module PLTs, assumed unless cfg says
 // otherwise (a kernel without them never looks for the sections).
-func (m *Module) refusesPLTSection(cfg *KernelConfig) *RelocError {
-	if m.NoPLTSection == nil || m.Machine == elf.EM_PPC64 || cfg == nil || cfg.ModulePLTs {
+func (m *Module) refusesPLTSection(cfg *KernelConfig, g kgen.Generation) *RelocError {
+	if m.NoPLTSection == nil || m.Machine == elf.EM_PPC64 || cfg == nil || modulePLTs(m, cfg, g) {
 		return m.NoPLTSection
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/klpresolve/klpresolve/ftrace"
 	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/kgen"
 )
 
 // Status of one relocation against one kernel.
@@ -109,6 +110,9 @@ type ResolveOptions struct {
 	// module without one fails as klp_patch_func() fails it
 	// (ErrNotTraceable).
 	Ftrace *ftrace.Sites
+	// Generation is the kernel's generation, whose loader rules judge
+	// the module (kgen.Unknown: Linux 6.1's).
+	Generation kgen.Generation
 }
 
 // KernelConfig is what a kernel's build configuration (its .config, as
@@ -317,9 +321,9 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 	for _, check := range []func() *RelocError{
 		func() *RelocError { return cmp.Or(m.NoSymbols, m.NoModuleStruct) },
 		func() *RelocError { return m.checkLivepatchSupport(ix, opts.Config) },
-		func() *RelocError { return m.refusesPLTSection(opts.Config) },
+		func() *RelocError { return m.refusesPLTSection(opts.Config, opts.Generation) },
 		func() *RelocError { return m.checkWriteExec(opts.Config) },
-		func() *RelocError { return m.refusesFtracePLT(opts.Config) },
+		func() *RelocError { return m.refusesFtracePLT(opts.Config, opts.Generation) },
 		func() *RelocError { return m.checkExports(ix) },
 		func() *RelocError { return m.NotMarked },
 	} {

@@ -9,6 +9,7 @@ import (
 	"math"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/kgen"
 )
 
 // arm64: arch/arm64/kernel/module-plts.c.
@@ -23,9 +24,6 @@ const (
 	// Slack for PLT slots skipped because they are themselves at a
 	// forbidden offset: one per SZ_4K/sizeof(struct plt_entry) entries.
 	arm64ErratumSlackEvery = arm64Page / arm64PLTEntry // 341
-
-	// NR_FTRACE_PLTS with DYNAMIC_FTRACE_WITH_REGS (Debian's config).
-	arm64FtracePLTs = 2
 
 	// arch/arm64/include/asm/memory.h with VA_BITS_MIN 48: the module
 	// region [MODULES_VADDR, MODULES_END) is the 128 MiB below the
@@ -550,22 +548,41 @@ func (l *linker) arm64PLT(r Region, target uint64) (uint64, error) {
 	return addr, nil
 }
 
-// arm64Finalize is module_finalize()'s module_init_ftrace_plt(): the
-// .text.ftrace_trampoline section's two PLT entries, to ftrace_caller and
-// ftrace_regs_caller (FTRACE_ADDR, FTRACE_REGS_ADDR with
-// DYNAMIC_FTRACE_WITH_REGS), which ftrace makes a module's call sites
-// branch to when the kernel's are out of reach; from the kernel's own
+// arm64FtraceTrampolines is module_init_ftrace_plt()'s trampolines, by
+// generation: the sections that hold them, and the kernel functions
+// their NR_FTRACE_PLTS entries branch to, which ftrace makes a module's
+// call sites branch to when the kernel's are out of reach.
+//   - 6.1 (with DYNAMIC_FTRACE_WITH_REGS, Debian's): two entries in
+//     .text.ftrace_trampoline, FTRACE_ADDR and FTRACE_REGS_ADDR.
+//   - 6.12 and 7.2: one entry, FTRACE_ADDR, in .text.ftrace_trampoline
+//     and in .init.text.ftrace_trampoline, both of which the module
+//     must have.
+func arm64FtraceTrampolines(g kgen.Generation) (sections, targets []string) {
+	if g <= kgen.Linux6_1 {
+		return []string{arm64FtraceSection}, []string{"ftrace_caller", "ftrace_regs_caller"}
+	}
+	return []string{arm64FtraceSection, arm64InitFtraceSection}, []string{"ftrace_caller"}
+}
+
+// arm64Finalize is module_finalize()'s module_init_ftrace_plt(): it
+// fills the trampolines (arm64FtraceTrampolines) from the kernel's own
 // symbols (LinkOptions.Kernel), each left zero where they do not say.
 func (l *linker) arm64Finalize() {
-	s := l.m.f.SectionByName(arm64FtraceSection)
-	if s == nil || l.placed[s.Index] == nil || l.opts.Kernel == nil {
+	if l.opts.Kernel == nil {
 		return
 	}
-	p := l.placed[s.Index]
-	p.fill()
-	for i, name := range [arm64FtracePLTs]string{"ftrace_caller", "ftrace_regs_caller"} {
-		if v, ok := l.opts.Kernel(name); ok {
-			_ = arm64PutPLT(p, i, v) // (a target 4 GiB away is left zero)
+	secs, targets := arm64FtraceTrampolines(l.opts.Generation)
+	for _, name := range secs {
+		s := l.m.f.SectionByName(name)
+		if s == nil || l.placed[s.Index] == nil {
+			continue
+		}
+		p := l.placed[s.Index]
+		p.fill()
+		for i, target := range targets {
+			if v, ok := l.opts.Kernel(target); ok {
+				_ = arm64PutPLT(p, i, v) // (a target 4 GiB away is left zero)
+			}
 		}
 	}
 }

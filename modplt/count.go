@@ -10,6 +10,7 @@ import (
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/par"
+	"github.com/klpresolve/klpresolve/kgen"
 )
 
 // Mode selects how entries are counted.
@@ -58,8 +59,12 @@ type Options struct {
 	// partition_branch_plt_relas() return early for branches, since such
 	// a kernel loads modules in the 128 MiB below _etext, which every BL
 	// reaches; ADRP veneers are still counted. (Linux 6.5 moved modules
-	// out of that region and d35686444fc8 removed the early returns.)
+	// out of that region and d35686444fc8 removed the early returns: a
+	// later Generation counts every branch, KASLR or not.)
 	NoRandomizeBase bool
+	// Generation is the kernel's generation, whose rules the count
+	// follows (kgen.Unknown: Linux 6.1's).
+	Generation kgen.Generation
 	// NoExpoline counts as an s390 kernel without expolines does
 	// (CONFIG_EXPOLINE off, or turned off at boot): its PLT has no
 	// __jump_r1 thunk entry. The default is a kernel with them, as
@@ -277,7 +282,7 @@ func (m *Module) Count(opts Options) (*Counts, error) {
 	res := &Counts{Module: m.Name, Path: m.Path, Arch: a.name, BigEndian: elfobj.BigEndian(f.Order), Mode: opts.Mode.String(),
 		Erratum843419: opts.Erratum843419 && a.machine == elf.EM_AARCH64, FixedPLTs: a.fixedPLTs}
 	c.erratum = res.Erratum843419
-	res.NoRandomizeBase = opts.NoRandomizeBase && a.machine == elf.EM_AARCH64
+	res.NoRandomizeBase = opts.NoRandomizeBase && a.machine == elf.EM_AARCH64 && opts.Generation <= kgen.Linux6_1
 	c.noBranchPLT = res.NoRandomizeBase
 	var plt [2]int // by region, before the optimal slack and the fixed slots
 
@@ -343,7 +348,7 @@ func (m *Module) Count(opts Options) (*Counts, error) {
 		missing, says := MissingPLTSection(f)
 		switch {
 		case missing == "":
-			if tramp := MissingFtracePLT(f); tramp != "" {
+			if tramp := MissingFtracePLT(f, opts.Generation); tramp != "" {
 				res.Warnings = append(res.Warnings, "no "+tramp+" section: a kernel with dynamic ftrace refuses the module (module_finalize(), without a message); it was not linked with the kernel's module.lds")
 			}
 		case f.SectionByName(".plt") == nil && f.SectionByName(".init.plt") == nil && res.NoRandomizeBase:

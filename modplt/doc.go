@@ -2,7 +2,11 @@
 // and GOT entries a relocatable kernel module needs, before anything is
 // placed, the way the kernel sizes its module PLT sections.
 //
-// It mirrors Linux 6.1:
+// It mirrors Linux 6.1, and follows a later kernel generation
+// (Options.Generation, LinkOptions.Generation) where its rules are known
+// to differ: arm64 counts every branch from 6.12, KASLR or not, and fills
+// one ftrace trampoline entry in each of two sections
+// (docs/kernel-rules.md). The layout is 6.1's for every generation.
 //
 //   - arch/arm64/kernel/module-plts.c: module_frob_arch_sections(),
 //     partition_branch_plt_relas(), cmp_rela(), duplicate_rel(),

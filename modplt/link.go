@@ -11,6 +11,7 @@ import (
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/ksort"
+	"github.com/klpresolve/klpresolve/kgen"
 )
 
 // The ways a relocation can fail to link. Each *RelocError wraps one.
@@ -93,6 +94,9 @@ type LinkOptions struct {
 	Erratum843419   bool
 	NoModuleUnload  bool
 	NoRandomizeBase bool
+	// Generation is the kernel's generation, whose rules the link
+	// follows (kgen.Unknown: Linux 6.1's).
+	Generation kgen.Generation
 	// NoKallsymsAll lays core out as a kernel without
 	// CONFIG_KALLSYMS_ALL does (Debian's arm64 6.1): the symbols
 	// layout_symtab() keeps at core's end are a module's code symbols
@@ -384,7 +388,7 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 			aligns[ppc64t.tocSec.Index] = 8
 		}
 	default:
-		if counts, err = m.Count(Options{Erratum843419: opts.Erratum843419, NoModuleUnload: opts.NoModuleUnload, NoRandomizeBase: opts.NoRandomizeBase}); err != nil {
+		if counts, err = m.Count(Options{Erratum843419: opts.Erratum843419, NoModuleUnload: opts.NoModuleUnload, NoRandomizeBase: opts.NoRandomizeBase, Generation: opts.Generation}); err != nil {
 			return nil, err
 		}
 	}
@@ -398,10 +402,15 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 			flags[s.Index] = elf.SHF_ALLOC | elf.SHF_EXECINSTR
 		}
 	}
-	if s := f.SectionByName(arm64FtraceSection); s != nil && a.machine == elf.EM_AARCH64 {
-		sizes[s.Index] = arm64FtracePLTs * arm64PLTEntry
-		aligns[s.Index] = 4 // __alignof__(struct plt_entry)
-		flags[s.Index] = elf.SHF_ALLOC | elf.SHF_EXECINSTR
+	if a.machine == elf.EM_AARCH64 {
+		secs, targets := arm64FtraceTrampolines(opts.Generation)
+		for _, name := range secs {
+			if s := f.SectionByName(name); s != nil {
+				sizes[s.Index] = uint64(len(targets)) * arm64PLTEntry
+				aligns[s.Index] = 4 // __alignof__(struct plt_entry)
+				flags[s.Index] = elf.SHF_ALLOC | elf.SHF_EXECINSTR
+			}
+		}
 	}
 	for _, sc := range counts.Sections {
 		if sc.Align != 0 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/input"
+	"github.com/klpresolve/klpresolve/kgen"
 )
 
 // maxModuleSize caps a decompressed module; a compressed file's size does
@@ -218,25 +219,35 @@ func MissingPLTSection(f *elfobj.File) (section, says string) {
 	return "", ""
 }
 
-// arm64FtraceSection holds an arm64 module's ftrace PLT entries
-// (module_init_ftrace_plt(): arm64FtracePLTs of them).
-const arm64FtraceSection = ".text.ftrace_trampoline"
+// arm64FtraceSection and arm64InitFtraceSection hold an arm64 module's
+// ftrace PLT entries (arm64FtraceTrampolines).
+const (
+	arm64FtraceSection     = ".text.ftrace_trampoline"
+	arm64InitFtraceSection = ".init.text.ftrace_trampoline"
+)
 
-// MissingFtracePLT names .text.ftrace_trampoline where f is an arm64
-// module with its module PLT sections (MissingPLTSection finds nothing)
-// but not that one, which kbuild's module linker script makes beside
-// them: arm64's module_finalize() (module_init_ftrace_plt()), once the
-// relocations are applied, refuses such a module with -ENOEXEC and no
-// message, on a kernel with CONFIG_ARM64_MODULE_PLTS and
-// CONFIG_DYNAMIC_FTRACE. "" otherwise.
-func MissingFtracePLT(f *elfobj.File) string {
-	if f.Machine != elf.EM_AARCH64 || f.SectionByName(arm64FtraceSection) != nil {
+// MissingFtracePLT names the ftrace trampoline section (see
+// arm64FtraceTrampolines) that f, an arm64 module with its module PLT
+// sections (MissingPLTSection finds nothing), lacks for a kernel of
+// generation g; kbuild's module linker script makes them beside the PLT
+// sections. arm64's module_finalize() (module_init_ftrace_plt()), once
+// the relocations are applied, refuses such a module with -ENOEXEC and
+// no message, where the kernel has dynamic ftrace. "" when there is
+// none, or f is no arm64 module.
+func MissingFtracePLT(f *elfobj.File, g kgen.Generation) string {
+	if f.Machine != elf.EM_AARCH64 {
 		return ""
 	}
 	if missing, _ := MissingPLTSection(f); missing != "" {
 		return ""
 	}
-	return arm64FtraceSection
+	secs, _ := arm64FtraceTrampolines(g)
+	for _, name := range secs {
+		if f.SectionByName(name) == nil {
+			return name
+		}
+	}
+	return ""
 }
 
 func hasAnyPrefix(s string, prefixes []string) bool {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/kgen"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
 	"github.com/klpresolve/klpresolve/pipeline"
@@ -24,18 +25,20 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	rep, err := pipeline.Run(m, ix, pipeline.Options{Link: true})
+	// A 6.1 kernel's rules (nothing in this small kallsyms tells).
+	gen := pipeline.TellGeneration(ix, pipeline.GenerationHints{Asked: kgen.Linux6_1})
+	rep, err := pipeline.Run(m, ix, pipeline.Options{Link: true, Kernel: gen})
 	if err != nil {
 		log.Fatal(err)
 	}
 	res := rep.Resolution
 	fmt.Printf("resolved %d, deferred %d (%v), errors %d\n", res.Resolved, res.Deferred, res.DeferredObjects, res.Errors)
 	fmt.Printf("linked %d relocations; unresolved %v\n", rep.Image.Relocs, rep.Image.Unresolved)
-	fmt.Printf("cfi: %d page(s), check function %#x\n", rep.CFI.Pages, rep.CFI.CheckFn)
+	fmt.Println("kernel rules:", rep.Kernel)
 	// Output:
 	// resolved 6, deferred 1 ([xfs]), errors 0
 	// linked 6 relocations; unresolved [no_such_function]
-	// cfi: 1 page(s), check function 0xffffffffc0000000
+	// kernel rules: Linux 6.1 (from --kernel-version)
 }
 
 // Check a patch against several kernel builds at once.

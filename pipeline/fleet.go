@@ -9,6 +9,7 @@ import (
 
 	"github.com/klpresolve/klpresolve/ftrace"
 	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/kgen"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
 	"github.com/klpresolve/klpresolve/symvers"
@@ -23,6 +24,9 @@ type KernelResult struct {
 	// Config is Kernel.Config: the configuration its link options and
 	// the loader's checks were taken from ("" when none).
 	Config string
+	// Generation is the generation whose rules judged it, and how it was
+	// told (TellGeneration; FleetOptions.Run.Kernel where given).
+	Generation kgen.Evidence
 	// Ftrace is Kernel.Ftrace, the ftrace call sites its patched
 	// functions were checked against ("" when none); FtraceErr, why
 	// they could not be read (then they were not checked: a note, which
@@ -146,7 +150,7 @@ func checkOne(m *klp.Module, k Kernel, o FleetOptions) KernelResult {
 		kr.Time = time.Since(t)
 		return kr
 	}
-	run, magicFrom, err := kernelOptions(k, o.Run)
+	run, cfg, magicFrom, err := kernelOptions(k, o.Run)
 	if err != nil {
 		return unreadable(err)
 	}
@@ -168,6 +172,11 @@ func checkOne(m *klp.Module, k Kernel, o FleetOptions) KernelResult {
 			kr.Ftrace = k.Ftrace
 		}
 	}
+	if run.Kernel.Generation == kgen.Unknown {
+		// Each kernel its own generation's rules.
+		run.Kernel = TellGeneration(ix, GenerationHints{Release: k.Release, Config: cfg})
+	}
+	kr.Generation = run.Kernel
 	rep, err := Run(m, ix, run)
 	if err != nil {
 		kr.Err = err
@@ -243,30 +252,29 @@ func checkOne(m *klp.Module, k Kernel, o FleetOptions) KernelResult {
 // its Module.symvers read, its configuration's link options, its vermagic
 // given or read from its own modules (magicFrom is then that module's
 // file).
-func kernelOptions(k Kernel, run Options) (_ Options, magicFrom string, err error) {
+func kernelOptions(k Kernel, run Options) (_ Options, cfg *Config, magicFrom string, err error) {
 	if len(k.Modules) > 0 {
 		if run.Modules, err = FindModules(k.Modules); err != nil {
-			return run, "", err
+			return run, nil, "", err
 		}
 	}
 	if k.Symvers != "" {
 		if run.Symvers, err = symvers.Open(k.Symvers); err != nil {
-			return run, "", err
+			return run, nil, "", err
 		}
 	}
 	if k.Config != "" {
-		c, err := OpenConfig(k.Config)
-		if err != nil {
-			return run, "", err
+		if cfg, err = OpenConfig(k.Config); err != nil {
+			return run, nil, "", err
 		}
-		run = c.Apply(run)
+		run = cfg.Apply(run)
 	}
 	if k.Vermagic != "" {
 		run.Vermagic = k.Vermagic
 	} else if len(k.Modules) > 0 && run.Vermagic == "" {
 		if run.Vermagic, magicFrom, err = run.Modules.Vermagic(); err != nil {
-			return run, "", err
+			return run, nil, "", err
 		}
 	}
-	return run, magicFrom, nil
+	return run, cfg, magicFrom, nil
 }

@@ -214,7 +214,7 @@ func TestRunLink(t *testing.T) {
 	require.NoError(t, err)
 	m, err := klp.Open(filepath.Join(testutil.RepoRoot(), "testdata", "klp", "livepatch-sample.ko"))
 	require.NoError(t, err)
-	rep, err := Run(m, ix, Options{Link: true})
+	rep, err := Run(m, ix, Options{Link: true, CFIShadow: true})
 	require.NoError(t, err)
 	assert.True(t, rep.Resolution.OK(false))
 	require.NotNil(t, rep.Image)
@@ -256,7 +256,7 @@ func TestRunLinkARM64ModuleArea(t *testing.T) {
 
 	m, err := klp.Open(testutil.Corpus(t, "arm64/modules/md4.ko"))
 	require.NoError(t, err)
-	rep, err := Run(m, ix, Options{Link: true})
+	rep, err := Run(m, ix, Options{Link: true, CFIShadow: true})
 	require.NoError(t, err)
 	require.NotNil(t, rep.Image)
 	assert.Empty(t, rep.Image.Errors)

@@ -35,7 +35,7 @@ func TestKbuildModuleLinks(t *testing.T) {
 	require.NoError(t, err)
 	m, err := klp.Open(ko)
 	require.NoError(t, err)
-	rep, err := Run(m, ix, Options{Link: true})
+	rep, err := Run(m, ix, Options{Link: true, CFIShadow: true})
 	require.NoError(t, err)
 	img := rep.Image
 	require.True(t, img.Linked(), "errors %v, unresolved %v", img.Errors, img.Unresolved)

@@ -13,6 +13,7 @@ import (
 	"github.com/klpresolve/klpresolve/ftrace"
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/kgen"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
 	"github.com/klpresolve/klpresolve/symvers"
@@ -198,8 +199,17 @@ func KernelEtext(ix *kallsyms.Index) uint64 {
 // Options shape a Run.
 type Options struct {
 	// Link links the whole module after resolving it, and records it in a
-	// CFI shadow.
+	// CFI shadow where the kernel keeps one (CFIShadow).
 	Link bool
+	// Kernel is the generation whose rules judge the kernel, and how it
+	// was told (TellGeneration); with none, Run tells it from the
+	// kernel's symbols alone.
+	Kernel kgen.Evidence
+	// CFIShadow records a linked module in a CFI shadow whatever the
+	// kernel: only kernels 5.13 to 6.0 kept one (kernel/cfi.c's
+	// cfi_shadow, CONFIG_CFI_CLANG_SHADOW), and Run records one only for
+	// them otherwise.
+	CFIShadow bool
 	// LinkOptions are passed to modplt (Resolve and SkipSections are set
 	// by Run; KernelEtext, Kernel and, on arm64, PageSize come from the
 	// kernel's symbols when unset: KernelEtext, KernelPageSize).
@@ -240,7 +250,12 @@ type Report struct {
 	// them (LinkWith); linked or not, their exports resolve the module's
 	// symbols.
 	Dependencies []Dependency
-	CFI          *CFIReport // when linked
+	CFI          *CFIReport // when linked and recorded
+	// CFINote, when linked and not recorded in a CFI shadow, says why.
+	CFINote string
+	// Kernel is the generation whose rules judged the kernel, and how it
+	// was told.
+	Kernel kgen.Evidence
 	// LoaderMissing, when not linked: the module's ordinary undefined
 	// symbols (not .klp.sym, not weak) that the loader's find_symbol()
 	// would not find in this kernel (nor among the Dependencies'
@@ -400,8 +415,12 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 		return nil, err
 	}
 	t0 := time.Now()
-	rep := &Report{}
-	ro := klp.ResolveOptions{Config: opts.Config, Ftrace: opts.Ftrace}
+	rep := &Report{Kernel: opts.Kernel}
+	if rep.Kernel.Generation == kgen.Unknown {
+		rep.Kernel = TellGeneration(ix, GenerationHints{})
+	}
+	opts.LinkOptions.Generation = rep.Kernel.Generation
+	ro := klp.ResolveOptions{Config: opts.Config, Ftrace: opts.Ftrace, Generation: rep.Kernel.Generation}
 	if opts.Modules != nil {
 		var err error
 		if ro.Targets, rep.Unchecked, rep.OtherBuild, err = opts.Modules.targetsFor(m, ix); err != nil {
@@ -445,9 +464,12 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 	rep.Image, rep.Dependencies = img, deps
 	rep.Explanation = Explain(m, ix, img.Unresolved)
 	rep.Explanation.LaidOut(deps)
-	rep.CFI, err = recordCFI(img)
-	if err != nil {
-		return nil, err
+	if opts.CFIShadow || rep.Kernel.CFIShadow() {
+		if rep.CFI, err = recordCFI(img); err != nil {
+			return nil, err
+		}
+	} else {
+		rep.CFINote = fmt.Sprintf("not recorded in a CFI shadow: %s keeps none (kernel/cfi.c's shadow is 5.13-6.0's; kCFI checks each call's type instead)", rep.Kernel.Name())
 	}
 	rep.LinkTime = time.Since(t1)
 	return rep, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/input"
 	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/kgen"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
 	"github.com/klpresolve/klpresolve/pipeline"
@@ -122,6 +123,10 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 				return err
 			}
 			o := pipeline.FleetOptions{Workers: workers, Strict: strict, LTO: a.lto, NoMap: a.noMap, Run: pipeline.Options{Link: link, LinkOptions: lo, Modules: mf}}
+			if a.generation != kgen.Unknown {
+				// Every kernel by the rules asked for; else each its own.
+				o.Run.Kernel = pipeline.TellGeneration(nil, pipeline.GenerationHints{Asked: a.generation})
+			}
 			if len(kernels) >= progressMin && isTerminal(a.stderr) {
 				o.Progress = func(done, total int) { drawProgress(a.stderr, done, total) }
 			}
@@ -261,26 +266,42 @@ func writeLoaderChecks(w io.Writer, rows []pipeline.KernelResult) {
 
 func writeMatrix(w io.Writer, rows []pipeline.KernelResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "KERNEL\tRESOLVED\tDEFERRED\tERRORS\tFIRST ERROR\n")
+	fmt.Fprintf(tw, "KERNEL\tRULES\tRESOLVED\tDEFERRED\tERRORS\tFIRST ERROR\n")
 	for _, r := range rows {
+		if r.Err != nil && r.Generation.Generation == kgen.Unknown {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t%s\n", r.Kernel, r.FirstError)
+			continue
+		}
 		if r.Err != nil {
-			fmt.Fprintf(tw, "%s\t-\t-\t-\t%s\n", r.Kernel, r.FirstError)
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t%s\n", r.Kernel, rulesCell(r.Generation), r.FirstError)
 			continue
 		}
 		first := r.FirstError
 		if first == "" {
 			first = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", r.Kernel, r.Resolved, r.Deferred, r.Errors, first)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", r.Kernel, rulesCell(r.Generation), r.Resolved, r.Deferred, r.Errors, first)
 	}
 	tw.Flush()
+}
+
+// rulesCell is the matrix's RULES cell: the generation whose rules judged
+// the kernel, marked "?" where they were assumed or the release is not
+// that generation's own (its note says so).
+func rulesCell(e kgen.Evidence) string {
+	if e.Note() != "" {
+		return e.Generation.String() + "?"
+	}
+	return e.Generation.String()
 }
 
 type checkRow struct {
 	Kernel string `json:"kernel"`
 	// Release (--root): the kernel's release.
 	Release string `json:"release,omitempty"`
-	Config  string `json:"config,omitempty"` // the kernel's configuration (check --root)
+	// KernelRules: the generation whose rules judged the kernel.
+	KernelRules *rulesJSON `json:"kernel_rules,omitempty"`
+	Config      string     `json:"config,omitempty"` // the kernel's configuration (check --root)
 	// Ftrace (check --root): the kernel's ftrace call sites its patched
 	// functions were checked against (its vmlinux); FtraceError, why
 	// they could not be read (then not checked: a note).
@@ -328,7 +349,7 @@ type checkOut struct {
 func checkJSON(m *klp.Module, rows []pipeline.KernelResult) *checkOut {
 	out := &checkOut{Module: m.Path, Arch: m.Arch, BigEndian: elfobj.BigEndian(m.ByteOrder), Kernels: []checkRow{}}
 	for _, r := range rows {
-		row := checkRow{Kernel: r.Kernel, Release: r.Release, Config: r.Config, OK: r.OK, Resolved: r.Resolved, Deferred: r.Deferred, Errors: r.Errors,
+		row := checkRow{Kernel: r.Kernel, Release: r.Release, KernelRules: rulesOf(r.Generation), Config: r.Config, OK: r.OK, Resolved: r.Resolved, Deferred: r.Deferred, Errors: r.Errors,
 			Millis: float64(r.Time.Microseconds()) / 1e3}
 		if r.FirstError != "" {
 			s := r.FirstError

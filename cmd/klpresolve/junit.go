@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/klpresolve/klpresolve/kgen"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/pipeline"
 )
@@ -37,12 +38,24 @@ type junitSuite struct {
 }
 
 type junitCase struct {
-	Name      string        `xml:"name,attr"`
-	ClassName string        `xml:"classname,attr"`
-	Time      string        `xml:"time,attr"`
-	Failure   *junitProblem `xml:"failure,omitempty"`
-	Error     *junitProblem `xml:"error,omitempty"`
-	SystemOut *junitText    `xml:"system-out,omitempty"`
+	Name      string `xml:"name,attr"`
+	ClassName string `xml:"classname,attr"`
+	Time      string `xml:"time,attr"`
+	// Properties: kernel_rules, the generation whose rules judged the
+	// kernel.
+	Properties *junitProperties `xml:"properties,omitempty"`
+	Failure    *junitProblem    `xml:"failure,omitempty"`
+	Error      *junitProblem    `xml:"error,omitempty"`
+	SystemOut  *junitText       `xml:"system-out,omitempty"`
+}
+
+type junitProperties struct {
+	Property []junitProperty `xml:"property"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 // junitText is a CDATA section: line ends stay line ends.
@@ -64,6 +77,9 @@ func checkJUnit(m *klp.Module, rows []pipeline.KernelResult, elapsed time.Durati
 	suite := junitSuite{Name: fmt.Sprintf("klpresolve check %s (%s)", m.KernelName(), m.Path), Tests: len(rows), Time: seconds(elapsed)}
 	for _, r := range rows {
 		c := junitCase{Name: r.Kernel, ClassName: "klpresolve.check." + m.KernelName(), Time: seconds(r.Time)}
+		if r.Generation.Generation != kgen.Unknown {
+			c.Properties = &junitProperties{[]junitProperty{{"kernel_rules", r.Generation.String()}}}
+		}
 		counts := fmt.Sprintf("%d resolved, %d deferred, %s", r.Resolved, r.Deferred, count(r.Errors, "error", "errors"))
 		switch {
 		case r.Err != nil:

@@ -158,9 +158,11 @@ loader refuses a symbol version, its vermagic or the module as a whole), 2 unusa
 			if err := pipeline.CheckArch(m.Arch, ix); err != nil {
 				return &exitError{exitUsage, err}
 			}
+			gen := a.generationOf(ix, kf)
+			opts.Generation = gen.Generation
 			// As the loader and then livepatch would: the .klp.rela sections
 			// of objects that are not loaded wait for them (pipeline.Link).
-			res := m.ResolveWith(ix, klp.ResolveOptions{Config: kf.loaderConfig()})
+			res := m.ResolveWith(ix, klp.ResolveOptions{Config: kf.loaderConfig(), Generation: gen.Generation})
 			img, deps, err := pipeline.LinkWith(m, res, ix, opts, kf.modules)
 			if err != nil {
 				return &exitError{exitUsage, err}
@@ -180,6 +182,7 @@ loader refuses a symbol version, its vermagic or the module as a whole), 2 unusa
 			if format == "json" {
 				j := linkReport(img, why)
 				j.Kernel = kernelJSON(&installed, kf.kernel)
+				j.KernelRules = rulesOf(gen)
 				j.Dependencies = dependenciesJSON(deps)
 				j.Modversions = versionsJSON(versions)
 				j.Vermagic = vermagicJSON(vermagic, kf.magicFrom)
@@ -192,6 +195,7 @@ loader refuses a symbol version, its vermagic or the module as a whole), 2 unusa
 				if l := kernelLine(&installed, kf.kernel); l != "" {
 					fmt.Fprintln(a.stdout, l)
 				}
+				rulesLines(a.stdout, gen)
 				writeDependencies(a.stdout, deps)
 				writeLinkText(a, img, why.NotExported, out, whyNotes(why, ix.Source()), res.LoadErr, versions, vermagic, kf.magicFrom)
 			}
@@ -221,11 +225,14 @@ loader refuses a symbol version, its vermagic or the module as a whole), 2 unusa
 type linkJSON struct {
 	Module string `json:"module"`
 	// Kernel (--root): the installed kernel the module was linked against.
-	Kernel    *installedJSON `json:"kernel,omitempty"`
-	Arch      string         `json:"arch"`
-	BigEndian bool           `json:"big_endian,omitempty"`
-	OK        bool           `json:"ok"`
-	Sections  []sectionJSON  `json:"sections"`
+	Kernel *installedJSON `json:"kernel,omitempty"`
+	// KernelRules: the generation whose rules linked it (omitted where
+	// linkReport is the main job's part, which says it once).
+	KernelRules *rulesJSON    `json:"kernel_rules,omitempty"`
+	Arch        string        `json:"arch"`
+	BigEndian   bool          `json:"big_endian,omitempty"`
+	OK          bool          `json:"ok"`
+	Sections    []sectionJSON `json:"sections"`
 	// PageSize is the kernel's page size the module was laid out with
 	// (--page-size, or an arm64 kernel's own from its symbols).
 	PageSize uint64 `json:"page_size"`

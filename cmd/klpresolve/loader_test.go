@@ -140,7 +140,7 @@ func TestS390Commands(t *testing.T) {
 	assert.Contains(t, out, "OK: s390x_got (s390 big-endian) links: 12 relocations applied\n")
 	// The main job's CFI step: the text group starts at core's base, with
 	// the GOT and PLT.
-	code, out, _ = runCLI(t, obj, "--kallsyms", k, "--link")
+	code, out, _ = runCLI(t, obj, "--kallsyms", k, "--link", "--cfi-shadow")
 	assert.Equal(t, 0, code, out)
 	assert.Contains(t, out, "link: 12 relocations applied, 0 failed, 0 unresolved symbols; GOT 3/3, PLT 3/3\n")
 	assert.Contains(t, out, "cfi: text 0x3ff80000000-0x3ff8000008c, 1 page in the shadow")

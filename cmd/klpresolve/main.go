@@ -23,6 +23,7 @@ import (
 
 	"github.com/klpresolve/klpresolve/internal/atomicfile"
 	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/kgen"
 )
 
 // Exit statuses.
@@ -221,8 +222,12 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	kallsymsPaths  []string // every --kallsyms given (check uses them all)
-	lto            bool
-	noMap          bool
+	// kernelVersion is --kernel-version; generation what it names
+	// (kgen.Unknown without).
+	kernelVersion string
+	generation    kgen.Generation
+	lto           bool
+	noMap         bool
 	// temps are the temporary files of the outputs being written, which
 	// a signal removes (stopOnSignal).
 	temps *atomicfile.Temps
@@ -311,6 +316,8 @@ refuses it, a symbol version or its vermagic), 2 unusable input or usage, 3 --ma
 	root.SetErr(stderr)
 	root.PersistentFlags().StringArrayVar(&a.kallsymsPaths, "kallsyms", []string{kallsyms.DefaultPath},
 		"kernel symbols: /proc/kallsyms format, System.map, a kernel image (vmlinuz, vmlinux) or a snapshot; gzip/zstd/xz/bzip2 ok; - for stdin (check: repeatable)")
+	root.PersistentFlags().StringVar(&a.kernelVersion, "kernel-version", "",
+		"judge the kernel by this generation's rules (6.1, 6.12, 7.2) instead of telling it")
 	root.PersistentFlags().BoolVar(&a.lto, "lto", false,
 		"also match vmlinux names with a .llvm.<digits> suffix stripped (livepatch on kernels 6.2-6.10 built with Clang LTO)")
 	root.PersistentFlags().BoolVar(&a.noMap, "no-map", false,
@@ -318,6 +325,13 @@ refuses it, a symbol version or its vermagic), 2 unusable input or usage, 3 --ma
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if err := checkCounts(cmd); err != nil {
 			return err
+		}
+		if a.kernelVersion != "" {
+			g, err := kgen.Parse(a.kernelVersion)
+			if err != nil {
+				return &exitError{exitUsage, fmt.Errorf("--kernel-version: %w", err)}
+			}
+			a.generation = g
 		}
 		return a.checkKallsymsPaths(cmd)
 	}

@@ -550,7 +550,7 @@ func TestLinkPageSize(t *testing.T) {
 
 	// The main job's --link says so too (md4 is no livepatch module, but
 	// links); its 0x894 bytes of text are one 64 KiB page of the shadow.
-	code, stdout, _ = runCLI(t, md4, "--kallsyms", m64, "--link")
+	code, stdout, _ = runCLI(t, md4, "--kallsyms", m64, "--link", "--cfi-shadow")
 	require.Equal(t, 0, code, stdout)
 	assert.Contains(t, stdout, "; 64 KiB pages\n")
 	assert.Contains(t, stdout, "cfi: text 0xffff800000d00000-0xffff800000d00894, 1 page in the shadow")
@@ -561,9 +561,9 @@ func TestCheckCommand(t *testing.T) {
 	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
 	code, out, _ := runCLI(t, "check", fixture("livepatch-sample.ko"), "--kallsyms", example, "--kallsyms", k, "--kallsyms", "/nonexistent")
 	assert.Equal(t, 1, code)
-	assert.Regexp(t, `testdata/kallsyms/example.txt\s+6\s+1\s+0\s+-`, out)
-	assert.Regexp(t, `kallsyms-6.1.0-57-amd64.txt\s+6\s+1\s+0\s+-`, out)
-	assert.Regexp(t, `/nonexistent\s+-\s+-\s+-\s+open /nonexistent: no such file or directory`, out)
+	assert.Regexp(t, `testdata/kallsyms/example.txt\s+6\.1\?\s+6\s+1\s+0\s+-`, out) // nothing tells: 6.1 assumed
+	assert.Regexp(t, `kallsyms-6.1.0-57-amd64.txt\s+6\.1\s+6\s+1\s+0\s+-`, out)
+	assert.Regexp(t, `/nonexistent\s+-\s+-\s+-\s+-\s+open /nonexistent: no such file or directory`, out)
 	assert.Contains(t, out, "3 kernels: 2 OK, 1 failed")
 	// patch.c calls no_such_function: insmod would refuse it on the two
 	// kernels that were read, which does not fail them.
@@ -703,7 +703,7 @@ func TestCheckKernelsFolder(t *testing.T) {
 	require.Equal(t, 0, code, errs)
 	code, out, errs := runCLI(t, "check", fixture("livepatch-sample.ko"), "--kernels", dir)
 	assert.Equal(t, 0, code, errs)
-	assert.Regexp(t, `(?s)a\.txt\s+6\s+1\s+0\s+-\n.*b-link\.txt\s+6\s+1\s+0\s+-\n.*f\.txt\.gz\s+6\s+1\s+0\s+-\n.*g\.snap\s+6\s+1\s+0\s+-\n`, out)
+	assert.Regexp(t, `(?s)a\.txt\s+6\.1\?\s+6\s+1\s+0\s+-\n.*b-link\.txt\s+6\.1\?\s+6\s+1\s+0\s+-\n.*f\.txt\.gz\s+6\.1\?\s+6\s+1\s+0\s+-\n.*g\.snap\s+6\.1\?\s+6\s+1\s+0\s+-\n`, out)
 	assert.Contains(t, out, "4 kernels: 4 OK, 0 failed")
 	assert.Equal(t, "note: --kernels "+dir+": left out 3 files that are not a symbol list or snapshot: README.md, hosts.tsv, patch.ko.gz\n", errs)
 
@@ -728,7 +728,7 @@ func TestCheckKernelsFolder(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(tree, "6.18", "System.map.d"), 0o755)) // a folder: left out
 	code, out, errs = runCLI(t, "check", fixture("livepatch-sample.ko"), "--kernels", filepath.Join(tree, "*", "System.map*"))
 	assert.Equal(t, 0, code, errs)
-	assert.Regexp(t, `(?s)6\.1-a/System\.map\s+6\s+1\s+0\s+-\n.*6\.1-b/System\.map\s+6`, out)
+	assert.Regexp(t, `(?s)6\.1-a/System\.map\s+6\.1\?\s+6\s+1\s+0\s+-\n.*6\.1-b/System\.map\s+6\.1\?\s+6`, out)
 	assert.Contains(t, out, "2 kernels: 2 OK, 0 failed")
 	code, _, errs = runCLI(t, "check", fixture("livepatch-sample.ko"), "--kernels", filepath.Join(tree, "*", "nothing"))
 	assert.Equal(t, 2, code)
@@ -738,7 +738,7 @@ func TestCheckKernelsFolder(t *testing.T) {
 func TestMainJobLink(t *testing.T) {
 	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
 	out := filepath.Join(t.TempDir(), "p.linked")
-	code, stdout, _ := runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k, "--link", "-o", out)
+	code, stdout, _ := runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k, "--link", "--cfi-shadow", "-o", out)
 	assert.Equal(t, 1, code) // resolves, but no_such_function does not link
 	// The last line is the verdict, as the exit status gives it.
 	assert.True(t, strings.HasSuffix(stdout, "\nFAILED: 7 relocations: 6 resolved, 1 deferred, 0 errors; the module does not link: 1 failed, 1 unresolved symbol\n"), stdout)
@@ -748,8 +748,31 @@ func TestMainJobLink(t *testing.T) {
 	assert.Regexp(t, `cfi: text 0xffffffffc0000000-0xffffffffc0000065, 1 page in the shadow, check function 0xffffffffc0000000`, stdout)
 	_, err := os.Stat(out)
 	assert.NoError(t, err)
+	// Without --cfi-shadow: 6.1 keeps no shadow, and the report says so.
+	code, stdout, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k, "--link")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stdout, "\nkernel rules: Linux 6.1 (from the kernel's symbols: module_enable_x() among them)\n")
+	assert.Contains(t, stdout, "\ncfi: not recorded in a CFI shadow: Linux 6.1 keeps none (kernel/cfi.c's shadow is 5.13-6.0's; kCFI checks each call's type instead); --cfi-shadow records it anyway\n")
+	assert.NotContains(t, stdout, "cfi: text")
 
 	code, stdout, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k, "--link", "--format", "json")
+	assert.Equal(t, 1, code)
+	var rules struct {
+		Rules struct {
+			Generation, Source, Detail string
+			Exact                      bool
+		} `json:"kernel_rules"`
+		CFI     *struct{} `json:"cfi"`
+		CFINote string    `json:"cfi_note"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rules))
+	assert.Equal(t, "6.1", rules.Rules.Generation)
+	assert.Equal(t, "the kernel's symbols", rules.Rules.Source)
+	assert.Equal(t, "module_enable_x() among them", rules.Rules.Detail)
+	assert.Nil(t, rules.CFI)
+	assert.Contains(t, rules.CFINote, "not recorded in a CFI shadow: Linux 6.1 keeps none")
+
+	code, stdout, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k, "--link", "--cfi-shadow", "--format", "json")
 	assert.Equal(t, 1, code)
 	var j struct {
 		Summary struct {
@@ -775,11 +798,11 @@ func TestMainJobLink(t *testing.T) {
 	assert.Equal(t, 1, j.CFI.Pages)
 	assert.True(t, j.CFI.Shadowed)
 
-	for _, flag := range [][]string{{"-o", out}, {"--base", "0xffffffffc0000000"}, {"--erratum-843419"}, {"--no-kaslr"}, {"--page-size", "4K"}} {
+	for _, flag := range [][]string{{"-o", out}, {"--base", "0xffffffffc0000000"}, {"--cfi-shadow"}, {"--erratum-843419"}, {"--no-kaslr"}, {"--page-size", "4K"}} {
 		// Refused before any symbol is read: --kallsyms names no file.
 		code, _, errs := runCLI(t, append([]string{fixture("livepatch-sample.ko"), "--kallsyms", "/nonexistent"}, flag...)...)
 		assert.Equal(t, 2, code, flag)
-		assert.Contains(t, errs, "-o, --base, --erratum-843419, --no-kaslr and --page-size need --link", flag)
+		assert.Contains(t, errs, "-o, --base, --cfi-shadow, --erratum-843419, --no-kaslr and --page-size need --link", flag)
 	}
 }
 
@@ -1765,4 +1788,42 @@ func TestMainJobAlreadyLoaded(t *testing.T) {
 	code, out, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k, "--format", "json")
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, `"already_loaded": true`)
+}
+
+// TestKernelGenerations: the main job says which generation's rules
+// judged the kernel: a Debian 7.2 image's banner tells; --kernel-version
+// overrides; a generation klpresolve does not know is exit 2 naming the
+// ones it knows.
+func TestKernelGenerations(t *testing.T) {
+	_, img := testutil.DebianKernel(t, "7.2", "amd64")
+	code, out, _ := runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", img)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "\nkernel symbols: "+img+" (the kallsyms table of a bzImage of Linux 7.2.13+deb14-amd64, ")
+	assert.Contains(t, out, "; link-time addresses)\nkernel rules: Linux 7.2 (7.2.13+deb14-amd64, from the kernel image's banner)\n")
+	assert.NotContains(t, out, "note: nothing tells")
+
+	code, out, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", img, "--kernel-version", "6.12", "--format", "json")
+	assert.Equal(t, 0, code, out)
+	var j struct {
+		Image struct {
+			Kind, Release, Layout, Addresses string
+			Symbols                          int
+		} `json:"kallsyms_image"`
+		Rules struct {
+			Generation, Source string
+			Exact              bool
+		} `json:"kernel_rules"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	assert.Equal(t, "bzImage", j.Image.Kind)
+	assert.Equal(t, "7.2.13+deb14-amd64", j.Image.Release)
+	assert.Equal(t, "7.2", j.Image.Layout)
+	assert.Equal(t, "link-time", j.Image.Addresses)
+	assert.Greater(t, j.Image.Symbols, 100000)
+	assert.Equal(t, "6.12", j.Rules.Generation)
+	assert.Equal(t, "--kernel-version", j.Rules.Source)
+
+	code, _, errs := runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", img, "--kernel-version", "6.6")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, `--kernel-version: unknown kernel generation "6.6": klpresolve knows 6.1, 6.12, 7.2`)
 }

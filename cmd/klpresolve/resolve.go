@@ -33,6 +33,7 @@ type resolveOpts struct {
 	magic   string
 	kernel  installedFlags
 	ftrace  string
+	cfi     bool
 }
 
 // addResolveFlags makes the root command the main job:
@@ -43,7 +44,8 @@ func addResolveFlags(root *cobra.Command, a *app) {
 	root.Flags().BoolVar(&o.strict, "strict", false, "treat deferred relocations (module not loaded) as failures")
 	root.Flags().BoolVar(&o.stats, "stats", false, "print the time of each phase to stderr")
 	root.Flags().DurationVar(&o.maxTime, "max-time", 0, "exit 3 when resolution takes longer than this (e.g. 100ms)")
-	root.Flags().BoolVar(&o.link, "link", false, "also link the whole module (modplt) and record it in a CFI shadow")
+	root.Flags().BoolVar(&o.link, "link", false, "also link the whole module (modplt), and record it in a CFI shadow where the kernel keeps one (5.13-6.0)")
+	root.Flags().BoolVar(&o.cfi, "cfi-shadow", false, "with --link: record the module in a CFI shadow whatever the kernel")
 	root.Flags().StringVar(&o.base, "base", "", "with --link: core load address (default: where module_alloc() starts: x86_64 0xffffffffc0000000, arm 0xbf000000, arm64 _etext - 128 MiB)")
 	root.Flags().StringVarP(&o.out, "output", "o", "", "with --link: write the linked image (ELF, sections at their load addresses)")
 	o.kbuild.add(root, "with --link: ")
@@ -62,8 +64,8 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 		return err
 	}
 	// Usage first: before the kernel's symbols are read.
-	if !o.link && (o.out != "" || o.base != "" || o.kbuild.given()) {
-		return &exitError{exitUsage, errors.New("-o, --base, --erratum-843419, --no-kaslr and --page-size need --link")}
+	if !o.link && (o.out != "" || o.base != "" || o.cfi || o.kbuild.given()) {
+		return &exitError{exitUsage, errors.New("-o, --base, --cfi-shadow, --erratum-843419, --no-kaslr and --page-size need --link")}
 	}
 	var po pipeline.Options
 	if err := o.kbuild.apply(&po.LinkOptions); err != nil {
@@ -98,6 +100,7 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 	if err := pipeline.CheckArch(m.Arch, ix); err != nil {
 		return &exitError{exitUsage, err}
 	}
+	po.Kernel, po.CFIShadow = a.generationOf(ix, kf), o.cfi
 	var ft *ftraceJSON
 	if po.Ftrace, ft, err = openFtrace(a, o.ftrace, kf.kernel, ix); err != nil {
 		return err
@@ -130,6 +133,7 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 	if o.format == "json" {
 		j := jsonResolution(res)
 		j.Kernel = kernelJSON(&o.kernel, kf.kernel)
+		j.KernelRules, j.KallsymsImage = rulesOf(rep.Kernel), imageOf(ix)
 		j.Ftrace = ft
 		j.Summary.OK = rep.OK(o.strict)
 		if po.Modules != nil {
@@ -146,14 +150,14 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 			lj := linkReport(rep.Image, rep.Explanation)
 			lj.Dependencies = dependenciesJSON(rep.Dependencies)
 			j.Link = &lj
-			j.CFI = cfiJSON(rep.CFI)
+			j.CFI, j.CFINote = cfiJSON(rep.CFI), rep.CFINote
 		}
 		j.AlreadyLoaded = rep.AlreadyLoaded
 		j.Modversions = versionsJSON(rep.Versions)
 		j.Vermagic = vermagicJSON(rep.Vermagic, kf.magicFrom)
 		err = writeJSON(a, j)
 	} else {
-		writeResolution(a.stdout, rep, a.kallsymsPath(), kernelLine(&o.kernel, kf.kernel), ft.line())
+		writeResolution(a.stdout, rep, symbolsLine(a.kallsymsPath(), ix), kernelLine(&o.kernel, kf.kernel), ft.line())
 		if rep.Image != nil {
 			writeLinkSummary(a.stdout, rep, o.out)
 		}
@@ -204,6 +208,9 @@ func writeLinkSummary(w io.Writer, rep *pipeline.Report, out string) {
 			break
 		}
 		fmt.Fprintf(w, "  link error: %v\n", e)
+	}
+	if rep.CFINote != "" {
+		fmt.Fprintf(w, "cfi: %s; --cfi-shadow records it anyway\n", rep.CFINote)
 	}
 	if c != nil {
 		how := "start of text (no __cfi_check)"
@@ -287,6 +294,11 @@ type jsonOut struct {
 	BigEndian bool   `json:"big_endian,omitempty"`
 	Format    string `json:"format"`
 	Kallsyms  string `json:"kallsyms"`
+	// KallsymsImage: the kernel image whose own kallsyms table the
+	// symbols are.
+	KallsymsImage *imageJSON `json:"kallsyms_image,omitempty"`
+	// KernelRules: the generation whose rules judged the kernel.
+	KernelRules *rulesJSON `json:"kernel_rules"`
 	// Kernel (--root): the installed kernel the report is of.
 	Kernel *installedJSON `json:"kernel,omitempty"`
 	// Ftrace: the ftrace call sites the patched functions were checked
@@ -335,6 +347,9 @@ type jsonOut struct {
 	Dependencies []dependencyJSON `json:"dependencies,omitempty"`
 	Link         *linkJSON        `json:"link,omitempty"`
 	CFI          *cfiOut          `json:"cfi,omitempty"`
+	// CFINote (with --link): why the module was not recorded in a CFI
+	// shadow (the kernel keeps none).
+	CFINote string `json:"cfi_note,omitempty"`
 	// Modversions (with --symvers): the module's symbol versions checked.
 	Modversions *versionsOut `json:"modversions,omitempty"`
 	// Vermagic (with --vermagic, or a vermagic in the --modules files):
@@ -554,7 +569,7 @@ func loaderNote(missing []string, hidden map[string]pipeline.Hidden) string {
 // the --kallsyms path), per section what resolved, deferred objects, and
 // every failure with the kernel's message and the help (the totals are
 // writeVerdict's).
-func writeResolution(w io.Writer, rep *pipeline.Report, given, kernel, ftraceLine string) {
+func writeResolution(w io.Writer, rep *pipeline.Report, symbols, kernel, ftraceLine string) {
 	res := rep.Resolution
 	m := res.Module
 	name := m.Name
@@ -565,7 +580,8 @@ func writeResolution(w io.Writer, rep *pipeline.Report, given, kernel, ftraceLin
 	if kernel != "" {
 		fmt.Fprintln(w, kernel)
 	}
-	fmt.Fprintf(w, "kernel symbols: %s\n", symbolsLine(given, res.Source))
+	fmt.Fprintf(w, "kernel symbols: %s\n", symbols)
+	rulesLines(w, rep.Kernel)
 	if ftraceLine != "" {
 		fmt.Fprintln(w, ftraceLine)
 	}
@@ -865,12 +881,22 @@ func computePos(ix *kallsyms.Index, s kallsyms.Spec, addr uint64, hasAt bool) (u
 // symbolsLine names the kernel symbols a report used: the --kallsyms path
 // given, and the text a snapshot was written from (its index's source,
 // which error messages name), when that is another file.
-func symbolsLine(given, source string) string {
+// symbolsLine names the kernel's symbols as given (--kallsyms), and
+// what they are where the name does not say: a snapshot's source, or a
+// kernel image's own kallsyms table.
+func symbolsLine(given string, ix *kallsyms.Index) string {
 	if given == "-" {
 		given = "<stdin>"
 	}
-	if source == given {
-		return given
+	if img, ok := ix.Image(); ok {
+		rel := ""
+		if img.Release != "" {
+			rel = " of Linux " + img.Release
+		}
+		return fmt.Sprintf("%s (the kallsyms table of a %s%s, %d symbols; link-time addresses)", given, img.Kind, rel, img.Symbols)
 	}
-	return given + " (snapshot of " + source + ")"
+	if source := ix.Source(); source != given {
+		return given + " (snapshot of " + source + ")"
+	}
+	return given
 }

@@ -3,11 +3,14 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/kgen"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
 	"github.com/klpresolve/klpresolve/pipeline"
@@ -166,4 +169,57 @@ func kernelLine(f *installedFlags, k *pipeline.Kernel) string {
 		ft = "ftrace call sites " + k.Ftrace
 	}
 	return fmt.Sprintf("kernel: %s under %s: %s; %s; %s; %s", k.Release, f.root, mods, sv, cfg, ft)
+}
+
+// generation is the generation whose rules judge the kernel whose
+// symbols are ix: --kernel-version's, else what ix, the --root kernel's
+// release and configuration tell (pipeline.TellGeneration).
+func (a *app) generationOf(ix *kallsyms.Index, kf *buildFiles) kgen.Evidence {
+	h := pipeline.GenerationHints{Asked: a.generation, Config: kf.config}
+	if kf.kernel != nil {
+		h.Release = kf.kernel.Release
+	}
+	return pipeline.TellGeneration(ix, h)
+}
+
+// rulesJSON is the generation whose rules judged a kernel, in a JSON
+// report.
+type rulesJSON struct {
+	Generation string `json:"generation"`
+	Release    string `json:"release,omitempty"`
+	Source     string `json:"source"`
+	Detail     string `json:"detail,omitempty"`
+	Exact      bool   `json:"exact"`
+	Note       string `json:"note,omitempty"`
+}
+
+func rulesOf(e kgen.Evidence) *rulesJSON {
+	return &rulesJSON{e.Generation.String(), e.Release, string(e.Source), e.Detail, e.Exact, e.Note()}
+}
+
+// rulesLines is the text report's line saying which generation's rules
+// judged the kernel, and its note where they are not its own.
+func rulesLines(w io.Writer, e kgen.Evidence) {
+	fmt.Fprintf(w, "kernel rules: %s\n", e)
+	if n := e.Note(); n != "" {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+}
+
+// imageJSON is a kernel image the symbols were read from, in a JSON
+// report.
+type imageJSON struct {
+	Kind      string `json:"kind"`
+	Release   string `json:"release"`
+	Layout    string `json:"layout"`
+	Symbols   int    `json:"symbols"`
+	Addresses string `json:"addresses"`
+}
+
+func imageOf(ix *kallsyms.Index) *imageJSON {
+	img, ok := ix.Image()
+	if !ok {
+		return nil
+	}
+	return &imageJSON{img.Kind, img.Release, img.Layout, img.Symbols, "link-time"}
 }

@@ -21,7 +21,10 @@ import (
 type Config struct {
 	// Source names the file it was read from.
 	Source string
-	values map[string]string // by name, without "CONFIG_"; strings unquoted
+	// Release is the kernel release its header names ("# Linux/x86
+	// 6.12.117 Kernel Configuration", conf_write_heading()); "" if none.
+	Release string
+	values  map[string]string // by name, without "CONFIG_"; strings unquoted
 }
 
 // ErrMalformed is wrapped by every error about a line that does not
@@ -70,6 +73,8 @@ func Parse(r io.Reader, name string) (*Config, error) {
 			return nil, &LineError{File: c.Source, Line: n, Why: why}
 		}
 		switch {
+		case name == "" && c.Release == "" && n <= headerLines:
+			c.Release = headerRelease(string(line))
 		case name == "":
 		case set:
 			c.values[name] = value
@@ -170,3 +175,24 @@ func (c *Config) Enabled(name string) bool {
 
 // Len is the number of options the configuration sets.
 func (c *Config) Len() int { return len(c.values) }
+
+// headerLines: conf_write_heading() writes the release on the third line.
+const headerLines = 8
+
+// headerRelease reads the release of the header line "# Linux/ARCH
+// RELEASE Kernel Configuration"; "" for any other line.
+func headerRelease(line string) string {
+	rest, ok := strings.CutPrefix(line, "# Linux/")
+	if !ok {
+		return ""
+	}
+	rest, ok = strings.CutSuffix(rest, " Kernel Configuration")
+	if !ok {
+		return ""
+	}
+	_, rel, ok := strings.Cut(rest, " ")
+	if !ok || strings.ContainsAny(rel, " \t") {
+		return ""
+	}
+	return rel
+}

@@ -131,3 +131,20 @@ func TestDebianConfig(t *testing.T) {
 	assert.Equal(t, "", v, "a quoted empty string")
 	assert.False(t, c.Enabled("ARM64"))
 }
+
+// TestRelease: the header's release, as conf_write_heading() writes it;
+// none where there is no header.
+func TestRelease(t *testing.T) {
+	c, err := Parse(strings.NewReader("#\n# Automatically generated file; DO NOT EDIT.\n# Linux/x86 6.12.117 Kernel Configuration\n#\nCONFIG_64BIT=y\n"), "config")
+	if err != nil || c.Release != "6.12.117" {
+		t.Fatalf("release %q, %v", c.Release, err)
+	}
+	c, err = Parse(strings.NewReader("CONFIG_64BIT=y\n# Linux/x86 6.12.117 Kernel Configuration\n"), "config")
+	if err != nil || c.Release != "6.12.117" {
+		t.Fatalf("release %q, %v", c.Release, err)
+	}
+	c, err = Parse(strings.NewReader("# Linux/arm64 not a release at all Kernel Configuration\nCONFIG_64BIT=y\n"), "config")
+	if err != nil || c.Release != "" {
+		t.Fatalf("release %q, %v", c.Release, err)
+	}
+}

@@ -40,7 +40,9 @@ func gz(t *testing.T, b []byte) []byte {
 }
 
 func TestDetect(t *testing.T) {
-	elf := func(typ byte) []byte { return append([]byte("\x7fELF\x02\x01\x01"), append(make([]byte, 9), typ, 0)...) }
+	elf := func(typ byte) []byte {
+		return append([]byte("\x7fELF\x02\x01\x01"), append(make([]byte, 9), typ, 0)...)
+	}
 	for _, tc := range []struct {
 		name string
 		head []byte

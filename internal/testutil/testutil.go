@@ -158,3 +158,30 @@ func DebianKernel(tb testing.TB, gen, arch string) (root, image string) {
 	dir := fetched(tb, env, "/var/tmp/klpresolve-"+gen+"-"+arch, "debian-kernel "+gen+" "+arch, "Debian's "+gen+" "+arch+" kernel", file)
 	return filepath.Join(dir, "root"), filepath.Join(dir, file)
 }
+
+// DebianDbgMap returns the real System.map of Debian's kernel of
+// generation gen for arch, from its -dbg package, where
+// scripts/debian-kernel GEN ARCH DIR dbg put it (DIR/dbg/System.map-RELEASE;
+// DIR as DebianKernel's), or skips the test saying how to get it (a 1 GB
+// download: CI does not).
+func DebianDbgMap(tb testing.TB, gen, arch string) string {
+	tb.Helper()
+	rel := DebianKernelRelease(gen, arch)
+	file := "dbg/System.map-" + rel
+	env := "KLPRESOLVE_" + strings.ToUpper(strings.ReplaceAll(gen, ".", "_")) + "_" + strings.ToUpper(arch)
+	dir := fetched(tb, env, "/var/tmp/klpresolve-"+gen+"-"+arch, "debian-kernel "+gen+" "+arch, "Debian's "+gen+" "+arch+" -dbg System.map (add dbg: 1 GB)", file)
+	return filepath.Join(dir, file)
+}
+
+// DebianKernelModules returns the kernel/ folder of the modules of
+// Debian's kernel of generation gen for arch (6.12's package carries
+// them), or skips the test as DebianKernel does.
+func DebianKernelModules(tb testing.TB, gen, arch string) string {
+	tb.Helper()
+	root, _ := DebianKernel(tb, gen, arch)
+	dir := filepath.Join(root, "usr/lib/modules", DebianKernelRelease(gen, arch), "kernel")
+	if _, err := os.Stat(dir); err != nil {
+		tb.Skipf("Debian's %s %s kernel under %s has no modules (its package of them is not fetched): skipping", gen, arch, root)
+	}
+	return dir
+}

@@ -1,0 +1,54 @@
+package pipeline
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/testutil"
+	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/kgen"
+)
+
+// TestTellGeneration: what tells a kernel's generation, most certain
+// first: the generation asked for, a kernel image's banner, the root's
+// release, the configuration's header, the kernel's own symbols; and
+// with none of them, 6.1's rules, assumed, with a note.
+func TestTellGeneration(t *testing.T) {
+	dir := t.TempDir()
+	plain, err := kallsyms.Open(filepath.Join(testutil.RepoRoot(), "testdata/kallsyms/example.txt"), nil)
+	require.NoError(t, err)
+	corpus61, err := kallsyms.Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	require.NoError(t, err)
+	cfgPath := filepath.Join(dir, "config")
+	require.NoError(t, os.WriteFile(cfgPath, []byte("#\n# Automatically generated file; DO NOT EDIT.\n# Linux/x86 6.6.30 Kernel Configuration\n#\nCONFIG_LIVEPATCH=y\n"), 0o644))
+	cfg, err := OpenConfig(cfgPath)
+	require.NoError(t, err)
+
+	e := TellGeneration(plain, GenerationHints{})
+	assert.Equal(t, kgen.Evidence{Generation: kgen.Linux6_1, Source: kgen.Assumed}, e)
+	assert.NotEmpty(t, e.Note())
+
+	e = TellGeneration(corpus61, GenerationHints{})
+	assert.Equal(t, kgen.Linux6_1, e.Generation)
+	assert.Equal(t, kgen.FromKallsyms, e.Source)
+
+	e = TellGeneration(corpus61, GenerationHints{Config: cfg})
+	assert.Equal(t, kgen.Evidence{Generation: kgen.Linux6_12, Release: "6.6.30", Source: kgen.FromConfig, Detail: cfgPath}, e, "the header before the symbols")
+	assert.Contains(t, e.Note(), "Linux 6.6.30 is not a generation klpresolve knows exactly (6.1, 6.12, 7.2): it is judged by Linux 6.12's rules, which span it")
+
+	e = TellGeneration(corpus61, GenerationHints{Config: cfg, Release: "7.2.13+deb14-amd64", ReleaseFrom: "/roots/a"})
+	assert.Equal(t, kgen.Evidence{Generation: kgen.Linux7_2, Release: "7.2.13+deb14-amd64", Source: kgen.FromRelease, Detail: "/roots/a", Exact: true}, e)
+
+	e = TellGeneration(corpus61, GenerationHints{Config: cfg, Release: "7.2.13", Asked: kgen.Linux6_1})
+	assert.Equal(t, kgen.Evidence{Generation: kgen.Linux6_1, Source: kgen.FromFlag, Exact: true}, e)
+
+	_, img := testutil.DebianKernel(t, "6.12", "amd64")
+	ix, err := kallsyms.Open(img, nil)
+	require.NoError(t, err)
+	e = TellGeneration(ix, GenerationHints{Release: "7.2.13"})
+	assert.Equal(t, kgen.Evidence{Generation: kgen.Linux6_12, Release: testutil.DebianKernelRelease("6.12", "amd64"), Source: kgen.FromImage, Exact: true}, e, "the image's banner first")
+}
