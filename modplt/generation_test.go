@@ -2,7 +2,12 @@ package modplt
 
 import (
 	"encoding/binary"
+	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -72,5 +77,111 @@ func TestARM64Generations(t *testing.T) {
 		s := img.Section(name)
 		require.NotNil(t, s, name)
 		assert.Equal(t, uint64(arm64PLTEntry), s.Size, name)
+	}
+}
+
+// oracleSections reads a testdata/oracle/GEN-ARCH/NAME.sections record:
+// where the booted kernel put each of the module's sections.
+func oracleSections(t *testing.T, path string) map[string]uint64 {
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	out := map[string]uint64{}
+	for l := range strings.Lines(string(b)) {
+		f := strings.Fields(l)
+		if len(f) == 3 && f[0] == "section" {
+			addr, err := strconv.ParseUint(strings.TrimPrefix(f[2], "0x"), 16, 64)
+			require.NoError(t, err, l)
+			out[f[1]] = addr
+		}
+	}
+	return out
+}
+
+// TestMemLayoutOracle: Debian's 6.12 and 7.2 kernels, booted under qemu
+// (testdata/oracle/gen.mk), put each section of the modules they loaded
+// where memLayout does: by kind of memory, each kind a block of its own.
+// Each block's base is taken from where the kernel put its first section
+// (vmalloc may reuse space a module's freed init left); every other
+// section of the block must then be where the kernel put it. And where
+// the kernel's blocks follow one another (the first module loaded, and
+// md4), they do as memLayout chains them: each past the one before and
+// a guard page.
+func TestMemLayoutOracle(t *testing.T) {
+	for _, tc := range []struct {
+		gen  kgen.Generation
+		arch string
+		// chained: modules whose blocks the kernel put one after another.
+		chained []string
+	}{
+		{kgen.Linux6_12, "amd64", []string{"crc32c_generic", "md4"}},
+		{kgen.Linux7_2, "amd64", []string{"md4"}},
+		{kgen.Linux6_12, "arm64", nil},
+		{kgen.Linux7_2, "arm64", nil},
+	} {
+		name := tc.gen.String() + "-" + tc.arch
+		t.Run(name, func(t *testing.T) {
+			records, _ := filepath.Glob(filepath.Join(testutil.RepoRoot(), "testdata/oracle", name, "*.sections"))
+			if len(records) == 0 {
+				t.Skipf("no records in testdata/oracle/%s", name)
+			}
+			mods := testutil.DebianKernelModules(t, tc.gen.String(), tc.arch)
+			checked := 0
+			for _, rec := range records {
+				mod := strings.TrimSuffix(filepath.Base(rec), ".sections")
+				want := oracleSections(t, rec)
+				files, _ := filepath.Glob(filepath.Join(mods, "*", "*", mod+".ko*"))
+				files2, _ := filepath.Glob(filepath.Join(mods, "*", mod+".ko*"))
+				files = append(files, files2...)
+				files3, _ := filepath.Glob(filepath.Join(mods, "*", "*", "*", mod+".ko*"))
+				files = append(files, files3...)
+				require.Len(t, files, 1, "%s's file under %s", mod, mods)
+				m, err := Open(files[0])
+				require.NoError(t, err)
+				resolve := func(string) (uint64, bool) { return want[".text"] - 16<<20, true }
+				// A first guess: MOD_TEXT on .text's page (where the PLT
+				// or the ftrace trampolines are not before it).
+				lo := LinkOptions{Base: want[".text"] &^ (DefaultPageSize - 1), Resolve: resolve, Generation: tc.gen}
+				img, err := m.Link(lo)
+				require.NoError(t, err, mod)
+				// Each block's base from its first section's place.
+				lo.MemBase = map[MemType]uint64{}
+				for _, p := range img.Sections {
+					if _, ok := lo.MemBase[p.Mem]; ok || p.Index < 0 {
+						continue
+					}
+					if a, ok := want[p.Name]; ok {
+						lo.MemBase[p.Mem] = a &^ (img.PageSize - 1)
+					}
+				}
+				lo.Base = lo.MemBase[MemText]
+				chained := slices.Contains(tc.chained, mod)
+				if chained && roxTextCache(tc.gen, m.arch.machine) {
+					// Two chains: the text in the ROX cache, the rest
+					// wherever vmalloc has room: its first block from
+					// the kernel's record too.
+					clo := lo
+					clo.MemBase = map[MemType]uint64{MemData: lo.MemBase[MemData]}
+					img, err = m.Link(clo)
+					require.NoError(t, err, mod)
+				}
+				if chained {
+					for tp, b := range lo.MemBase {
+						p := img.Sections[slices.IndexFunc(img.Sections, func(p *Placed) bool { return p.Mem == tp })]
+						assert.Equal(t, b, p.Addr&^(img.PageSize-1), "%s: %s chained", mod, tp)
+					}
+				}
+				img, err = m.Link(lo)
+				require.NoError(t, err, mod)
+				for _, p := range img.Sections {
+					a, ok := want[p.Name]
+					if !ok {
+						continue
+					}
+					assert.Equal(t, fmt.Sprintf("%#x", a), fmt.Sprintf("%#x", p.Addr), "%s: %s (%s)", mod, p.Name, p.Mem)
+					checked++
+				}
+			}
+			t.Logf("%d sections of %d modules where the kernel put them", checked, len(records))
+		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/kgen"
 )
 
 // Layout: kernel/module/main.c layout_sections(), with the configuration
@@ -37,13 +38,17 @@ var layoutMasks = [][2]elf.SectionFlag{
 // DEFINE_PER_CPU variables, not loaded with it (see LinkOptions.PercpuBase).
 const percpuSection = ".data..percpu"
 
-// roAfterInit reports whether layout_and_allocate() marks the section
-// SHF_RO_AFTER_INIT: .data..ro_after_init, and __jump_table, whose entries
-// jump_label_apply_nops() may still change during init but never after
-// (Linux 4.19 on). Both are laid out in the ro-after-init group, a page
-// apart from the writable data.
-func roAfterInit(name string) bool {
-	return name == ".data..ro_after_init" || name == "__jump_table"
+// roAfterInit reports whether the loader marks the section
+// SHF_RO_AFTER_INIT, by generation: .data..ro_after_init, and
+// __jump_table, whose entries jump_label_apply_nops() may still change
+// during init but never after (layout_and_allocate(), Linux 4.19 on);
+// from 7.2 (module_mark_ro_after_init()) also .static_call_sites where
+// the kernel has CONFIG_HAVE_STATIC_CALL_INLINE, as x86_64's have. They
+// are laid out in the ro-after-init group, a page apart from the
+// writable data (6.1), or in MOD_RO_AFTER_INIT (6.4 on).
+func roAfterInit(name string, machine elf.Machine, g kgen.Generation) bool {
+	return name == ".data..ro_after_init" || name == "__jump_table" ||
+		g >= kgen.Linux7_2 && machine == elf.EM_X86_64 && name == ".static_call_sites"
 }
 
 // Placed is one allocated section at its load address.
@@ -63,6 +68,10 @@ type Placed struct {
 	// section such as .bss, whose Size bytes are zeros the kernel
 	// allocates and clears (nothing relocates it).
 	Data []byte
+	// Mem is the kind of module memory the section is in, on a kernel
+	// that lays modules out by kind (Linux 6.4 and later:
+	// LinkOptions.Generation); MemText for 6.1's layout.
+	Mem MemType
 
 	src  []byte // the file's bytes, until Data is made from them
 	zero bool   // SHT_NOBITS: no bytes are ever made
@@ -114,7 +123,7 @@ func (m *Module) layout(core, init, page, reserve uint64, sizes map[int]uint64, 
 				if f, ok := flagsOf[i]; ok {
 					flags = f
 				}
-				if roAfterInit(s.Name) {
+				if roAfterInit(s.Name, m.arch.machine, kgen.Linux6_1) {
 					flags |= shfROAfterInit
 				}
 				// layout_and_allocate() clears SHF_ALLOC from .modinfo and
@@ -196,12 +205,22 @@ func (m *Module) coreKallsymsEnd(off, page uint64, placed []*Placed, all bool) u
 	if f.Symtab == 0 {
 		return off
 	}
+	n, names := m.keptSymbols(placed, all)
+	align := max(f.Sections[f.Symtab].Addralign, 1)
+	off = (off+align-1)&^(align-1) + n*uint64(f.SymEntSize()) + names + n
+	return (off + page - 1) &^ (page - 1)
+}
+
+// keptSymbols counts the symbols layout_symtab() keeps for kallsyms once
+// init is freed (is_core_symbol(); every symbol of a livepatch module),
+// and the bytes of their names with their NULs.
+func (m *Module) keptSymbols(placed []*Placed, all bool) (n, names uint64) {
+	f := m.f
 	livepatch := f.ModInfo("livepatch") == "Y"
 	pcpu := -1
 	if s := f.SectionByName(percpuSection); s != nil && all {
 		pcpu = s.Index
 	}
-	var n, names uint64
 	for i := range f.Symbols {
 		s := &f.Symbols[i]
 		keep := i == 0 || livepatch
@@ -214,9 +233,7 @@ func (m *Module) coreKallsymsEnd(off, page uint64, placed []*Placed, all bool) u
 			names += uint64(len(s.Name)) + 1
 		}
 	}
-	align := max(f.Sections[f.Symtab].Addralign, 1)
-	off = (off+align-1)&^(align-1) + n*uint64(f.SymEntSize()) + names + n
-	return (off + page - 1) &^ (page - 1)
+	return n, names
 }
 
 // addressTop is the highest address of a module of class c: the load

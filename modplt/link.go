@@ -95,8 +95,16 @@ type LinkOptions struct {
 	NoModuleUnload  bool
 	NoRandomizeBase bool
 	// Generation is the kernel's generation, whose rules the link
-	// follows (kgen.Unknown: Linux 6.1's).
+	// follows (kgen.Unknown: Linux 6.1's). From 6.12 the module is laid
+	// out by kind of memory (Placed.Mem), each kind its own allocation:
+	// MOD_TEXT at Base, the others each past the one before and a guard
+	// page, in the kernel's order (the init ones from InitBase when it is
+	// given), unless MemBase places them.
 	Generation kgen.Generation
+	// MemBase places kinds of module memory (Generation 6.12 and later)
+	// at given addresses, where a booted kernel put them; a kind it does
+	// not name follows the one before.
+	MemBase map[MemType]uint64
 	// NoKallsymsAll lays core out as a kernel without
 	// CONFIG_KALLSYMS_ALL does (Debian's arm64 6.1): the symbols
 	// layout_symtab() keeps at core's end are a module's code symbols
@@ -148,7 +156,11 @@ type Image struct {
 	// symbols kallsyms keeps for the module (layout_symtab()), as
 	// /proc/modules shows it once the module's init is freed.
 	CoreSize uint64
-	coreBase uint64
+	// ByMemType: the module was laid out by kind of memory
+	// (Placed.Mem), as Linux 6.4 and later lay modules out.
+	ByMemType bool
+	coreBase  uint64
+	end       uint64 // where the last block's pages end (memLayout), or 0
 	// Expoline: an s390 module's PLT has the expoline thunk, its last
 	// entry (counted in PLTCoreMax and PLTCoreUsed).
 	Expoline bool
@@ -180,7 +192,7 @@ func (img *Image) Linked() bool { return img.OK() && len(img.Unresolved) == 0 }
 // region (core to CoreSize: its symbols after its sections) and the guard
 // page vmalloc leaves after it, as Init follows Core.
 func (img *Image) Next() uint64 {
-	end := img.coreBase + img.CoreSize
+	end := max(img.end, img.coreBase+img.CoreSize)
 	for _, p := range img.Sections {
 		end = max(end, p.Addr+p.Size)
 	}
@@ -419,11 +431,17 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 			}
 		}
 	}
-	placed, coreSize, err := m.layout(opts.Base, opts.InitBase, page, reserve, sizes, aligns, flags, opts.At, !opts.NoModuleUnload, !opts.NoKallsymsAll)
+	var placed []*Placed
+	var coreSize, end uint64
+	if usesMemTypes(opts.Generation) {
+		placed, coreSize, end, err = m.memLayout(opts.Generation, opts.Base, opts.InitBase, page, reserve, sizes, aligns, flags, opts.At, !opts.NoModuleUnload, !opts.NoKallsymsAll, opts.MemBase)
+	} else {
+		placed, coreSize, err = m.layout(opts.Base, opts.InitBase, page, reserve, sizes, aligns, flags, opts.At, !opts.NoModuleUnload, !opts.NoKallsymsAll)
+	}
 	if err != nil {
 		return nil, err
 	}
-	l := &linker{m: m, opts: &opts, img: &Image{Module: m, Sections: placed, PageSize: page, CoreSize: coreSize, coreBase: opts.Base},
+	l := &linker{m: m, opts: &opts, img: &Image{Module: m, Sections: placed, PageSize: page, CoreSize: coreSize, coreBase: opts.Base, end: end, ByMemType: usesMemTypes(opts.Generation)},
 		placed: make([]*Placed, len(f.Sections)), syms: make([]symInfo, len(f.Symbols))}
 	for _, p := range placed {
 		l.placed[p.Index] = p

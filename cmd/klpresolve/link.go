@@ -301,8 +301,11 @@ func unresolvedLine(u string, hidden map[string]pipeline.Hidden) string {
 }
 
 type sectionJSON struct {
-	Name    string `json:"name"`
-	Region  string `json:"region"`
+	Name   string `json:"name"`
+	Region string `json:"region"`
+	// Memory: the kind of module memory (MOD_TEXT, ...) where the kernel
+	// lays modules out by kind (6.4 and later).
+	Memory  string `json:"memory,omitempty"`
 	Address string `json:"address"`
 	Size    uint64 `json:"size"`
 }
@@ -328,7 +331,11 @@ func linkReport(img *modplt.Image, why pipeline.Explanation) linkJSON {
 		j.Percpu = fmt.Sprintf("%#x", img.Percpu)
 	}
 	for _, p := range img.Sections {
-		j.Sections = append(j.Sections, sectionJSON{p.Name, p.Region.String(), fmt.Sprintf("%#x", p.Addr), p.Size})
+		mem := ""
+		if img.ByMemType {
+			mem = p.Mem.String()
+		}
+		j.Sections = append(j.Sections, sectionJSON{p.Name, p.Region.String(), mem, fmt.Sprintf("%#x", p.Addr), p.Size})
 	}
 	for _, e := range img.Errors {
 		j.Errors = append(j.Errors, errorJSON{e.Section, fmt.Sprintf("%#x", e.Offset), e.Type, e.Symbol, e.Error()})
@@ -342,9 +349,17 @@ func linkReport(img *modplt.Image, why pipeline.Explanation) linkJSON {
 func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden, out string, why []string, loadErr *klp.RelocError, versions *symvers.Report, vermagic *symvers.Magic, magicFrom string) {
 	m := img.Module
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "SECTION\tREGION\tADDRESS\tSIZE\n")
-	for _, p := range img.Sections {
-		fmt.Fprintf(tw, "%s\t%s\t%#x\t%#x\n", p.Name, p.Region, p.Addr, p.Size)
+	if img.ByMemType {
+		// 6.4 and later: each kind of memory an allocation of its own.
+		fmt.Fprintf(tw, "SECTION\tMEMORY\tADDRESS\tSIZE\n")
+		for _, p := range img.Sections {
+			fmt.Fprintf(tw, "%s\t%s\t%#x\t%#x\n", p.Name, p.Mem, p.Addr, p.Size)
+		}
+	} else {
+		fmt.Fprintf(tw, "SECTION\tREGION\tADDRESS\tSIZE\n")
+		for _, p := range img.Sections {
+			fmt.Fprintf(tw, "%s\t%s\t%#x\t%#x\n", p.Name, p.Region, p.Addr, p.Size)
+		}
 	}
 	tw.Flush()
 	if img.PageSize != modplt.DefaultPageSize {
