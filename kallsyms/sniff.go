@@ -12,7 +12,7 @@ const SniffLen = 1024
 
 // Sniff reports whether head, the first bytes of a file (SniffLen, or the
 // whole file when shorter), begins as a file that Open reads: a snapshot,
-// a gzip, zstd, xz or bzip2 stream, or a line of kallsyms or System.map
+// a gzip, zstd, xz or bzip2 stream, a kernel image, or a line of kallsyms or System.map
 // text ("ADDRESS TYPE NAME[\t[module]]"; blank lines before it are
 // skipped, and a head of blank lines alone is taken when the file goes
 // on past it). It is for picking the symbol lists out of a folder that holds
@@ -21,7 +21,7 @@ const SniffLen = 1024
 // file it accepts may still fail to parse, but one that parses it always
 // accepts.
 func Sniff(head []byte) bool {
-	if isSnapshot(head) || input.Detect(head) != input.None {
+	if isSnapshot(head) || input.Detect(head) != input.None || maybeImage(head) {
 		return true
 	}
 	cut := len(head) >= SniffLen // the file goes on past head

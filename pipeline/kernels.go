@@ -66,9 +66,11 @@ var ErrWhichKernel = errors.New("several kernels installed")
 // A kernel is a release with a System.map: boot/System.map-RELEASE; where
 // that is Debian's placeholder (kallsyms.ErrPlaceholder), the -dbg
 // package's usr/lib/debug/boot/System.map-RELEASE; or, as Fedora also
-// installs it, lib/modules/RELEASE/System.map. A release with a
-// placeholder alone is still a kernel: its row says where the real map
-// is. Its modules are lib/modules/RELEASE (usr/lib/modules on merged-/usr
+// installs it, lib/modules/RELEASE/System.map. Without a real one, its
+// image gives the kernel's own kallsyms table: boot/vmlinuz-RELEASE, or
+// lib/modules/RELEASE/vmlinuz (Debian's 7.x, Fedora, Arch). A release
+// with a placeholder alone is still a kernel: its row says where the
+// real map is. Its modules are lib/modules/RELEASE (usr/lib/modules on merged-/usr
 // systems). Its Module.symvers is the first of the headers'
 // (usr/src/linux-headers-RELEASE, Debian and Ubuntu;
 // usr/src/kernels/RELEASE, Fedora and RHEL; lib/modules/RELEASE/build),
@@ -182,13 +184,37 @@ func kernelsUnder(root string, h host) ([]Kernel, error) {
 		}
 		runningRel = rel
 	}
+	// Without a real System.map, the kernel image's own kallsyms table:
+	// boot/vmlinuz-RELEASE (Debian 13 has only a placeholder map), or
+	// lib/modules/RELEASE/vmlinuz (Debian's 7.x, Fedora, Arch).
+	images := map[string]string{}
+	addImage := func(rel, p string) {
+		if rel != "" && images[rel] == "" && isFile(p) {
+			images[rel] = p
+		}
+	}
+	paths, _ := filepath.Glob(filepath.Join(root, "boot", "vmlinuz-*"))
+	for _, p := range paths {
+		addImage(strings.TrimPrefix(filepath.Base(p), "vmlinuz-"), p)
+	}
+	for _, dir := range []string{"lib/modules", "usr/lib/modules"} {
+		paths, _ := filepath.Glob(filepath.Join(root, dir, "*", "vmlinuz"))
+		for _, p := range paths {
+			addImage(filepath.Base(filepath.Dir(p)), p)
+		}
+	}
+	for rel, p := range images {
+		if found[rel] == "" {
+			found[rel] = p
+		}
+	}
 	for rel, p := range placeholder {
 		if found[rel] == "" {
 			found[rel] = p
 		}
 	}
 	if len(found) == 0 {
-		return nil, fmt.Errorf("%s: %w: no boot/System.map-RELEASE, usr/lib/debug/boot/System.map-RELEASE nor lib/modules/RELEASE/System.map", root, ErrNoKernels)
+		return nil, fmt.Errorf("%s: %w: no boot/System.map-RELEASE, usr/lib/debug/boot/System.map-RELEASE, lib/modules/RELEASE/System.map, boot/vmlinuz-RELEASE nor lib/modules/RELEASE/vmlinuz", root, ErrNoKernels)
 	}
 	var out []Kernel
 	for _, rel := range slices.Sorted(maps.Keys(found)) {
