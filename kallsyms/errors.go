@@ -47,6 +47,10 @@ var (
 	// ErrSpec: a "[object:]name[,sympos]" spec does not parse
 	// (ParseSpec; the error is a *SpecError).
 	ErrSpec = errors.New("malformed symbol spec")
+	// ErrSlide: Options.Slide or SlideTo cannot move the input's
+	// addresses: a snapshot, or SlideTo for symbols without _text or
+	// _stext, or both given.
+	ErrSlide = errors.New("cannot slide the kernel's addresses")
 	// ErrSnapshotExact: Options.LTO asked for a raw snapshot written
 	// without LTO matching, whose stored tables file names exactly.
 	ErrSnapshotExact = errors.New("raw snapshot written for exact matching: LTO matching needs it written again with LTO (klpresolve snapshot --lto --raw), or the text it came from")

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/klpresolve/klpresolve/internal/kimage"
 )
@@ -101,6 +100,17 @@ type vmImage struct {
 	rels []relative
 	// raw: an Image, whose first byte is _text's.
 	raw bool
+	// rodata: where the tables and the banner are (.rodata, where the
+	// ELF file says); searchArea gives all of b where it does not.
+	rodata [2]int
+}
+
+// searchArea is where the tables and the banner may be.
+func (im *vmImage) searchArea() (lo, hi int) {
+	if im.rodata[1] == 0 {
+		return 0, len(im.b)
+	}
+	return im.rodata[0], im.rodata[1]
 }
 
 // relative is one relative relocation: the word at link-time address off
@@ -163,7 +173,8 @@ func decodeImage(name string, data []byte) ([]byte, *ImageInfo, error) {
 	if im.raw && im.va != nil {
 		info.Text, _ = im.va(0) // an Image starts at _text
 	}
-	info.Banner, info.Release = banner(b)
+	lo, hi := im.searchArea()
+	info.Banner, info.Release = banner(b[lo:hi])
 	return text, info, nil
 }
 
@@ -194,6 +205,11 @@ func (im *vmImage) elf() error {
 			}
 		}
 		return 0, false
+	}
+	// kallsyms' tables and the banner are in .rodata (scripts/kallsyms.c,
+	// init/version-timestamp.c).
+	if r := f.Section(".rodata"); r != nil && r.Type == elf.SHT_PROGBITS && r.Offset+r.Size <= uint64(len(im.b)) {
+		im.rodata = [2]int{int(r.Offset), int(r.Offset + r.Size)}
 	}
 	// arm64's vmlinux keeps its words zero too; .rela.dyn says what they
 	// become.
@@ -252,36 +268,29 @@ func relatives(b []byte, order binary.ByteOrder) []relative {
 }
 
 // findRelatives finds .rela.dyn in an image without section headers: the
-// longest run of 8-aligned Elf64_Rela entries of type RELATIVE.
+// longest run of 8-aligned Elf64_Rela entries of type RELATIVE (read a
+// word at a time: their r_info is such a word).
 func findRelatives(b []byte, order binary.ByteOrder) []relative {
-	var pat [8]byte
-	order.PutUint64(pat[:], rRelative)
 	isRel := func(at int) bool {
-		return at >= 0 && at+relEntSize <= len(b) && bytes.Equal(b[at+8:at+16], pat[:])
+		return at >= 0 && at+relEntSize <= len(b) && order.Uint64(b[at+8:]) == rRelative
 	}
 	best, bestLen := 0, 0
-	for from := 0; from < len(b); {
-		h := bytes.Index(b[from:], pat[:])
-		if h < 0 {
-			break
-		}
-		e := from + h - 8
-		if e < 0 || e%8 != 0 {
-			from += h + 1
+	for at := 8; at+relEntSize <= len(b)+8; at += 8 {
+		if order.Uint64(b[at:]) != rRelative {
 			continue
 		}
-		start := e
+		start := at - 8
 		for isRel(start - relEntSize) {
 			start -= relEntSize
 		}
-		end := e
+		end := start
 		for isRel(end) {
 			end += relEntSize
 		}
 		if n := (end - start) / relEntSize; n > bestLen {
 			best, bestLen = start, n
 		}
-		from = end
+		at = max(at, end)
 	}
 	if bestLen < minRelatives {
 		return nil
@@ -351,36 +360,47 @@ func (im *vmImage) linkedAt() (uint64, error) {
 // been built with. Its words hold their values, and the right base is
 // the one at which many of them point exactly at a symbol.
 func (im *vmImage) pcBase(t tables) (uint64, error) {
-	rel := make(map[uint64]struct{}, t.n)
+	// The symbols' places from _text, in the table's (address) order.
+	rel := make([]uint64, t.n)
 	for i := range t.n {
 		at := t.offsets + 4*i
-		rel[uint64(at)+uint64(int64(int32(im.u32(at))))] = struct{}{}
+		rel[i] = uint64(at) + uint64(int64(int32(im.u32(at))))
+	}
+	if !slices.IsSorted(rel) {
+		slices.Sort(rel)
 	}
 	n := uint64(len(im.b))
-	best, bestN, second := uint64(0), 0, 0
+	var bases []uint64
 	for _, vaBits := range []uint{48, 47, 42, 39, 36} {
 		for _, vsize := range []uint64{2 << 30, 128 << 20} {
-			base := -(uint64(1) << (vaBits - 1)) + vsize
-			hits := 0
-			for off := 0; off+8 <= len(im.b); off += 8 {
-				w := im.order.Uint64(im.b[off:])
-				if w-base < n {
-					if _, ok := rel[w-base]; ok {
-						hits++
-					}
+			bases = append(bases, -(uint64(1)<<(vaBits-1))+vsize)
+		}
+	}
+	// One word in pointerStride is enough: they are many.
+	const pointerStride = 8
+	hits := make([]int, len(bases))
+	for off := 0; off+8 <= len(im.b); off += 8 * pointerStride {
+		w := im.order.Uint64(im.b[off:])
+		for k, base := range bases {
+			if w-base < n {
+				if _, ok := slices.BinarySearch(rel, w-base); ok {
+					hits[k]++
 				}
-			}
-			switch {
-			case hits > bestN:
-				best, bestN, second = base, hits, bestN
-			case hits > second:
-				second = hits
 			}
 		}
 	}
+	best, bestN, second := uint64(0), 0, 0
+	for k, h := range hits {
+		switch {
+		case h > bestN:
+			best, bestN, second = bases[k], h, bestN
+		case h > second:
+			second = h
+		}
+	}
 	// minPointers: Debian's arm64 Images hold some 100,000 pointers to
-	// their symbols.
-	const minPointers = 1000
+	// their symbols, a word in pointerStride of them sampled.
+	const minPointers = 100
 	if bestN < minPointers || second*10 > bestN {
 		return 0, im.errf(ErrImage, "where the Image was linked is not known: no base address of an arm64 kernel has its words point at its symbols (best %#x: %d words, next %d)", best, bestN, second)
 	}
@@ -414,8 +434,9 @@ var digitTokens = []byte("0\x001\x002\x003\x004\x005\x006\x007\x008\x009\x00")
 // them.
 func (im *vmImage) find() (tables, error) {
 	var lastErr error
-	for from := 0; ; {
-		h := bytes.Index(im.b[from:], digitTokens)
+	from, hi := im.searchArea()
+	for {
+		h := bytes.Index(im.b[from:hi], digitTokens)
 		if h < 0 {
 			break
 		}
@@ -717,6 +738,11 @@ func (im *vmImage) decode(t tables) ([]byte, *ImageInfo, error) {
 			}
 		}
 	}
+	// A name holds no blank or NUL where none of its tokens does.
+	var badToken [256]bool
+	for i, tok := range t.tokens {
+		badToken[i] = bytes.ContainsAny(tok, " \t\n\r\x00")
+	}
 	out := make([]byte, 0, t.n*48)
 	var name []byte
 	at := t.names
@@ -728,8 +754,10 @@ func (im *vmImage) decode(t tables) ([]byte, *ImageInfo, error) {
 			at++
 		}
 		name = name[:0]
+		bad := false
 		for _, tok := range im.b[at : at+l] {
 			name = append(name, t.tokens[tok]...)
+			bad = bad || badToken[tok]
 		}
 		at += l
 		if len(name) < 2 {
@@ -738,14 +766,17 @@ func (im *vmImage) decode(t tables) ([]byte, *ImageInfo, error) {
 		if len(name)-1 >= KSYMNameLen {
 			return nil, nil, im.errf(ErrImage, "kallsyms symbol %d decodes to a name of %d bytes, longer than the kernel's KSYM_NAME_LEN-1 (%d)", i, len(name)-1, KSYMNameLen-1)
 		}
-		if bytes.ContainsAny(name, " \t\n\r\x00") {
+		if bad {
 			return nil, nil, im.errf(ErrImage, "kallsyms symbol %d decodes to %q, which holds a blank or a NUL", i, name)
 		}
 		if i > 0 && addrs[i] < addrs[i-1] {
 			return nil, nil, im.errf(ErrImage, "kallsyms symbol %d (%s) at %#x is below the one before it (%#x): the table is in address order", i, name[1:], addrs[i], addrs[i-1])
 		}
-		out = strconv.AppendUint(out, addrs[i]|1<<63, 16) // 16 digits
-		out[len(out)-16] = "0123456789abcdef"[addrs[i]>>60]
+		var hexAddr [16]byte
+		for k, a := 15, addrs[i]; k >= 0; k, a = k-1, a>>4 {
+			hexAddr[k] = "0123456789abcdef"[a&15]
+		}
+		out = append(out, hexAddr[:]...)
 		out = append(out, ' ', name[0], ' ')
 		out = append(out, name[1:]...)
 		out = append(out, '\n')

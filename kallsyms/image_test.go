@@ -64,6 +64,9 @@ func TestImageDebian61(t *testing.T) {
 		{"arm64", "arm64 Image", false, 0xffff800008000000},
 	} {
 		t.Run(tc.arch, func(t *testing.T) {
+			if testutil.Light && tc.arch == "amd64" {
+				t.Skip("a light run reads the arm64 Image only (xz takes minutes under the race detector)")
+			}
 			img := testutil.Vmlinuz(t, tc.arch)
 			want := vmlinuxInOrder(t, testutil.Corpus(t, fmt.Sprintf("%s/kallsyms-%s.txt", tc.arch, testutil.VmlinuzRelease(tc.arch))))
 			ix, err := Open(img, nil)
@@ -108,6 +111,7 @@ func TestImageDebianGenerations(t *testing.T) {
 	for _, gen := range []string{"6.12", "7.2"} {
 		for _, arch := range []string{"amd64", "arm64"} {
 			t.Run(gen+"/"+arch, func(t *testing.T) {
+				testutil.LightKernel(t, gen, arch)
 				root, path := testutil.DebianKernel(t, gen, arch)
 				rel := testutil.DebianKernelRelease(gen, arch)
 				config, err := os.ReadFile(filepath.Join(root, "boot", "config-"+rel))
@@ -291,6 +295,7 @@ func TestImageBroken(t *testing.T) {
 // size in the map; the types too, but for the per-cpu symbols, which
 // scripts/kallsyms.c types A (--absolute-percpu).
 func TestImageAgainstDbgMap(t *testing.T) {
+	testutil.LightKernel(t, "6.12", "amd64")
 	mapPath := testutil.DebianDbgMap(t, "6.12", "amd64")
 	_, img := testutil.DebianKernel(t, "6.12", "amd64")
 	m, err := Open(mapPath, nil)
@@ -330,4 +335,37 @@ func TestImageAgainstDbgMap(t *testing.T) {
 		return true
 	})
 	assert.Greater(t, percpu, 100)
+}
+
+// TestSlide: a KASLR offset moves vmlinux's addresses (not the absolute
+// per-cpu ones), given as such or as the running kernel's _text; a
+// snapshot refuses it.
+func TestSlide(t *testing.T) {
+	const d = 0x1c000000
+	in := append([]fakeSym{{0, 'A', "fixed_percpu_data"}}, fakeSyms(40)...)
+	img := fakeImage(LayoutTablesLast, in, true)
+	for _, o := range []*Options{{Slide: d}, {SlideTo: fakeText + d}} {
+		ix, err := ParseBytes("fake", img, o)
+		require.NoError(t, err)
+		s, ok := ix.Find(Vmlinux, "_text", 1)
+		require.True(t, ok)
+		assert.Equal(t, uint64(fakeText+d), s.Address)
+		p, _ := ix.Find(Vmlinux, "fixed_percpu_data", 1)
+		assert.Zero(t, p.Address, "absolute: not moved")
+		info, _ := ix.Find(Vmlinux, "fn_3_read", 1)
+		assert.Equal(t, uint64(fakeText+d+0x30), info.Address)
+	}
+	_, err := ParseBytes("fake", img, &Options{Slide: 1, SlideTo: 2})
+	assert.ErrorIs(t, err, ErrSlide)
+	text := "ffffffff81000000 T foo\n"
+	_, err = ParseBytes("map", []byte(text), &Options{SlideTo: 0xffffffff9c000000})
+	assert.ErrorIs(t, err, ErrSlide)
+	assert.ErrorContains(t, err, "map: cannot slide the kernel's addresses: it lists no _text nor _stext")
+	ix, err := ParseBytes("map", []byte(text), nil)
+	require.NoError(t, err)
+	snap := filepath.Join(t.TempDir(), "k.snap")
+	require.NoError(t, ix.WriteSnapshotFile(snap))
+	_, err = Open(snap, &Options{Slide: d})
+	assert.ErrorIs(t, err, ErrSlide)
+	assert.ErrorContains(t, err, "a snapshot keeps the addresses it was written with")
 }

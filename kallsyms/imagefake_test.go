@@ -218,7 +218,7 @@ func fakeELF(b []byte, va uint64) []byte {
 // fakeARM64Text: its header, the tables, then either (rela) a .rela.dyn
 // of R_AARCH64_RELATIVE relocations whose words the Image leaves zero,
 // relative_base's among them, or (without) packed relocations: the words
-// hold their values, and 1,200 of them point at symbols.
+// hold their values, and 9,600 of them point at symbols.
 func fakeARM64Image(layout string, syms []fakeSym, rela bool) []byte {
 	le := binary.LittleEndian
 	b, rbAt := fakeTables(layout, syms, false, fakeARM64Text, 0x1000)
@@ -227,7 +227,7 @@ func fakeARM64Image(layout string, syms []fakeSym, rela bool) []byte {
 		b = append(b, 0)
 	}
 	if !rela {
-		for i := range 1200 {
+		for i := range 1200 * 8 { // (one word in 8 is sampled)
 			b = le.AppendUint64(b, syms[i%len(syms)].addr)
 		}
 		return b

@@ -30,6 +30,8 @@ type Index struct {
 	// image: where an index read from a kernel image came from; nil
 	// otherwise.
 	image *ImageInfo
+	// slide: what Options.Slide or SlideTo added to vmlinux's addresses.
+	slide uint64
 	// lazy: a compact snapshot's chunks, decoded when first needed (at);
 	// nil for any other index.
 	lazy *lazySnapshot

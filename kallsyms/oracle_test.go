@@ -57,6 +57,7 @@ func TestImageOracle(t *testing.T) {
 	for _, gen := range []string{"6.12", "7.2"} {
 		for _, arch := range []string{"amd64", "arm64"} {
 			t.Run(gen+"-"+arch, func(t *testing.T) {
+				testutil.LightKernel(t, gen, arch)
 				b, err := os.ReadFile(filepath.Join(dir, gen+"-"+arch, "kallsyms.digest"))
 				require.NoError(t, err)
 				var want kallsymsDigest

@@ -57,6 +57,15 @@ type Options struct {
 	// 111-129 ns against 78-89 ns on this project's VM): read a snapshot
 	// that will answer millions of lookups.
 	NoMap bool
+	// Slide is added to vmlinux's addresses, but for absolute symbols'
+	// (x86_64's per-cpu offsets), as KASLR moves a running kernel: a
+	// System.map's or a kernel image's link-time addresses then answer
+	// for the kernel running with that offset. SlideTo is the running
+	// kernel's _text instead (as its /proc/kallsyms shows it), the slide
+	// being its distance from the input's own _text (or _stext). A
+	// snapshot keeps the addresses it was written with: either on a
+	// snapshot is ErrSlide.
+	Slide, SlideTo uint64
 	// MapText maps a plain (uncompressed) text file too, instead of
 	// reading it, and puts the index's arrays in an anonymous mapping of
 	// huge pages instead of the Go heap: the profile of a short-lived
@@ -97,6 +106,11 @@ func (o *Options) mapText() bool { return o != nil && o.MapText && !o.NoMap }
 // once the Index is unreachable. With Options.MapText, so is a plain
 // text file.
 func Open(path string, opts *Options) (*Index, error) {
+	ix, err := open(path, opts)
+	return opts.slid(ix, err)
+}
+
+func open(path string, opts *Options) (*Index, error) {
 	f, err := readRegular(path, opts.workers(), opts.mapSnapshots(), opts.mapText())
 	if err != nil {
 		return nil, err
@@ -146,6 +160,11 @@ func Open(path string, opts *Options) (*Index, error) {
 // Parse reads a kallsyms or System.map text (or a snapshot) from r. name is
 // used in error messages.
 func Parse(name string, r io.Reader, opts *Options) (*Index, error) {
+	ix, err := parse(name, r, opts)
+	return opts.slid(ix, err)
+}
+
+func parse(name string, r io.Reader, opts *Options) (*Index, error) {
 	src, err := input.Wrap(name, io.NopCloser(r), 0)
 	if err != nil {
 		return nil, err
@@ -157,6 +176,11 @@ func Parse(name string, r io.Reader, opts *Options) (*Index, error) {
 // ParseBytes builds an index from an in-memory text. The index keeps data
 // (its names point into it): the caller must not modify it afterwards.
 func ParseBytes(name string, data []byte, opts *Options) (*Index, error) {
+	ix, err := parseBytes(name, data, opts)
+	return opts.slid(ix, err)
+}
+
+func parseBytes(name string, data []byte, opts *Options) (*Index, error) {
 	if maybeImage(data[:min(len(data), kimage.HeadLen)]) {
 		return fromImage(name, data, opts)
 	}

@@ -85,6 +85,7 @@ func TestFromSymbols(t *testing.T) {
 	for _, gen := range []kgen.Generation{kgen.Linux6_12, kgen.Linux7_2} {
 		for _, arch := range []string{"amd64", "arm64"} {
 			t.Run(gen.String()+"/"+arch, func(t *testing.T) {
+				testutil.LightKernel(t, gen.String(), arch)
 				_, img := testutil.DebianKernel(t, gen.String(), arch)
 				check(t, img, gen)
 			})

@@ -46,6 +46,7 @@ func TestTellGeneration(t *testing.T) {
 	e = TellGeneration(corpus61, GenerationHints{Config: cfg, Release: "7.2.13", Asked: kgen.Linux6_1})
 	assert.Equal(t, kgen.Evidence{Generation: kgen.Linux6_1, Source: kgen.FromFlag, Exact: true}, e)
 
+	testutil.LightKernel(t, "6.12", "amd64")
 	_, img := testutil.DebianKernel(t, "6.12", "amd64")
 	ix, err := kallsyms.Open(img, nil)
 	require.NoError(t, err)

@@ -226,8 +226,12 @@ type app struct {
 	// (kgen.Unknown without).
 	kernelVersion string
 	generation    kgen.Generation
-	lto           bool
-	noMap         bool
+	// kaslrOffset, kaslrFrom: --kaslr-offset, --kaslr-from; slide and
+	// slideTo what they give (kallsyms.Options).
+	kaslrOffset, kaslrFrom string
+	slide, slideTo         uint64
+	lto                    bool
+	noMap                  bool
 	// temps are the temporary files of the outputs being written, which
 	// a signal removes (stopOnSignal).
 	temps *atomicfile.Temps
@@ -247,7 +251,38 @@ func (a *app) kallsymsPath() string {
 // few thousand lookups at most, so its text input is mapped, not read,
 // unless --no-map says the file may change while klpresolve runs.
 func (a *app) indexOptions() *kallsyms.Options {
-	return &kallsyms.Options{LTO: a.lto, MapText: true, NoMap: a.noMap}
+	return &kallsyms.Options{LTO: a.lto, MapText: true, NoMap: a.noMap, Slide: a.slide, SlideTo: a.slideTo}
+}
+
+// kaslr reads --kaslr-offset and --kaslr-from: the offset, or the running
+// kernel's _text (its kallsyms' _text, or _stext) that gives it.
+func (a *app) kaslr() error {
+	if a.kaslrOffset != "" && a.kaslrFrom != "" {
+		return &exitError{exitUsage, errors.New("--kaslr-offset and --kaslr-from both give the KASLR offset: give one")}
+	}
+	if a.kaslrOffset != "" {
+		v, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(a.kaslrOffset, "0x"), "0X"), 16, 64)
+		if err != nil || v == 0 {
+			return &exitError{exitUsage, fmt.Errorf("--kaslr-offset %q: not a hex offset such as 0x1c000000", a.kaslrOffset)}
+		}
+		a.slide = v
+	}
+	if a.kaslrFrom != "" {
+		live, err := kallsyms.Open(a.kaslrFrom, &kallsyms.Options{NoMap: true})
+		if err != nil {
+			return &exitError{exitUsage, fmt.Errorf("--kaslr-from: %w", err)}
+		}
+		defer live.Close()
+		text, ok := live.Find(kallsyms.Vmlinux, "_text", 1)
+		if !ok {
+			text, ok = live.Find(kallsyms.Vmlinux, "_stext", 1)
+		}
+		if !ok || text.Address == 0 {
+			return &exitError{exitUsage, fmt.Errorf("--kaslr-from %s: no _text nor _stext with an address (read it as root)", a.kaslrFrom)}
+		}
+		a.slideTo = text.Address
+	}
+	return nil
 }
 
 func (a *app) openIndex() (*kallsyms.Index, error) {
@@ -318,12 +353,19 @@ refuses it, a symbol version or its vermagic), 2 unusable input or usage, 3 --ma
 		"kernel symbols: /proc/kallsyms format, System.map, a kernel image (vmlinuz, vmlinux) or a snapshot; gzip/zstd/xz/bzip2 ok; - for stdin (check: repeatable)")
 	root.PersistentFlags().StringVar(&a.kernelVersion, "kernel-version", "",
 		"judge the kernel by this generation's rules (6.1, 6.12, 7.2) instead of telling it")
+	root.PersistentFlags().StringVar(&a.kaslrOffset, "kaslr-offset", "",
+		"move vmlinux's link-time addresses by this KASLR offset (hex)")
+	root.PersistentFlags().StringVar(&a.kaslrFrom, "kaslr-from", "",
+		"move them to where this running kernel's kallsyms puts _text")
 	root.PersistentFlags().BoolVar(&a.lto, "lto", false,
 		"also match vmlinux names with a .llvm.<digits> suffix stripped (livepatch on kernels 6.2-6.10 built with Clang LTO)")
 	root.PersistentFlags().BoolVar(&a.noMap, "no-map", false,
 		"read --kallsyms files into memory instead of mapping them (for files that may be rewritten in place meanwhile)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if err := checkCounts(cmd); err != nil {
+			return err
+		}
+		if err := a.kaslr(); err != nil {
 			return err
 		}
 		if a.kernelVersion != "" {

@@ -1795,6 +1795,7 @@ func TestMainJobAlreadyLoaded(t *testing.T) {
 // overrides; a generation klpresolve does not know is exit 2 naming the
 // ones it knows.
 func TestKernelGenerations(t *testing.T) {
+	testutil.LightKernel(t, "7.2", "amd64")
 	_, img := testutil.DebianKernel(t, "7.2", "amd64")
 	code, out, _ := runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", img)
 	assert.Equal(t, 0, code, out)
@@ -1826,4 +1827,33 @@ func TestKernelGenerations(t *testing.T) {
 	code, _, errs := runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", img, "--kernel-version", "6.6")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, `--kernel-version: unknown kernel generation "6.6": klpresolve knows 6.1, 6.12, 7.2`)
+}
+
+// TestKASLR: --kaslr-offset and --kaslr-from move a kernel image's (or a
+// System.map's) link-time addresses to a running kernel's.
+func TestKASLR(t *testing.T) {
+	m := testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64")
+	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	code, out, _ := runCLI(t, "lookup", "vfs_read", "--kallsyms", m)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "vfs_read: 0xffffffff813669e0 T")
+	code, out, _ = runCLI(t, "lookup", "vfs_read", "--kallsyms", m, "--kaslr-offset", "0x1c000000")
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "vfs_read: 0xffffffff9d3669e0 T")
+	// A running kernel whose _text is 0x2a000000 up.
+	live := filepath.Join(t.TempDir(), "kallsyms")
+	require.NoError(t, os.WriteFile(live, []byte("ffffffffab000000 T _text\nffffffffab000000 T _stext\n"), 0o644))
+	code, out, _ = runCLI(t, "lookup", "vfs_read", "--kallsyms", k, "--kaslr-from", live)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "vfs_read: 0xffffffffab3669e0 T")
+	code, out, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k, "--kaslr-from", live)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "\nkernel symbols: "+k+" (addresses moved by the KASLR offset 0x2a000000)\n")
+
+	code, _, errs := runCLI(t, "lookup", "vfs_read", "--kallsyms", m, "--kaslr-offset", "zz")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, `--kaslr-offset "zz": not a hex offset such as 0x1c000000`)
+	code, _, errs = runCLI(t, "lookup", "vfs_read", "--kallsyms", m, "--kaslr-offset", "1", "--kaslr-from", live)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "--kaslr-offset and --kaslr-from both give the KASLR offset: give one")
 }

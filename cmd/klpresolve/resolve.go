@@ -888,15 +888,22 @@ func symbolsLine(given string, ix *kallsyms.Index) string {
 	if given == "-" {
 		given = "<stdin>"
 	}
+	addrs := "link-time addresses"
+	if d := ix.Slide(); d != 0 {
+		addrs = fmt.Sprintf("addresses moved by the KASLR offset %#x", d)
+	}
 	if img, ok := ix.Image(); ok {
 		rel := ""
 		if img.Release != "" {
 			rel = " of Linux " + img.Release
 		}
-		return fmt.Sprintf("%s (the kallsyms table of a %s%s, %d symbols; link-time addresses)", given, img.Kind, rel, img.Symbols)
+		return fmt.Sprintf("%s (the kallsyms table of a %s%s, %d symbols; %s)", given, img.Kind, rel, img.Symbols, addrs)
 	}
 	if source := ix.Source(); source != given {
 		return given + " (snapshot of " + source + ")"
+	}
+	if ix.Slide() != 0 {
+		return given + " (" + addrs + ")"
 	}
 	return given
 }

@@ -221,5 +221,9 @@ func imageOf(ix *kallsyms.Index) *imageJSON {
 	if !ok {
 		return nil
 	}
-	return &imageJSON{img.Kind, img.Release, img.Layout, img.Symbols, "link-time"}
+	addrs := "link-time"
+	if d := ix.Slide(); d != 0 {
+		addrs = fmt.Sprintf("moved by %#x", d)
+	}
+	return &imageJSON{img.Kind, img.Release, img.Layout, img.Symbols, addrs}
 }

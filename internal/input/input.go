@@ -244,6 +244,15 @@ func ReadAll(r io.Reader, hint, max int64) ([]byte, error) {
 // decompressed bytes (at most max of them) when its magic says gzip, zstd,
 // xz or bzip2. name is used in errors.
 func Decompress(name string, data []byte, max int64) ([]byte, Compression, error) {
+	return DecompressSized(name, data, 0, max)
+}
+
+// DecompressSized is Decompress where the caller knows the decompressed
+// size (size, 0 if not: a kernel image's build appends it after the
+// payload, whose zstd frame does not say it): the output is made that
+// size at once, not grown copy by copy. A size past max, or 64 times the
+// input, is taken for a lie and not reserved.
+func DecompressSized(name string, data []byte, size, max int64) ([]byte, Compression, error) {
 	c := Detect(data)
 	if c == None {
 		return data, None, nil
@@ -252,6 +261,9 @@ func Decompress(name string, data []byte, max int64) ([]byte, Compression, error
 		max = DefaultMaxSize
 	}
 	hint := decompressedSize(c, data, max)
+	if size > 0 && size <= max && size <= int64(len(data))*maxRatioHint {
+		hint = size
+	}
 	if c == Zstd {
 		return decodeZstd(name, data, hint, max)
 	}

@@ -62,7 +62,10 @@ func BzImagePayload(name string, data []byte) (decode func(n int64) ([]byte, err
 			return b, nil
 		}, nil
 	case input.Zstd:
-		whole = func() ([]byte, error) { b, _, err := input.Decompress(name, p[:n-4], MaxImage); return b, err }
+		whole = func() ([]byte, error) {
+			b, _, err := input.DecompressSized(name, p[:n-4], size, MaxImage)
+			return b, err
+		}
 	case input.Gzip:
 		whole = func() ([]byte, error) { b, _, err := input.Decompress(name, p, MaxImage); return b, err }
 	default:

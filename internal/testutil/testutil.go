@@ -185,3 +185,14 @@ func DebianKernelModules(tb testing.TB, gen, arch string) string {
 	}
 	return dir
 }
+
+// LightKernel skips, in a Light run, a test of a whole kernel image other
+// than the one Light runs check (7.2's arm64 Image, which needs no
+// decompression): decoding one takes seconds under the race detector and
+// minutes under qemu-user, and the full run checks them all.
+func LightKernel(tb testing.TB, gen, arch string) {
+	tb.Helper()
+	if Light && (gen != "7.2" || arch != "arm64") {
+		tb.Skipf("a light run checks 7.2's arm64 image only (the full run checks %s %s)", gen, arch)
+	}
+}
