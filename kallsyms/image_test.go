@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -368,4 +369,38 @@ func TestSlide(t *testing.T) {
 	_, err = Open(snap, &Options{Slide: d})
 	assert.ErrorIs(t, err, ErrSlide)
 	assert.ErrorContains(t, err, "a snapshot keeps the addresses it was written with")
+}
+
+// TestImageHostile: a truncated image and a table whose tokens expand a
+// name past the kernel's limit are errors naming the file and what is
+// wrong, never a panic.
+func TestImageHostile(t *testing.T) {
+	img := fakeImage(LayoutTablesLast, fakeSyms(300), false)
+	var z bytes.Buffer
+	w, err := zstd.NewWriter(&z)
+	require.NoError(t, err)
+	_, err = w.Write(img)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	payload := binary.LittleEndian.AppendUint32(z.Bytes(), uint32(len(img)))
+	bz := kimage.BzImageOf(payload)
+	ix, err := ParseBytes("vmlinuz", bz, nil)
+	require.NoError(t, err, "the whole bzImage reads")
+	info, _ := ix.Image()
+	assert.Equal(t, "bzImage", info.Kind)
+
+	_, err = ParseBytes("vmlinuz", bz[:len(bz)-len(payload)/2], nil)
+	assert.ErrorIs(t, err, ErrImage)
+	assert.ErrorContains(t, err, "vmlinuz: kernel image not readable: its payload (")
+	cut := kimage.BzImageOf(append(z.Bytes()[:z.Len()/2], 0, 0, 0, 0))
+	_, err = ParseBytes("vmlinuz", cut, nil)
+	assert.ErrorIs(t, err, ErrImage)
+	assert.ErrorContains(t, err, "vmlinuz: kernel image not readable: its payload: ")
+
+	// 300 tokens of "_read": 1,500 bytes from a record the markers accept.
+	long := fakeSymsAt(fakeText, 40)
+	long[20].name = strings.Repeat("_read", 300)
+	_, err = ParseBytes("fake", fakeImage(LayoutTablesLast, long, false), nil)
+	assert.ErrorIs(t, err, ErrImage)
+	assert.ErrorContains(t, err, "fake: kernel image not readable: kallsyms symbol 20 decodes to a name of 1500 bytes, longer than the kernel's KSYM_NAME_LEN-1 (511)")
 }

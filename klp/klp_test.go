@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/internal/testutil/testelf"
 	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/kgen"
 )
 
 func amd64Index(t *testing.T) *kallsyms.Index {
@@ -178,6 +180,33 @@ func TestResolveErrorFixtures(t *testing.T) {
 			}
 			assert.False(t, res.OK(false))
 		})
+	}
+}
+
+// TestNotMarkedMessage7_2: from 7.2, klp_resolve_symbols() says where
+// the unmarked symbol is: the symbol table's section index ("rela sec",
+// as it names it) and the relocation's index in its section.
+func TestNotMarkedMessage7_2(t *testing.T) {
+	ix := amd64Index(t)
+	m, err := Open(fixture("err-not-livepatch.ko"))
+	require.NoError(t, err)
+	// The fixture's second relocation (index 1) is the unmarked one.
+	for _, tc := range []struct {
+		gen  kgen.Generation
+		want string
+	}{
+		{kgen.Linux6_12, "symbol .klp.sym.vmlinux.vfs_read,0 is not marked as a livepatch symbol"},
+		{kgen.Linux7_2, fmt.Sprintf("symbol .klp.sym.vmlinux.vfs_read,0 at rela sec %d idx 1 is not marked as a livepatch symbol", m.elf.Symtab)},
+	} {
+		res := m.ResolveWith(ix, ResolveOptions{Generation: tc.gen})
+		var msgs []string
+		for _, r := range res.Results {
+			if r.Err != nil {
+				require.Equal(t, 1, r.Index)
+				msgs = append(msgs, r.Err.Kernel)
+			}
+		}
+		assert.Equal(t, []string{tc.want}, msgs, "%s", tc.gen)
 	}
 }
 

@@ -221,6 +221,7 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 				out.Status, out.Err = Failed, m.relocErr(s, r, s.Err)
 			case r.Err != nil:
 				out.Status, out.Err = Failed, m.relocErr(s, r, r.Err)
+				m.notMarkedMessage(out.Err, r, opts.Generation)
 			case deferredSection:
 				out.Status = Deferred
 				deferred[s.Object] = true
@@ -472,6 +473,16 @@ func (m *Module) relocErr(s *RelaSection, r *Relocation, err error) *RelocError 
 	e := StaticError(err)
 	e.File, e.Section, e.Index, e.Offset, e.Symbol = m.Path, s.Name, r.Index, r.Offset, r.Symbol
 	return e
+}
+
+// notMarkedMessage is klp_resolve_symbols()'s message for a symbol not
+// marked SHN_LIVEPATCH in the kernel's generation: from 7.2 it says where,
+// "at rela sec %u idx %d" (the symbol table's section index, which it
+// names so, and the relocation's index in its section).
+func (m *Module) notMarkedMessage(e *RelocError, r *Relocation, g kgen.Generation) {
+	if g >= kgen.Linux7_2 && errors.Is(e.Err, ErrNotLivepatchSymbol) {
+		e.Kernel = fmt.Sprintf("symbol %s at rela sec %d idx %d is not marked as a livepatch symbol", r.Symbol, m.elf.Symtab, r.Index)
+	}
 }
 
 // StaticError is a failure found from the module alone (a section's,
