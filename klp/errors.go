@@ -16,6 +16,10 @@ import (
 var (
 	// ErrNotLivepatchSymbol: the symbol's st_shndx is not SHN_LIVEPATCH.
 	ErrNotLivepatchSymbol = errors.New("not a livepatch symbol")
+	// ErrDynrelaType: a legacy kpatch dynrela of a relocation type the
+	// kpatch core module does not apply (kpatch_write_relocations():
+	// x86_64's NONE, PC32, PLT32, 32S and 64 only).
+	ErrDynrelaType = errors.New("relocation type the kpatch core does not apply")
 	// ErrBadSymbolName: the name does not parse as .klp.sym.<obj>.<name>,<pos>.
 	ErrBadSymbolName = errors.New("incorrectly formatted livepatch symbol name")
 	// ErrBadSectionName: the section does not parse as .klp.rela.<obj>.<sec>,
@@ -200,6 +204,7 @@ var relocKinds = []struct {
 	name string
 }{
 	{ErrNotLivepatchSymbol, "not_livepatch_symbol"},
+	{ErrDynrelaType, "unsupported_dynrela_type"},
 	{ErrBadSymbolName, "bad_symbol_name"},
 	{ErrBadSectionName, "bad_section_name"},
 	{ErrVmlinuxFromModule, "vmlinux_from_module"},

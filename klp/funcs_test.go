@@ -72,6 +72,12 @@ func TestPatchedFuncs(t *testing.T) {
 				}
 			}
 			assert.Equal(t, []int{len(tc.want) - deferred, deferred, 0}, []int{res.FuncResolved, res.FuncDeferred, res.FuncErrors})
+			if tc.file == "kpatch-sample.ko" {
+				// Its external dynrela names vfs_read, which 6.1 does not
+				// export: the kpatch core fails it (TestKpatchModule).
+				assert.False(t, res.OK(false))
+				return
+			}
 			assert.True(t, res.OK(false))
 			assert.Equal(t, deferred == 0 && res.Deferred == 0, res.OK(true))
 		})

@@ -265,15 +265,21 @@ func TestKpatchModule(t *testing.T) {
 	assert.Equal(t, "sympos", m.Kpatch.Layout)
 	require.Len(t, m.Kpatch.Dynrelas, 5)
 	d := m.Kpatch.Dynrelas[1]
-	assert.Equal(t, Dynrela{Index: 1, Dest: ".text.patched_code+0x8", Type: 1, TypeName: "R_X86_64_64", Pos: 5, Name: "type_show", Object: "vmlinux"}, d)
+	assert.Equal(t, Dynrela{Index: 1, Dest: ".text.patched_code+0x8", Offset: 8, Type: 1, TypeName: "R_X86_64_64", Pos: 5, Name: "type_show", Object: "vmlinux"}, d)
 	assert.True(t, m.Kpatch.Dynrelas[4].External)
 	assert.Equal(t, int64(-4), m.Kpatch.Dynrelas[0].Addend)
 	res := m.Resolve(ix)
-	assert.Equal(t, 4, res.Resolved)
-	assert.Equal(t, 1, res.Deferred)
+	assert.Equal(t, []int{3, 1, 1}, []int{res.Resolved, res.Deferred, res.Errors})
 	assert.Equal(t, []string{"xfs"}, res.DeferredObjects)
 	assert.Equal(t, wantAddr(t, ix, "vmlinux", "type_show", 5), res.Results[1].Address)
-	assert.Equal(t, uint64(0xffffffff813669e0), res.Results[4].Address) // external: by name
+	assert.Equal(t, uint64(8), res.Results[1].Offset, "where it writes")
+	// The external one names vfs_read, which 6.1 does not export: the
+	// kpatch core looks among exports, then in the patch module itself
+	// (kpatch_find_external_symbol()), never at vmlinux's locals.
+	ext := res.Results[4]
+	require.Equal(t, Failed, ext.Status)
+	assert.Equal(t, "symbol 'vfs_read' not found in symbol table\nunable to find symbol 'vfs_read'", ext.Err.Kernel)
+	assert.Contains(t, ext.Err.Hint, "never among another object's local symbols")
 	require.Len(t, res.Funcs, 2)
 	assert.Equal(t, uint64(0xffffffff813669e0), res.Funcs[0].Address)
 	assert.Equal(t, wantAddr(t, ix, "vmlinux", "type_show", 2), res.Funcs[1].Address)
@@ -288,12 +294,43 @@ func TestKpatchModule(t *testing.T) {
 	m, err = Parse("dashed.ko", data)
 	require.NoError(t, err)
 	res = m.Resolve(ix)
-	assert.Equal(t, []int{4, 0, 1}, []int{res.Resolved, res.Deferred, res.Errors})
+	assert.Equal(t, []int{3, 0, 2}, []int{res.Resolved, res.Deferred, res.Errors})
 	bad := failures(res)
-	require.Len(t, bad, 1)
+	require.Len(t, bad, 2)
 	assert.Equal(t, "x-s", bad[0].Object)
 	assert.Equal(t, "never_loads", bad[0].Err.Kind())
 	assert.Contains(t, bad[0].Err.Hint, `so the object is "x_s"`)
+}
+
+// TestKpatchCoreRules: the kpatch core module's rules for dynrelas
+// (kpatch_write_relocations()): an external symbol that the kernel
+// exports resolves to the export; x86_64's NONE, 64, PC32, PLT32 and 32S
+// are applied, any other type is refused with its message.
+func TestKpatchCoreRules(t *testing.T) {
+	ix := amd64Index(t)
+	data, err := readFixture("kpatch-sample.ko")
+	require.NoError(t, err)
+	// The type_show dynrela (R_X86_64_64) becomes R_X86_64_PC64.
+	m0, err := Parse("k.ko", data)
+	require.NoError(t, err)
+	dyn := m0.elf.SectionByName(".kpatch.dynrelas")
+	data[dyn.Offset+64+16] = byte(elf.R_X86_64_PC64) // entry 1's type
+	m, err := Parse("k.ko", data)
+	require.NoError(t, err)
+	res := m.Resolve(ix)
+	d1 := res.Results[1]
+	require.Equal(t, Failed, d1.Status, "R_X86_64_PC64")
+	assert.ErrorIs(t, d1.Err, ErrDynrelaType)
+	assert.Equal(t, "unsupported_dynrela_type", d1.Err.Kind())
+	assert.Equal(t, "unsupported rela type 24 for source type_show (.text.patched_code+0x8 <- type_show)", d1.Err.Kernel)
+
+	// The external dynrela naming kernel_read, which 6.1 exports.
+	m.Kpatch.Dynrelas[4].Name = "kernel_read"
+	res = m.Resolve(ix)
+	s, ok := ix.FindExport("kernel_read", true)
+	require.True(t, ok)
+	assert.Equal(t, Resolved, res.Results[4].Status)
+	assert.Equal(t, s.Address, res.Results[4].Address)
 }
 
 func TestRelocTypeNames(t *testing.T) {

@@ -22,6 +22,7 @@ type Kpatch struct {
 type Dynrela struct {
 	Index    int
 	Dest     string // where it writes: section+offset, from its relocation
+	Offset   uint64 // that offset in that section (0 for a symbol-relative place)
 	Type     uint32
 	TypeName string
 	Pos      uint64
@@ -124,6 +125,9 @@ func (m *Module) readKpatch(d *dataRelocs) error {
 			}
 			if r, ok := drel[base]; ok {
 				d.Dest = m.relocTarget(r)
+				if sym := &f.Symbols[r.Sym]; sym.Shndx != 0 && int(sym.Shndx) < len(f.Sections) {
+					d.Offset = sym.Value + uint64(r.Addend)
+				}
 			}
 			if d.Name, err = str(drel, base+uint64(lay.dynName), dyn.Name); err != nil {
 				return err

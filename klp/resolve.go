@@ -2,6 +2,7 @@ package klp
 
 import (
 	"cmp"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"slices"
@@ -657,19 +658,20 @@ func (d Dynrela) where() (*RelaSection, *Relocation) {
 		&Relocation{Index: d.Index, Symbol: d.Name, Sym: SymbolName{Object: d.Object, Name: d.Name, Pos: d.Pos}}
 }
 
-// resolveKpatch resolves a legacy module's dynrelas the way kpatch's core
-// module did (kpatch_write_relocations(): an external symbol by name, else
-// the same object/name/sympos rules as livepatch) and its functions.
+// resolveKpatch resolves a legacy module's dynrelas as kpatch's core
+// module does (kpatch_write_relocations(), kmod/core/core.c), each in its
+// order: the symbol first (an external one among the kernel's exports,
+// find_symbol(), else among the patch module's own symbols; any other in
+// its object, kpatch_find_object_symbol(), whose rules are livepatch's),
+// then the relocation type, which must be one it applies.
 func (m *Module) resolveKpatch(ix *kallsyms.Index, res *Resolution, deferred map[string]bool) {
 	for _, d := range m.Kpatch.Dynrelas {
-		out := Result{Section: ".kpatch.dynrelas", Index: d.Index, Type: d.TypeName, Symbol: d.Name,
+		out := Result{Section: ".kpatch.dynrelas", Index: d.Index, Offset: d.Offset, Type: d.TypeName, Symbol: d.Name,
 			Object: d.Object, Name: d.Name, Pos: d.Pos}
-		var sym kallsyms.Symbol
-		var err error
+		s, r := d.where()
 		switch {
 		case neverLoads(d.Object):
 			// kpatch's core module matched objects by name too.
-			s, r := d.where()
 			out.Status, out.Err = Failed, m.relocErr(s, r, neverLoadsError(d.Object))
 			res.add(out)
 			continue
@@ -679,16 +681,67 @@ func (m *Module) resolveKpatch(ix *kallsyms.Index, res *Resolution, deferred map
 			res.add(out)
 			continue
 		case d.External:
-			sym, err = ix.LookupName(d.Name)
+			if sym, ok := ix.FindExport(d.Name, true); ok {
+				out.Status, out.Address = Resolved, sym.Address
+			} else if m.ownSymbol(d.Name, d.Pos) {
+				// kpatch_find_external_symbol(): in the patch module
+				// itself (another .o of it), where it is once loaded.
+				out.Status, out.Object = Resolved, m.KernelName()
+			} else {
+				out.Status, out.Err = Failed, m.kpatchErr(s, r, fmt.Sprintf("symbol '%s' not found in symbol table", d.Name),
+					fmt.Sprintf("%q is external: the kpatch core looks it up among the kernel's exports (vmlinux's and loaded modules'), then in the patch module itself, never among another object's local symbols: export it, or make the dynrela non-external in its object", d.Name))
+			}
 		default:
-			sym, err = ix.LookupListed(d.Object, d.Name, d.Pos)
+			sym, err := ix.LookupListed(d.Object, d.Name, d.Pos)
+			if err != nil {
+				e := m.lookupErr(s, r, err)
+				// kpatch prints the object's name as given: vmlinux
+				// is "vmlinux", not livepatch's "(null)".
+				e.Kernel = strings.Replace(e.Kernel, "in object '(null)'", "in object 'vmlinux'", 1) + "\nunable to find symbol '" + d.Name + "'"
+				out.Status, out.Err = Failed, e
+			} else {
+				out.Status, out.Address = Resolved, sym.Address
+			}
 		}
-		if err != nil {
-			s, r := d.where()
-			out.Status, out.Err = Failed, m.lookupErr(s, r, err)
-		} else {
-			out.Status, out.Address = Resolved, sym.Address
+		if out.Status == Resolved && !kpatchAppliesType(m.Machine, d.Type) {
+			out.Status, out.Address = Failed, 0
+			out.Err = m.relocErr(s, r, &CheckError{Kind: ErrDynrelaType,
+				Kernel: fmt.Sprintf("unsupported rela type %d for source %s (%s <- %s)", d.Type, d.Name, d.Dest, d.Name),
+				Hint:   "the kpatch core module applies x86_64's R_X86_64_NONE, PC32, PLT32, 32S and 64 dynrelas only; rebuild the patch with kpatch-build as a livepatch module (its .klp.rela sections take every type the kernel's apply_relocate_add() does)"})
 		}
 		res.add(out)
 	}
+}
+
+// kpatchAppliesType: kpatch_write_relocations() applies dynrelas of type
+// t: x86_64's NONE, 64, PC32, PLT32 and 32S; no other machine's.
+func kpatchAppliesType(machine elf.Machine, t uint32) bool {
+	if machine != elf.EM_X86_64 {
+		return false
+	}
+	switch elf.R_X86_64(t) {
+	case elf.R_X86_64_NONE, elf.R_X86_64_64, elf.R_X86_64_PC32, elf.R_X86_64_PLT32, elf.R_X86_64_32S:
+		return true
+	}
+	return false
+}
+
+// ownSymbol: the patch module defines name (its sympos-th, or the only
+// one for 0) among the symbols kallsyms keeps of a loaded module, as
+// kpatch_find_object_symbol() with the patch module's own name finds it.
+func (m *Module) ownSymbol(name string, pos uint64) bool {
+	n := 0
+	for i := range m.elf.Symbols {
+		s := &m.elf.Symbols[i]
+		if s.Name == name && s.Shndx != uint16(elf.SHN_UNDEF) && s.Shndx < uint16(elf.SHN_LORESERVE) {
+			n++
+		}
+	}
+	return n > 0 && (pos == 0 && n == 1 || pos > 0 && uint64(n) >= pos)
+}
+
+// kpatchErr is a dynrela the kpatch core cannot resolve: its message,
+// then kpatch_write_relocations()'s.
+func (m *Module) kpatchErr(s *RelaSection, r *Relocation, msg, hint string) *RelocError {
+	return m.relocErr(s, r, &CheckError{Kind: kallsyms.ErrNotFound, Kernel: msg + "\nunable to find symbol '" + r.Symbol + "'", Hint: hint})
 }

@@ -899,6 +899,7 @@ func TestMainJobJSONErrorsAndFuncs(t *testing.T) {
 	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
 	type reloc struct {
 		Name, Status   string
+		Offset         string
 		Sympos         uint64
 		Address, Error *string
 		Help           *string
@@ -942,7 +943,7 @@ func TestMainJobJSONErrorsAndFuncs(t *testing.T) {
 
 	j.Relocations, j.Funcs = nil, nil
 	code, out, _ = runCLI(t, fixture("kpatch-sample.ko"), "--kallsyms", k, "--format", "json")
-	require.Equal(t, 0, code)
+	require.Equal(t, 1, code, "its external vfs_read is not exported: the kpatch core fails it")
 	require.NoError(t, json.Unmarshal([]byte(out), &j))
 	assert.Equal(t, "kpatch", j.Format)
 	require.Len(t, j.Funcs, 2)
@@ -955,7 +956,12 @@ func TestMainJobJSONErrorsAndFuncs(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, fmt.Sprintf("%#x", want.Address), *j.Funcs[1].Address)
 	assert.Nil(t, j.Funcs[1].Error)
-	assert.Equal(t, struct{ Resolved, Deferred, Errors int }{4, 1, 0}, j.Summary)
+	assert.Equal(t, struct{ Resolved, Deferred, Errors int }{3, 1, 1}, j.Summary)
+	assert.Equal(t, "0x8", j.Relocations[1].Offset, "the dynrela's destination offset")
+
+	code, out, _ = runCLI(t, fixture("kpatch-sample.ko"), "--kallsyms", k)
+	require.Equal(t, 1, code)
+	assert.Contains(t, out, "\n  kpatch: symbol 'vfs_read' not found in symbol table\n  kpatch: unable to find symbol 'vfs_read'\n")
 }
 
 // A negative count or duration is refused, not taken for the default.

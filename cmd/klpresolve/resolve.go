@@ -700,7 +700,15 @@ func writeRefusal(w io.Writer, e *klp.RelocError) {
 
 // writeErrLines are a failure's kernel message and help.
 func writeErrLines(w io.Writer, e *klp.RelocError) {
-	fmt.Fprintf(w, "  livepatch: %s\n", e.Kernel)
+	// A legacy kpatch module's dynrelas are the kpatch core module's
+	// (its pr_fmt is "kpatch: "); the rest livepatch's or the loader's.
+	who := "livepatch"
+	if e.Section == ".kpatch.dynrelas" {
+		who = "kpatch"
+	}
+	for _, line := range strings.Split(e.Kernel, "\n") {
+		fmt.Fprintf(w, "  %s: %s\n", who, line)
+	}
 	if e.Hint != "" {
 		fmt.Fprintf(w, "  help: %s\n", e.Hint)
 	}
