@@ -840,3 +840,19 @@ func (ix *Index) MemSize() int {
 	}
 	return n
 }
+
+// ListsModules reports whether the index lists any module (a pseudo-module
+// such as [bpf] is none): a /proc/kallsyms does where modules are loaded; a
+// System.map or a kernel image never does, so that a module's absence from
+// them says nothing of whether it is loaded.
+func (ix *Index) ListsModules() bool {
+	if len(ix.objs) < 2 {
+		return false
+	}
+	for _, o := range ix.objs[1:] {
+		if !o.pseudo {
+			return true
+		}
+	}
+	return false
+}

@@ -581,3 +581,44 @@ func TestNoThisModule(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, m.NoModuleStruct)
 }
+
+// TestUnanswered: a System.map lists no module, so it cannot say whether
+// xfs is loaded when a patch whose .klp.rela.vmlinux section uses an
+// xfs symbol loads: not an error, but deferred and said so (Unanswered);
+// with xfs's file, its symbols are checked; a kallsyms that lists
+// modules, but not xfs, answers: the kernel's error.
+func TestUnanswered(t *testing.T) {
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 16), Addralign: 16})
+	b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("name=fix\x00livepatch=Y\x00"), Addralign: 1})
+	b.AddSection(elfobj.BuildSection{Name: ".gnu.linkonce.this_module", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 64), Addralign: 64})
+	for _, name := range []string{"xfs_iget", "xfs_no_such_thing"} {
+		sym := b.AddSymbol(elfobj.BuildSymbol{Name: ".klp.sym.xfs." + name + ",0", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC), Shndx: uint16(SHNLivepatch)})
+		i := b.AddRelocs(".klp.rela.vmlinux..text."+name, true, text, []elfobj.Reloc{{Offset: 1, Sym: sym, Type: uint32(elf.R_X86_64_PLT32), Addend: -4}})
+		b.Sections[i-1].Flags |= elf.SHF_ALLOC | SHFRelaLivepatch
+	}
+	m, err := Parse("fix.ko", b.Bytes())
+	require.NoError(t, err)
+
+	smap, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), nil)
+	require.NoError(t, err)
+	res := m.Resolve(smap)
+	assert.Equal(t, []int{0, 2, 0}, []int{res.Resolved, res.Deferred, res.Errors})
+	assert.Equal(t, []string{"xfs"}, res.Unanswered)
+	assert.Empty(t, res.DeferredObjects, "the sections are vmlinux's: they do not wait for xfs")
+	assert.True(t, res.OK(false))
+	assert.False(t, res.OK(true))
+
+	// xfs's file answers for its symbols.
+	xm, err := Open(testutil.Corpus(t, "amd64/modules/xfs.ko"))
+	require.NoError(t, err)
+	xfs, err := NewTarget(xm, true)
+	require.NoError(t, err)
+	res = m.ResolveWith(smap, ResolveOptions{Targets: map[string]*Target{"xfs": xfs}})
+	assert.Equal(t, []int{0, 1, 1}, []int{res.Resolved, res.Deferred, res.Errors})
+
+	// A kallsyms that lists modules, not xfs: the kernel's answer.
+	res = m.Resolve(amd64Index(t))
+	assert.Equal(t, 2, res.Errors)
+	assert.Empty(t, res.Unanswered)
+}

@@ -54,6 +54,13 @@ type Resolution struct {
 	// DeferredObjects lists the modules whose sections (or kpatch's
 	// patched functions) wait for them.
 	DeferredObjects []string
+	// Unanswered lists the modules whose symbols a .klp.rela.vmlinux (or
+	// a loaded module's) section uses, where the kernel's symbol list
+	// lists no module at all (a System.map, a kernel image): whether
+	// they are loaded when the patch loads, which these relocations need,
+	// it cannot say. Their relocations count as deferred; with the
+	// module's file (Targets), its symbols are checked.
+	Unanswered []string
 	// BuiltIn lists the deferred objects that look built into this
 	// kernel, whose sections would wait for them forever (see BuiltIn).
 	BuiltIn []BuiltIn
@@ -186,7 +193,12 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 		done bool
 		addr uint64
 		err  *RelocError
+		// unanswered: a module the symbol list cannot say is loaded
+		// (it lists none).
+		unanswered bool
 	}
+	listsModules := ix.ListsModules()
+	unanswered := map[string]bool{}
 	cache := make([]answer, len(m.elf.Symbols)) // by symbol index
 	var checked map[uint32]*RelocError          // a target's answers, by symbol index
 	deferred := map[string]bool{}
@@ -247,14 +259,29 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 				if !a.done {
 					a.done = true
 					sym, err := ix.LookupListed(r.Sym.Object, r.Sym.Name, r.Sym.Pos)
-					if err != nil {
+					switch {
+					case err != nil && errors.Is(err, kallsyms.ErrNoObject) && !listsModules && r.Sym.Object != kallsyms.Vmlinux:
+						// A System.map or an image lists no module: it
+						// cannot say whether this one is loaded when the
+						// patch loads; its file, where given, says whether
+						// it has the symbol.
+						a.unanswered = true
+						if t := opts.Targets[r.Sym.Object]; t != nil {
+							if _, e := m.checkTarget(t, s, r); e != nil {
+								a.err, a.unanswered = e, false
+							}
+						}
+					case err != nil:
 						a.err = m.lookupErr(s, r, err)
-					} else {
+					default:
 						a.addr = sym.Address
 					}
 					cache[r.SymIndex] = a
 				}
-				if a.err != nil {
+				if a.unanswered {
+					out.Status = Deferred
+					unanswered[r.Sym.Object] = true
+				} else if a.err != nil {
 					e := *a.err
 					e.Index, e.Offset = r.Index, r.Offset
 					out.Status, out.Err = Failed, &e
@@ -310,6 +337,10 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 		res.DeferredObjects = append(res.DeferredObjects, o)
 	}
 	slices.Sort(res.DeferredObjects)
+	for o := range unanswered {
+		res.Unanswered = append(res.Unanswered, o)
+	}
+	slices.Sort(res.Unanswered)
 	for _, c := range tally {
 		res.Checked = append(res.Checked, *c)
 	}

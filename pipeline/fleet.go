@@ -222,6 +222,10 @@ func checkOne(m *klp.Module, k Kernel, o FleetOptions) KernelResult {
 		}
 		kr.FirstErrorKind = "deferred"
 	}
+	if kr.FirstError == "" && o.Strict && len(res.Unanswered) > 0 {
+		kr.FirstError = "unanswered: the symbol list lists no module, and relocations applied at the patch's load use module " + res.Unanswered[0] + "'s symbols (--strict)"
+		kr.FirstErrorKind = "deferred"
+	}
 	if img := rep.Image; img != nil {
 		kr.Errors += len(img.Errors)
 		// A name the kernel has but does not export says so.

@@ -324,14 +324,7 @@ func Explain(m *klp.Module, ix *kallsyms.Index, unresolved []string) Explanation
 }
 
 // listsModules reports whether ix lists a module (pseudo-modules aside).
-func listsModules(ix *kallsyms.Index) bool {
-	for _, o := range ix.Objects() {
-		if o.Name != kallsyms.Vmlinux && !o.Pseudo {
-			return true
-		}
-	}
-	return false
-}
+func listsModules(ix *kallsyms.Index) bool { return ix.ListsModules() }
 
 // Hidden is a symbol the kernel has but the loader does not give the
 // module: find_symbol() sees exports only, and GPL-only exports only for

@@ -313,6 +313,10 @@ type jsonOut struct {
 	LoadError *problemJSON `json:"load_error,omitempty"`
 	Funcs     []jsonFunc   `json:"funcs,omitempty"`
 	Deferred  []string     `json:"deferred_objects"`
+	// Unanswered: modules whose symbols relocations applied at the
+	// patch's load use, where the symbol list lists no module
+	// (klp.Resolution.Unanswered).
+	Unanswered []string `json:"unanswered_objects,omitempty"`
 	// BuiltIn: the deferred objects that look built into the kernel
 	// (klp.BuiltIn), whose relocations would never apply.
 	BuiltIn []builtInJSON `json:"builtin_objects,omitempty"`
@@ -374,7 +378,7 @@ type jsonOut struct {
 func jsonResolution(res *klp.Resolution) *jsonOut {
 	m := res.Module
 	out := &jsonOut{Module: m.Path, Name: m.Name, Arch: m.Arch, BigEndian: elfobj.BigEndian(m.ByteOrder), Format: string(m.Format), Kallsyms: res.Source,
-		Relocations: []jsonReloc{}, Deferred: res.DeferredObjects, BuiltIn: builtInList(res.BuiltIn), Warnings: m.Warnings}
+		Relocations: []jsonReloc{}, Deferred: res.DeferredObjects, Unanswered: res.Unanswered, BuiltIn: builtInList(res.BuiltIn), Warnings: m.Warnings}
 	if out.Deferred == nil {
 		out.Deferred = []string{}
 	}
@@ -644,6 +648,9 @@ func writeResolution(w io.Writer, rep *pipeline.Report, symbols, kernel, ftraceL
 		} else if slices.Contains(rep.Unchecked, o) {
 			fmt.Fprintf(w, "  unchecked: --modules has no %s.ko\n", o)
 		}
+	}
+	for _, o := range res.Unanswered {
+		fmt.Fprintf(w, "unanswered: the kernel symbols list no module (a System.map or a kernel image): relocations applied when the patch loads use module %s's symbols, and resolve only if %s is loaded then; --modules checks them against its file\n", o, o)
 	}
 	for _, o := range rep.OtherBuild {
 		fmt.Fprintf(w, "note: the file --modules has for module %s is another build than the loaded one (its symbols differ from the kernel's lines for %s): its patched functions were not checked against it\n", o, o)
