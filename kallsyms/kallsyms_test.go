@@ -177,7 +177,7 @@ func TestParseSpec(t *testing.T) {
 		"":                       `spec "": empty symbol name`,
 		":x":                     `spec ":x": empty object name`,
 		"x,":                     `spec "x,": sympos "" is not a number`,
-		"x,-1":                   `spec "x,-1": sympos "-1" is not a number`,
+		"x,-1":                   `spec "x,-1": sympos -1 is negative: positions count from 1 (0: the name is unique in its object)`,
 		"x,abc":                  `spec "x,abc": sympos "abc" is not a number`,
 		"xfs:":                   `spec "xfs:": empty symbol name`,
 		"x,18446744073709551616": `spec "x,18446744073709551616": sympos 18446744073709551616 is out of range (at most 18446744073709551615)`,

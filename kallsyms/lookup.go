@@ -691,6 +691,10 @@ func ParseSpec(spec string) (Spec, error) {
 			// sympos is an unsigned long in the kernel.
 			return bad("sympos %s is out of range (at most %d)", pos, uint64(math.MaxUint64))
 		}
+		if err != nil && strings.HasPrefix(pos, "-") {
+			// klp_func's old_sympos is unsigned: no position before the first.
+			return bad("sympos %s is negative: positions count from 1 (0: the name is unique in its object)", pos)
+		}
 		if err != nil {
 			return bad("sympos %q is not a number", pos)
 		}

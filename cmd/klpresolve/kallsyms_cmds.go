@@ -79,11 +79,16 @@ Exit status 0 when every spec resolves, 1 when any does not.`,
 				if err != nil {
 					failed = true
 					msg := err.Error()
+					if errors.Is(err, kallsyms.ErrNotFound) && (spec.Object == "" || spec.Object == kallsyms.Vmlinux) && !ix.ListsData() {
+						// The main job says why, and so does lookup.
+						msg += " " + codeOnlyNote(ix.Source())
+					}
 					r.Error, r.Kind = &msg, "bad_spec"
 					var le *kallsyms.LookupError
 					if errors.As(err, &le) {
 						r.Kind = le.KindName()
 					}
+					err = errors.New(msg)
 				} else {
 					addr, typ := fmt.Sprintf("%#x", s.Address), string(s.Type)
 					r.Address, r.Type = &addr, &typ

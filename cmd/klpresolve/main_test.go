@@ -1863,3 +1863,14 @@ func TestKASLR(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errs, "--kaslr-offset and --kaslr-from both give the KASLR offset: give one")
 }
+
+// TestLookupExplains: a data symbol not found in a code-only kallsyms
+// says why, as the main job does; a negative sympos says what it is.
+func TestLookupExplains(t *testing.T) {
+	k := testutil.Corpus(t, "arm64/kallsyms-6.1.0-57-arm64.txt") // no CONFIG_KALLSYMS_ALL
+	code, out, _ := runCLI(t, "lookup", "jiffies", "vfs_read,-1", "--kallsyms", k)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "jiffies: error: ")
+	assert.Contains(t, out, "lists code symbols only, as a kallsyms without CONFIG_KALLSYMS_ALL does")
+	assert.Contains(t, out, "vfs_read,-1: error: spec \"vfs_read,-1\": sympos -1 is negative")
+}
