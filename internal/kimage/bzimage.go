@@ -27,7 +27,8 @@ func IsBzImage(head []byte) bool {
 // its payload (boot protocol 2.08 and later) is vmlinux.bin, the kernel's
 // ELF with its symbols stripped (objcopy -S), compressed as the build
 // chose (CONFIG_KERNEL_*): xz with the x86 BCJ filter (Debian's 6.1),
-// zstd (Debian's 6.12 and 7.x) or gzip, xz's and zstd's followed by the
+// zstd (Debian's 6.12 and 7.x), gzip, lz4 (legacy frames: Ubuntu's
+// older kernels), lzma or bzip2, all but gzip's followed by the
 // decompressed size (size_append). decode gives its first n bytes (all of
 // them when it is shorter; xz's decoded no further).
 func BzImagePayload(name string, data []byte) (decode func(n int64) ([]byte, error), err error) {
@@ -68,8 +69,17 @@ func BzImagePayload(name string, data []byte) (decode func(n int64) ([]byte, err
 		}
 	case input.Gzip:
 		whole = func() ([]byte, error) { b, _, err := input.Decompress(name, p, MaxImage); return b, err }
+	case input.Bzip2:
+		whole = func() ([]byte, error) { b, _, err := input.DecompressSized(name, p[:n-4], size, MaxImage); return b, err }
 	default:
-		return nil, &Error{File: name, Err: ErrUnsupported, Msg: fmt.Sprintf("a bzImage whose payload (starting % x) is compressed as klpresolve does not read (xz, zstd and gzip are read; not lz4, lzo, lzma or bzip2)", p[:min(6, len(p))])}
+		switch {
+		case isLZ4Legacy(p):
+			whole = func() ([]byte, error) { return lz4Legacy(p[:n-4], size, MaxImage) }
+		case isLZMAAlone(p):
+			whole = func() ([]byte, error) { return lzmaAlone(p[:n-4], size, MaxImage) }
+		default:
+			return nil, &Error{File: name, Err: ErrUnsupported, Msg: fmt.Sprintf("a bzImage whose payload (starting % x) is compressed as klpresolve does not read (xz, zstd, gzip, lz4, lzma and bzip2 are read; not lzo)", p[:min(6, len(p))])}
+		}
 	}
 	// zstd and gzip decode fast: whole, once.
 	var img []byte

@@ -5,10 +5,13 @@ import (
 	"compress/gzip"
 	"encoding/binary"
 	"errors"
+	"os/exec"
 	"testing"
 
+	"github.com/pierrec/lz4/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/ulikunitz/xz/lzma"
 )
 
 // arm64Image is an Image header followed by body.
@@ -97,6 +100,8 @@ func FuzzVmlinux(f *testing.F) {
 	f.Add(BzImageOf([]byte("\x28\xb5\x2f\xfd payload")))
 	f.Add(zbootOf("zstd22", []byte("\x28\xb5\x2f\xfd payload")))
 	f.Add([]byte("\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00"))
+	f.Add(BzImageOf([]byte("\x02\x21\x4c\x18\x05\x00\x00\x00\x50hello\x0b\x00\x00\x00")))
+	f.Add(BzImageOf([]byte("\x5d\x00\x00\x10\x00\xff\xff\xff\xff\xff\xff\xff\xff\x00\x01\x02\x03")))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		kind, b, err := Vmlinux("fuzz", data)
 		if err != nil {
@@ -110,4 +115,53 @@ func FuzzVmlinux(f *testing.F) {
 			t.Fatalf("kind %q, %d bytes, no error", kind, len(b))
 		}
 	})
+}
+
+// TestBzImagePayloads: each compression a kernel's build may choose for
+// x86's payload decodes to the payload: lz4's legacy frames (one chunk
+// and several), lzma, bzip2 (where the bzip2 command is there to make
+// one), each followed by the size as size_append writes it.
+func TestBzImagePayloads(t *testing.T) {
+	plain := bytes.Repeat([]byte("\x7fELF kernel image bytes, repeated; "), 300000) // 10 MiB: two lz4 chunks
+	sized := func(b []byte) []byte { return binary.LittleEndian.AppendUint32(b, uint32(len(plain))) }
+	lz4Frame := func(data []byte) []byte {
+		out := binary.LittleEndian.AppendUint32(nil, lz4LegacyMagic)
+		for len(data) > 0 {
+			n := min(len(data), lz4LegacyChunk)
+			buf := make([]byte, lz4.CompressBlockBound(n))
+			k, err := lz4.CompressBlock(data[:n], buf, nil)
+			require.NoError(t, err)
+			out = binary.LittleEndian.AppendUint32(out, uint32(k))
+			out = append(out, buf[:k]...)
+			data = data[n:]
+		}
+		return out
+	}
+	var lz bytes.Buffer
+	w, err := lzma.NewWriter(&lz)
+	require.NoError(t, err)
+	_, err = w.Write(plain)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	cases := map[string][]byte{"lz4": lz4Frame(plain), "lzma": lz.Bytes()}
+	if bz, err := exec.Command("sh", "-c", "head -c 1000000 /dev/zero | bzip2 -9").Output(); err == nil {
+		plain1 := make([]byte, 1000000)
+		_, b, err := Vmlinux("vmlinuz", BzImageOf(binary.LittleEndian.AppendUint32(bz, uint32(len(plain1)))))
+		require.NoError(t, err, "bzip2")
+		assert.Equal(t, plain1, b, "bzip2")
+	} else {
+		t.Log("no bzip2 command: its payload not checked")
+	}
+	for name, payload := range cases {
+		kind, b, err := Vmlinux("vmlinuz", BzImageOf(sized(payload)))
+		require.NoError(t, err, name)
+		assert.Equal(t, BzImage, kind)
+		assert.True(t, bytes.Equal(plain, b), "%s: %d bytes decoded", name, len(b))
+	}
+	// A chunk that claims more than the payload has.
+	bad := lz4Frame(plain[:1000])
+	binary.LittleEndian.PutUint32(bad[4:], 1<<20)
+	_, _, err = Vmlinux("vmlinuz", BzImageOf(sized(bad)))
+	assert.ErrorIs(t, err, ErrMalformed)
+	assert.ErrorContains(t, err, "vmlinuz: malformed kernel image: its payload: lz4: a chunk of 1048576 bytes at 8 runs past the payload's")
 }
