@@ -70,7 +70,10 @@ func BzImagePayload(name string, data []byte) (decode func(n int64) ([]byte, err
 	case input.Gzip:
 		whole = func() ([]byte, error) { b, _, err := input.Decompress(name, p, MaxImage); return b, err }
 	case input.Bzip2:
-		whole = func() ([]byte, error) { b, _, err := input.DecompressSized(name, p[:n-4], size, MaxImage); return b, err }
+		whole = func() ([]byte, error) {
+			b, _, err := input.DecompressSized(name, p[:n-4], size, MaxImage)
+			return b, err
+		}
 	default:
 		switch {
 		case isLZ4Legacy(p):
