@@ -120,6 +120,7 @@ func TestMemLayoutOracle(t *testing.T) {
 	} {
 		name := tc.gen.String() + "-" + tc.arch
 		t.Run(name, func(t *testing.T) {
+			testutil.LightKernel(t, tc.gen.String(), tc.arch)
 			records, _ := filepath.Glob(filepath.Join(testutil.RepoRoot(), "testdata/oracle", name, "*.sections"))
 			if len(records) == 0 {
 				t.Skipf("no records in testdata/oracle/%s", name)
