@@ -53,3 +53,21 @@ func TestTellGeneration(t *testing.T) {
 	e = TellGeneration(ix, GenerationHints{Release: "7.2.13"})
 	assert.Equal(t, kgen.Evidence{Generation: kgen.Linux6_12, Release: testutil.DebianKernelRelease("6.12", "amd64"), Source: kgen.FromImage, Exact: true}, e, "the image's banner first")
 }
+
+// TestKernelTree: a kernel build directory's files, found where kbuild
+// leaves them; vmlinux's own table where there is no System.map.
+func TestKernelTree(t *testing.T) {
+	tree := t.TempDir()
+	_, err := KernelTree(tree)
+	require.ErrorIs(t, err, ErrNoKernels)
+	_, img := testutil.DebianKernel(t, "7.2", "arm64")
+	require.NoError(t, os.Symlink(img, filepath.Join(tree, "vmlinux"))) // an Image stands in
+	require.NoError(t, os.WriteFile(filepath.Join(tree, ".config"), []byte("# Linux/arm64 7.2.13 Kernel Configuration\n"), 0o644))
+	k, err := KernelTree(tree)
+	require.NoError(t, err)
+	assert.Equal(t, Kernel{Symbols: filepath.Join(tree, "vmlinux"), Config: filepath.Join(tree, ".config"), Ftrace: filepath.Join(tree, "vmlinux"), Modules: []string{tree}}, k)
+	require.NoError(t, os.WriteFile(filepath.Join(tree, "System.map"), []byte("ffff800080000000 T _text\n"), 0o644))
+	k, err = KernelTree(tree)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(tree, "System.map"), k.Symbols, "a System.map first")
+}

@@ -380,3 +380,39 @@ func isDir(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
 }
+
+// KernelTree is the kernel built in dir, a kernel build directory (the
+// source tree, or its O= folder), as build tools such as kpatch-build and
+// klp-build see it: its System.map (else vmlinux's own kallsyms table),
+// its Module.symvers, its .config, its modules (the tree's .ko files)
+// and vmlinux for the ftrace call sites; its release from
+// include/config/kernel.release. Whatever is missing is left empty; a
+// folder with neither System.map nor vmlinux is ErrNoKernels.
+func KernelTree(dir string) (Kernel, error) {
+	if !isDir(dir) {
+		return Kernel{}, fmt.Errorf("%s: not a folder (a kernel build directory: System.map, vmlinux, Module.symvers, .config)", dir)
+	}
+	k := Kernel{}
+	if b, err := os.ReadFile(filepath.Join(dir, "include/config/kernel.release")); err == nil {
+		k.Release = strings.TrimSpace(string(b))
+	}
+	switch m, v := filepath.Join(dir, "System.map"), filepath.Join(dir, "vmlinux"); {
+	case isFile(m) && !isPlaceholder(m):
+		k.Symbols = m
+	case isFile(v):
+		k.Symbols = v
+	default:
+		return Kernel{}, fmt.Errorf("%s: %w: no System.map nor vmlinux (build the kernel first)", dir, ErrNoKernels)
+	}
+	if p := filepath.Join(dir, "Module.symvers"); isFile(p) {
+		k.Symvers = p
+	}
+	if p := filepath.Join(dir, ".config"); isFile(p) {
+		k.Config = p
+	}
+	if p := filepath.Join(dir, "vmlinux"); isFile(p) {
+		k.Ftrace = p
+	}
+	k.Modules = []string{dir}
+	return k, nil
+}

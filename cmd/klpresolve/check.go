@@ -32,7 +32,7 @@ func newCheckCmd(a *app) *cobra.Command {
 	var lf linkFlags // with --link, for every kernel
 	var maxTime time.Duration
 	var workers int
-	var modules, roots []string
+	var modules, roots, trees []string
 	c := &cobra.Command{
 		Use:   "check PATCH.ko --kallsyms A --kallsyms B ... | --kernels DIR|'PATTERN' | --root DIR [--link [--erratum-843419] [--no-kaslr] [--page-size SIZE]] [--format text|json|junit]",
 		Short: "Resolve a patch against many kernel builds at once and print a matrix",
@@ -101,6 +101,13 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 				}
 				add(found...)
 			}
+			for _, d := range trees {
+				k, err := pipeline.KernelTree(d)
+				if err != nil {
+					return &exitError{exitUsage, fmt.Errorf("--kernel-tree: %w", err)}
+				}
+				kernels = append(kernels, k)
+			}
 			for _, r := range roots {
 				found, err := kernelsUnder(r)
 				if err != nil {
@@ -109,7 +116,7 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 				kernels = append(kernels, found...)
 			}
 			if len(kernels) == 0 {
-				return &exitError{exitUsage, errors.New("check needs --kallsyms (repeatable), --kernels DIR or --root DIR")}
+				return &exitError{exitUsage, errors.New("check needs --kallsyms (repeatable), --kernels DIR, --root DIR or --kernel-tree DIR")}
 			}
 			m, err := openModule(a, args[0], klp.Parse)
 			if err != nil {
@@ -173,6 +180,7 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 	lf.add(c, "with --link, for every kernel: ")
 	c.Flags().DurationVar(&maxTime, "max-time", 0, "exit 3 when the check takes longer than this")
 	c.Flags().IntVar(&workers, "jobs", 0, "kernels checked at once (default: GOMAXPROCS)")
+	c.Flags().StringArrayVar(&trees, "kernel-tree", nil, "a kernel build directory, checked with its own Module.symvers, .config and modules; repeatable")
 	c.Flags().StringArrayVar(&roots, "root", nil, "root of a filesystem with kernels installed (/, or a folder where each kernel's packages were unpacked): every boot/System.map-RELEASE is a kernel, checked with its own modules, Module.symvers and vermagic as the module loader checks them; repeatable; or a quoted glob pattern, e.g. 'roots/*'")
 	addModulesFlag(c, &modules)
 	return c

@@ -501,3 +501,42 @@ func TestInstalledRoot(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "--release needs --root")
 }
+
+// TestKernelTree: a kernel build directory stands for the installed
+// kernel: its System.map, Module.symvers, .config, release and modules.
+func TestKernelTree(t *testing.T) {
+	hdr := testutil.Headers(t, "6.1.0-57-amd64") // its Module.symvers
+	tree := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(tree, "include/config"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(tree, "include/config/kernel.release"), []byte("6.1.0-57-amd64\n"), 0o644))
+	require.NoError(t, os.Symlink(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), filepath.Join(tree, "System.map")))
+	require.NoError(t, os.Symlink(hdr, filepath.Join(tree, "Module.symvers")))
+	require.NoError(t, os.MkdirAll(filepath.Join(tree, "fs/xfs"), 0o755))
+	require.NoError(t, os.Symlink(testutil.Corpus(t, "amd64/modules/xfs.ko"), filepath.Join(tree, "fs/xfs/xfs.ko")))
+	ko := filepath.Join(testutil.RepoRoot(), "testdata", "kbuild", "klp-demo.ko")
+	code, out, _ := runCLI(t, ko, "--kernel-tree", tree)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "\nkernel: 6.1.0-57-amd64 built in "+tree+": modules "+tree+"; Module.symvers "+filepath.Join(tree, "Module.symvers")+"; no configuration")
+	assert.Contains(t, out, "\nkernel symbols: "+filepath.Join(tree, "System.map")+"\n")
+	assert.Contains(t, out, "\nkernel rules: Linux 6.1 (6.1.0-57-amd64, from the kernel's release)\n")
+	assert.Contains(t, out, "checked against "+filepath.Join(tree, "fs/xfs/xfs.ko"))
+
+	code, _, errs := runCLI(t, ko, "--kernel-tree", tree, "--root", "/")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "--kernel-tree, --root and --kallsyms each give the kernel's symbols: give one")
+	code, _, errs = runCLI(t, ko, "--kernel-tree", t.TempDir())
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "no System.map nor vmlinux (build the kernel first)")
+}
+
+// TestCheckKernelTree: check takes kernel build directories too.
+func TestCheckKernelTree(t *testing.T) {
+	tree := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(tree, "System.map"), []byte("ffffffff81000000 T _text\nffffffff81000000 T vfs_read\n"), 0o644))
+	code, out, _ := runCLI(t, "check", fixture("livepatch-sample.ko"), "--kernel-tree", tree)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, filepath.Join(tree, "System.map"))
+	code, _, errs := runCLI(t, "check", fixture("livepatch-sample.ko"), "--kernel-tree", filepath.Join(tree, "nothing"))
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "--kernel-tree: ")
+}

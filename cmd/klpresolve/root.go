@@ -22,10 +22,11 @@ import (
 // symbols, modules and Module.symvers stand for --kallsyms, --modules and
 // --symvers.
 type installedFlags struct {
-	root, release string
+	root, release, tree string
 }
 
 func (f *installedFlags) add(c *cobra.Command) {
+	c.Flags().StringVar(&f.tree, "kernel-tree", "", "a kernel build directory: its System.map (or vmlinux), Module.symvers, .config and modules stand for --kallsyms, --symvers and --modules")
 	c.Flags().StringVar(&f.root, "root", "", "a filesystem root with the kernel installed (/, or a folder where its packages were unpacked): its System.map (under /, /proc/kallsyms for the running kernel without one), its modules (lib/modules/RELEASE) and its Module.symvers stand for --kallsyms, --modules and --symvers, as check --root finds them")
 	c.Flags().StringVar(&f.release, "release", "", "with --root: the kernel's release, where the root has several (default: under /, the running kernel's; else the root's only one)")
 }
@@ -34,6 +35,17 @@ func (f *installedFlags) add(c *cobra.Command) {
 // place of the flags they stand for: --kallsyms must not be given as
 // well; --modules and --symvers given win over the root's.
 func (f *installedFlags) kernel(a *app, c *cobra.Command, modules *[]string, symversPath *string) (*pipeline.Kernel, error) {
+	if f.tree != "" {
+		if f.root != "" || c.Flags().Changed("kallsyms") {
+			return nil, &exitError{exitUsage, errors.New("--kernel-tree, --root and --kallsyms each give the kernel's symbols: give one")}
+		}
+		k, err := pipeline.KernelTree(f.tree)
+		if err != nil {
+			return nil, &exitError{exitUsage, fmt.Errorf("--kernel-tree: %w", err)}
+		}
+		f.root = f.tree // the kernel's line names it
+		return f.use(a, k, modules, symversPath), nil
+	}
 	if f.root == "" {
 		if f.release != "" {
 			return nil, &exitError{exitUsage, errors.New("--release needs --root")}
@@ -53,6 +65,12 @@ func (f *installedFlags) kernel(a *app, c *cobra.Command, modules *[]string, sym
 		}
 		return nil, &exitError{exitUsage, fmt.Errorf("--root: %w", err)}
 	}
+	return f.use(a, k, modules, symversPath), nil
+}
+
+// use puts kernel k's files in place of the flags they stand for:
+// --modules and --symvers given win over k's.
+func (f *installedFlags) use(a *app, k pipeline.Kernel, modules *[]string, symversPath *string) *pipeline.Kernel {
 	a.kallsymsPaths = []string{k.Symbols}
 	if len(*modules) == 0 {
 		*modules = k.Modules
@@ -64,7 +82,7 @@ func (f *installedFlags) kernel(a *app, c *cobra.Command, modules *[]string, sym
 	} else {
 		k.Symvers = *symversPath
 	}
-	return &k, nil
+	return &k
 }
 
 // buildFiles are the files of the kernel's build that a run checks the
@@ -168,7 +186,11 @@ func kernelLine(f *installedFlags, k *pipeline.Kernel) string {
 	if k.Ftrace != "" {
 		ft = "ftrace call sites " + k.Ftrace
 	}
-	return fmt.Sprintf("kernel: %s under %s: %s; %s; %s; %s", k.Release, f.root, mods, sv, cfg, ft)
+	where := k.Release + " under " + f.root
+	if f.tree != "" {
+		where = cmpOr(k.Release, "a kernel") + " built in " + f.tree
+	}
+	return fmt.Sprintf("kernel: %s: %s; %s; %s; %s", where, mods, sv, cfg, ft)
 }
 
 // generation is the generation whose rules judge the kernel whose
@@ -226,4 +248,12 @@ func imageOf(ix *kallsyms.Index) *imageJSON {
 		addrs = fmt.Sprintf("moved by %#x", d)
 	}
 	return &imageJSON{img.Kind, img.Release, img.Layout, img.Symbols, addrs}
+}
+
+// cmpOr is the first of its arguments that is not "".
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
