@@ -543,7 +543,7 @@ func TestBzImage(t *testing.T) {
 		kind error
 		want string
 	}{
-		{"lz4", bzImageOf(append([]byte{0x02, 0x21, 0x4c, 0x18, 0, 0, 0, 0}, size...)), ErrUnsupported, "a bzImage whose payload (starting 02 21 4c 18 00 00) is compressed as klpresolve does not read"},
+		{"lzo", bzImageOf(append([]byte("\x89LZO\x00\r\n\x1a\n"), size...)), ErrUnsupported, "a bzImage whose payload (starting 89 4c 5a 4f 00 0d) is compressed as klpresolve does not read (xz, zstd, gzip, lz4, lzma and bzip2 are read; not lzo)"},
 		{"payload past the end", bzImageOf(nil)[:1040], ErrMalformed, "its payload (0 bytes at 0x410) is not within the file's 1040 bytes"},
 		{"corrupt xz", bzImageOf(append(bytes.Repeat([]byte{0xfd, '7', 'z', 'X', 'Z', 0}, 4), size...)), ErrMalformed, "its payload: not a kernel xz stream"},
 		{"not a vmlinux", bzImageOf(append(zstd1(t, []byte("plain text, not ELF")), 0, 0, 0, 0)), ErrMalformed, "its payload is not an ELF vmlinux"},
