@@ -42,8 +42,8 @@ func (d kallsymsDigest) String() string {
 	return fmt.Sprintf("symbols %d\nxxhash %016x\n", d.Symbols, d.Hash)
 }
 
-// TestImageOracle: the table klpresolve reads out of Debian's 6.12 and
-// 7.2 images (amd64 and arm64) is the /proc/kallsyms of the same kernel
+// TestImageOracle: the table klpresolve reads out of Debian's 6.1, 6.12
+// and 7.2 images (amd64 and arm64) is the /proc/kallsyms of the same kernel
 // booted under qemu without KASLR (testdata/oracle/gen.mk), vmlinux's
 // symbols in its order, names, types and addresses: their number and
 // hash, as the boots recorded them. With -oracle.record, it records them
@@ -54,7 +54,7 @@ func TestImageOracle(t *testing.T) {
 		recordOracle(t, filepath.Join(dir, *oracleRecord), *oracleDumps)
 		return
 	}
-	for _, gen := range []string{"6.12", "7.2"} {
+	for _, gen := range []string{"6.1", "6.12", "7.2"} {
 		for _, arch := range []string{"amd64", "arm64"} {
 			t.Run(gen+"-"+arch, func(t *testing.T) {
 				testutil.LightKernel(t, gen, arch)
@@ -75,7 +75,12 @@ func TestImageOracle(t *testing.T) {
 					}
 				}
 				require.Equal(t, testutil.DebianKernelRelease(gen, arch), release)
-				_, img := testutil.DebianKernel(t, gen, arch)
+				var img string
+				if gen == "6.1" {
+					img = testutil.Vmlinuz(t, arch) // scripts/vmlinuz's: the same package's
+				} else {
+					_, img = testutil.DebianKernel(t, gen, arch)
+				}
 				ix, err := Open(img, nil)
 				require.NoError(t, err)
 				var syms []Symbol

@@ -133,6 +133,8 @@ func fetched(tb testing.TB, env, def, script, what, file string) string {
 // arch.
 func DebianKernelRelease(gen, arch string) string {
 	switch gen {
+	case "6.1":
+		return "6.1.0-57-" + arch
 	case "6.12":
 		return "6.12.117+deb13-" + arch
 	case "7.2":
@@ -151,7 +153,7 @@ func DebianKernel(tb testing.TB, gen, arch string) (root, image string) {
 	tb.Helper()
 	rel := DebianKernelRelease(gen, arch)
 	file := "root/boot/vmlinuz-" + rel
-	if gen != "6.12" {
+	if gen == "7.2" {
 		file = "root/usr/lib/modules/" + rel + "/vmlinuz"
 	}
 	env := "KLPRESOLVE_" + strings.ToUpper(strings.ReplaceAll(gen, ".", "_")) + "_" + strings.ToUpper(arch)
@@ -180,6 +182,9 @@ func DebianKernelModules(tb testing.TB, gen, arch string) string {
 	tb.Helper()
 	root, _ := DebianKernel(tb, gen, arch)
 	dir := filepath.Join(root, "usr/lib/modules", DebianKernelRelease(gen, arch), "kernel")
+	if gen == "6.1" {
+		dir = filepath.Join(root, "lib/modules", DebianKernelRelease(gen, arch), "kernel")
+	}
 	if _, err := os.Stat(dir); err != nil {
 		tb.Skipf("Debian's %s %s kernel under %s has no modules (its package of them is not fetched): skipping", gen, arch, root)
 	}
