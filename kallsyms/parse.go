@@ -749,6 +749,7 @@ func (p *parser) readStream(r io.Reader, hint int64) (buf, m []byte, err error) 
 	kickAt := prefaultFirst
 	done := 0 // bytes dispatched
 	first := true
+	lineChecked := false
 	for {
 		if len(buf) == cap(buf) {
 			if len(buf) > maxInput {
@@ -798,6 +799,16 @@ func (p *parser) readStream(r io.Reader, hint int64) (buf, m []byte, err error) 
 					return buf, m, nil
 				}
 				return append(buf, rest...), m, nil
+			}
+		}
+		if !first && !lineChecked {
+			// The first line is judged as soon as it is whole: a stream
+			// that is no symbol list (yes, /dev/urandom) fails now, not
+			// once it ends, if ever.
+			if perr := firstLine(p.name, buf, err == io.EOF); perr != nil {
+				return nil, m, perr
+			} else if bytes.IndexByte(buf, '\n') >= 0 || err == io.EOF {
+				lineChecked = true
 			}
 		}
 		if err == io.EOF {
@@ -1447,4 +1458,27 @@ func (p *parser) finish(buf []byte) (*Index, error) {
 		block = p.st.block
 	}
 	return build(p.name, buf, p.chunks, total, p.lto, block)
+}
+
+// firstLine judges the first non-blank line of a stream's bytes so far
+// (ended, the stream has ended): a *ParseError if it is no symbol line,
+// nil if it is one or is not whole yet.
+func firstLine(name string, buf []byte, ended bool) error {
+	for n := 1; len(buf) > 0; n++ {
+		line, rest, whole := bytes.Cut(buf, []byte("\n"))
+		if !whole && !ended {
+			return nil
+		}
+		if line = bytes.TrimRight(line, " \t\r"); len(line) > 0 {
+			if _, _, _, _, _, msg := parseLine(line); msg != "" {
+				if n == 1 && IsPlaceholder(buf) {
+					return fmt.Errorf("%s: %w", name, ErrPlaceholder) // as finish says it
+				}
+				return &ParseError{File: name, Line: n, Msg: msg}
+			}
+			return nil
+		}
+		buf = rest
+	}
+	return nil
 }

@@ -38,7 +38,7 @@ Exit status 0 when every spec resolves, 1 when any does not.`,
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			args, err := a.argsOrStdin(args, "specs")
+			args, err := a.argsOrStdin(args, "specs", nil) // a bad spec is its own row
 			if err != nil {
 				return err
 			}
@@ -130,7 +130,7 @@ func traceNote(sites *ftrace.Sites, s kallsyms.Symbol) string {
 // argsOrStdin returns args with each "-" replaced by the items of standard
 // input (readList). what names them in the error when the symbols come
 // from standard input too.
-func (a *app) argsOrStdin(args []string, what string) ([]string, error) {
+func (a *app) argsOrStdin(args []string, what string, check func(string) error) ([]string, error) {
 	var out []string
 	read := false
 	for _, arg := range args {
@@ -145,7 +145,7 @@ func (a *app) argsOrStdin(args []string, what string) ([]string, error) {
 			continue // one stream: a second "-" finds it read
 		}
 		read = true
-		items, err := readList("<stdin>", a.stdin)
+		items, err := readListChecked("<stdin>", a.stdin, check)
 		if err != nil {
 			return nil, &exitError{exitUsage, err}
 		}
@@ -176,7 +176,12 @@ const maxListLine = 1 << 20
 // input (name, for errors): separated by blanks or line ends, with a line
 // whose first non-blank is '#' a comment (no symbol name or address starts
 // so). It reads line by line, and stops at a line past maxListLine.
-func readList(name string, r io.Reader) ([]string, error) {
+func readList(name string, r io.Reader) ([]string, error) { return readListChecked(name, r, nil) }
+
+// readListChecked is readList with each item checked as it is read (check
+// may be nil): the first bad one stops the read, naming its line, so a
+// stream that holds no such items (yes, /dev/urandom) fails at once.
+func readListChecked(name string, r io.Reader, check func(string) error) ([]string, error) {
 	var out []string
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxListLine)
@@ -184,6 +189,13 @@ func readList(name string, r io.Reader) ([]string, error) {
 	for sc.Scan() {
 		line++
 		if f := strings.Fields(sc.Text()); len(f) > 0 && !strings.HasPrefix(f[0], "#") {
+			for _, item := range f {
+				if check != nil {
+					if err := check(item); err != nil {
+						return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+					}
+				}
+			}
 			out = append(out, f...)
 		}
 	}
@@ -215,7 +227,7 @@ Exit status 0 when every address has a symbol, 1 when any has none.`,
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			addrs, err := a.argsOrStdin(args, "addresses")
+			addrs, err := a.argsOrStdin(args, "addresses", func(s string) error { _, err := parseHex(s); return err })
 			if err != nil {
 				return err
 			}

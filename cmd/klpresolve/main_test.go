@@ -1874,3 +1874,34 @@ func TestLookupExplains(t *testing.T) {
 	assert.Contains(t, out, "lists code symbols only, as a kallsyms without CONFIG_KALLSYMS_ALL does")
 	assert.Contains(t, out, "vfs_read,-1: error: spec \"vfs_read,-1\": sympos -1 is negative")
 }
+
+// yesReader is yes(1) on standard input: "y" lines, never ending.
+type yesReader struct{}
+
+func (yesReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = "y\n"[i%2]
+	}
+	return len(p) &^ 1, nil
+}
+
+// TestEndlessStreams: a stream that is no symbol list nor address list
+// fails at its first line, never read to its end (it has none).
+func TestEndlessStreams(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"lookup", "vfs_read", "--kallsyms", "-"}, yesReader{}, &out, &errb)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errb.String(), `<stdin>:1: line does not start with a hex address: "y"`)
+
+	errb.Reset()
+	code = run([]string{"addr", "-", "--kallsyms", filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")}, yesReader{}, &out, &errb)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errb.String(), `<stdin>:1: address "y" is not hex`)
+
+	if _, err := os.Stat("/dev/urandom"); err == nil {
+		errb.Reset()
+		code = run([]string{"lookup", "vfs_read", "--kallsyms", "/dev/urandom"}, strings.NewReader(""), &out, &errb)
+		assert.Equal(t, 2, code)
+		assert.Contains(t, errb.String(), "/dev/urandom:")
+	}
+}
