@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Package cfi keeps the CFI shadow of loaded modules: for each page of
 // module text, which check function guards it, so that an indirect call's
 // target can be checked in O(1).

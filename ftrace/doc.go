@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Package ftrace reads where a kernel has ftrace call sites: the
 // locations livepatch needs to redirect a function, so that a patched
 // function without one is found before the patch is loaded.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Package kallsyms reads a kernel's symbol list (/proc/kallsyms, System.map
 // or a snapshot written by this package) into an immutable index with one
 // hash table per object (vmlinux and each module), so that livepatch's

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Package kgen names the kernel generations whose rules klpresolve
 // mirrors, and tells which one a kernel is from what it shows: its
 // release, its configuration's header, or its symbols.

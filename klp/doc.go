@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Package klp reads livepatch modules and resolves their livepatch
 // relocations against a kernel's symbols exactly as the kernel does when it
 // loads them; it also writes livepatch modules (Convert), the job of

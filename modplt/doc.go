@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Package modplt is klpresolve's module linker. It counts the PLT
 // and GOT entries a relocatable kernel module needs, before anything is
 // placed, the way the kernel sizes its module PLT sections.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Package pipeline joins klpresolve's parts into the flow a livepatch
 // team runs before shipping a patch: resolve the livepatch relocations
 // (klp), link the whole module (modplt), record it in a CFI shadow (cfi),

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Package scripts holds the project's shell helpers; its test checks
 // fuzz-one's verdicts with stand-ins for the go command.
 package scripts

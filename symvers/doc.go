@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Package symvers checks a module's symbol versions as a kernel built
 // with CONFIG_MODVERSIONS checks them when it loads the module.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Command klpresolve checks, before anyone runs insmod, that a livepatch
 // module resolves against a kernel's symbols, and tells why when it does
 // not. See the README for every subcommand.

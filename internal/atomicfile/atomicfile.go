@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Package atomicfile writes a file so that readers see either the old
 // content or the whole new one: a temporary file in the same folder,
 // synced, then renamed over the target. A target that is not a regular

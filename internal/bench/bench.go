@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Package bench measures klpresolve against the reference algorithms in one
 // run and reports the figures and their ratios. "klpresolve bench" prints
 // them; the packages' go test -bench benchmarks measure the same pairs.

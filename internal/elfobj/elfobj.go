@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Package elfobj is the project's one hardened reader for relocatable ELF
 // objects (kernel modules): 32- and 64-bit, little- and big-endian. The
 // whole file is in memory; every offset, size, count, index and string

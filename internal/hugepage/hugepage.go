@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Package hugepage asks the kernel to back large, freshly allocated
 // buffers with transparent huge pages, to take back the pages of a
 // scratch array, and to fault a buffer in ahead of the thread that will

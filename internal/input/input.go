@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Package input opens the files klpresolve reads: a path, "-" for standard
 // input, or an io.Reader, transparently decompressing gzip, zstd, xz and
 // bzip2 (detected by their magic bytes, never by the file name).

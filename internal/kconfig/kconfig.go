@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Package kconfig reads a kernel's build configuration: the .config that
 // distributions install as /boot/config-RELEASE (Fedora and RHEL also as
 // /lib/modules/RELEASE/config), a kernel exposes as /proc/config.gz, and

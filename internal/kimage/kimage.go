@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Package kimage recognises a Linux kernel image by its content and gives
 // the bytes of the vmlinux it carries: x86's bzImage (its compressed
 // payload, vmlinux.bin), arm64's Image (vmlinux's loaded bytes from

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Package ksort is a port of the Linux kernel's lib/sort.c sort_r(): the
 // bottom-up heapsort the module loaders use to order relocations before
 // counting PLT entries. It is not stable, and which of two equal elements

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Package kxz decodes the xz streams the kernel's build compresses x86's
 // bzImage payload with (scripts/xz_wrap.sh: xz --check=crc32 --x86
 // --lzma2): one block, whose filters are x86's branch converter (BCJ) and

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Package par runs the iterations of a loop on several goroutines.
 package par
 

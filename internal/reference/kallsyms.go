@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Package reference keeps the algorithms klpresolve is measured against:
 // the naive way to parse kallsyms in Go, and the kernel's own lookups, old
 // and current. Benchmarks (go test -bench and "klpresolve bench") run them

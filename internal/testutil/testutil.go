@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Package testutil holds helpers shared by the project's tests.
 package testutil
 

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 //go:build ignore
 
 // armpages RAM PGD DUMPS: ARM has no /proc/kcore, so the armhf oracle

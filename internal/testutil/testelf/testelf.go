@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
 // Package testelf writes the small ELF objects the tests of several packages
 // share (apart from testutil, which internal/input's tests import, and
 // elfobj imports input).
