@@ -406,3 +406,29 @@ func TestImageHostile(t *testing.T) {
 	assert.ErrorIs(t, err, ErrImage)
 	assert.ErrorContains(t, err, "fake: kernel image not readable: kallsyms symbol 20 decodes to a name of 1500 bytes, longer than the kernel's KSYM_NAME_LEN-1 (511)")
 }
+
+// TestMaxSymbols: a stream of more lines than any kernel has symbols
+// stops at the bound (a gzip of millions of copies of one line), and the
+// bound is the caller's to raise.
+func TestMaxSymbols(t *testing.T) {
+	line := []byte("ffffffff81000000 t bomb_symbol_name_xxxxxxxxxx\n")
+	var z bytes.Buffer
+	w, err := zstd.NewWriter(&z)
+	require.NoError(t, err)
+	blocks := 2000 // two million lines, 96 MB, in a few kB
+	if testutil.Light {
+		blocks = 200
+	}
+	for range blocks {
+		_, err = w.Write(bytes.Repeat(line, 1000))
+		require.NoError(t, err)
+	}
+	require.NoError(t, w.Close())
+	bound := blocks * 1000 / 2
+	_, err = Parse("bomb.zst", bytes.NewReader(z.Bytes()), &Options{MaxSymbols: bound})
+	assert.ErrorIs(t, err, ErrTooLarge)
+	assert.ErrorContains(t, err, fmt.Sprintf("bomb.zst: input larger than the limit: more than %d lines", bound))
+	ix, err := Parse("bomb.zst", bytes.NewReader(z.Bytes()), &Options{MaxSymbols: 2 * blocks * 1000})
+	require.NoError(t, err)
+	assert.Equal(t, blocks*1000, ix.Len())
+}

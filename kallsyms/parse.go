@@ -59,6 +59,9 @@ type Options struct {
 	// 111-129 ns against 78-89 ns on this project's VM): read a snapshot
 	// that will answer millions of lookups.
 	NoMap bool
+	// MaxSymbols bounds the lines of a streamed input (0:
+	// DefaultMaxSymbols).
+	MaxSymbols int
 	// Slide is added to vmlinux's addresses, but for absolute symbols'
 	// (x86_64's per-cpu offsets), as KASLR moves a running kernel: a
 	// System.map's or a kernel image's link-time addresses then answer
@@ -293,9 +296,10 @@ const (
 )
 
 type parser struct {
-	name    string
-	lto     bool
-	workers int
+	name       string
+	lto        bool
+	workers    int
+	maxSymbols int // a stream's lines at most (Options.MaxSymbols)
 
 	jobs    chan *chunk
 	wg      sync.WaitGroup
@@ -398,7 +402,11 @@ func (r *run) add(addr uint64, typ byte) {
 }
 
 func newParser(name string, opts *Options) *parser {
-	return &parser{name: name, lto: opts.lto(), workers: opts.workers()}
+	p := &parser{name: name, lto: opts.lto(), workers: opts.workers(), maxSymbols: DefaultMaxSymbols}
+	if opts != nil && opts.MaxSymbols > 0 {
+		p.maxSymbols = opts.MaxSymbols
+	}
+	return p
 }
 
 // start runs the workers: all of them, or while the input is still being
@@ -752,6 +760,7 @@ func (p *parser) readStream(r io.Reader, hint int64) (buf, m []byte, err error) 
 	done := 0 // bytes dispatched
 	first := true
 	lineChecked := false
+	lines, maxLines := 0, p.maxSymbols
 	for {
 		if len(buf) == cap(buf) {
 			if len(buf) > maxInput {
@@ -766,6 +775,9 @@ func (p *parser) readStream(r io.Reader, hint int64) (buf, m []byte, err error) 
 			}
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
+		if lines += bytes.Count(buf[len(buf):len(buf)+n], []byte{'\n'}); lines > maxLines {
+			return nil, m, fmt.Errorf("%w: more than %d lines, more symbols than any kernel has (kallsyms.Options.MaxSymbols)", ErrTooLarge, maxLines)
+		}
 		buf = buf[:len(buf)+n]
 		if ahead != nil && len(buf) >= kickAt {
 			select {
@@ -1014,6 +1026,14 @@ const elfMagic = "\x7fELF"
 // maxInput bounds one input: names are stored as 32-bit offsets, and on
 // a 32-bit host a buffer must also fit an int with a byte to spare.
 const maxInput = min(1<<32-1, math.MaxInt-1)
+
+// DefaultMaxSymbols bounds the lines a streamed input may have (a
+// compressed file, standard input, /proc/kallsyms): the largest real
+// kallsyms, every module loaded, has about 1.2 million. A gzip of
+// millions of copies of one line is 16 MB and would take gigabytes to
+// index; it stops here instead, with ErrTooLarge (Options.MaxSymbols
+// raises it).
+const DefaultMaxSymbols = 4 << 20
 
 var hexval = func() (t [256]int8) {
 	for i := range t {
