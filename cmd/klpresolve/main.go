@@ -474,6 +474,11 @@ func checkCounts(cmd *cobra.Command) error {
 // version is the module version the binary was built from (go install
 // ...@v1.2.3 records it), or "(devel)" with the commit and Go version of
 // a build in a checkout.
+// commit is the build's commit where the build says it (make build sets
+// it with -ldflags -X main.commit=...; a build with -buildvcs=false has
+// no other way to know it).
+var commit string
+
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -483,13 +488,20 @@ func version() string {
 	if v == "" {
 		v = "(devel)"
 	}
+	rev := ""
 	for _, s := range bi.Settings {
 		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " " + s.Value[:12]
+			rev = s.Value[:12]
 		}
 		if s.Key == "vcs.modified" && s.Value == "true" {
-			v += "+dirty"
+			rev += "+dirty"
 		}
+	}
+	if rev == "" && commit != "" {
+		rev = commit
+	}
+	if rev != "" {
+		v += " " + rev
 	}
 	return v + " " + bi.GoVersion
 }
