@@ -432,3 +432,22 @@ func TestMaxSymbols(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, blocks*1000, ix.Len())
 }
+
+// TestHostileLines: a module name past MODULE_NAME_LEN, a NUL in a name
+// and lines ended by CR alone are errors that say so.
+func TestHostileLines(t *testing.T) {
+	for _, tc := range []struct{ text, msg string }{
+		{"ffffffffc0000000 t f\t[" + strings.Repeat("m", 56) + "]\n", "module name of 56 bytes is longer than MODULE_NAME_LEN-1 (55)"},
+		{"ffffffffc0000000 t f\t[" + strings.Repeat("m", 1<<20) + "]\n", "module name of 1048576 bytes is longer than MODULE_NAME_LEN-1 (55)"},
+		{"ffffffff81000000 T a\x00b\n", "a NUL byte in the symbol name"},
+		{"ffffffff81000000 T a\rffffffff81000010 T b\r", "a carriage return inside the line: the file's lines end in CR alone"},
+	} {
+		_, err := ParseBytes("k", []byte(tc.text), nil)
+		require.Error(t, err, tc.msg)
+		assert.ErrorIs(t, err, ErrMalformed)
+		assert.ErrorContains(t, err, tc.msg)
+	}
+	ix, err := ParseBytes("k", []byte("ffffffffc0000000 t f\t["+strings.Repeat("m", 55)+"]\n"), nil)
+	require.NoError(t, err, "55 bytes is the most")
+	assert.True(t, ix.HasObject(strings.Repeat("m", 55)))
+}

@@ -1027,6 +1027,10 @@ const elfMagic = "\x7fELF"
 // a 32-bit host a buffer must also fit an int with a byte to spare.
 const maxInput = min(1<<32-1, math.MaxInt-1)
 
+// ModuleNameLen is the kernel's MODULE_NAME_LEN on 64-bit kernels (64
+// minus the size of a pointer): a module's name has at most 55 bytes.
+const ModuleNameLen = 56
+
 // DefaultMaxSymbols bounds the lines a streamed input may have (a
 // compressed file, standard input, /proc/kallsyms): the largest real
 // kallsyms, every module loaded, has about 1.2 million. A gzip of
@@ -1327,8 +1331,11 @@ func vmRun(data []byte, pos, line int, vm *vmTrack, r *run, syms []sym, hashes [
 // parseLine would accept (the fast path looked for ']' past the line end:
 // a name with a line end in it is the next line's).
 func validModule(m []byte) bool {
+	if len(m) >= ModuleNameLen {
+		return false
+	}
 	for _, b := range m {
-		if b == ' ' || b == '\t' || b == '[' || b == '\n' {
+		if b == ' ' || b == '\t' || b == '[' || b == '\n' || b == 0 {
 			return false
 		}
 	}
@@ -1383,6 +1390,14 @@ func parseLine(l []byte) (addr uint64, typ byte, ns, ne int, mod []byte, msg str
 	if ne-ns >= KSYMNameLen {
 		return 0, 0, 0, 0, nil, fmt.Sprintf("symbol name of %d bytes is longer than KSYM_NAME_LEN-1 (%d)", ne-ns, KSYMNameLen-1)
 	}
+	if bytes.IndexByte(l[ns:ne], 0) >= 0 {
+		return 0, 0, 0, 0, nil, fmt.Sprintf("a NUL byte in the symbol name %q: the kernel's names are C strings", clip(l[ns:ne]))
+	}
+	// A CR and an address after it: lines that end in CR alone. (Other
+	// control bytes are names' own: see above.)
+	if i := bytes.IndexByte(l[ns:ne], '\r'); i >= 0 && ns+i+1 < len(l) && hexval[l[ns+i+1]] >= 0 {
+		return 0, 0, 0, 0, nil, "a carriage return inside the line: the file's lines end in CR alone, not LF or CR LF (convert them: tr '\\r' '\\n')"
+	}
 	if ne == len(l) {
 		return addr, typ, ns, ne, nil, ""
 	}
@@ -1391,8 +1406,11 @@ func parseLine(l []byte) (addr uint64, typ byte, ns, ne int, mod []byte, msg str
 		return 0, 0, 0, 0, nil, fmt.Sprintf("expected '[module]' after the name, got %q", clip(rest))
 	}
 	mod = rest[1 : len(rest)-1]
-	if bytes.ContainsAny(mod, " \t[]") {
+	if bytes.ContainsAny(mod, " \t[]\x00") {
 		return 0, 0, 0, 0, nil, fmt.Sprintf("bad module name %q", clip(mod))
+	}
+	if len(mod) >= ModuleNameLen {
+		return 0, 0, 0, 0, nil, fmt.Sprintf("module name of %d bytes is longer than MODULE_NAME_LEN-1 (%d)", len(mod), ModuleNameLen-1)
 	}
 	return addr, typ, ns, ne, mod, ""
 }

@@ -46,7 +46,7 @@ func TestSniff(t *testing.T) {
 		{"empty", "", false},
 		{"blank lines only", "\n\n  \n", false},
 		{"a line longer than SniffLen", long, false},
-		{"a module name past SniffLen", "0 t x\t[" + long + "]\n", true},
+		{"a module name past MODULE_NAME_LEN", "0 t x\t[" + long + "]\n", false},
 		{"a cut line, judged by its start", "0 t [" + long, true},
 		{"a cut line without an address", "t [" + long, false},
 		{"blanks past SniffLen", "0" + strings.Repeat(" ", SniffLen) + "T x\n", true},
@@ -67,7 +67,7 @@ func TestSniff(t *testing.T) {
 // TestSniffCutLineCR: in a line cut short, a CR before the module's
 // bracket is part of the name (the parser trims CRs at line ends only).
 func TestSniffCutLineCR(t *testing.T) {
-	line := "ffffffff81000000 0 \r [" + strings.Repeat("h", SniffLen) + "]\n"
+	line := "ffffffff81000000 0 \r [" + strings.Repeat("h", ModuleNameLen-1) + "]" + strings.Repeat(" ", SniffLen) + "\n"
 	_, err := ParseBytes("k", []byte(line), nil)
 	require.NoError(t, err, "the parser takes it")
 	assert.True(t, Sniff([]byte(line[:SniffLen])))
