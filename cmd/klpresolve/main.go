@@ -2,7 +2,7 @@
 
 // Command klpresolve checks, before anyone runs insmod, that a livepatch
 // module resolves against a kernel's symbols, and tells why when it does
-// not. See the README for every subcommand.
+// not. See docs/ for every subcommand.
 package main
 
 import (

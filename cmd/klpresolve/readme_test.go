@@ -22,7 +22,48 @@ type readmeExample struct {
 	command string
 	want    string
 	block   int // the fenced block it is in (0: an indented go run line)
+	page    string
 }
+
+// docPages are the pages whose examples TestReadmeExamples runs, in
+// this order: a page's examples may use files an earlier page's made
+// (the walkthrough's /tmp files).
+var docPages = []string{
+	"README.md",
+	"docs/walkthrough.md",
+	"docs/resolving.md",
+	"docs/commands.md",
+	"docs/benchmarks.md",
+	"docs/library.md",
+	"docs/fixtures.md",
+}
+
+// readmeMaxLines bounds the README: it is the front door; the detail
+// lives in docs/.
+const readmeMaxLines = 250
+
+// TestReadmeFrontDoor holds the README to its size and checks that every
+// page it links to exists and that every page in docs/ is linked from it.
+func TestReadmeFrontDoor(t *testing.T) {
+	root := testutil.RepoRoot()
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	readme := string(b)
+	assert.LessOrEqual(t, strings.Count(readme, "\n"), readmeMaxLines, "README.md's lines")
+	for _, m := range readmeLink.FindAllStringSubmatch(readme, -1) {
+		_, err := os.Stat(filepath.Join(root, m[1]))
+		assert.NoError(t, err, "README.md links to %s", m[1])
+	}
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	require.NotEmpty(t, pages)
+	for _, p := range pages {
+		rel := "docs/" + filepath.Base(p)
+		assert.Contains(t, readme, "("+rel+")", "README.md links to every page in docs/")
+	}
+}
+
+var readmeLink = regexp.MustCompile(`\]\(([^)#:]+)\)`)
 
 // readmeExamples returns README.md's examples: in its fenced blocks, each
 // "$ " line (a trailing backslash continues it: "$ klpresolve ...", or a
@@ -54,7 +95,7 @@ func readmeExamples(readme string) []readmeExample {
 					for k < len(lines) && !strings.HasPrefix(lines[k], "```") {
 						k++
 					}
-					out = append(out, readmeExample{i + 1, "klpresolve " + cmd, strings.Join(lines[j+1:k], "\n"), 0})
+					out = append(out, readmeExample{i + 1, "klpresolve " + cmd, strings.Join(lines[j+1:k], "\n"), 0, ""})
 					i = k
 				}
 			}
@@ -74,7 +115,7 @@ func readmeExamples(readme string) []readmeExample {
 			i++
 			want = append(want, lines[i])
 		}
-		out = append(out, readmeExample{at, cmd, strings.TrimRight(strings.Join(want, "\n"), "\n"), block})
+		out = append(out, readmeExample{at, cmd, strings.TrimRight(strings.Join(want, "\n"), "\n"), block, ""})
 	}
 	return out
 }
@@ -114,10 +155,19 @@ func TestReadmeExamples(t *testing.T) {
 		t.Skip("README examples need bash (pipes):", err)
 	}
 	root := testutil.RepoRoot()
-	b, err := os.ReadFile(filepath.Join(root, "README.md"))
-	require.NoError(t, err)
-	examples := readmeExamples(string(b))
-	require.Greater(t, len(examples), 20, "README.md's examples")
+	var examples []readmeExample
+	for i, page := range docPages {
+		b, err := os.ReadFile(filepath.Join(root, page))
+		require.NoError(t, err)
+		for _, ex := range readmeExamples(string(b)) {
+			ex.page = page
+			if ex.block > 0 {
+				ex.block += 1000 * (i + 1) // blocks are per page
+			}
+			examples = append(examples, ex)
+		}
+	}
+	require.Greater(t, len(examples), 20, "the documentation's examples")
 
 	self := selfAsCLI(t)
 	bin := t.TempDir()
@@ -131,16 +181,16 @@ func TestReadmeExamples(t *testing.T) {
 			continue
 		}
 		if ex.block > 0 && ex.block == leftBlock {
-			t.Logf("README.md:%d: left out with the example before it", ex.line)
+			t.Logf("%s:%d: left out with the example before it", ex.page, ex.line)
 			continue
 		}
 		if strings.Contains(ex.command, "../shared/corpus") && !corpusHere {
-			t.Logf("README.md:%d: left out: it needs the corpus at ../shared/corpus", ex.line)
+			t.Logf("%s:%d: left out: it needs the corpus at ../shared/corpus", ex.page, ex.line)
 			leftBlock = ex.block
 			continue
 		}
 		if missing := absentSystemFile(ex.command); missing != "" {
-			t.Logf("README.md:%d: left out: %s is not installed here", ex.line, missing)
+			t.Logf("%s:%d: left out: %s is not installed here", ex.page, ex.line, missing)
 			leftBlock = ex.block
 			continue
 		}
@@ -151,16 +201,16 @@ func TestReadmeExamples(t *testing.T) {
 		got, _ := c.Output() // the exit status is the example's own (some fail on purpose)
 		ran++
 		if !strings.Contains(want, "\n...\n") && !strings.HasPrefix(want, "...\n") && !strings.HasSuffix(want, "\n...") {
-			assert.Equal(t, readmeNormal(want), readmeNormal(string(got)), "README.md:%d: %s", ex.line, ex.command)
+			assert.Equal(t, readmeNormal(want), readmeNormal(string(got)), "%s:%d: %s", ex.page, ex.line, ex.command)
 			continue
 		}
 		for _, l := range strings.Split(want, "\n") {
 			if l != "..." {
-				assert.Contains(t, readmeNormal(string(got)), readmeNormal(l), "README.md:%d: %s", ex.line, ex.command)
+				assert.Contains(t, readmeNormal(string(got)), readmeNormal(l), "%s:%d: %s", ex.page, ex.line, ex.command)
 			}
 		}
 	}
-	t.Logf("%d README examples run", ran)
+	t.Logf("%d documentation examples run", ran)
 }
 
 // underTmp moves the paths under /tmp in s to tmp (not /var/tmp's).
@@ -191,10 +241,10 @@ func TestReadmeExamplesParse(t *testing.T) {
 		"```\n$ klpresolve x \\\n    --y z\nline\n\n$ klpresolve w | tail -1\nlast\n```\n" +
 		"```\n$ mkdir -p /tmp/a\n$ klpresolve v /tmp/a\n```\n")
 	require.Equal(t, []readmeExample{
-		{3, "klpresolve a.ko --kallsyms k", "out 1\nout 2", 0},
-		{10, "klpresolve x  --y z", "line", 1},
-		{14, "klpresolve w | tail -1", "last", 1},
-		{18, "mkdir -p /tmp/a", "", 2},
-		{19, "klpresolve v /tmp/a", "", 2},
+		{3, "klpresolve a.ko --kallsyms k", "out 1\nout 2", 0, ""},
+		{10, "klpresolve x  --y z", "line", 1, ""},
+		{14, "klpresolve w | tail -1", "last", 1, ""},
+		{18, "mkdir -p /tmp/a", "", 2, ""},
+		{19, "klpresolve v /tmp/a", "", 2, ""},
 	}, ex)
 }
