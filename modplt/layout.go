@@ -121,36 +121,13 @@ func (m *Module) layout(core, init, page, reserve uint64, sizes map[int]uint64, 
 		for _, mask := range layoutMasks {
 			for i := range f.Sections {
 				s := &f.Sections[i]
-				flags := s.Flags
-				if f, ok := flagsOf[i]; ok {
-					flags = f
-				}
-				if roAfterInit(s.Name, m.arch.machine, kgen.Linux6_1) {
-					flags |= shfROAfterInit
-				}
-				// layout_and_allocate() clears SHF_ALLOC from .modinfo and
-				// __versions (read at load, never mapped) and from the
-				// per-cpu section, whose bytes percpu_modcopy() copies to
-				// each CPU's copy of the module's per-cpu area instead.
-				if s.Name == ".modinfo" || s.Name == "__versions" || s.Name == percpuSection {
+				flags, mapped := m.loaderFlags(i, kgen.Linux6_1, flagsOf)
+				if !mapped || placed[i] != nil || flags&mask[0] != mask[0] || flags&mask[1] != 0 || m.arch.region(s.Name, unload) != region {
 					continue
 				}
-				if placed[i] != nil || flags&mask[0] != mask[0] || flags&mask[1] != 0 || m.arch.region(s.Name, unload) != region {
-					continue
-				}
-				size := s.Size
-				if v, ok := sizes[i]; ok {
-					size = v
-				}
-				// elf_validity_check() does not check a SHT_NULL
-				// section's offset, and move_module() copies sh_size
-				// bytes from it all the same: out of the file.
-				if s.Type == elf.SHT_NULL && size != 0 {
-					return nil, 0, &elfobj.FormatError{File: f.Name, Section: s.Name, Msg: fmt.Sprintf("is SHT_NULL and SHF_ALLOC with %d bytes: the loader would copy them from an offset it never checked", size)}
-				}
-				align := max(s.Addralign, 1, aligns[i])
-				if align&(align-1) != 0 {
-					return nil, 0, &elfobj.FormatError{File: f.Name, Section: s.Name, Msg: fmt.Sprintf("alignment %d is not a power of two", align)}
+				size, align, err := m.extent(i, sizes, aligns)
+				if err != nil {
+					return nil, 0, err
 				}
 				// module_get_offset(): ALIGN(size, sh_addralign).
 				off = (off + align - 1) &^ (align - 1)
@@ -158,22 +135,7 @@ func (m *Module) layout(core, init, page, reserve uint64, sizes map[int]uint64, 
 				if a, ok := at[s.Name]; ok {
 					p.Addr = a
 				}
-				// PROGBITS sizes are bounded by the file; a NOBITS section
-				// (.bss) is not, so it is bounded by the module area.
-				if size > maxNobits {
-					return nil, 0, &elfobj.FormatError{File: f.Name, Section: s.Name, Msg: fmt.Sprintf("claims %d bytes, more than a module area holds (%d)", size, maxNobits)}
-				}
-				_, sized := sizes[i]
-				switch {
-				case sized: // a PLT or GOT the counting sized
-					p.Data = make([]byte, size)
-				case s.Type == elf.SHT_NOBITS:
-					// No bytes: a file of a few hundred bytes may claim
-					// sections of 100 MB, and nothing needs them.
-					p.zero = true
-				default:
-					p.src = f.SectionData(s) // copied just before its relocations are applied
-				}
+				m.contents(p, sizes)
 				placed[i] = p
 				out = append(out, p)
 				off += size
@@ -245,4 +207,73 @@ func addressTop(c elf.Class) uint64 {
 		return 1<<32 - 1
 	}
 	return 1<<64 - 1
+}
+
+// loaderFlags returns section i's flags as layout_sections() sees them
+// (flagsOf overrides the file's; the ro-after-init sections of generation
+// g gain shfROAfterInit) and whether the loader maps it at all:
+// layout_and_allocate() clears SHF_ALLOC from .modinfo and __versions
+// (read at load, never mapped) and from the per-cpu section, whose bytes
+// percpu_modcopy() copies to each CPU's copy of the module's per-cpu area
+// instead.
+func (m *Module) loaderFlags(i int, g kgen.Generation, flagsOf map[int]elf.SectionFlag) (flags elf.SectionFlag, mapped bool) {
+	s := &m.f.Sections[i]
+	flags = s.Flags
+	if v, ok := flagsOf[i]; ok {
+		flags = v
+	}
+	if roAfterInit(s.Name, m.arch.machine, g) {
+		flags |= shfROAfterInit
+	}
+	if s.Name == ".modinfo" || s.Name == "__versions" || s.Name == percpuSection {
+		return flags, false
+	}
+	return flags, true
+}
+
+// extent returns the size (sizes overrides the file's: a PLT or GOT the
+// counting sized) and alignment section i takes in the module's memory,
+// refusing what the loader would copy from outside the file or could not
+// place.
+func (m *Module) extent(i int, sizes, aligns map[int]uint64) (size, align uint64, err error) {
+	f := m.f
+	s := &f.Sections[i]
+	size = s.Size
+	if v, ok := sizes[i]; ok {
+		size = v
+	}
+	// elf_validity_check() does not check a SHT_NULL section's offset,
+	// and move_module() copies sh_size bytes from it all the same: out of
+	// the file.
+	if s.Type == elf.SHT_NULL && size != 0 {
+		return 0, 0, &elfobj.FormatError{File: f.Name, Section: s.Name, Msg: fmt.Sprintf("is SHT_NULL and SHF_ALLOC with %d bytes: the loader would copy them from an offset it never checked", size)}
+	}
+	align = max(s.Addralign, 1, aligns[i])
+	if align&(align-1) != 0 {
+		return 0, 0, &elfobj.FormatError{File: f.Name, Section: s.Name, Msg: fmt.Sprintf("alignment %d is not a power of two", align)}
+	}
+	// PROGBITS sizes are bounded by the file; a NOBITS section (.bss) is
+	// not, so it is bounded by the module area.
+	if size > maxNobits {
+		return 0, 0, &elfobj.FormatError{File: f.Name, Section: s.Name, Msg: fmt.Sprintf("claims %d bytes, more than a module area holds (%d)", size, maxNobits)}
+	}
+	return size, align, nil
+}
+
+// contents says where placed section p's bytes come from when the module
+// is linked: a PLT or GOT the counting sized starts zeroed and is filled;
+// a NOBITS section has no bytes (a file of a few hundred bytes may claim
+// sections of 100 MB, and nothing needs them); the others are copied from
+// the file just before their relocations are applied.
+func (m *Module) contents(p *Placed, sizes map[int]uint64) {
+	s := &m.f.Sections[p.Index]
+	_, sized := sizes[p.Index]
+	switch {
+	case sized:
+		p.Data = make([]byte, p.Size)
+	case s.Type == elf.SHT_NOBITS:
+		p.zero = true
+	default:
+		p.src = m.f.SectionData(s)
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"debug/elf"
 	"fmt"
 
-	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/kgen"
 )
 
@@ -78,51 +77,24 @@ func (m *Module) memLayout(g kgen.Generation, base, initBase, page, reserve uint
 	for pass, mask := range layoutMasks {
 		for i := range f.Sections {
 			s := &f.Sections[i]
-			flags := s.Flags
-			if v, ok := flagsOf[i]; ok {
-				flags = v
-			}
-			if roAfterInit(s.Name, m.arch.machine, g) {
-				flags |= shfROAfterInit
-			}
-			if s.Name == ".modinfo" || s.Name == "__versions" || s.Name == percpuSection {
-				continue
-			}
-			if placed[i] != nil || flags&mask[0] != mask[0] || flags&mask[1] != 0 {
+			flags, mapped := m.loaderFlags(i, g, flagsOf)
+			if !mapped || placed[i] != nil || flags&mask[0] != mask[0] || flags&mask[1] != 0 {
 				continue
 			}
 			t, ok := memTypeOf(pass, m.arch.region(s.Name, unload) == Init)
 			if !ok {
 				continue
 			}
-			size := s.Size
-			if v, ok := sizes[i]; ok {
-				size = v
-			}
-			if s.Type == elf.SHT_NULL && size != 0 {
-				return nil, 0, 0, &elfobj.FormatError{File: f.Name, Section: s.Name, Msg: fmt.Sprintf("is SHT_NULL and SHF_ALLOC with %d bytes: the loader would copy them from an offset it never checked", size)}
-			}
-			align := max(s.Addralign, 1, aligns[i])
-			if align&(align-1) != 0 {
-				return nil, 0, 0, &elfobj.FormatError{File: f.Name, Section: s.Name, Msg: fmt.Sprintf("alignment %d is not a power of two", align)}
-			}
-			if size > maxNobits {
-				return nil, 0, 0, &elfobj.FormatError{File: f.Name, Section: s.Name, Msg: fmt.Sprintf("claims %d bytes, more than a module area holds (%d)", size, maxNobits)}
+			size, align, err := m.extent(i, sizes, aligns)
+			if err != nil {
+				return nil, 0, 0, err
 			}
 			o := (off[t] + align - 1) &^ (align - 1)
 			p := &Placed{Index: i, Name: s.Name, Region: Core, Addr: o, Size: size, Align: align, Flags: flags, Mem: t}
 			if t.Init() {
 				p.Region = Init
 			}
-			_, sized := sizes[i]
-			switch {
-			case sized:
-				p.Data = make([]byte, size)
-			case s.Type == elf.SHT_NOBITS:
-				p.zero = true
-			default:
-				p.src = f.SectionData(s)
-			}
+			m.contents(p, sizes)
 			placed[i] = p
 			out = append(out, p)
 			typeOf = append(typeOf, t)
