@@ -166,18 +166,7 @@ func kernelsUnder(root string, h host) ([]Kernel, error) {
 		}
 		found[rel] = p
 	}
-	for _, dir := range []string{"boot", "usr/lib/debug/boot"} {
-		paths, _ := filepath.Glob(filepath.Join(root, dir, "System.map-*"))
-		for _, p := range paths {
-			add(strings.TrimPrefix(filepath.Base(p), "System.map-"), p)
-		}
-	}
-	for _, dir := range []string{"lib/modules", "usr/lib/modules"} {
-		paths, _ := filepath.Glob(filepath.Join(root, dir, "*", "System.map"))
-		for _, p := range paths {
-			add(filepath.Base(filepath.Dir(p)), p)
-		}
-	}
+	perRelease(root, "System.map", []string{"boot", "usr/lib/debug/boot"}, add)
 	runningRel := ""
 	if filepath.Clean(root) == "/" {
 		rel, symbols := h.running()
@@ -195,16 +184,7 @@ func kernelsUnder(root string, h host) ([]Kernel, error) {
 			images[rel] = p
 		}
 	}
-	paths, _ := filepath.Glob(filepath.Join(root, "boot", "vmlinuz-*"))
-	for _, p := range paths {
-		addImage(strings.TrimPrefix(filepath.Base(p), "vmlinuz-"), p)
-	}
-	for _, dir := range []string{"lib/modules", "usr/lib/modules"} {
-		paths, _ := filepath.Glob(filepath.Join(root, dir, "*", "vmlinuz"))
-		for _, p := range paths {
-			addImage(filepath.Base(filepath.Dir(p)), p)
-		}
-	}
+	perRelease(root, "vmlinuz", []string{"boot"}, addImage)
 	for rel, p := range images {
 		if found[rel] == "" {
 			found[rel] = p
@@ -222,7 +202,7 @@ func kernelsUnder(root string, h host) ([]Kernel, error) {
 	for _, rel := range slices.Sorted(maps.Keys(found)) {
 		k := Kernel{Release: rel, Symbols: found[rel]}
 		var modDir string
-		for _, dir := range []string{"lib/modules", "usr/lib/modules"} {
+		for _, dir := range moduleDirs {
 			if d := filepath.Join(root, dir, rel); isDir(d) {
 				modDir = d
 				k.Modules = []string{d}
@@ -417,4 +397,26 @@ func KernelTree(dir string) (Kernel, error) {
 	}
 	k.Modules = []string{dir}
 	return k, nil
+}
+
+// moduleDirs are where a root keeps each release's modules folder
+// (usr/lib/modules: merged-/usr systems and Debian's 7.x packages).
+var moduleDirs = []string{"lib/modules", "usr/lib/modules"}
+
+// perRelease calls add(release, path) for each file called name where a
+// root keeps one per kernel: DIR/name-RELEASE for each of bootDirs, then
+// lib/modules/RELEASE/name and usr/lib/modules/RELEASE/name.
+func perRelease(root, name string, bootDirs []string, add func(rel, p string)) {
+	for _, dir := range bootDirs {
+		paths, _ := filepath.Glob(filepath.Join(root, dir, name+"-*"))
+		for _, p := range paths {
+			add(strings.TrimPrefix(filepath.Base(p), name+"-"), p)
+		}
+	}
+	for _, dir := range moduleDirs {
+		paths, _ := filepath.Glob(filepath.Join(root, dir, "*", name))
+		for _, p := range paths {
+			add(filepath.Base(filepath.Dir(p)), p)
+		}
+	}
 }
