@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 FUZZMIN  ?= 0
 BIN      ?= bin/klpresolve
 
-.PHONY: all build test ports fuzz bench fixtures oracle clean
+.PHONY: all build test ports fuzz bench fixtures oracle buildtools clean
 
 all: build
 
@@ -92,6 +92,13 @@ fixtures:
 # headers, cross compilers and 1 GB of downloads). go test never needs it.
 oracle:
 	$(MAKE) -C testdata/oracle
+
+# Build livepatch modules with the real build tools, klp-build (Linux
+# 7.2) and kpatch-build 0.9.10 (Linux 6.12), boot the kernels they were
+# built for and record what each did with them (testdata/buildtools:
+# two kernel builds, about 3 GB under /var/tmp). go test never needs it.
+buildtools:
+	$(MAKE) -C testdata/buildtools
 
 clean:
 	rm -rf bin

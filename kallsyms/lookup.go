@@ -193,7 +193,7 @@ func (ix *Index) missErr(oi int, name string, sympos, count, addr uint64) *Looku
 			e.Count = ix.count(o, name)
 			e.Note = "the symbol is listed at address 0, which the kernel treats as not found"
 		} else {
-			e.Near = ix.near(oi, name)
+			e.Near, e.Note = ix.near(oi, name), localNote(name)
 		}
 		if err := ix.decodeErr(); err != nil { // a forged snapshot's chunk
 			if e.Note != "" {
@@ -297,7 +297,26 @@ func (ix *Index) Candidates(object, name string) []Symbol {
 // and promoted statics.
 var compilerSuffixes = []string{".isra.", ".constprop.", ".part.", ".cold", ".llvm.", ".localalias"}
 
-// baseName strips compiler clone suffixes: "foo.isra.0" -> "foo".
+// localNote explains a missing name that ends in a number the compiler
+// numbered a static local with ("" for any other name).
+func localNote(name string) string {
+	i := strings.LastIndexByte(name, '.')
+	if i <= 0 || i == len(name)-1 || strings.Trim(name[i+1:], "0123456789") != "" {
+		return ""
+	}
+	for _, s := range compilerSuffixes {
+		if strings.Contains(name, s) {
+			return "" // a clone's number: near's variants tell it
+		}
+	}
+	return fmt.Sprintf("%s is a name the compiler numbered (a static local variable's, most often) in the build the patch was made for; the numbers differ between builds: build the patch against this kernel's own build", name)
+}
+
+// baseName strips compiler clone suffixes: "foo.isra.0" -> "foo"; and
+// the number the compiler gives a static local variable (or a string, a
+// jump table) to make its name unique in the object: "count.3" ->
+// "count". That number depends on the build, so a patch built for
+// another build of the kernel names a local that is count.1 here.
 func baseName(name string) string {
 	cut := len(name)
 	for _, s := range compilerSuffixes {
@@ -305,7 +324,13 @@ func baseName(name string) string {
 			cut = i
 		}
 	}
-	return name[:cut]
+	for {
+		i := strings.LastIndexByte(name[:cut], '.')
+		if i <= 0 || i == cut-1 || strings.Trim(name[i+1:cut], "0123456789") != "" {
+			return name[:cut]
+		}
+		cut = i
+	}
 }
 
 // indexVariants files every symbol whose name carries a compiler suffix
@@ -494,7 +519,7 @@ func (ix *Index) LookupName(spec string) (Symbol, error) {
 	case ok:
 		return ix.symbol(i, 1), nil
 	}
-	return Symbol{}, &LookupError{Object: ix.objs[oi].name, Name: name, Kind: ErrNotFound, Near: ix.near(oi, name)}
+	return Symbol{}, &LookupError{Object: ix.objs[oi].name, Name: name, Kind: ErrNotFound, Near: ix.near(oi, name), Note: localNote(name)}
 }
 
 // FindName is LookupName without the diagnostics, as Find is Lookup's.

@@ -300,3 +300,20 @@ func nearNames(ss []Symbol) []string {
 	}
 	return out
 }
+
+// A static local's name carries a number the compiler chose for that
+// build: a patch built elsewhere asks for count.2 where this kernel has
+// count.5. The error says so, and names the kernel's own.
+func TestNumberedLocal(t *testing.T) {
+	ix := mustParse(t, sample+"ffffffff81000b00 b count.5\nffffffff81000c00 t helper.isra.0\n", nil)
+	_, err := ix.Lookup(Vmlinux, "count.2", 0)
+	var le *LookupError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, ErrNotFound, le.Kind)
+	assert.Equal(t, "count.2 is a name the compiler numbered (a static local variable's, most often) in the build the patch was made for; "+
+		"the numbers differ between builds: build the patch against this kernel's own build; nearest: vmlinux:count.5", le.Help())
+	// A clone's number is no local's: its variants are told, no more.
+	_, err = ix.Lookup(Vmlinux, "helper.isra.1", 0)
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, "nearest: vmlinux:helper vmlinux:helper vmlinux:helper.isra.0 xfs:helper xfs:helper xfs:helper libcrc32c:helper", le.Help())
+}

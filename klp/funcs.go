@@ -3,8 +3,10 @@
 package klp
 
 import (
+	"cmp"
 	"debug/elf"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -29,6 +31,19 @@ type Func struct {
 	// kernel's symbols: klp_init_func() and klp_init_object() checks.
 	Err *CheckError
 }
+
+// Callback is a function livepatch calls around patching an object
+// (struct klp_callbacks).
+type Callback struct {
+	Object string // "vmlinux" or a module's name
+	// When is the struct klp_callbacks field: "pre_patch", "post_patch",
+	// "pre_unpatch" or "post_unpatch".
+	When string
+	Func string // the module's function, by its symbol's name
+}
+
+// callbackFields are struct klp_callbacks' pointers, in its order.
+var callbackFields = []string{"pre_patch", "post_patch", "pre_unpatch", "post_unpatch"}
 
 // FuncSource says where a module declares the functions it patches.
 type FuncSource string
@@ -300,6 +315,7 @@ func (m *Module) readKlpBuild(d *dataRelocs) ([]Func, []string, error) {
 		name  string
 		named bool   // name is a string, not NULL
 		start uint64 // its first function's offset in .init.klp_funcs
+		at    uint64 // its own offset in .init.klp_objects
 	}
 	var list []object
 	orel, err := d.relocsOf(objs.Index)
@@ -320,7 +336,7 @@ func (m *Module) readKlpBuild(d *dataRelocs) ([]Func, []string, error) {
 		if !ok || sec != funcs.Index || off < d.w {
 			continue // a callback, or the name
 		}
-		o := object{name: kallsyms.Vmlinux, start: start}
+		o := object{name: kallsyms.Vmlinux, start: start, at: off - d.w}
 		if nr, ok := d.at(objs.Index, off-d.w); ok {
 			s, err := d.str(nr, objs.Index)
 			if err != nil {
@@ -360,8 +376,33 @@ func (m *Module) readKlpBuild(d *dataRelocs) ([]Func, []string, error) {
 	names := make([]string, len(list))
 	for i, o := range list {
 		names[i] = o.name
+		// struct klp_object_ext: name, funcs, then struct klp_callbacks
+		for k, when := range callbackFields {
+			if r, ok := d.at(objs.Index, o.at+uint64(2+k)*d.w); ok {
+				m.Callbacks = append(m.Callbacks, Callback{Object: o.name, When: when, Func: d.funcName(r)})
+			}
+		}
 	}
 	return out, names, nil
+}
+
+// funcName names the function a code pointer r points to: its symbol,
+// or for a section symbol the function at that offset of the section.
+func (d *dataRelocs) funcName(r elfobj.Reloc) string {
+	f := d.m.elf
+	sym := &f.Symbols[r.Sym]
+	if sym.Type() != elf.STT_SECTION {
+		return sym.Name
+	}
+	sec, off, ok := d.target(r)
+	if ok {
+		for i := range f.Symbols {
+			if s := &f.Symbols[i]; s.Type() == elf.STT_FUNC && int(s.Shndx) == sec && s.Value == off {
+				return s.Name
+			}
+		}
+	}
+	return fmt.Sprintf("%s+%#x", d.secName(sec), off)
 }
 
 // readStaticPatch finds a static struct klp_patch in the module's data and
@@ -614,6 +655,21 @@ func (m *Module) kpatchObjects(d *dataRelocs) []string {
 			}
 			add(o)
 		}
+		// struct kpatch_pre_patch_callback and the others: the callback,
+		// then its objname (NULL: vmlinux)
+		when := strings.TrimPrefix(s.Name, ".kpatch.callbacks.")
+		for _, x := range sortedRelocs(rel) {
+			if x.Offset%(2*w) != 0 {
+				continue
+			}
+			o := kallsyms.Vmlinux
+			if n, ok := rel[x.Offset+w]; ok {
+				if o, err = m.relocString(n, s.Name); err != nil {
+					return nil
+				}
+			}
+			m.Callbacks = append(m.Callbacks, Callback{Object: o, When: when, Func: d.funcName(x)})
+		}
 	}
 	return objs
 }
@@ -651,4 +707,11 @@ func (m *Module) checkObjects(d *dataRelocs) {
 				Hint: fmt.Sprintf("the patch declares no klp_object for %s (its objects: %s), and livepatch applies %s's sections only for one: never applied, the patched code would use unrelocated addresses; add a klp_object for %s", s.Object, strings.Join(m.Objects, ", "), s.Object, s.Object)}
 		}
 	}
+}
+
+// sortedRelocs are a section's relocations by offset, in its order.
+func sortedRelocs(byOff map[uint64]elfobj.Reloc) []elfobj.Reloc {
+	out := slices.Collect(maps.Values(byOff))
+	slices.SortFunc(out, func(a, b elfobj.Reloc) int { return cmp.Compare(a.Offset, b.Offset) })
+	return out
 }

@@ -65,6 +65,10 @@ type Module struct {
 	// and klp-build's, and for a livepatch module that kpatch-build made
 	// the ones its hook builds from .kpatch.funcs; nil otherwise.
 	Objects []string
+	// Callbacks are the patch's callbacks, as klp-build's klp_object_ext
+	// or kpatch-build's .kpatch.callbacks.* sections declare them, in
+	// the module's order.
+	Callbacks []Callback
 	// Warnings are things a patch author wants to know that are not a
 	// relocation's failure: what the kernel would silently do (a .klp.rela
 	// section without SHF_RELA_LIVEPATCH, one whose target is not

@@ -628,6 +628,14 @@ func (fn Func) where() (*RelaSection, *Relocation) {
 // where the kernel's symbols do not say.
 type regions struct {
 	textLo, textHi, lo, hi uint64
+	// percpuLo and percpuHi bound the per-cpu variables' template
+	// (__per_cpu_start, __per_cpu_end), which lies in init memory where
+	// it has link-time addresses (arm64; x86_64 from Linux 6.15, whose
+	// per-cpu symbols are no longer offsets from zero). Code reaches a
+	// per-cpu variable through its symbol's address plus the CPU's
+	// offset (setup_per_cpu_areas() copies the template out before
+	// free_initmem()), so a reference to one is not to freed memory.
+	percpuLo, percpuHi uint64
 	// noTrace are vmlinux's text sections whose code has no ftrace call
 	// site: noinstr code (noinstr is notrace) and the entry code.
 	// (.cpuidle.text is not among them: 6.1's __cpuidle is a section
@@ -661,7 +669,8 @@ func regionsOf(ix *kallsyms.Index) regions {
 		}
 		return s.Address
 	}
-	m := regions{textLo: addr("_sinittext"), textHi: addr("_einittext"), lo: addr("__init_begin"), hi: addr("__init_end")}
+	m := regions{textLo: addr("_sinittext"), textHi: addr("_einittext"), lo: addr("__init_begin"), hi: addr("__init_end"),
+		percpuLo: addr("__per_cpu_start"), percpuHi: addr("__per_cpu_end")}
 	if m.textLo >= m.textHi {
 		m.textLo, m.textHi = 0, 0
 	}
@@ -682,8 +691,14 @@ func regionsOf(ix *kallsyms.Index) regions {
 // inInitText reports whether a is vmlinux init code.
 func (m regions) inInitText(a uint64) bool { return a >= m.textLo && a < m.textHi }
 
-// inInitMemory reports whether a is in vmlinux's init memory, code or data.
-func (m regions) inInitMemory(a uint64) bool { return m.inInitText(a) || a >= m.lo && a < m.hi }
+// inInitMemory reports whether a is in vmlinux's init memory, code or
+// data, other than the per-cpu template.
+func (m regions) inInitMemory(a uint64) bool {
+	if a >= m.percpuLo && a < m.percpuHi {
+		return false
+	}
+	return m.inInitText(a) || a >= m.lo && a < m.hi
+}
 
 // where is a dynrela as relocErr and lookupErr locate a failure.
 func (d Dynrela) where() (*RelaSection, *Relocation) {

@@ -76,14 +76,15 @@ type infoOut struct {
 	Signature *signatureJSON `json:"signature"`
 	// Depends: the modules it depends on (pipeline.Depends), which
 	// modprobe loads first.
-	Depends    []string      `json:"depends,omitempty"`
-	Sections   []infoSection `json:"sections"`
-	Symbols    []string      `json:"symbols"` // distinct livepatch symbols, in first use
-	Objects    []string      `json:"objects,omitempty"`
-	FuncSource string        `json:"func_source,omitempty"`
-	Funcs      []infoFunc    `json:"funcs"`
-	Refused    *problemJSON  `json:"refused,omitempty"` // the module as a whole, on every kernel (klp.Module.Refused)
-	Warnings   []string      `json:"warnings,omitempty"`
+	Depends    []string       `json:"depends,omitempty"`
+	Sections   []infoSection  `json:"sections"`
+	Symbols    []string       `json:"symbols"` // distinct livepatch symbols, in first use
+	Objects    []string       `json:"objects,omitempty"`
+	FuncSource string         `json:"func_source,omitempty"`
+	Funcs      []infoFunc     `json:"funcs"`
+	Callbacks  []infoCallback `json:"callbacks,omitempty"`
+	Refused    *problemJSON   `json:"refused,omitempty"` // the module as a whole, on every kernel (klp.Module.Refused)
+	Warnings   []string       `json:"warnings,omitempty"`
 	// Errors counts what every kernel refuses: failed sections,
 	// relocations and functions, and Refused.
 	Errors int `json:"errors"`
@@ -98,6 +99,14 @@ type infoSection struct {
 	// ErrorSymbol is the symbol of the relocation Error is about ("" for
 	// the section's own).
 	ErrorSymbol string `json:"error_symbol,omitempty"`
+}
+
+// infoCallback is a klp_callbacks entry: livepatch calls Func When it
+// (un)patches Object.
+type infoCallback struct {
+	Object string `json:"object"`
+	When   string `json:"when"` // pre_patch, post_patch, pre_unpatch, post_unpatch
+	Func   string `json:"func"`
 }
 
 type infoFunc struct {
@@ -143,6 +152,9 @@ func moduleInfo(m *klp.Module) *infoOut {
 	out := &infoOut{Module: m.Path, Name: m.KernelName(), Arch: m.Arch, BigEndian: elfobj.BigEndian(m.ByteOrder), Format: string(m.Format), Livepatch: m.Livepatch,
 		Compression: string(m.Compression), Sections: []infoSection{}, Symbols: []string{}, Funcs: []infoFunc{},
 		Objects: m.Objects, FuncSource: string(m.FuncSource), Warnings: m.Warnings}
+	for _, c := range m.Callbacks {
+		out.Callbacks = append(out.Callbacks, infoCallback{Object: c.Object, When: c.When, Func: c.Func})
+	}
 	out.Vermagic = m.ELF().ModInfo("vermagic")
 	if s := m.Signature; s != nil {
 		out.Signature = &signatureJSON{Bytes: s.Bytes, Problem: s.Problem}
@@ -246,6 +258,12 @@ func writeInfoText(w io.Writer, in *infoOut) {
 		tw.Flush()
 	} else {
 		fmt.Fprintln(w, "patched functions: none found (a static klp_patch, .init.klp_funcs or .kpatch.funcs)")
+	}
+	if len(in.Callbacks) > 0 {
+		fmt.Fprintf(w, "callbacks (%d):\n", len(in.Callbacks))
+		for _, c := range in.Callbacks {
+			fmt.Fprintf(w, "  %s %s: %s\n", c.Object, c.When, c.Func)
+		}
 	}
 	problemLines := func(what string, p *problemJSON) {
 		fmt.Fprintf(w, "error: %s\n  kernel: %s\n", what, p.Error)

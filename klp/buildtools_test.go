@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+package klp
+
+import (
+	"bufio"
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/ulikunitz/xz"
+
+	"github.com/klpresolve/klpresolve/internal/testutil"
+	"github.com/klpresolve/klpresolve/kallsyms"
+)
+
+// The build-tool fixtures (testdata/buildtools): livepatch modules that
+// klp-build made from Debian's linux-source-7.2 for a small x86_64
+// kernel, and what that kernel, booted under qemu, did with each one
+// (klp-build/oracle): livepatch's verdict, the functions it patched
+// (sysfs) and which symbol of each name ftrace redirected, and every
+// section of the module as the kernel relocated it. TestBuildToolsOracle
+// resolves each module as klpresolve does and compares.
+
+// toolOracle is what the kernel did with a tool's modules.
+type toolOracle struct {
+	verdicts map[string]string // module: "enabled=1 transition=0"
+	// funcs: module: "object name sympos" as sysfs names them
+	funcs map[string][]string
+	// patched: module: "object name": the address of the symbol of
+	// that name whose first instruction ftrace made a call
+	patched map[string]map[string]uint64
+	// section: "module section": its address and bytes, relocated
+	section map[string]toolSection
+}
+
+type toolSection struct {
+	addr uint64
+	data []byte
+}
+
+func readToolOracle(t *testing.T, dir string) *toolOracle {
+	o := &toolOracle{verdicts: map[string]string{}, funcs: map[string][]string{},
+		patched: map[string]map[string]uint64{}, section: map[string]toolSection{}}
+	lines := func(name string, n int, each func(f []string)) {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err)
+		for line := range strings.Lines(string(b)) {
+			f := strings.Fields(line)
+			if n > 0 {
+				require.Len(t, f, n, "%s: %q", name, line)
+			}
+			each(f)
+		}
+	}
+	hex := func(s string) uint64 {
+		v, err := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64)
+		require.NoError(t, err, s)
+		return v
+	}
+	lines("verdicts", 0, func(f []string) { o.verdicts[f[0]] = strings.Join(f[1:], " ") })
+	lines("funcs", 4, func(f []string) { o.funcs[f[0]] = append(o.funcs[f[0]], strings.Join(f[1:], " ")) })
+	lines("entries", 5, func(f []string) {
+		// A livepatched function's fentry NOP is a call to the ftrace
+		// trampoline: e8 and its displacement.
+		if strings.HasPrefix(f[4], "e8") {
+			if o.patched[f[0]] == nil {
+				o.patched[f[0]] = map[string]uint64{}
+			}
+			key := f[1] + " " + f[2]
+			_, dup := o.patched[f[0]][key]
+			require.False(t, dup, "%s: two %s patched", f[0], key)
+			o.patched[f[0]][key] = hex(f[3])
+		}
+	})
+	xf, err := os.Open(filepath.Join(dir, "sections.bin.xz"))
+	require.NoError(t, err)
+	defer xf.Close()
+	xr, err := xz.NewReader(bufio.NewReader(xf))
+	require.NoError(t, err)
+	lines("sections.txt", 4, func(f []string) {
+		n, err := strconv.Atoi(f[3])
+		require.NoError(t, err)
+		b := make([]byte, n)
+		_, err = io.ReadFull(xr, b)
+		require.NoError(t, err, "sections.bin: %s %s", f[0], f[1])
+		o.section[f[0]+" "+f[1]] = toolSection{addr: hex(f[2]), data: b}
+	})
+	return o
+}
+
+// siteValue is what the kernel's relocation r (of the module's section
+// sec) resolved its symbol to, read back from the bytes it wrote: the
+// value less the addend, less the place for PC-relative types.
+func siteValue(t *testing.T, s toolSection, typ elf.R_X86_64, off uint64, addend int64) uint64 {
+	p := s.addr + off
+	switch typ {
+	case elf.R_X86_64_PC32, elf.R_X86_64_PLT32:
+		v := int64(int32(binary.LittleEndian.Uint32(s.data[off:])))
+		return uint64(v - addend + int64(p))
+	case elf.R_X86_64_32S:
+		return uint64(int64(int32(binary.LittleEndian.Uint32(s.data[off:]))) - addend)
+	case elf.R_X86_64_64:
+		return binary.LittleEndian.Uint64(s.data[off:]) - uint64(addend)
+	}
+	t.Fatalf("relocation type %v: not read back", typ)
+	return 0
+}
+
+func TestBuildToolsOracle(t *testing.T) {
+	dir := "../testdata/buildtools/klp-build"
+	o := readToolOracle(t, filepath.Join(dir, "oracle"))
+	ix, err := kallsyms.Open(filepath.Join(dir, "oracle", "kallsyms.xz"), nil)
+	require.NoError(t, err)
+	mods, err := filepath.Glob(filepath.Join(dir, "*.ko"))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(mods), 5)
+	for _, path := range mods {
+		name := strings.TrimSuffix(filepath.Base(path), ".ko")
+		t.Run(name, func(t *testing.T) {
+			// (forced: these small kernels have no reliable unwinder, so
+			// the init script ends each transition through sysfs)
+			require.Equal(t, "enabled=1 transition=0 forced", o.verdicts[name], "the kernel's verdict")
+			m, err := Open(path)
+			require.NoError(t, err)
+			res := m.Resolve(ix)
+			require.True(t, res.OK(true), "%d errors, %d deferred: %+v", res.Errors, res.Deferred, res.Results)
+			assert.Empty(t, res.InitRefs, "no reference to freed init memory")
+			// The shadow patch's callback frees its shadow variables.
+			var callbacks []Callback
+			if strings.HasSuffix(name, "-shadow") {
+				callbacks = []Callback{{Object: "vmlinux", When: "post_unpatch", Func: "klpfix_free_reads"}}
+			}
+			assert.Equal(t, callbacks, m.Callbacks)
+
+			// Patched functions: those sysfs lists, each at the address
+			// ftrace redirected.
+			var funcs []string
+			for _, f := range res.Funcs {
+				pos := max(f.Pos, 1) // (sysfs: "%s,%lu", old_sympos ? old_sympos : 1)
+				funcs = append(funcs, fmt.Sprintf("%s %s %d", f.Object, f.Name, pos))
+				want, ok := o.patched[name][f.Object+" "+f.Name]
+				require.True(t, ok, "%s %s: no symbol of that name patched", f.Object, f.Name)
+				assert.Equal(t, fmt.Sprintf("%#x", want), fmt.Sprintf("%#x", f.Address), "%s %s,%d: the function livepatch patched", f.Object, f.Name, pos)
+			}
+			assert.ElementsMatch(t, o.funcs[name], funcs, "patched functions (sysfs)")
+
+			// Relocations: every .klp.rela site, the symbol's address as
+			// the kernel wrote it.
+			relas := map[string][]elf.Rela64{}
+			for i := range m.ELF().Sections {
+				s := &m.ELF().Sections[i]
+				if !strings.HasPrefix(s.Name, ".klp.rela.") {
+					continue
+				}
+				rs, err := m.ELF().Relocs(s)
+				require.NoError(t, err)
+				for _, r := range rs {
+					relas[s.Name] = append(relas[s.Name], elf.Rela64{Off: r.Offset, Info: uint64(r.Type), Addend: r.Addend})
+				}
+			}
+			n := 0
+			for _, r := range res.Results {
+				require.Equal(t, Resolved, r.Status, "%s+%#x %s", r.Section, r.Offset, r.Symbol)
+				_, target, ok := strings.Cut(strings.TrimPrefix(r.Section, ".klp.rela."), ".")
+				require.True(t, ok, r.Section)
+				s, ok := o.section[name+" "+target]
+				require.True(t, ok, "%s: the kernel has no section %s", r.Section, target)
+				rel := relas[r.Section][r.Index]
+				got := siteValue(t, s, elf.R_X86_64(rel.Info), rel.Off, rel.Addend)
+				assert.Equal(t, fmt.Sprintf("%#x", got), fmt.Sprintf("%#x", r.Address), "%s+%#x %s", r.Section, r.Offset, r.Symbol)
+				n++
+			}
+			t.Logf("%s: %d functions and %d relocations as the kernel resolved them", name, len(funcs), n)
+		})
+	}
+}
+
+// A module built for one kernel, resolved against another build of the
+// same release: Debian's own 7.2.13 (its configuration, not the
+// fixtures'). get_next_ino()'s static local is shared_last_ino.2 in the
+// fixtures' build and shared_last_ino.3 in Debian's: livepatch's
+// "not found", with a help that says why and what to do; the per-cpu
+// last_ino the patch also uses is in init memory's per-cpu template
+// there, which is no reference to freed memory.
+func TestBuildToolsOtherBuild(t *testing.T) {
+	_, image := testutil.DebianKernel(t, "7.2", "amd64")
+	ix, err := kallsyms.Open(image, nil)
+	require.NoError(t, err)
+	m, err := Open("../testdata/buildtools/klp-build/livepatch-static-local.ko")
+	require.NoError(t, err)
+	res := m.Resolve(ix)
+	require.Equal(t, 1, res.Errors)
+	assert.Empty(t, res.InitRefs, "last_ino is per-cpu")
+	var failed *Result
+	for i := range res.Results {
+		if res.Results[i].Status == Failed {
+			failed = &res.Results[i]
+		}
+	}
+	require.NotNil(t, failed)
+	assert.Equal(t, ".klp.sym.vmlinux.shared_last_ino.2,0", failed.Symbol)
+	assert.Equal(t, "symbol 'shared_last_ino.2' not found in symbol table", failed.Err.Kernel)
+	assert.True(t, errors.Is(failed.Err, kallsyms.ErrNotFound))
+	assert.Equal(t, "shared_last_ino.2 is a name the compiler numbered (a static local variable's, most often) in the build the patch was made for; "+
+		"the numbers differ between builds: build the patch against this kernel's own build; nearest: vmlinux:shared_last_ino.3", failed.Err.Hint)
+}
