@@ -56,6 +56,18 @@ func (ix *Index) kernelKallsyms() KernelKallsyms {
 		s, ok := ix.Find(Vmlinux, name, 1)
 		return s.Address, ok
 	}
+	// A kernel image's table is the kernel's kallsyms itself; a list
+	// with modules in it is a kallsyms too, whatever vmlinux symbols it
+	// has (with CONFIG_KALLSYMS_ALL it names its own tables, as a
+	// System.map does): modules are never in a System.map.
+	kallsyms := ix.image != nil
+	for _, o := range ix.objs[min(1, len(ix.objs)):] {
+		kallsyms = kallsyms || !o.pseudo
+	}
+	if kallsyms {
+		k.All = ix.ListsData()
+		return k
+	}
 	var n uint64
 	if off, ok := addr("kallsyms_offsets"); ok {
 		k.FromMap = true

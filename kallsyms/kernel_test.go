@@ -5,8 +5,10 @@ package kallsyms
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/klpresolve/klpresolve/internal/testutil"
@@ -221,4 +223,24 @@ ffffffff82000200 D jiffies
 		require.NoError(t, err, name)
 		require.Equal(t, addr, s.Address, name)
 	}
+}
+
+// A /proc/kallsyms of a kernel with CONFIG_KALLSYMS_ALL names the
+// kernel's own tables, as a System.map does; its modules tell it from
+// one. Its absolute per-cpu symbols (x86_64 before 6.15) are the kernel's
+// table's, so livepatch finds them: a booted 6.12 resolved last_ino so.
+func TestKallsymsWithTablesAndModules(t *testing.T) {
+	text := "0000000000000000 A __per_cpu_start\n0000000000025ee8 A last_ino\n" +
+		"ffffffff81000000 T _stext\nffffffff81200000 T vfs_read\nffffffff81400000 T _etext\n" +
+		"ffffffff81600000 D kallsyms_offsets\nffffffff81700000 D kallsyms_relative_base\n" +
+		"ffffffffa0000000 t ext4_statfs\t[ext4]\n"
+	ix := mustParse(t, text, nil)
+	s, err := ix.LookupListed(Vmlinux, "last_ino", 1)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(0x25ee8), s.Address)
+	assert.False(t, ix.KernelKallsyms().FromMap)
+	// The same lines without the module are a System.map's: there the
+	// absolute symbol is one scripts/kallsyms.c leaves out.
+	ix = mustParse(t, strings.TrimSuffix(text, "ffffffffa0000000 t ext4_statfs\t[ext4]\n"), nil)
+	assert.True(t, ix.KernelKallsyms().FromMap)
 }
