@@ -24,9 +24,10 @@ import (
 )
 
 // The build-tool fixtures (testdata/buildtools): livepatch modules that
-// klp-build made from Debian's linux-source-7.2 for a small x86_64
-// kernel, and what that kernel, booted under qemu, did with each one
-// (klp-build/oracle): livepatch's verdict, the functions it patched
+// klp-build made from Debian's linux-source-7.2 and kpatch-build 0.9.10
+// from linux-source-6.12, each for a small x86_64 kernel, and what that
+// kernel, booted under qemu, did with each one (TOOL/oracle): livepatch's
+// verdict, the functions it patched
 // (sysfs) and which symbol of each name ftrace redirected, and every
 // section of the module as the kernel relocated it. TestBuildToolsOracle
 // resolves each module as klpresolve does and compares.
@@ -117,7 +118,12 @@ func siteValue(t *testing.T, s toolSection, typ elf.R_X86_64, off uint64, addend
 }
 
 func TestBuildToolsOracle(t *testing.T) {
-	dir := "../testdata/buildtools/klp-build"
+	for _, tool := range []string{"klp-build", "kpatch-build"} {
+		t.Run(tool, func(t *testing.T) { buildToolsOracle(t, "../testdata/buildtools/"+tool) })
+	}
+}
+
+func buildToolsOracle(t *testing.T, dir string) {
 	o := readToolOracle(t, filepath.Join(dir, "oracle"))
 	ix, err := kallsyms.Open(filepath.Join(dir, "oracle", "kallsyms.xz"), nil)
 	require.NoError(t, err)
@@ -185,32 +191,55 @@ func TestBuildToolsOracle(t *testing.T) {
 	}
 }
 
-// A module built for one kernel, resolved against another build of the
-// same release: Debian's own 7.2.13 (its configuration, not the
-// fixtures'). get_next_ino()'s static local is shared_last_ino.2 in the
-// fixtures' build and shared_last_ino.3 in Debian's: livepatch's
-// "not found", with a help that says why and what to do; the per-cpu
-// last_ino the patch also uses is in init memory's per-cpu template
-// there, which is no reference to freed memory.
+// A module built for one kernel, resolved against another: Debian's own
+// 7.2.13 build (its configuration, not the fixtures'), for klp-build's
+// module another build of its release, for kpatch-build's (6.12) another
+// release. get_next_ino()'s static local is shared_last_ino.2 in both
+// fixtures' kernels and shared_last_ino.3 in Debian's: livepatch's "not
+// found", with a help that says why and what to do. The per-cpu last_ino
+// the patch also uses lies in init memory's per-cpu template there,
+// which is no reference to freed memory.
 func TestBuildToolsOtherBuild(t *testing.T) {
 	_, image := testutil.DebianKernel(t, "7.2", "amd64")
 	ix, err := kallsyms.Open(image, nil)
 	require.NoError(t, err)
-	m, err := Open("../testdata/buildtools/klp-build/livepatch-static-local.ko")
+	for _, tool := range []string{"klp-build", "kpatch-build"} {
+		t.Run(tool, func(t *testing.T) {
+			m, err := Open("../testdata/buildtools/" + tool + "/livepatch-static-local.ko")
+			require.NoError(t, err)
+			res := m.Resolve(ix)
+			require.Equal(t, 1, res.Errors)
+			assert.Empty(t, res.InitRefs, "last_ino is per-cpu")
+			var failed *Result
+			for i := range res.Results {
+				if res.Results[i].Status == Failed {
+					failed = &res.Results[i]
+				}
+			}
+			require.NotNil(t, failed)
+			assert.Equal(t, "shared_last_ino.2", failed.Name)
+			assert.Equal(t, "symbol 'shared_last_ino.2' not found in symbol table", failed.Err.Kernel)
+			assert.True(t, errors.Is(failed.Err, kallsyms.ErrNotFound))
+			assert.Equal(t, "shared_last_ino.2 is a name the compiler numbered (a static local variable's, most often) in the build the patch was made for; "+
+				"the numbers differ between builds: build the patch against this kernel's own build; nearest: vmlinux:shared_last_ino.3", failed.Err.Hint)
+		})
+	}
+}
+
+// A kernel image's kallsyms table is the kernel's own: its absolute
+// per-cpu symbols (x86_64 6.12: zero-based) are there for livepatch to
+// find, as the fixtures' booted 6.12 found last_ino.
+func TestBuildToolsImagePercpu(t *testing.T) {
+	_, image := testutil.DebianKernel(t, "6.12", "amd64")
+	ix, err := kallsyms.Open(image, nil)
+	require.NoError(t, err)
+	m, err := Open("../testdata/buildtools/kpatch-build/livepatch-static-local.ko")
 	require.NoError(t, err)
 	res := m.Resolve(ix)
-	require.Equal(t, 1, res.Errors)
-	assert.Empty(t, res.InitRefs, "last_ino is per-cpu")
-	var failed *Result
-	for i := range res.Results {
-		if res.Results[i].Status == Failed {
-			failed = &res.Results[i]
+	require.True(t, res.OK(true), "%+v", res.Results)
+	for _, r := range res.Results {
+		if r.Name == "last_ino" {
+			assert.Equal(t, "0x32130", fmt.Sprintf("%#x", r.Address), "Debian 6.12's per-cpu offset of last_ino")
 		}
 	}
-	require.NotNil(t, failed)
-	assert.Equal(t, ".klp.sym.vmlinux.shared_last_ino.2,0", failed.Symbol)
-	assert.Equal(t, "symbol 'shared_last_ino.2' not found in symbol table", failed.Err.Kernel)
-	assert.True(t, errors.Is(failed.Err, kallsyms.ErrNotFound))
-	assert.Equal(t, "shared_last_ino.2 is a name the compiler numbered (a static local variable's, most often) in the build the patch was made for; "+
-		"the numbers differ between builds: build the patch against this kernel's own build; nearest: vmlinux:shared_last_ino.3", failed.Err.Hint)
 }
