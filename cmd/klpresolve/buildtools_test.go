@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+package main
+
+import (
+	"debug/elf"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/testutil"
+)
+
+// The build tools' modules (testdata/buildtools) through the main job
+// with --link, against the kernel each was built for: every relocation
+// of the module applied, none failed, no symbol unresolved; and check
+// over both tools' kernels. (klp.TestBuildToolsOracle compares the
+// answers with what the booted kernels did.)
+func TestBuildToolModules(t *testing.T) {
+	dir := filepath.Join(testutil.RepoRoot(), "testdata", "buildtools")
+	kernels := map[string]string{}
+	for _, tool := range []string{"klp-build", "kpatch-build"} {
+		kernels[tool] = filepath.Join(dir, tool, "oracle", "kallsyms.xz")
+		for _, m := range []string{"cmdline", "ext4", "shadow", "sympos", "static-local"} {
+			path := filepath.Join(dir, tool, "livepatch-"+m+".ko")
+			t.Run(tool+"/"+m, func(t *testing.T) {
+				code, out, stderr := runCLI(t, "--link", path, "--kallsyms", kernels[tool])
+				require.Equal(t, 0, code, "%s%s", out, stderr)
+				// Link applies every relocation section's entries, the
+				// .klp.rela ones too, but those of sections the loader
+				// leaves out.
+				f, err := elf.Open(path)
+				require.NoError(t, err)
+				defer f.Close()
+				n := 0
+				for _, s := range f.Sections {
+					if s.Type == elf.SHT_RELA && f.Sections[s.Info].Flags&elf.SHF_ALLOC != 0 {
+						n += int(s.Size / s.Entsize)
+					}
+				}
+				assert.Contains(t, out, fmt.Sprintf("link: %d relocations applied, 0 failed, 0 unresolved symbols", n))
+				assert.Contains(t, out, "\nOK: ")
+			})
+		}
+	}
+	// klp-build's ext4 module over both kernels: on the 6.12 one, another
+	// release, its module-object sympos is one too many (ext4 has four
+	// ext4_blocks_count there, five in 7.2), and it needs a function 6.12
+	// does not have.
+	code, out, _ := runCLI(t, "check", filepath.Join(dir, "klp-build", "livepatch-ext4.ko"),
+		"--kallsyms", kernels["klp-build"], "--kallsyms", kernels["kpatch-build"])
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "2 kernels: 1 OK, 1 failed")
+	assert.Regexp(t, `kpatch-build/oracle/kallsyms.xz +6\.12 +2 +0 +1 +symbol position 5 for symbol 'ext4_blocks_count' in object 'ext4' not found\n`, out)
+	assert.Contains(t, out, `(first: klp_find_section_by_name, "Unknown symbol")`)
+}
