@@ -3,7 +3,6 @@
 package main
 
 import (
-	"debug/elf"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -29,18 +28,9 @@ func TestBuildToolModules(t *testing.T) {
 			t.Run(tool+"/"+m, func(t *testing.T) {
 				code, out, stderr := runCLI(t, "--link", path, "--kallsyms", kernels[tool])
 				require.Equal(t, 0, code, "%s%s", out, stderr)
-				// Link applies every relocation section's entries, the
-				// .klp.rela ones too, but those of sections the loader
-				// leaves out.
-				f, err := elf.Open(path)
-				require.NoError(t, err)
-				defer f.Close()
-				n := 0
-				for _, s := range f.Sections {
-					if s.Type == elf.SHT_RELA && f.Sections[s.Info].Flags&elf.SHF_ALLOC != 0 {
-						n += int(s.Size / s.Entsize)
-					}
-				}
+				// Link applies every relocation of an allocated section,
+				// the .klp.rela ones too.
+				n := testutil.AllocRelocs(t, path)
 				assert.Contains(t, out, fmt.Sprintf("link: %d relocations applied, 0 failed, 0 unresolved symbols", n))
 				assert.Contains(t, out, "\nOK: ")
 			})

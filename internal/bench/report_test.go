@@ -4,7 +4,6 @@ package bench
 
 import (
 	"bytes"
-	"debug/elf"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -144,17 +143,8 @@ func TestLinkResolveReports(t *testing.T) {
 	rep, err := Link(got)
 	require.NoError(t, err)
 	f := values(t, rep)
-	// Every relocation of an allocated section applies, counted here
-	// with debug/elf.
-	ef, err := elf.Open(got)
-	require.NoError(t, err)
-	defer ef.Close()
-	want := 0
-	for _, s := range ef.Sections {
-		if s.Type == elf.SHT_RELA && ef.Sections[s.Info].Flags&elf.SHF_ALLOC != 0 {
-			want += int(s.Size / s.Entsize)
-		}
-	}
+	// Every relocation of an allocated section applies.
+	want := testutil.AllocRelocs(t, got)
 	require.Positive(t, want)
 	require.Equal(t, float64(want), f["relocations applied"])
 	require.Zero(t, f["relocations failed"])

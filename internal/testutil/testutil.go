@@ -4,6 +4,7 @@
 package testutil
 
 import (
+	"debug/elf"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -202,4 +203,23 @@ func LightKernel(tb testing.TB, gen, arch string) {
 	if Light && (gen != "7.2" || arch != "arm64") {
 		tb.Skipf("a light run checks 7.2's arm64 image only (the full run checks %s %s)", gen, arch)
 	}
+}
+
+// AllocRelocs counts, with debug/elf (not klpresolve's reader), the
+// relocations of an ELF object's allocated sections: those a link
+// applies, .klp.rela ones included.
+func AllocRelocs(tb testing.TB, path string) int {
+	tb.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	n := 0
+	for _, s := range f.Sections {
+		if s.Type == elf.SHT_RELA && int(s.Info) < len(f.Sections) && f.Sections[s.Info].Flags&elf.SHF_ALLOC != 0 {
+			n += int(s.Size / s.Entsize)
+		}
+	}
+	return n
 }
