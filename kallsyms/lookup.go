@@ -300,14 +300,13 @@ var compilerSuffixes = []string{".isra.", ".constprop.", ".part.", ".cold", ".ll
 // localNote explains a missing name that ends in a number the compiler
 // numbered a static local with ("" for any other name).
 func localNote(name string) string {
-	i := strings.LastIndexByte(name, '.')
-	if i <= 0 || i == len(name)-1 || strings.Trim(name[i+1:], "0123456789") != "" {
-		return ""
-	}
 	for _, s := range compilerSuffixes {
 		if strings.Contains(name, s) {
 			return "" // a clone's number: near's variants tell it
 		}
+	}
+	if baseName(name) == name {
+		return ""
 	}
 	return fmt.Sprintf("%s is a name the compiler numbered (a static local variable's, most often) in the build the patch was made for; the numbers differ between builds: build the patch against this kernel's own build", name)
 }

@@ -159,6 +159,10 @@ func buildToolsOracle(t *testing.T, dir string) {
 				assert.Equal(t, fmt.Sprintf("%#x", want), fmt.Sprintf("%#x", f.Address), "%s %s,%d: the function livepatch patched", f.Object, f.Name, pos)
 			}
 			assert.ElementsMatch(t, o.funcs[name], funcs, "patched functions (sysfs)")
+			// Each module patches one object: the one sysfs lists (a
+			// patched function's first word).
+			require.Len(t, o.funcs[name], 1)
+			assert.Equal(t, []string{strings.Fields(o.funcs[name][0])[0]}, m.Objects, "klp_objects")
 
 			// Relocations: every .klp.rela site, the symbol's address as
 			// the kernel wrote it.

@@ -305,11 +305,11 @@ func (d *dataRelocs) secName(sec int) string { return d.m.elf.Sections[sec].Name
 // functions run from where its funcs points to the next object's (or the
 // section's end), which does not depend on the layout of the rest of
 // klp_object_ext (its callbacks come and go between versions).
-func (m *Module) readKlpBuild(d *dataRelocs) ([]Func, []string, error) {
+func (m *Module) readKlpBuild(d *dataRelocs) ([]Func, []string, []Callback, error) {
 	f := m.elf
 	objs, funcs := f.SectionByName(".init.klp_objects"), f.SectionByName(".init.klp_funcs")
 	if objs == nil || funcs == nil {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	type object struct {
 		name  string
@@ -320,10 +320,10 @@ func (m *Module) readKlpBuild(d *dataRelocs) ([]Func, []string, error) {
 	var list []object
 	orel, err := d.relocsOf(objs.Index)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if _, err := d.relocsOf(funcs.Index); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	offs := make([]uint64, 0, len(orel))
 	for off := range orel {
@@ -340,7 +340,7 @@ func (m *Module) readKlpBuild(d *dataRelocs) ([]Func, []string, error) {
 		if nr, ok := d.at(objs.Index, off-d.w); ok {
 			s, err := d.str(nr, objs.Index)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			o.name, o.named = s, true
 		}
@@ -363,27 +363,28 @@ func (m *Module) readKlpBuild(d *dataRelocs) ([]Func, []string, error) {
 		for off := o.start; off+stride <= end; off += stride {
 			r, ok := d.at(funcs.Index, off)
 			if !ok {
-				return nil, nil, &elfobj.FormatError{File: m.Path, Section: funcs.Name, Msg: fmt.Sprintf("klp_func_ext at %#x has no old_name", off)}
+				return nil, nil, nil, &elfobj.FormatError{File: m.Path, Section: funcs.Name, Msg: fmt.Sprintf("klp_func_ext at %#x has no old_name", off)}
 			}
 			name, err := d.str(r, funcs.Index)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			out = append(out, Func{Index: len(out), Name: name, Object: o.name, Pos: d.wordAt(funcs.Index, off+2*d.w), Section: funcs.Name, Offset: off,
 				Err: namedVmlinux(o.name, o.named)})
 		}
 	}
 	names := make([]string, len(list))
+	var cbs []Callback
 	for i, o := range list {
 		names[i] = o.name
 		// struct klp_object_ext: name, funcs, then struct klp_callbacks
 		for k, when := range callbackFields {
 			if r, ok := d.at(objs.Index, o.at+uint64(2+k)*d.w); ok {
-				m.Callbacks = append(m.Callbacks, Callback{Object: o.name, When: when, Func: d.funcName(r)})
+				cbs = append(cbs, Callback{Object: o.name, When: when, Func: d.funcName(r)})
 			}
 		}
 	}
-	return out, names, nil
+	return out, names, cbs, nil
 }
 
 // funcName names the function a code pointer r points to: its symbol,
@@ -604,7 +605,7 @@ func (m *Module) readFuncs(d *dataRelocs) error {
 	}
 	var err error
 	if klpBuild {
-		if m.Funcs, m.Objects, err = m.readKlpBuild(d); err != nil {
+		if m.Funcs, m.Objects, m.Callbacks, err = m.readKlpBuild(d); err != nil {
 			return err
 		}
 		m.FuncSource = FuncsKlpBuild
@@ -616,60 +617,54 @@ func (m *Module) readFuncs(d *dataRelocs) error {
 	return nil
 }
 
+// kpatchCallbacks reads kpatch-build's callbacks: each
+// .kpatch.callbacks.WHEN section is an array of struct
+// kpatch_WHEN_callback { callback; objname } (NULL objname: vmlinux).
+// ok is false when a section does not read so.
+func (m *Module) kpatchCallbacks(d *dataRelocs) (cbs []Callback, ok bool) {
+	for i := range m.elf.Sections {
+		s := &m.elf.Sections[i]
+		if !strings.HasPrefix(s.Name, ".kpatch.callbacks.") || s.Type == elf.SHT_NOBITS {
+			continue
+		}
+		rel, err := d.relocsOf(s.Index)
+		if err != nil {
+			return nil, false
+		}
+		when := strings.TrimPrefix(s.Name, ".kpatch.callbacks.")
+		for _, x := range sortedRelocs(rel) {
+			if x.Offset%(2*d.w) != 0 {
+				continue // an objname: read with its callback
+			}
+			o := kallsyms.Vmlinux
+			if n, named := rel[x.Offset+d.w]; named {
+				if o, err = m.relocString(n, s.Name); err != nil {
+					return nil, false
+				}
+			}
+			cbs = append(cbs, Callback{Object: o, When: when, Func: d.funcName(x)})
+		}
+	}
+	return cbs, true
+}
+
 // kpatchObjects are the klp_objects that kpatch-build's livepatch hook
 // (kmod/patch/livepatch-patch-hook.c, patch_init()) makes at run time:
-// one per objname of .kpatch.funcs and of the callbacks
-// (.kpatch.callbacks.*: a callback pointer, then the objname), vmlinux's
-// without a name; nil when a callbacks section does not read so.
-func (m *Module) kpatchObjects(d *dataRelocs) []string {
-	f := m.elf
-	w := uint64(4)
-	if f.Is64() {
-		w = 8
-	}
+// one per object of .kpatch.funcs and of the callbacks
+// (add_callbacks_to_patch_objects(), vmlinux's for a NULL objname), in
+// that order.
+func kpatchObjects(funcs []Func, cbs []Callback) []string {
 	var objs []string
 	add := func(o string) {
 		if !slices.Contains(objs, o) {
 			objs = append(objs, o)
 		}
 	}
-	for _, fn := range m.Funcs {
+	for _, fn := range funcs {
 		add(fn.Object)
 	}
-	for i := range f.Sections {
-		s := &f.Sections[i]
-		if !strings.HasPrefix(s.Name, ".kpatch.callbacks.") || s.Type == elf.SHT_NOBITS {
-			continue
-		}
-		rel, err := d.relocsOf(s.Index)
-		if err != nil {
-			return nil
-		}
-		for _, x := range rel {
-			if x.Offset%(2*w) != w {
-				continue // the callback
-			}
-			o, err := m.relocString(x, s.Name)
-			if err != nil {
-				return nil
-			}
-			add(o)
-		}
-		// struct kpatch_pre_patch_callback and the others: the callback,
-		// then its objname (NULL: vmlinux)
-		when := strings.TrimPrefix(s.Name, ".kpatch.callbacks.")
-		for _, x := range sortedRelocs(rel) {
-			if x.Offset%(2*w) != 0 {
-				continue
-			}
-			o := kallsyms.Vmlinux
-			if n, ok := rel[x.Offset+w]; ok {
-				if o, err = m.relocString(n, s.Name); err != nil {
-					return nil
-				}
-			}
-			m.Callbacks = append(m.Callbacks, Callback{Object: o, When: when, Func: d.funcName(x)})
-		}
+	for _, c := range cbs {
+		add(c.Object)
 	}
 	return objs
 }
@@ -695,8 +690,14 @@ func (m *Module) callsKlpEnablePatch() bool {
 // place (zero, plus the addend). vmlinux's are applied at load, whatever
 // the objects.
 func (m *Module) checkObjects(d *dataRelocs) {
-	if m.Objects == nil && m.Format == FormatKLP && m.FuncSource == FuncsKpatch {
-		m.Objects = m.kpatchObjects(d)
+	if m.FuncSource == FuncsKpatch {
+		cbs, ok := m.kpatchCallbacks(d)
+		m.Callbacks = cbs
+		// (a livepatch module of kpatch-build's, relocations or none;
+		// a legacy kpatch module has no klp_objects)
+		if ok && m.Objects == nil && m.Format != FormatKpatch {
+			m.Objects = kpatchObjects(m.Funcs, cbs)
+		}
 	}
 	if m.Objects == nil {
 		return
