@@ -193,13 +193,16 @@ func containsAny(s, chars string) bool {
 	return false
 }
 
-// writer re-lays an object out: same header, sections in index order (with
-// some contents replaced and some appended), then the section headers.
+// writer re-lays an object out: same header, sections in order (with
+// some contents replaced, some dropped and some appended), then the
+// section headers.
 type writer struct {
 	f     *elfobj.File
 	word  int
 	secs  []elfobj.Section
 	data  [][]byte
+	orig  []int          // each section's index in f; -1 for one added
+	shstr int            // the section names' table
 	names map[int][]byte // grown string tables, by section index
 }
 
@@ -211,16 +214,18 @@ func newWriter(f *elfobj.File) *writer {
 	for i := range f.Sections {
 		w.secs = append(w.secs, f.Sections[i])
 		w.data = append(w.data, f.SectionData(&f.Sections[i]))
+		w.orig = append(w.orig, i)
 	}
+	w.shstr = int(f.Order.Uint16(f.Data[w.ehdrOff(62, 50):]))
 	return w
 }
 
-func (w *writer) shstrndx() int {
-	o := w.f.Order
+// ehdrOff is a header field's offset: at64 in ELF64, at32 in ELF32.
+func (w *writer) ehdrOff(at64, at32 int) int {
 	if w.f.Is64() {
-		return int(o.Uint16(w.f.Data[62:]))
+		return at64
 	}
-	return int(o.Uint16(w.f.Data[50:]))
+	return at32
 }
 
 // addString appends s to string table sec and returns its offset.
@@ -240,6 +245,53 @@ func (w *writer) add(s elfobj.Section, data []byte) {
 	s.Index = len(w.secs)
 	w.secs = append(w.secs, s)
 	w.data = append(w.data, data)
+	w.orig = append(w.orig, -1)
+}
+
+// drop removes the sections of the given indexes, before any is added or
+// a string table grown, and renumbers the others: the section header
+// links and infos that are section indexes and the name table's index.
+// It returns each old index's new one (-1 for a dropped section); the
+// caller renumbers what the contents hold (symbols' st_shndx).
+func (w *writer) drop(gone map[int]bool) []int {
+	renum := make([]int, len(w.secs))
+	var secs []elfobj.Section
+	var data [][]byte
+	var orig []int
+	for i := range w.secs {
+		if gone[i] {
+			renum[i] = -1
+			continue
+		}
+		renum[i] = len(secs)
+		secs, data, orig = append(secs, w.secs[i]), append(data, w.data[i]), append(orig, w.orig[i])
+	}
+	for i := range secs {
+		s := &secs[i]
+		s.Index = i
+		if s.Link != 0 && int(s.Link) < len(renum) && linksSection(s) {
+			s.Link = uint32(max(renum[s.Link], 0))
+		}
+		if s.Info != 0 && int(s.Info) < len(renum) && (elfobj.IsReloc(s) || s.Flags&elf.SHF_INFO_LINK != 0) {
+			s.Info = uint32(max(renum[s.Info], 0))
+		}
+	}
+	w.secs, w.data, w.orig = secs, data, orig
+	if w.shstr < len(renum) {
+		w.shstr = max(renum[w.shstr], 0)
+	}
+	return renum
+}
+
+// linksSection: sh_link is a section index (the gABI's table of sh_link
+// and sh_info).
+func linksSection(s *elfobj.Section) bool {
+	switch s.Type {
+	case elf.SHT_SYMTAB, elf.SHT_DYNSYM, elf.SHT_REL, elf.SHT_RELA, elf.SHT_HASH, elf.SHT_DYNAMIC,
+		elf.SHT_GROUP, elf.SHT_SYMTAB_SHNDX, elf.SHT_GNU_HASH, elf.SHT_GNU_VERSYM:
+		return true
+	}
+	return s.Flags&elf.SHF_LINK_ORDER != 0
 }
 
 // maxAlign bounds a section's alignment when writing: real modules use at
@@ -256,16 +308,19 @@ func (w *writer) bytes() ([]byte, error) {
 	if len(w.secs) >= int(elf.SHN_LORESERVE) {
 		return nil, fmt.Errorf("%s: too many sections (%d)", f.Name, len(w.secs))
 	}
-	shstr := w.shstrndx()
+	if w.shstr == 0 || w.shstr >= len(w.secs) {
+		return nil, &elfobj.FormatError{File: f.Name, Msg: fmt.Sprintf("section name table index %d is not one of its %d sections", w.shstr, len(w.secs))}
+	}
 	nameOff := make([]uint32, len(w.secs))
 	for i := range w.secs {
-		if i < len(f.Sections) {
-			nameOff[i] = o.Uint32(f.Data[w.rawShoff()+uint64(i*w.rawShentsize()):])
+		if w.orig[i] >= 0 {
+			nameOff[i] = o.Uint32(f.Data[w.rawShoff()+uint64(w.orig[i]*w.rawShentsize()):])
 		} else {
-			nameOff[i] = w.addString(shstr, w.secs[i].Name)
+			nameOff[i] = w.addString(w.shstr, w.secs[i].Name)
 		}
 	}
 	out := append([]byte(nil), f.Data[:ehsize]...)
+	o.PutUint16(out[w.ehdrOff(62, 50):], uint16(w.shstr))
 	for i := range w.secs {
 		s := &w.secs[i]
 		if s.Type == elf.SHT_NULL {
@@ -310,7 +365,7 @@ func (w *writer) bytes() ([]byte, error) {
 			o.PutUint32(h[32:], uint32(s.Addralign))
 			o.PutUint32(h[36:], uint32(s.Entsize))
 		}
-		if i == 0 {
+		if w.orig[i] == 0 {
 			h = append([]byte(nil), f.Data[w.rawShoff():w.rawShoff()+uint64(shentsize)]...)
 		}
 		out = append(out, h...)

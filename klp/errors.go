@@ -76,6 +76,11 @@ var (
 	// --strip-all): setup_load_info() refuses it ("module has no symbols
 	// (stripped?)").
 	ErrNoSymbols = errors.New("no symbol table in the file")
+	// ErrKpatchIntermediate: kpatch-build's intermediate object
+	// (output.o), whose relocations to resolve are in .kpatch.relocations,
+	// which no kernel reads: create-klp-module (or klpresolve's
+	// ConvertKpatch) turns them into .klp.rela sections.
+	ErrKpatchIntermediate = errors.New("kpatch-build's intermediate object, not a livepatch module")
 	// ErrWriteExec: a module with a section both writable and executable:
 	// module_enforce_rwx_sections() refuses it on a CONFIG_STRICT_MODULE_RWX
 	// kernel ("has invalid WRITE|EXEC flags").
@@ -215,6 +220,7 @@ var relocKinds = []struct {
 	{ErrNotMarked, "not_marked_livepatch"},
 	{ErrNoModuleStruct, "no_module_struct"},
 	{ErrNoSymbols, "no_symbols"},
+	{ErrKpatchIntermediate, "kpatch_intermediate"},
 	{ErrNoPLTSection, "no_plt_section"},
 	{ErrWriteExec, "write_exec"},
 	{ErrDuplicateExport, "duplicate_export"},

@@ -15,6 +15,8 @@ import (
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob(fixture("*.ko"))
 	files = append(files, fixture("patch.o"), fixture("modules/xfs.ko"), fixture("modules/nfs.ko"))
+	inter, _ := filepath.Glob("../testdata/buildtools/kpatch-build/*.output.o")
+	files = append(files, inter...)
 	for _, p := range files {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
@@ -67,6 +69,23 @@ func FuzzParse(f *testing.F) {
 		}
 		// Converting must not panic either.
 		_, _ = Convert("fuzz", data, []ConvertSymbol{{Object: "vmlinux", Name: "vfs_read"}})
+		// Nor create-klp-module's step, which writes a module whose
+		// relocations are all livepatch's.
+		out, err := ConvertKpatch("fuzz", data)
+		switch {
+		case err != nil:
+			if !strings.HasPrefix(err.Error(), "fuzz") || !(errors.Is(err, ErrMalformed) || errors.Is(err, ErrNotIntermediate) || errors.Is(err, ErrNotRelocatable)) {
+				t.Fatalf("ConvertKpatch error does not name the input, or of no documented kind (%T): %v", err, err)
+			}
+		default:
+			c, err := Parse("fuzz", out)
+			if err != nil {
+				t.Fatalf("ConvertKpatch wrote what does not parse: %v", err)
+			}
+			if c.Kpatch != nil && c.Kpatch.Intermediate {
+				t.Fatalf("ConvertKpatch left .kpatch.relocations")
+			}
+		}
 	})
 }
 

@@ -18,6 +18,12 @@ type Kpatch struct {
 	// later: a sympos field in both structs) or "nosympos" (older).
 	Layout   string
 	Dynrelas []Dynrela
+	// Relocations are kpatch-build's intermediate form (output.o, before
+	// create-klp-module): .kpatch.relocations with their
+	// .kpatch.symbols. Intermediate is set when the file has the section,
+	// even empty.
+	Relocations  []KpatchRelocation
+	Intermediate bool
 }
 
 // Dynrela is one struct kpatch_patch_dynrela.
@@ -63,7 +69,7 @@ func layouts(w int) []layout {
 func (m *Module) readKpatch(d *dataRelocs) error {
 	f := m.elf
 	dyn, funcs := f.SectionByName(".kpatch.dynrelas"), f.SectionByName(".kpatch.funcs")
-	if dyn == nil && funcs == nil {
+	if dyn == nil && funcs == nil && f.SectionByName(kpatchRelocations) == nil {
 		return nil
 	}
 	w := 4
@@ -156,6 +162,9 @@ func (m *Module) readKpatch(d *dataRelocs) error {
 			}
 			m.Funcs = append(m.Funcs, fn)
 		}
+	}
+	if k.Relocations, k.Intermediate, err = m.readKpatchRelocations(d); err != nil {
+		return err
 	}
 	m.Kpatch = k
 	if len(m.Funcs) > 0 {

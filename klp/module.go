@@ -83,6 +83,11 @@ type Module struct {
 	// .gnu.linkonce.this_module: the module loader refuses it on every
 	// kernel (ErrNoModuleStruct; Resolution.LoadErr carries it).
 	NoModuleStruct *RelocError
+	// Intermediate is set for kpatch-build's intermediate object
+	// (output.o): its relocations are in .kpatch.relocations, which no
+	// kernel reads, and it is no module yet (ErrKpatchIntermediate;
+	// Resolution.LoadErr carries it).
+	Intermediate *RelocError
 	// NoSymbols is set for a module file without a symbol table (strip
 	// --strip-all): the module loader refuses it on every kernel
 	// (ErrNoSymbols; Resolution.LoadErr carries it).
@@ -213,6 +218,7 @@ func Parse(name string, data []byte) (*Module, error) {
 		}
 	}
 	checkFuncs(m.Funcs, m.FuncSource == FuncsStatic)
+	m.checkIntermediate()
 	m.checkObjects(d)
 	m.checkMarked()
 	m.checkThisModule()
@@ -234,7 +240,7 @@ func Parse(name string, data []byte) (*Module, error) {
 // nil.
 // Resolution.LoadErr adds what depends on the kernel.
 func (m *Module) Refused() *RelocError {
-	return cmp.Or(m.NoSymbols, m.NoModuleStruct, m.NoPLTSection, m.WriteExec, m.NoFtracePLT, m.NotMarked)
+	return cmp.Or(m.Intermediate, m.NoSymbols, m.NoModuleStruct, m.NoPLTSection, m.WriteExec, m.NoFtracePLT, m.NotMarked)
 }
 
 // loaderName is the name the loader gives the module in its first
@@ -242,6 +248,24 @@ func (m *Module) Refused() *RelocError {
 // (setup_load_info()).
 func (m *Module) loaderName() string {
 	return cmp.Or(m.Name, "(missing .modinfo section or name field)")
+}
+
+// checkIntermediate: kpatch-build's output.o is the input of its last
+// steps, not a module: kbuild links it with the livepatch hook, and
+// create-klp-module moves .kpatch.relocations into .klp.rela sections.
+// Loaded as it is, setup_load_info() finds no struct module in it.
+func (m *Module) checkIntermediate() {
+	if m.Kpatch == nil || !m.Kpatch.Intermediate {
+		return
+	}
+	what := "1 relocation is"
+	if n := len(m.Kpatch.Relocations); n != 1 {
+		what = fmt.Sprintf("%d relocations are", n)
+	}
+	m.Intermediate = &RelocError{File: m.Path, Section: kpatchRelocations, Err: ErrKpatchIntermediate,
+		Kernel: m.loaderName() + ": No module found in object",
+		Hint: fmt.Sprintf("this is kpatch-build's intermediate object (output.o): its %s in %s, which no kernel reads; kpatch-build links it with its livepatch hook and create-klp-module moves them into .klp.rela sections: `klpresolve convert %s -o OUT.o` does that step, and OUT.o can be checked",
+			what, kpatchRelocations, m.Path)}
 }
 
 // checkSymtab: setup_load_info() refuses a module without a SHT_SYMTAB

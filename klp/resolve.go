@@ -354,7 +354,7 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 	// verify_exported_symbols() (complete_formation()), then
 	// klp_enable_patch() from the module's init.
 	for _, check := range []func() *RelocError{
-		func() *RelocError { return cmp.Or(m.NoSymbols, m.NoModuleStruct) },
+		func() *RelocError { return cmp.Or(m.Intermediate, m.NoSymbols, m.NoModuleStruct) },
 		func() *RelocError { return m.checkLivepatchSupport(ix, opts.Config) },
 		func() *RelocError { return m.refusesPLTSection(opts.Config, opts.Generation) },
 		func() *RelocError { return m.checkWriteExec(opts.Config) },

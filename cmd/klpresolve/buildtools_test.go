@@ -47,3 +47,29 @@ func TestBuildToolModules(t *testing.T) {
 	assert.Regexp(t, `kpatch-build/oracle/kallsyms.xz +6\.12 +2 +0 +1 +symbol position 5 for symbol 'ext4_blocks_count' in object 'ext4' not found\n`, out)
 	assert.Contains(t, out, `(first: klp_find_section_by_name, "Unknown symbol")`)
 }
+
+// kpatch-build's intermediate output.o: the main job refuses it and
+// says how to convert it; convert writes create-klp-module's sections,
+// and the result resolves against the kernel it was built for.
+func TestBuildToolIntermediate(t *testing.T) {
+	dir := filepath.Join(testutil.RepoRoot(), "testdata", "buildtools", "kpatch-build")
+	kernel := filepath.Join(dir, "oracle", "kallsyms.xz")
+	obj := filepath.Join(dir, "livepatch-static-local.output.o")
+	code, out, stderr := runCLI(t, obj, "--kallsyms", kernel)
+	assert.Equal(t, 1, code, "%s%s", out, stderr)
+	assert.Contains(t, out, "kernel: (missing .modinfo section or name field): No module found in object")
+	assert.Contains(t, out, "its 3 relocations are in .kpatch.relocations, which no kernel reads")
+
+	conv := filepath.Join(t.TempDir(), "livepatch-static-local.o")
+	code, out, stderr = runCLI(t, "convert", obj, "-o", conv)
+	require.Equal(t, 0, code, "%s%s", out, stderr)
+	assert.Contains(t, out+stderr, "wrote "+conv+": 3 livepatch relocations in 1 .klp.rela section, as kpatch-build's create-klp-module writes them")
+	code, out, stderr = runCLI(t, conv, "--kallsyms", kernel)
+	require.Equal(t, 0, code, "%s%s", out, stderr)
+	assert.Contains(t, out, ".klp.rela.vmlinux..text.get_next_ino  3 resolved")
+	assert.Contains(t, out, "OK: 3 relocations: 3 resolved, 0 deferred, 0 errors; 1 patched function: 1 resolved")
+
+	code, _, stderr = runCLI(t, "convert", obj, "-o", conv, "--symbol", "last_ino,1")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "kpatch-build's intermediate object: its livepatch symbols are in .kpatch.symbols; convert it without --symbol")
+}

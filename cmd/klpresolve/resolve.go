@@ -756,16 +756,25 @@ func newConvertCmd(a *app) *cobra.Command {
 	var out, from string
 	var symbols []string
 	c := &cobra.Command{
-		Use:   "convert IN.o -o OUT.ko --kallsyms PATH --symbol [obj:]name[,pos]... [--symbols-from FILE]",
+		Use:   "convert IN.o -o OUT.ko [--symbol [obj:]name[,pos]...]",
 		Short: "Turn a relocatable object into a livepatch module (.klp.rela sections, .klp.sym symbols)",
-		Example: `  klpresolve convert fix.o -o livepatch-fix.ko --kallsyms System.map-6.1.0-57-amd64 \
-      --symbol vfs_read --symbol ext4:ext4_iget --symbol type_show,3 --symbol 'nfs:do_open@0xffffffffc0a01230'
-  klpresolve convert fix.o -o livepatch-fix.ko --symbols-from symbols.txt`,
-		Long: `Moves every relocation against the given symbols into .klp.rela.<obj>.<sec> sections and
-renames the symbols .klp.sym.<obj>.<name>,<pos> with st_shndx SHN_LIVEPATCH.
-A symbol given without ,pos gets its position from --kallsyms: 0 when the name is
-unique in its object; an ambiguous name must be given a position (the error lists
-them), or written name@ADDRESS to pick the occurrence at that address.`,
+		Example: `  klpresolve convert fix.o -o livepatch-fix.ko \
+      --kallsyms System.map-6.1.0-57-amd64 \
+      --symbol vfs_read --symbol ext4:ext4_iget --symbol type_show,3 \
+      --symbol 'nfs:do_open@0xffffffffc0a01230'
+  klpresolve convert fix.o -o livepatch-fix.ko --symbols-from symbols.txt
+  klpresolve convert output.o -o livepatch-fix.o`,
+		Long: `Moves every relocation against the given symbols into
+.klp.rela.<obj>.<sec> sections, and renames the symbols
+.klp.sym.<obj>.<name>,<pos> with st_shndx SHN_LIVEPATCH.
+
+A symbol given without ,pos gets its position from --kallsyms: 0 when the
+name is unique in its object. An ambiguous name needs a position (the error
+lists them), or name@ADDRESS to pick the occurrence at that address.
+
+kpatch-build's intermediate object (output.o, with .kpatch.relocations)
+names its own symbols and positions: convert it without --symbol. The
+result has what kpatch-build's create-klp-module writes.`,
 		Args: needArgs(1, 1, "one relocatable object, OBJ.o"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
@@ -786,8 +795,18 @@ them), or written name@ADDRESS to pick the occurrence at that address.`,
 				}
 				symbols = append(symbols, items...)
 			}
+			name, in, err := a.readModule(args[0])
+			if err != nil {
+				return err
+			}
+			if m, err := klp.Parse(name, in); err == nil && m.Kpatch != nil && m.Kpatch.Intermediate {
+				if len(symbols) > 0 {
+					return &exitError{exitUsage, fmt.Errorf("%s is kpatch-build's intermediate object: its livepatch symbols are in .kpatch.symbols; convert it without --symbol", name)}
+				}
+				return a.convertKpatch(name, in, out, len(m.Kpatch.Relocations))
+			}
 			if len(symbols) == 0 {
-				return &exitError{exitUsage, errors.New("convert needs --symbol or --symbols-from")}
+				return &exitError{exitUsage, errors.New("convert needs --symbol or --symbols-from (or kpatch-build's intermediate output.o, which names its own)")}
 			}
 			var ix *kallsyms.Index
 			var syms []klp.ConvertSymbol
@@ -828,10 +847,6 @@ them), or written name@ADDRESS to pick the occurrence at that address.`,
 				}
 				syms = append(syms, klp.ConvertSymbol{Object: s.Object, Name: s.Name, Pos: pos})
 			}
-			name, in, err := a.readModule(args[0])
-			if err != nil {
-				return err
-			}
 			if ix != nil {
 				// Positions counted in another architecture's kernel.
 				if f, err := elfobj.ParseHeader(name, in); err == nil {
@@ -865,6 +880,29 @@ them), or written name@ADDRESS to pick the occurrence at that address.`,
 	c.Flags().StringArrayVar(&symbols, "symbol", nil, "symbol to convert: [obj:]name[,pos] or [obj:]name@ADDRESS (repeatable)")
 	c.Flags().StringVar(&from, "symbols-from", "", "file of symbol specs, separated by blanks or line ends (# starts a comment line)")
 	return c
+}
+
+// convertKpatch is convert on kpatch-build's intermediate object: what
+// create-klp-module makes of it.
+func (a *app) convertKpatch(name string, in []byte, out string, nrel int) error {
+	b, err := klp.ConvertKpatch(name, in)
+	if err != nil {
+		return &exitError{exitUsage, err}
+	}
+	said, err := a.writeOutput(out, func(w io.Writer) error { _, err := w.Write(b); return err })
+	if err != nil {
+		return err
+	}
+	m, err := klp.Parse(out, b)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(said, "wrote %s: %s in %s, as kpatch-build's create-klp-module writes them\n", out,
+		count(nrel, "livepatch relocation", "livepatch relocations"), count(len(m.Sections), ".klp.rela section", ".klp.rela sections"))
+	if m.NoModuleStruct == nil && m.ELF().SectionByName(".gnu.linkonce.this_module") == nil {
+		fmt.Fprintf(said, "note: it is no module yet: kpatch-build links output.o with its livepatch hook (kmod/patch) into the patch module, then converts that module; klpresolve convert does both alike\n")
+	}
+	return nil
 }
 
 // computePos is sympos from the index: 0 when unique, else (hasAt) the
