@@ -550,14 +550,28 @@ func (m *Module) lookupErr(s *RelaSection, r *Relocation, err error) *RelocError
 			}
 		} else {
 			e.Kernel, e.Hint = le.KernelMessage(), le.Help()
-			if errors.Is(err, kallsyms.ErrAmbiguous) {
+			switch {
+			case errors.Is(err, kallsyms.ErrAmbiguous):
 				e.Hint += fmt.Sprintf(" (e.g. %s)", FormatSymbolName(r.Sym.Object, r.Sym.Name, 1))
+			case errors.Is(err, kallsyms.ErrNoSuchPosition) && le.Count > 0:
+				// The build tools count positions in the kernel they
+				// build against (kpatch-build's lookup_sympos(),
+				// klp-build's objtool klp diff).
+				e.Hint += "; a position counts the name's copies in the kernel the patch was built against, and this kernel has fewer: build the patch against this kernel's own build"
 			}
 		}
 	} else {
 		e.Kernel = err.Error()
 	}
 	return e
+}
+
+// joinHint puts a, then b when there is one, in one hint.
+func joinHint(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + "; " + b
 }
 
 // resolveFunc looks a patched function up as klp_init_object_loaded()
@@ -576,11 +590,14 @@ func (m *Module) resolveFunc(ix *kallsyms.Index, fn Func, reg regions) FuncResul
 		sym, err := ix.LookupListed(fn.Object, fn.Name, fn.Pos)
 		if err != nil {
 			fr.Status, fr.Err = Failed, m.lookupErr(s, r, err)
-			if errors.Is(err, kallsyms.ErrAmbiguous) {
+			var le *kallsyms.LookupError
+			errors.As(err, &le)
+			switch {
+			case errors.Is(err, kallsyms.ErrAmbiguous):
 				// lookupErr's example is a .klp.sym name.
-				var le *kallsyms.LookupError
-				errors.As(err, &le)
 				fr.Err.Hint = le.Help() + " (as the klp_func's old_sympos)"
+			case errors.Is(err, kallsyms.ErrNotFound) && le != nil && le.Note == "":
+				fr.Err.Hint = joinHint(fmt.Sprintf("livepatch patches a function through its symbol, and this kernel has no function %s in %s: its build inlined it into its callers, or renamed or dropped it. Build the patch against this kernel's own build: where the function is inlined, the build tool patches its callers", fn.Name, fn.Object), fr.Err.Hint)
 			}
 		} else if fn.Object == kallsyms.Vmlinux && reg.inInitText(sym.Address) {
 			// klp_patch_func(): ftrace_location() of freed init code is 0.

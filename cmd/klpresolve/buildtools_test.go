@@ -46,6 +46,11 @@ func TestBuildToolModules(t *testing.T) {
 	assert.Contains(t, out, "2 kernels: 1 OK, 1 failed")
 	assert.Regexp(t, `kpatch-build/oracle/kallsyms.xz +6\.12 +2 +0 +1 +symbol position 5 for symbol 'ext4_blocks_count' in object 'ext4' not found\n`, out)
 	assert.Contains(t, out, `(first: klp_find_section_by_name, "Unknown symbol")`)
+	// The main job says what to change: the build.
+	code, out, _ = runCLI(t, filepath.Join(dir, "klp-build", "livepatch-ext4.ko"), "--kallsyms", kernels["kpatch-build"])
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "  livepatch: symbol position 5 for symbol 'ext4_blocks_count' in object 'ext4' not found\n"+
+		`  help: ext4 has only 4 symbols named "ext4_blocks_count" (valid sympos: 0 if unique, 1..4); a position counts the name's copies in the kernel the patch was built against, and this kernel has fewer: build the patch against this kernel's own build`+"\n")
 }
 
 // kpatch-build's intermediate output.o: the main job refuses it and
