@@ -93,8 +93,8 @@ type LookupError struct {
 	Pos    uint64 // sympos as asked
 	Count  int    // occurrences of Name in Object
 	Kind   error  // ErrNotFound, ErrAmbiguous, ErrNoSuchPosition, ErrNoObject or ErrClosed
-	// Candidates lists every occurrence, in sympos order (ambiguity or bad
-	// position).
+	// Candidates lists the occurrences, in sympos order (ambiguity or
+	// bad position): the first MaxCandidates of them; Count has them all.
 	Candidates []Symbol
 	// Near lists similar names (not found): the name respelt (blanks,
 	// case) anywhere, the same name in other objects, the kernel's
@@ -146,8 +146,12 @@ func (e *LookupError) KernelMessage() string {
 	}
 }
 
-// maxShown bounds the candidates listed in a message; Candidates has all.
+// maxShown bounds the candidates listed in a message.
 const maxShown = 8
+
+// MaxCandidates bounds LookupError.Candidates: a name with millions of
+// occurrences (a forged list) costs an error no more than this many.
+const MaxCandidates = 64
 
 // Help is the explanation that follows the kernel's message.
 func (e *LookupError) Help() string { return e.HelpAt(nil) }
@@ -165,7 +169,7 @@ func (e *LookupError) HelpAt(where func(addr uint64) string) string {
 		fmt.Fprintf(&b, "%d symbols named %q in %s; give a sympos:", e.Count, e.Name, e.Object)
 		for i, c := range e.Candidates {
 			if i == maxShown {
-				fmt.Fprintf(&b, " ... %d more;", len(e.Candidates)-i)
+				fmt.Fprintf(&b, " ... %d more;", max(e.Count, len(e.Candidates))-i)
 				break
 			}
 			fmt.Fprintf(&b, " [%d] %s %c;", c.Pos, where(c.Address), c.Type)

@@ -4,6 +4,7 @@ package kallsyms
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 func FuzzParse(f *testing.F) {
@@ -255,5 +258,43 @@ func FuzzImage(f *testing.F) {
 			last = s.Address
 			return true
 		})
+	})
+}
+
+// FuzzParseStream: a compressed stream, decompressed while it is parsed,
+// under a small bound: what it yields stays within the bound, and
+// anything else is an error of a documented kind that names the input.
+func FuzzParseStream(f *testing.F) {
+	const bound = 1000
+	for _, text := range [][]byte{[]byte(sample), bytes.Repeat([]byte("ffffffff81000000 t bomb\n"), 2*bound)} {
+		var gz bytes.Buffer
+		w := gzip.NewWriter(&gz)
+		_, _ = w.Write(text)
+		_ = w.Close()
+		f.Add(gz.Bytes())
+		var zs bytes.Buffer
+		z, err := zstd.NewWriter(&zs)
+		if err != nil {
+			f.Fatal(err)
+		}
+		_, _ = z.Write(text)
+		_ = z.Close()
+		f.Add(zs.Bytes())
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ix, err := Parse("fuzz", bytes.NewReader(data), &Options{MaxSymbols: bound})
+		if (ix == nil) == (err == nil) {
+			t.Fatalf("index %v with error %v", ix, err)
+		}
+		if err != nil {
+			if !errors.Is(err, ErrImage) && !errors.Is(err, ErrNoKallsyms) {
+				inputErrorKind(t, err)
+			}
+			return
+		}
+		if _, image := ix.Image(); !image && ix.Len() > bound {
+			t.Fatalf("%d symbols from a stream bounded to %d lines", ix.Len(), bound)
+		}
+		exercise(t, ix)
 	})
 }

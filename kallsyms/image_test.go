@@ -451,3 +451,23 @@ func TestHostileLines(t *testing.T) {
 	require.NoError(t, err, "55 bytes is the most")
 	assert.True(t, ix.HasObject(strings.Repeat("m", 55)))
 }
+
+// An ambiguity keeps MaxCandidates candidates and counts them all: a
+// name with millions of copies costs the error no more.
+func TestCandidatesBounded(t *testing.T) {
+	ix, err := ParseBytes("dups", bytes.Repeat([]byte("ffffffff81000000 t dup_name\n"), 100000), nil)
+	require.NoError(t, err)
+	for _, pos := range []uint64{0, 100001} {
+		_, err = ix.Lookup(Vmlinux, "dup_name", pos)
+		var le *LookupError
+		require.ErrorAs(t, err, &le)
+		assert.Equal(t, 100000, le.Count)
+		require.Len(t, le.Candidates, MaxCandidates)
+		assert.Equal(t, MaxCandidates, le.Candidates[MaxCandidates-1].Pos)
+	}
+	_, err = ix.Lookup(Vmlinux, "dup_name", 0)
+	assert.ErrorContains(t, err, "[8] 0xffffffff81000000 t; ... 99992 more)")
+	c, n := ix.firstCandidates(&ix.objs[0], "dup_name", -1)
+	assert.Len(t, c, 100000, "Candidates lists them all")
+	assert.Equal(t, 100000, n)
+}

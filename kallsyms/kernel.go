@@ -150,9 +150,9 @@ func (ix *Index) LookupListed(object, name string, sympos uint64) (Symbol, error
 		}
 		return Symbol{}, &LookupError{Object: Vmlinux, Name: name, Pos: sympos, Kind: ErrNotFound, Count: len(kept), Note: note}
 	case sympos == 0 && count > 1:
-		return Symbol{}, &LookupError{Object: Vmlinux, Name: name, Kind: ErrAmbiguous, Count: len(kept), Candidates: kept, Note: k.why(left)}
+		return Symbol{}, &LookupError{Object: Vmlinux, Name: name, Kind: ErrAmbiguous, Count: len(kept), Candidates: kept[:min(len(kept), MaxCandidates)], Note: k.why(left)}
 	case sympos > 0 && sympos != uint64(count):
-		return Symbol{}, &LookupError{Object: Vmlinux, Name: name, Pos: sympos, Kind: ErrNoSuchPosition, Count: len(kept), Candidates: kept, Note: k.why(left)}
+		return Symbol{}, &LookupError{Object: Vmlinux, Name: name, Pos: sympos, Kind: ErrNoSuchPosition, Count: len(kept), Candidates: kept[:min(len(kept), MaxCandidates)], Note: k.why(left)}
 	}
 	return kept[count-1], nil
 }

@@ -203,11 +203,11 @@ func (ix *Index) missErr(oi int, name string, sympos, count, addr uint64) *Looku
 		}
 		return e
 	case count > 1 && sympos == 0:
-		c := ix.candidates(o, name)
-		return &LookupError{Object: o.name, Name: name, Kind: ErrAmbiguous, Count: len(c), Candidates: c}
+		c, n := ix.firstCandidates(o, name, MaxCandidates)
+		return &LookupError{Object: o.name, Name: name, Kind: ErrAmbiguous, Count: n, Candidates: c}
 	}
-	c := ix.candidates(o, name)
-	return &LookupError{Object: o.name, Name: name, Pos: sympos, Kind: ErrNoSuchPosition, Count: len(c), Candidates: c}
+	c, n := ix.firstCandidates(o, name, MaxCandidates)
+	return &LookupError{Object: o.name, Name: name, Pos: sympos, Kind: ErrNoSuchPosition, Count: n, Candidates: c}
 }
 
 // search is klp_find_callback()'s walk from head, the first symbol
@@ -273,14 +273,26 @@ func (ix *Index) count(o *object, name string) int {
 
 // candidates lists every symbol answering name in o, in sympos order.
 func (ix *Index) candidates(o *object, name string) []Symbol {
+	out, _ := ix.firstCandidates(o, name, -1)
+	return out
+}
+
+// firstCandidates is candidates, the first limit of them (all: limit <
+// 0), and how many there are.
+func (ix *Index) firstCandidates(o *object, name string, limit int) ([]Symbol, int) {
 	var out []Symbol
+	n := 0
 	for i := ix.find(o, name); i != 0; i = ix.next[i-1] {
 		if ix.matches(i-1, name) {
+			n++
+			if limit >= 0 && len(out) >= limit {
+				continue
+			}
 			s := ix.at(i - 1)
-			out = append(out, Symbol{Name: ix.nameOut(i - 1), Object: o.name, Address: s.addr, Type: s.typ, Pos: len(out) + 1})
+			out = append(out, Symbol{Name: ix.nameOut(i - 1), Object: o.name, Address: s.addr, Type: s.typ, Pos: n})
 		}
 	}
-	return out
+	return out, n
 }
 
 // Candidates lists every occurrence of name in object, in sympos order

@@ -92,9 +92,12 @@ type FleetOptions struct {
 	// (kallsyms.Options.NoMap): for files that may be rewritten in place
 	// while the check runs. Fleet maps text files (kallsyms.Options.MapText)
 	// and raw snapshots otherwise.
-	NoMap    bool
-	Run      Options
-	Progress func(done, total int) // called after each kernel, from one goroutine at a time
+	NoMap bool
+	// MaxSymbols bounds a streamed or compressed symbol list's lines
+	// (kallsyms.Options.MaxSymbols; 0: kallsyms.DefaultMaxSymbols).
+	MaxSymbols int
+	Run        Options
+	Progress   func(done, total int) // called after each kernel, from one goroutine at a time
 }
 
 // Fleet checks m against every kernel in parallel, sharing the parsed
@@ -159,7 +162,7 @@ func checkOne(m *klp.Module, k Kernel, o FleetOptions) KernelResult {
 	kr.VermagicFrom = magicFrom
 	// An index per kernel, for one patch's lookups and then closed: the
 	// profile MapText is for (a text file is mapped, not read).
-	ix, err := kallsyms.Open(k.Symbols, &kallsyms.Options{LTO: o.LTO, MapText: true, NoMap: o.NoMap})
+	ix, err := kallsyms.Open(k.Symbols, &kallsyms.Options{LTO: o.LTO, MapText: true, NoMap: o.NoMap, MaxSymbols: o.MaxSymbols})
 	if err != nil {
 		return unreadable(err)
 	}

@@ -234,6 +234,7 @@ type app struct {
 	slide, slideTo         uint64
 	lto                    bool
 	noMap                  bool
+	maxSymbols             int
 	// temps are the temporary files of the outputs being written, which
 	// a signal removes (stopOnSignal).
 	temps *atomicfile.Temps
@@ -253,7 +254,7 @@ func (a *app) kallsymsPath() string {
 // few thousand lookups at most, so its text input is mapped, not read,
 // unless --no-map says the file may change while klpresolve runs.
 func (a *app) indexOptions() *kallsyms.Options {
-	return &kallsyms.Options{LTO: a.lto, MapText: true, NoMap: a.noMap, Slide: a.slide, SlideTo: a.slideTo}
+	return &kallsyms.Options{LTO: a.lto, MapText: true, NoMap: a.noMap, Slide: a.slide, SlideTo: a.slideTo, MaxSymbols: a.maxSymbols}
 }
 
 // kaslr reads --kaslr-offset and --kaslr-from: the offset, or the running
@@ -339,7 +340,7 @@ PATCH.ko may be compressed (zstd, gzip, xz), or - for standard input.
 
 Exit status: 0 all resolved (deferred allowed), 1 a relocation or patched function
 failed (or was deferred under --strict, or the module did not link, or the kernel
-refuses it, a symbol version or its vermagic), 2 unusable input or usage, 3 --max-time exceeded.`,
+refuses it, a symbol version or its vermagic), 2 unusable input or usage, 3 --max-time reached (the run stops there).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          needArgs(1, 1, "one livepatch module, PATCH.ko"),
@@ -363,6 +364,8 @@ refuses it, a symbol version or its vermagic), 2 unusable input or usage, 3 --ma
 		"also match vmlinux names with a .llvm.<digits> suffix stripped (livepatch on kernels 6.2-6.10 built with Clang LTO)")
 	root.PersistentFlags().BoolVar(&a.noMap, "no-map", false,
 		"read --kallsyms files into memory instead of mapping them (for files that may be rewritten in place meanwhile)")
+	root.PersistentFlags().IntVar(&a.maxSymbols, "max-symbols", kallsyms.DefaultMaxSymbols,
+		"stop reading a compressed or streamed symbol list after this many lines (docs/limits.md)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if err := checkCounts(cmd); err != nil {
 			return err
