@@ -230,6 +230,30 @@ func TestBuildToolsOtherBuild(t *testing.T) {
 	}
 }
 
+// A function inlined away: klp-build's meminfo module patches
+// show_val_kb(), a function of its own in the fixtures' 7.2 kernel (the
+// booted kernel patched it: TestBuildToolsOracle) and inlined into
+// meminfo_proc_show() in Debian's 7.2 build. Livepatch's "not found",
+// with a help that says to build against that kernel.
+func TestBuildToolsInlinedAway(t *testing.T) {
+	_, image := testutil.DebianKernel(t, "7.2", "amd64")
+	ix, err := kallsyms.Open(image, nil)
+	require.NoError(t, err)
+	m, err := Open("../testdata/buildtools/klp-build/livepatch-meminfo.ko")
+	require.NoError(t, err)
+	res := m.Resolve(ix)
+	assert.Equal(t, 0, res.Errors, "its relocations resolve")
+	require.Len(t, res.Funcs, 1)
+	f := res.Funcs[0]
+	require.Equal(t, Failed, f.Status)
+	assert.True(t, errors.Is(f.Err, kallsyms.ErrNotFound))
+	assert.Equal(t, "symbol 'show_val_kb' not found in symbol table", f.Err.Kernel)
+	assert.Equal(t, "livepatch patches a function through its symbol, and this kernel has no function show_val_kb in vmlinux: its build inlined it into its callers, or renamed or dropped it. "+
+		"Build the patch against this kernel's own build: where the function is inlined, the build tool patches its callers", f.Err.Hint)
+	_, err = ix.Lookup(kallsyms.Vmlinux, "meminfo_proc_show", 0)
+	assert.NoError(t, err, "its caller is there")
+}
+
 // A kernel image's kallsyms table is the kernel's own: its absolute
 // per-cpu symbols (x86_64 6.12: zero-based) are there for livepatch to
 // find, as the fixtures' booted 6.12 found last_ino.

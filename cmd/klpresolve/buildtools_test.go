@@ -23,7 +23,11 @@ func TestBuildToolModules(t *testing.T) {
 	kernels := map[string]string{}
 	for _, tool := range []string{"klp-build", "kpatch-build"} {
 		kernels[tool] = filepath.Join(dir, tool, "oracle", "kallsyms.xz")
-		for _, m := range []string{"cmdline", "ext4", "shadow", "sympos", "static-local"} {
+		mods := []string{"cmdline", "ext4", "shadow", "sympos", "static-local"}
+		if tool == "klp-build" {
+			mods = append(mods, "meminfo")
+		}
+		for _, m := range mods {
 			path := filepath.Join(dir, tool, "livepatch-"+m+".ko")
 			t.Run(tool+"/"+m, func(t *testing.T) {
 				code, out, stderr := runCLI(t, "--link", path, "--kallsyms", kernels[tool])
