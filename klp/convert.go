@@ -216,12 +216,13 @@ func newWriter(f *elfobj.File) *writer {
 		w.data = append(w.data, f.SectionData(&f.Sections[i]))
 		w.orig = append(w.orig, i)
 	}
-	w.shstr = int(f.Order.Uint16(f.Data[w.ehdrOff(62, 50):]))
+	w.shstr = int(f.Order.Uint16(f.Data[w.byClass(62, 50):])) // e_shstrndx
 	return w
 }
 
-// ehdrOff is a header field's offset: at64 in ELF64, at32 in ELF32.
-func (w *writer) ehdrOff(at64, at32 int) int {
+// byClass is a field's offset (in the ELF header, a symbol): at64 in
+// ELF64, at32 in ELF32.
+func (w *writer) byClass(at64, at32 int) int {
 	if w.f.Is64() {
 		return at64
 	}
@@ -320,7 +321,7 @@ func (w *writer) bytes() ([]byte, error) {
 		}
 	}
 	out := append([]byte(nil), f.Data[:ehsize]...)
-	o.PutUint16(out[w.ehdrOff(62, 50):], uint16(w.shstr))
+	o.PutUint16(out[w.byClass(62, 50):], uint16(w.shstr))
 	for i := range w.secs {
 		s := &w.secs[i]
 		if s.Type == elf.SHT_NULL {

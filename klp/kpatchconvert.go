@@ -4,6 +4,7 @@ package klp
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -97,7 +98,7 @@ func ConvertKpatch(name string, obj []byte) ([]byte, error) {
 	isLocal := func(info uint8) bool { return elf.ST_BIND(info) == elf.STB_LOCAL }
 	renumSym := make([]int, len(f.Symbols))
 	addedAt := make([]int, len(added))
-	next := 0
+	next, nlocal := 0, 0
 	for pass := range 2 {
 		local := pass == 0
 		for i := range f.Symbols {
@@ -121,16 +122,8 @@ func ConvertKpatch(name string, obj []byte) ([]byte, error) {
 				next++
 			}
 		}
-	}
-	nlocal := 0
-	for i := range f.Symbols {
-		if renumSym[i] >= 0 && (i == 0 || isLocal(f.Symbols[i].Info)) {
-			nlocal++
-		}
-	}
-	for _, a := range added {
-		if isLocal(a.info) {
-			nlocal++
+		if local {
+			nlocal = next // the symbol table's sh_info
 		}
 	}
 	symIndex := func(at int) int {
@@ -155,14 +148,14 @@ func ConvertKpatch(name string, obj []byte) ([]byte, error) {
 		e := tab[renumSym[i]*es : (renumSym[i]+1)*es]
 		copy(e, old[i*es:(i+1)*es])
 		if sh := f.Symbols[i].Shndx; sh != uint16(elf.SHN_UNDEF) && sh < uint16(elf.SHN_LORESERVE) && int(sh) < len(renum) {
-			f.Order.PutUint16(e[w.symOff(14, 6):], uint16(renum[sh]))
+			f.Order.PutUint16(e[w.byClass(6, 14):], uint16(renum[sh]))
 		}
 	}
 	for j, a := range added {
 		e := tab[addedAt[j]*es : (addedAt[j]+1)*es]
 		f.Order.PutUint32(e, w.addString(renum[f.Sections[f.Symtab].Link], a.name))
-		e[w.symOff(12, 4)] = a.info
-		f.Order.PutUint16(e[w.symOff(14, 6):], SHNLivepatch)
+		e[w.byClass(4, 12)] = a.info // st_info
+		f.Order.PutUint16(e[w.byClass(6, 14):], SHNLivepatch)
 	}
 	w.data[st] = tab
 	w.secs[st].Info = uint32(nlocal)
@@ -198,7 +191,10 @@ func ConvertKpatch(name string, obj []byte) ([]byte, error) {
 	}
 
 	// The .klp.rela sections (find_or_add_klp_relasec()), in order.
-	ent := f.RelocEntSize(true)
+	ao, ok := f.Order.(binary.AppendByteOrder)
+	if !ok {
+		return nil, fmt.Errorf("%s: byte order %v cannot append", name, f.Order)
+	}
 	var order []string
 	secs := map[string][]byte{}
 	info := map[string]int{}
@@ -211,24 +207,15 @@ func ConvertKpatch(name string, obj []byte) ([]byte, error) {
 				return nil, &elfobj.FormatError{File: name, Section: kpatchRelocations, Msg: fmt.Sprintf("entry %d writes to %s, an intermediate section", i, r.Section)}
 			}
 		}
-		e := make([]byte, ent)
-		w.putRela(e, r.Offset, uint32(symIndex(symOf[i])), r.Type, r.Addend)
-		secs[sn] = append(secs[sn], e...)
+		secs[sn] = elfobj.AppendReloc(secs[sn], ao, f.Is64(), true,
+			elfobj.Reloc{Offset: r.Offset, Sym: uint32(symIndex(symOf[i])), Type: r.Type, Addend: r.Addend})
 	}
 	for _, sn := range order {
 		w.add(elfobj.Section{Name: sn, Type: elf.SHT_RELA,
 			Flags: elf.SHF_ALLOC | elf.SHF_INFO_LINK | SHFRelaLivepatch,
-			Link:  uint32(st), Info: uint32(info[sn]), Addralign: uint64(w.word), Entsize: uint64(ent)}, secs[sn])
+			Link:  uint32(st), Info: uint32(info[sn]), Addralign: uint64(w.word), Entsize: uint64(f.RelocEntSize(true))}, secs[sn])
 	}
 	return w.bytes()
-}
-
-// symOff is a field's offset in a symbol: at32 in ELF32, at64 in ELF64.
-func (w *writer) symOff(at32, at64 int) int {
-	if w.f.Is64() {
-		return at64
-	}
-	return at32
 }
 
 // relocSym reads a relocation entry's symbol index.
@@ -247,18 +234,4 @@ func (w *writer) setRelocSym(e []byte, sym uint32) {
 		return
 	}
 	o.PutUint32(e[4:], sym<<8|o.Uint32(e[4:])&0xff)
-}
-
-// putRela encodes one Elf_Rela.
-func (w *writer) putRela(e []byte, off uint64, sym, typ uint32, addend int64) {
-	o := w.f.Order
-	if w.f.Is64() {
-		o.PutUint64(e, off)
-		o.PutUint64(e[8:], uint64(sym)<<32|uint64(typ))
-		o.PutUint64(e[16:], uint64(addend))
-		return
-	}
-	o.PutUint32(e, uint32(off))
-	o.PutUint32(e[4:], sym<<8|typ&0xff)
-	o.PutUint32(e[8:], uint32(addend))
 }

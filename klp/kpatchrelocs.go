@@ -77,10 +77,7 @@ func (m *Module) readKpatchRelocations(d *dataRelocs) ([]KpatchRelocation, bool,
 	if ssec == nil {
 		return nil, true, bad(kpatchRelocations, "no %s section beside it (create-klp-module: \"missing .kpatch.symbols section\")", kpatchSymbols)
 	}
-	w := 4
-	if f.Is64() {
-		w = 8
-	}
+	w := int(d.w)
 	l := intermediateLayout(w)
 	if rsec.Size%uint64(l.relSize) != 0 {
 		return nil, true, bad(rsec.Name, "size %d is not a multiple of struct kpatch_relocation's %d bytes", rsec.Size, l.relSize)
@@ -107,12 +104,6 @@ func (m *Module) readKpatchRelocations(d *dataRelocs) ([]KpatchRelocation, bool,
 	if len(rdata) != int(rsec.Size) || len(sdata) != int(ssec.Size) {
 		return nil, true, bad(rsec.Name, "section data outside the file")
 	}
-	word := func(b []byte) uint64 {
-		if w == 8 {
-			return f.Order.Uint64(b)
-		}
-		return uint64(f.Order.Uint32(b))
-	}
 	reloc := func(rel map[uint64]elfobj.Reloc, sec string, at uint64, field string) (elfobj.Reloc, error) {
 		r, ok := rel[at]
 		if !ok {
@@ -133,7 +124,7 @@ func (m *Module) readKpatchRelocations(d *dataRelocs) ([]KpatchRelocation, bool,
 		b := rdata[base:]
 		kr := KpatchRelocation{Index: i, Type: f.Order.Uint32(b[l.relType:]), External: f.Order.Uint32(b[l.relExternal:]) != 0}
 		kr.TypeName = RelocTypeName(f.Machine, kr.Type)
-		kr.Addend = int64(word(b[l.relAddend:]))
+		kr.Addend = int64(d.word(b[l.relAddend:]))
 		if w == 4 {
 			kr.Addend = int64(int32(kr.Addend))
 		}
@@ -163,7 +154,7 @@ func (m *Module) readKpatchRelocations(d *dataRelocs) ([]KpatchRelocation, bool,
 			return nil, true, bad(rsec.Name, "entry %d: its ksym pointer %s+%#x is not an entry of it", i, kpatchSymbols, at)
 		}
 		sb := sdata[at:]
-		kr.Pos = word(sb[l.symPos:])
+		kr.Pos = d.word(sb[l.symPos:])
 		kr.Bind, kr.SymType = elf.SymBind(sb[l.symBind]), elf.SymType(sb[l.symType])
 		if kr.Name, err = str(srel, ssec.Name, at+uint64(l.symName), "name"); err != nil {
 			return nil, true, err

@@ -69,7 +69,7 @@ it before livepatch sees it.
 test case per kernel, failed or unreadable kernels as failures and errors.
 
 Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
-2 usage, 3 --max-time reached (the run stops there).`,
+2 usage, 3 --max-time reached (klpresolve stops there, with no verdict).`,
 		Args: needArgs(1, 1, "one livepatch module, PATCH.ko"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format, "junit"); err != nil {

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// stage names what a run is doing, for --max-time's message.
+// stage names what klpresolve is doing, for --max-time's message.
 type stage struct{ what atomic.Pointer[string] }
 
 func (s *stage) set(what string) { s.what.Store(&what) }

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Hostile input, one table (docs/limits.md): each case is made here,
+// Hostile input, one table (docs/limits.md): each case is built by the test,
 // not committed, and ends with its exit status and an error that names
 // the file and the bound, never a hang, a panic or unbounded memory.
 func TestHostileInput(t *testing.T) {

@@ -340,7 +340,7 @@ PATCH.ko may be compressed (zstd, gzip, xz), or - for standard input.
 
 Exit status: 0 all resolved (deferred allowed), 1 a relocation or patched function
 failed (or was deferred under --strict, or the module did not link, or the kernel
-refuses it, a symbol version or its vermagic), 2 unusable input or usage, 3 --max-time reached (the run stops there).`,
+refuses it, a symbol version or its vermagic), 2 unusable input or usage, 3 --max-time reached (klpresolve stops there, with no verdict).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          needArgs(1, 1, "one livepatch module, PATCH.ko"),

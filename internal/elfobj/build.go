@@ -64,29 +64,32 @@ func (b *Builder) AddSymbol(s BuildSymbol) uint32 {
 // AddRelocs appends a REL (rela false) or RELA section holding rs, applying
 // to section target, and returns its index.
 func (b *Builder) AddRelocs(name string, rela bool, target int, rs []Reloc) int {
-	var buf bytes.Buffer
-	is64 := b.Class == elf.ELFCLASS64
-	ao := b.Order.(binary.AppendByteOrder)
+	var data []byte
 	for _, r := range rs {
-		if is64 {
-			buf.Write(ao.AppendUint64(nil, r.Offset))
-			buf.Write(ao.AppendUint64(nil, uint64(r.Sym)<<32|uint64(r.Type)))
-			if rela {
-				buf.Write(ao.AppendUint64(nil, uint64(r.Addend)))
-			}
-		} else {
-			buf.Write(ao.AppendUint32(nil, uint32(r.Offset)))
-			buf.Write(ao.AppendUint32(nil, r.Sym<<8|r.Type&0xff))
-			if rela {
-				buf.Write(ao.AppendUint32(nil, uint32(r.Addend)))
-			}
-		}
+		data = AppendReloc(data, b.Order.(binary.AppendByteOrder), b.Class == elf.ELFCLASS64, rela, r)
 	}
 	t := elf.SHT_REL
 	if rela {
 		t = elf.SHT_RELA
 	}
-	return b.AddSection(BuildSection{Name: name, Type: t, Flags: elf.SHF_INFO_LINK, Data: buf.Bytes(), Info: uint32(target), Addralign: 8})
+	return b.AddSection(BuildSection{Name: name, Type: t, Flags: elf.SHF_INFO_LINK, Data: data, Info: uint32(target), Addralign: 8})
+}
+
+// AppendReloc appends r to b as one Elf64_Rel/Elf64_Rela (is64) or
+// Elf32_Rel/Elf32_Rela entry (rela: with its addend).
+func AppendReloc(b []byte, o binary.AppendByteOrder, is64, rela bool, r Reloc) []byte {
+	if is64 {
+		b = o.AppendUint64(o.AppendUint64(b, r.Offset), uint64(r.Sym)<<32|uint64(r.Type))
+		if rela {
+			b = o.AppendUint64(b, uint64(r.Addend))
+		}
+		return b
+	}
+	b = o.AppendUint32(o.AppendUint32(b, uint32(r.Offset)), r.Sym<<8|r.Type&0xff)
+	if rela {
+		b = o.AppendUint32(b, uint32(r.Addend))
+	}
+	return b
 }
 
 // Bytes lays the file out and returns it.
