@@ -65,6 +65,19 @@ var (
 	// the struct module that modpost's NAME.mod.c defines and kbuild links
 	// in: setup_load_info() refuses it ("No module found in object").
 	ErrNoModuleStruct = errors.New("no struct module in the file (.gnu.linkonce.this_module)")
+	// ErrBadModuleStruct: a module whose .gnu.linkonce.this_module a
+	// 6.12 or later loader refuses (elf_validity_cache_index_mod()): more
+	// than one, one without contents (SHT_NOBITS), or one not allocated.
+	ErrBadModuleStruct = errors.New("struct module section (.gnu.linkonce.this_module) the loader refuses")
+	// ErrBadModinfo: a module with more than one .modinfo section, which
+	// a 6.12 or later loader refuses ("Only one .modinfo section must
+	// exist.", elf_validity_cache_index_info()).
+	ErrBadModinfo = errors.New("more than one .modinfo section")
+	// ErrNoExportFlags: a module that exports symbols (__ksymtab) without
+	// the flags a 7.2 kernel reads beside them (__kflagstab): built for an
+	// older kernel, it is refused ("no flags for exported symbols",
+	// check_export_symbol_sections()).
+	ErrNoExportFlags = errors.New("exported symbols without __kflagstab")
 	// ErrNoPLTSection: a module without the sections its architecture's
 	// module_frob_arch_sections() sizes for the calls out of it, which
 	// kbuild's module linker script makes (powerpc's .stubs; arm's and
@@ -220,6 +233,9 @@ var relocKinds = []struct {
 	{ErrNotMarked, "not_marked_livepatch"},
 	{ErrNoModuleStruct, "no_module_struct"},
 	{ErrNoSymbols, "no_symbols"},
+	{ErrBadModuleStruct, "bad_module_struct"},
+	{ErrBadModinfo, "bad_modinfo"},
+	{ErrNoExportFlags, "no_export_flags"},
 	{ErrKpatchIntermediate, "kpatch_intermediate"},
 	{ErrNoPLTSection, "no_plt_section"},
 	{ErrWriteExec, "write_exec"},
@@ -241,7 +257,8 @@ var relocKinds = []struct {
 // "load_time_section"; a patched function's "name_too_long",
 // "duplicate", "init_function" or "not_traceable"; a deferred one checked
 // against its module's file, "load_order" (or a lookup's); the module's as a
-// whole, "no_module_struct", "no_symbols", "no_plt_section", "write_exec",
+// whole, "no_module_struct", "bad_module_struct", "bad_modinfo",
+// "no_export_flags", "no_symbols", "no_plt_section", "write_exec",
 // "duplicate_export", "no_livepatch" or "not_marked_livepatch";
 // "malformed" (the module's bytes), or "other". The names do not change
 // between releases; errors.Is on the sentinels is the library's way.

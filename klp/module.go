@@ -407,8 +407,7 @@ func (m *Module) checkMarked() {
 // for a patch that is marked or has livepatch sections and a .modinfo:
 // not for an object kbuild has still to link.
 func (m *Module) checkThisModule() {
-	if m.elf.SectionByName(".modinfo") == nil || m.elf.SectionByName(".gnu.linkonce.this_module") != nil ||
-		(m.Format == FormatNone && !m.marked) {
+	if !m.builtModule() || m.elf.SectionByName(thisModuleSection) != nil {
 		return
 	}
 	m.NoModuleStruct = &RelocError{File: m.Path, Section: ".gnu.linkonce.this_module", Err: ErrNoModuleStruct,

@@ -3,7 +3,6 @@
 package klp
 
 import (
-	"cmp"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -348,18 +347,22 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 	}
 	slices.SortFunc(res.Checked, func(a, b CheckedObject) int { return strings.Compare(a.Object, b.Object) })
 	res.BuiltIn = builtIn(ix, res, deferred)
-	// In load_module()'s order: setup_load_info(), check_modinfo(),
+	// In load_module()'s order: setup_load_info() (6.1) or
+	// elf_validity_cache_copy(), check_modinfo(),
 	// module_frob_arch_sections() and module_enforce_rwx_sections()
-	// (layout_and_allocate()), module_finalize() (post_relocation()),
-	// verify_exported_symbols() (complete_formation()), then
-	// klp_enable_patch() from the module's init.
+	// (layout_and_allocate()), check_export_symbol_sections() (7.2),
+	// module_finalize() (post_relocation()), verify_exported_symbols()
+	// (complete_formation()), then klp_enable_patch() from the module's
+	// init.
+	g := opts.Generation
 	for _, check := range []func() *RelocError{
-		func() *RelocError { return cmp.Or(m.Intermediate, m.NoSymbols, m.NoModuleStruct) },
+		func() *RelocError { return m.elfRefusal(g) },
 		func() *RelocError { return m.checkLivepatchSupport(ix, opts.Config) },
-		func() *RelocError { return m.refusesPLTSection(opts.Config, opts.Generation) },
+		func() *RelocError { return m.refusesPLTSection(opts.Config, g) },
 		func() *RelocError { return m.checkWriteExec(opts.Config) },
-		func() *RelocError { return m.refusesFtracePLT(opts.Config, opts.Generation) },
-		func() *RelocError { return m.checkExports(ix) },
+		func() *RelocError { return m.checkExportSections(g) },
+		func() *RelocError { return m.refusesFtracePLT(opts.Config, g) },
+		func() *RelocError { return m.checkExports(ix, g) },
 		func() *RelocError { return m.NotMarked },
 	} {
 		if res.LoadErr = check(); res.LoadErr != nil {
@@ -379,12 +382,15 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 // name is loaded, insmod fails earlier ("File exists",
 // add_unformed_module()), and a module found exporting the names is this
 // one: nothing is said (pipeline.Report.AlreadyLoaded says it).
-func (m *Module) checkExports(ix *kallsyms.Index) *RelocError {
+func (m *Module) checkExports(ix *kallsyms.Index, g kgen.Generation) *RelocError {
 	name := m.KernelName()
 	if name != kallsyms.Vmlinux && ix.HasObject(name) {
 		return nil
 	}
 	for _, e := range m.exports {
+		if e.GPL && g >= kgen.Linux7_2 {
+			continue // find_module_sections(): "ignoring obsolete section __ksymtab_gpl"
+		}
 		s, ok := ix.FindExport(e.Name, true)
 		if !ok || (s.Object == kallsyms.Vmlinux && !ix.ListsExports()) {
 			continue

@@ -91,8 +91,10 @@ type File struct {
 	Flags    uint32
 	Sections []Section
 	// Symtab is the index of the .symtab section (0 if none).
-	Symtab  int
-	Symbols []Symbol // from .symtab; Symbols[0] is the null symbol
+	Symtab int
+	// SymtabCount is how many SHT_SYMTAB sections the file has.
+	SymtabCount int
+	Symbols     []Symbol // from .symtab; Symbols[0] is the null symbol
 }
 
 func (f *File) errf(sec string, format string, args ...any) error {
@@ -266,12 +268,15 @@ func Parse(name string, data []byte) (*File, error) {
 		}
 		f.Sections[i].Name = n
 	}
+	// The first symbol table is the one (setup_load_info() on 6.1); a
+	// later kernel refuses more than one (elf_validity_cache_index_sym()),
+	// which the caller tells from SymtabCount.
 	for i := range f.Sections {
 		if f.Sections[i].Type == elf.SHT_SYMTAB {
-			if f.Symtab != 0 {
-				return nil, f.errf(f.Sections[i].Name, "second symbol table (first is [%d])", f.Symtab)
+			if f.Symtab == 0 {
+				f.Symtab = i
 			}
-			f.Symtab = i
+			f.SymtabCount++
 		}
 	}
 	if f.Symtab != 0 {
