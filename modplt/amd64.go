@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/klpresolve/klpresolve/kgen"
 )
 
 // x86_64 modules branch with PC32/PLT32 and the kernel gives them no PLT
@@ -67,12 +69,14 @@ func amd64Kernel(c *counter, w *sectionWork) (int, error) {
 	return count, nil
 }
 
-// Linking: arch/x86/kernel/module.c __apply_relocate_add(), and the module
-// GOT of a PIE-built module.
+// Linking: arch/x86/kernel/module.c __apply_relocate_add() (6.1),
+// __write_relocate_add() (6.12 and later), and the module GOT of a
+// PIE-built module.
 
-// amd64Apply: each case checks that the target is still zero (the
-// kernel's "Invalid relocation target, existing value is nonzero"),
-// computes, range-checks and writes.
+// amd64Apply computes, range-checks and writes one relocation, in the
+// order of the kernel's generation: 6.1 refuses a nonzero target first
+// and checks R_X86_64_32 and 32S after the write; 6.12 and later check
+// those two first. A failure carries the kernel's message (amd64Says).
 func amd64Apply(l *linker, rc *reloc) error {
 	t := elf.R_X86_64(rc.r.Type)
 	size := 4
@@ -84,31 +88,49 @@ func amd64Apply(l *linker, rc *reloc) error {
 	case elf.R_X86_64_32, elf.R_X86_64_32S, elf.R_X86_64_PC32, elf.R_X86_64_PLT32,
 		elf.R_X86_64_GOTPCREL, elf.R_X86_64_GOTPCRELX, elf.R_X86_64_REX_GOTPCRELX:
 	default:
-		return &RelocError{Kind: ErrUnsupported}
+		return &RelocError{Kind: ErrUnsupported, says: amd64Says(l, t, rc.P, 0, ErrUnsupported)}
 	}
 	loc := rc.loc
 	if len(loc) < size {
 		return &RelocError{Kind: ErrBadTarget, Detail: fmt.Sprintf("%d bytes needed, %d left in the section", size, len(loc))}
 	}
 	le := binary.LittleEndian
-	if size == 8 && le.Uint64(loc) != 0 || size == 4 && le.Uint32(loc) != 0 {
-		return &RelocError{Kind: ErrNonZeroTarget, Detail: "the kernel refuses: existing value is nonzero"}
-	}
 	val := rc.S + uint64(rc.A)
+	// The 32-bit absolute types' range (the kernel's "overflow").
+	var overflow string
+	switch t {
+	case elf.R_X86_64_32:
+		if val > math.MaxUint32 {
+			overflow = "not a 32-bit unsigned value (module not built with -mcmodel=kernel?)"
+		}
+	case elf.R_X86_64_32S:
+		if int64(val) != int64(int32(val)) {
+			overflow = "not a 32-bit signed value (module not built with -mcmodel=kernel?)"
+		}
+	}
+	late := l.opts.Generation <= kgen.Linux6_1 // 6.1 checks the range after the write
+	if overflow != "" && !late {
+		return &RelocError{Kind: ErrOutOfRange, Value: val, Detail: overflow, says: amd64Says(l, t, rc.P, val, ErrOutOfRange)}
+	}
+	if size == 8 && le.Uint64(loc) != 0 || size == 4 && le.Uint32(loc) != 0 {
+		// The value the kernel prints: 6.1 checks before it subtracts
+		// the place, 6.12 after.
+		said := val
+		if !late && (t == elf.R_X86_64_PC32 || t == elf.R_X86_64_PLT32 || t == elf.R_X86_64_PC64) {
+			said = val - rc.P
+		}
+		return &RelocError{Kind: ErrNonZeroTarget, Value: said, Detail: "the kernel refuses: existing value is nonzero",
+			says: amd64Says(l, t, rc.P, said, ErrNonZeroTarget)}
+	}
+	if overflow != "" {
+		return &RelocError{Kind: ErrOutOfRange, Value: val, Detail: overflow, says: amd64Says(l, t, rc.P, val, ErrOutOfRange)}
+	}
 	switch t {
 	case elf.R_X86_64_64: // S + A
 		le.PutUint64(loc, val)
 	case elf.R_X86_64_PC64: // S + A - P
 		le.PutUint64(loc, val-rc.P)
-	case elf.R_X86_64_32: // S + A, zero-extended
-		if val > math.MaxUint32 {
-			return rangeErr(val, "not a 32-bit unsigned value (module not built with -mcmodel=kernel?)")
-		}
-		le.PutUint32(loc, uint32(val))
-	case elf.R_X86_64_32S: // S + A, sign-extended
-		if int64(val) != int64(int32(val)) {
-			return rangeErr(val, "not a 32-bit signed value (module not built with -mcmodel=kernel?)")
-		}
+	case elf.R_X86_64_32, elf.R_X86_64_32S: // S + A, range-checked above
 		le.PutUint32(loc, uint32(val))
 	case elf.R_X86_64_PC32, elf.R_X86_64_PLT32: // S + A - P
 		d := int64(val - rc.P)
@@ -150,4 +172,33 @@ func amd64RelaxMov(l *linker, rc *reloc) bool {
 	}
 	sec[off-2] = 0x8d
 	return true
+}
+
+// amd64Says is the kernel's message for a relocation of type t at
+// address p that fails with kind, val the value it prints, per generation
+// (__apply_relocate_add() on 6.1, __write_relocate_add() later). 6.1's
+// and 6.12's "loc %p" is a hashed pointer, which only the booted kernel
+// knows; 7.2 prints the address, and the relocation section's index and
+// the relocation's.
+func amd64Says(l *linker, t elf.R_X86_64, p, val uint64, kind error) func(relsec, idx int) string {
+	g, name := l.opts.Generation, l.m.Name
+	return func(relsec, idx int) string {
+		switch kind {
+		case ErrUnsupported:
+			return fmt.Sprintf("%s: Unknown rela relocation: %d", name, uint32(t))
+		case ErrOutOfRange:
+			where := ""
+			if g >= kgen.Linux7_2 {
+				where = fmt.Sprintf(" sec %d idx %d", relsec, idx)
+			}
+			return fmt.Sprintf("overflow in relocation type %d val %x%s; `%s' likely not compiled with -mcmodel=kernel", uint32(t), val, where, name)
+		}
+		switch {
+		case g <= kgen.Linux6_1:
+			return fmt.Sprintf("x86/modules: Skipping invalid relocation target, existing value is nonzero for type %d, loc %%p, val %x", uint32(t), val)
+		case g < kgen.Linux7_2:
+			return fmt.Sprintf("x86/modules: Invalid relocation target, existing value is nonzero for type %d, loc %%p, val %x", uint32(t), val)
+		}
+		return fmt.Sprintf("x86/modules: Invalid relocation target, existing value is nonzero for sec %d, idx %d, type %d, loc %x, val %x", relsec, idx, uint32(t), p, val)
+	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/testutil"
+	"github.com/klpresolve/klpresolve/kgen"
 )
 
 // farResolver places every undefined symbol at a made-up address derived
@@ -760,5 +761,59 @@ func TestPLTKernelOrder(t *testing.T) {
 			fixed = armFixedPLTs
 		}
 		assert.Equal(t, fixed+3, img.PLTCoreUsed, "%v", tc.mach)
+	}
+}
+
+// TestAMD64KernelMessages: x86_64's relocation failures in the kernel's
+// words, per generation. 6.1 (__apply_relocate_add()) refuses a nonzero
+// target before it checks R_X86_64_32S's range, and prints the value
+// before it subtracts the place; 6.12 and 7.2 (__write_relocate_add())
+// check the range first and print S+A-P; 7.2 names the relocation
+// section's index and the relocation's, and the place's address.
+func TestAMD64KernelMessages(t *testing.T) {
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: []byte{1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0}, Addralign: 16})
+	ext := b.AddSymbol(elfobj.BuildSymbol{Name: "ext", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+	rela := b.AddRelocs(".rela.text", true, text, []elfobj.Reloc{
+		{Offset: 0, Sym: ext, Type: uint32(elf.R_X86_64_PC32), Addend: -4},           // nonzero target
+		{Offset: 4, Sym: ext, Type: uint32(elf.R_X86_64_32S), Addend: 0},             // nonzero and out of range
+		{Offset: 8, Sym: ext, Type: uint32(elf.R_X86_64_32), Addend: 0},              // out of range
+		{Offset: 8, Sym: ext, Type: uint32(elf.R_X86_64_GOTPC32_TLSDESC), Addend: 0}, // unknown
+	})
+	m, err := Parse("fix_patch.ko", b.Bytes())
+	require.NoError(t, err)
+	const s = 0xffffffff7f000000 // ext: 2 GiB and more below 0, so fits neither 32 nor 32S
+	const p = 0xffffffffc0000000 // .text
+	for _, tc := range []struct {
+		g     kgen.Generation
+		kinds []error
+		says  []string
+	}{
+		{kgen.Linux6_1, []error{ErrNonZeroTarget, ErrNonZeroTarget, ErrOutOfRange, ErrUnsupported}, []string{
+			"x86/modules: Skipping invalid relocation target, existing value is nonzero for type 2, loc %p, val ffffffff7efffffc",
+			"x86/modules: Skipping invalid relocation target, existing value is nonzero for type 11, loc %p, val ffffffff7f000000",
+			"overflow in relocation type 10 val ffffffff7f000000; `fix_patch' likely not compiled with -mcmodel=kernel",
+			"fix_patch: Unknown rela relocation: 34",
+		}},
+		{kgen.Linux6_12, []error{ErrNonZeroTarget, ErrOutOfRange, ErrOutOfRange, ErrUnsupported}, []string{
+			"x86/modules: Invalid relocation target, existing value is nonzero for type 2, loc %p, val ffffffffbefffffc",
+			"overflow in relocation type 11 val ffffffff7f000000; `fix_patch' likely not compiled with -mcmodel=kernel",
+			"overflow in relocation type 10 val ffffffff7f000000; `fix_patch' likely not compiled with -mcmodel=kernel",
+			"fix_patch: Unknown rela relocation: 34",
+		}},
+		{kgen.Linux7_2, []error{ErrNonZeroTarget, ErrOutOfRange, ErrOutOfRange, ErrUnsupported}, []string{
+			fmt.Sprintf("x86/modules: Invalid relocation target, existing value is nonzero for sec %d, idx 0, type 2, loc ffffffffc0000000, val ffffffffbefffffc", rela),
+			fmt.Sprintf("overflow in relocation type 11 val ffffffff7f000000 sec %d idx 1; `fix_patch' likely not compiled with -mcmodel=kernel", rela),
+			fmt.Sprintf("overflow in relocation type 10 val ffffffff7f000000 sec %d idx 2; `fix_patch' likely not compiled with -mcmodel=kernel", rela),
+			"fix_patch: Unknown rela relocation: 34",
+		}},
+	} {
+		img, err := m.Link(LinkOptions{Generation: tc.g, Base: p, Resolve: mapResolver(map[string]uint64{"ext": s})})
+		require.NoError(t, err)
+		require.Len(t, img.Errors, 4, "%s", tc.g)
+		for i, e := range img.Errors {
+			assert.ErrorIs(t, e, tc.kinds[i], "%s %d", tc.g, i)
+			assert.Equal(t, tc.says[i], e.Kernel, "%s %d", tc.g, i)
+		}
 	}
 }

@@ -39,6 +39,13 @@ type RelocError struct {
 	Value   uint64 // the value that did not fit, when that is the problem
 	Kind    error
 	Detail  string
+	// Kernel is the kernel's own message for the failure, where klpresolve
+	// knows it (x86_64's __write_relocate_add()), for the kernel's
+	// generation (LinkOptions.Generation).
+	Kernel string
+	// says writes Kernel once the relocation section's index and the
+	// relocation's are known.
+	says func(relsec, idx int) string
 }
 
 func (e *RelocError) Error() string {
@@ -715,6 +722,10 @@ func kernelSort(keys []relKey, n int) []int {
 func (l *linker) failWith(s *elfobj.Section, j int, r elfobj.Reloc, err error) {
 	if re, ok := err.(*RelocError); ok {
 		l.fail(s, j, r, re.Kind, re.Value, re.Detail)
+		if re.says != nil {
+			last := l.img.Errors[len(l.img.Errors)-1]
+			last.Kernel = re.says(s.Index, last.Index)
+		}
 	} else {
 		l.fail(s, j, r, err, 0, "")
 	}

@@ -318,6 +318,8 @@ type errorJSON struct {
 	Type    string `json:"type"`
 	Symbol  string `json:"symbol"`
 	Error   string `json:"error"`
+	// Kernel is the kernel's own message, where klpresolve knows it.
+	Kernel string `json:"kernel,omitempty"`
 }
 
 func linkReport(img *modplt.Image, why pipeline.Explanation) linkJSON {
@@ -340,7 +342,7 @@ func linkReport(img *modplt.Image, why pipeline.Explanation) linkJSON {
 		j.Sections = append(j.Sections, sectionJSON{p.Name, p.Region.String(), mem, fmt.Sprintf("%#x", p.Addr), p.Size})
 	}
 	for _, e := range img.Errors {
-		j.Errors = append(j.Errors, errorJSON{e.Section, fmt.Sprintf("%#x", e.Offset), e.Type, e.Symbol, e.Error()})
+		j.Errors = append(j.Errors, errorJSON{e.Section, fmt.Sprintf("%#x", e.Offset), e.Type, e.Symbol, e.Error(), e.Kernel})
 	}
 	return j
 }
@@ -398,6 +400,9 @@ func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden,
 			break
 		}
 		fmt.Fprintf(a.stdout, "error: %v\n", e)
+		if e.Kernel != "" {
+			fmt.Fprintf(a.stdout, "  kernel: %s\n", e.Kernel)
+		}
 	}
 	if out != "" {
 		fmt.Fprintf(a.stdout, "wrote %s\n", out)

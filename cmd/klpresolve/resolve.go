@@ -225,6 +225,9 @@ func writeLinkSummary(w io.Writer, rep *pipeline.Report, out string) {
 			break
 		}
 		fmt.Fprintf(w, "  link error: %v\n", e)
+		if e.Kernel != "" {
+			fmt.Fprintf(w, "    kernel: %s\n", e.Kernel)
+		}
 	}
 	if rep.CFINote != "" {
 		fmt.Fprintf(w, "cfi: %s; --cfi-shadow records it anyway\n", rep.CFINote)
