@@ -48,12 +48,41 @@ func (m *Module) elfRefusal(g kgen.Generation) *RelocError {
 			return e
 		}
 	}
+	if m.elf.SymtabCount == 1 {
+		if e := m.checkStrtab(g); e != nil {
+			return e
+		}
+	}
 	if m.elf.SymtabCount > 1 {
 		return &RelocError{File: m.Path, Section: ".symtab", Err: ErrNoSymbols,
 			Kernel: m.loaderName() + ": module has no symbols (stripped?)",
 			Hint:   fmt.Sprintf("the file has %d symbol tables (SHT_SYMTAB) and the loader takes exactly one from Linux 6.12 on (6.1 took the first): link the module with kbuild, which makes one", m.elf.SymtabCount)}
 	}
 	return m.NoSymbols
+}
+
+// checkStrtab: elf_validity_cache_strtab() (7.2 and later) wants the
+// symbol string table to begin and end with a NUL. (A name outside the
+// table is malformed on every generation: elfobj refuses it.)
+func (m *Module) checkStrtab(g kgen.Generation) *RelocError {
+	if g < kgen.Linux7_2 {
+		return nil
+	}
+	st := &m.elf.Sections[m.elf.Sections[m.elf.Symtab].Link]
+	tab := m.elf.SectionData(st)
+	says := ""
+	switch {
+	case len(tab) == 0:
+		says = "empty symbol string table"
+	case tab[0] != 0:
+		says = "symbol string table missing leading NUL"
+	case tab[len(tab)-1] != 0:
+		says = "symbol string table isn't NUL terminated"
+	default:
+		return nil
+	}
+	return &RelocError{File: m.Path, Section: st.Name, Err: ErrMalformed, Kernel: says,
+		Hint: "the symbol names' table (" + st.Name + ") must begin and end with a NUL byte, as every linker writes it: the file was written or changed by hand"}
 }
 
 // checkIndexInfo: elf_validity_cache_index_info() (6.12 and later).

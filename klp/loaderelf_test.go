@@ -44,6 +44,12 @@ func TestLoaderELFGenerations(t *testing.T) {
 		b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("author=x\x00"), Addralign: 1})
 	}
 	stripped := func(b *elfobj.Builder) { b.NoSymtab = true }
+	// The symbol string table's last name, zz_last, respelt "zz\0last!":
+	// every name ends in a NUL, the table does not, which only 7.2
+	// checks.
+	unterminated := func(b *elfobj.Builder) {
+		b.AddSymbol(elfobj.BuildSymbol{Name: "zz_last", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+	}
 	both := func(fs ...func(b *elfobj.Builder)) func(b *elfobj.Builder) {
 		return func(b *elfobj.Builder) {
 			for _, f := range fs {
@@ -87,14 +93,24 @@ func TestLoaderELFGenerations(t *testing.T) {
 		{"stripped, two struct modules", false, both(stripped, structModule(elf.SHT_PROGBITS, elf.SHF_ALLOC)),
 			"fix_patch: module has no symbols (stripped?)", "module fix_patch: Exactly one .gnu.linkonce.this_module section must exist.",
 			ErrNoSymbols, ErrBadModuleStruct},
+		{"symbol names unterminated", false, unterminated, "", "", nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := Parse("fix.ko", loaderModule(modinfo, tc.bare, tc.add))
+			data := loaderModule(modinfo, tc.bare, tc.add)
+			var on72 string
+			if tc.name == "symbol names unterminated" {
+				data = respelt(t, data, "zz_last\x00", "zz\x00last!")
+				on72 = "symbol string table isn't NUL terminated"
+			}
+			m, err := Parse("fix.ko", data)
 			require.NoError(t, err)
 			for _, g := range kgen.Known() {
 				kernel, kind := tc.on612, tc.kind612
 				if g == kgen.Linux6_1 {
 					kernel, kind = tc.on61, tc.kind61
+				}
+				if g == kgen.Linux7_2 && on72 != "" {
+					kernel, kind = on72, ErrMalformed
 				}
 				res := m.ResolveWith(ix, ResolveOptions{Generation: g})
 				if kind == nil {
