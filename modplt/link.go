@@ -401,7 +401,7 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 	case elf.EM_PPC64:
 		// module_frob_arch_sections(): .stubs gets get_stubs_size()'s
 		// size, and .toc an alignment of at least 8.
-		if ppc64t, err = ppc64Count(m); err != nil {
+		if ppc64t, err = ppc64Count(m, opts.Generation); err != nil {
 			return nil, err
 		}
 		sizes[ppc64t.stubsSec.Index] = uint64(ppc64t.stubs) * ppc64StubEntry

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/kgen"
 )
 
 // ppc64 (ELFv2: ppc64le): arch/powerpc/kernel/module_64.c. A module's
@@ -19,16 +20,23 @@ import (
 // module's .stubs section (asm/module.h declares it, NOBITS), which
 // module_frob_arch_sections() sizes with get_stubs_size(): one stub per
 // distinct (symbol, addend) of the REL24 relocations of each RELA section
-// (counted on the section sorted in place), one that stays zero to end
-// stub_for_addr()'s search, and the two ftrace trampolines
-// module_finalize_ftrace() makes (CONFIG_DYNAMIC_FTRACE_WITH_REGS, as
-// Debian's ppc64el kernels are built). stub_for_addr() gives each target
+// (counted on the section sorted in place), and fixed ones
+// (ppc64FixedStubs): the two ftrace trampolines module_finalize_ftrace()
+// makes (CONFIG_DYNAMIC_FTRACE_WITH_REGS, as Debian's ppc64el kernels are
+// built), up to 6.12 one that stays zero to end stub_for_addr()'s search,
+// from 7.2 the out-of-line ftrace stubs. stub_for_addr() gives each target
 // address one stub, in the order relocations are applied.
 const (
 	ppc64StubEntry   = 40         // sizeof(struct ppc64_stub_entry), ELFv2: jump[7], magic, funcdata (8 bytes)
 	ppc64StubMagic   = 0x73747562 // STUB_MAGIC, "stub"
 	ppc64FtraceStubs = 2          // ftrace_caller, ftrace_regs_caller
-	ppc64TOCBias     = 0x8000     // r2 points 32 KiB into the TOC
+	// ppc64OOLStub is sizeof(struct ftrace_ool_stub) (7.2, with
+	// DYNAMIC_FTRACE_WITH_CALL_OPS: an ftrace_ops pointer and four
+	// instructions); ppc64PatchableEntry the size of one
+	// __patchable_function_entries entry (a pointer).
+	ppc64OOLStub        = 24
+	ppc64PatchableEntry = 8
+	ppc64TOCBias        = 0x8000 // r2 points 32 KiB into the TOC
 	// ppc64PacaKernelTOC is offsetof(struct paca_struct, kernel_toc) with
 	// CONFIG_PPC_PSERIES (lppaca_ptr, then two u16, then kernel_toc).
 	ppc64PacaKernelTOC = 16
@@ -209,8 +217,12 @@ type ppc64Tables struct {
 	stubsSec, tocSec *elfobj.Section
 	stubs            int // entries, the terminator and the ftrace ones included
 	optimal          int // distinct external REL24 targets (symbol, addend) + the same fixed entries
-	sections         []ppc64Section
-	order            map[int][]int // by RELA section index
+	// fixed are the entries get_stubs_size() adds to the relocations'
+	// (ppc64FixedStubs): terminator is 1 where the last stays zero (up to
+	// 6.12), ool the out-of-line ftrace stubs' entries (7.2).
+	fixed, terminator, ool int
+	sections               []ppc64Section
+	order                  map[int][]int // by RELA section index
 }
 
 type ppc64Section struct {
@@ -221,12 +233,35 @@ type ppc64Section struct {
 	firstSeen        int // external targets first named here (optimal mode)
 }
 
+// ppc64FixedStubs is what get_stubs_size() adds to the relocations'
+// stubs for generation g. Up to 6.12: one that stays zero, ending
+// stub_for_addr()'s search, and the two ftrace trampolines. From 7.2
+// (which counts the stubs in use instead): the trampolines, and the
+// out-of-line ftrace stubs (CONFIG_PPC_FTRACE_OUT_OF_LINE), one struct
+// ftrace_ool_stub for each entry of the module's
+// __patchable_function_entries, rounded up to whole stub entries. A
+// module has that section when it was built with patchable function
+// entries, which is what the kernel's option follows.
+func ppc64FixedStubs(f *elfobj.File, g kgen.Generation) (terminator, ool int) {
+	if g < kgen.Linux7_2 {
+		return 1, 0
+	}
+	if s := f.SectionByName("__patchable_function_entries"); s != nil {
+		n := s.Size / ppc64PatchableEntry
+		ool = int((n*ppc64OOLStub + ppc64StubEntry - 1) / ppc64StubEntry)
+	}
+	return 0, ool
+}
+
 // ppc64Count is module_frob_arch_sections(): m must have .stubs, whose
 // size is get_stubs_size() in entries, over every SHT_RELA section in
 // section order, whatever its target (debug and livepatch ones too).
-func ppc64Count(m *Module) (*ppc64Tables, error) {
+func ppc64Count(m *Module, g kgen.Generation) (*ppc64Tables, error) {
 	f := m.f
-	t := &ppc64Tables{stubsSec: f.SectionByName(".stubs"), tocSec: f.SectionByName(".toc"), stubs: 1 + ppc64FtraceStubs, order: map[int][]int{}}
+	t := &ppc64Tables{stubsSec: f.SectionByName(".stubs"), tocSec: f.SectionByName(".toc"), order: map[int][]int{}}
+	t.terminator, t.ool = ppc64FixedStubs(f, g)
+	t.fixed = t.terminator + ppc64FtraceStubs + t.ool
+	t.stubs = t.fixed
 	if t.stubsSec == nil {
 		return nil, ppc64NoStubs(m)
 	}
@@ -268,7 +303,7 @@ func ppc64Count(m *Module) (*ppc64Tables, error) {
 		t.order[i] = order
 		t.sections = append(t.sections, sec)
 	}
-	t.optimal = len(external) + 1 + ppc64FtraceStubs
+	t.optimal = len(external) + t.fixed
 	return t, nil
 }
 
@@ -279,12 +314,12 @@ func ppc64Count(m *Module) (*ppc64Tables, error) {
 // too, per section: "FIXME: Only count external ones").
 func (m *Module) countPPC64(opts Options) (*Counts, error) {
 	f := m.f
-	t, err := ppc64Count(m)
+	t, err := ppc64Count(m, opts.Generation)
 	if err != nil {
 		return nil, err
 	}
 	res := &Counts{Module: m.Name, Path: m.Path, Arch: m.arch.name, BigEndian: elfobj.BigEndian(f.Order), Mode: opts.Mode.String(),
-		PLTCore: t.stubs, FixedPLTs: 1 + ppc64FtraceStubs}
+		PLTCore: t.stubs, FixedPLTs: t.fixed}
 	if opts.Mode == ModeOptimal {
 		res.PLTCore = t.optimal
 	}
@@ -314,6 +349,7 @@ type ppc64Linker struct {
 	t      *ppc64Tables
 	stubs  *Placed
 	byAddr map[uint64]int // stub_for_addr(): one stub per target address
+	next   int            // the next free entry (me->arch.stub_count)
 	r2     uint64         // my_r2()
 	// kernelTOC is the kernel's r2 (its .TOC.), for the mprofile ftrace
 	// stubs; 0: not known.
@@ -351,6 +387,10 @@ func (l *linker) ppc64Finalize() {
 			_, _ = l.ppc64Stub(addr, name) // (failures show on the calls that need them)
 		}
 	}
+	// setup_ftrace_ool_stubs() (7.2): the out-of-line ftrace stubs take
+	// the next entries, which ftrace fills later; livepatch's stubs
+	// come after them.
+	l.ppc64.next += l.ppc64.t.ool
 }
 
 // ppc64MprofileCall is is_mprofile_ftrace_call() (CONFIG_MPROFILE_KERNEL
@@ -369,11 +409,11 @@ func (l *linker) ppc64Stub(addr uint64, name string) (uint64, error) {
 	if i, ok := s.byAddr[addr]; ok {
 		return s.stubs.Addr + uint64(i)*ppc64StubEntry, nil
 	}
-	i := len(s.byAddr)
-	// The last entry stays zero: stub_for_addr() searches until a stub
-	// whose target is 0.
-	if i+1 >= s.t.stubs || uint64(i+1)*ppc64StubEntry > uint64(len(s.stubs.Data)) {
-		return 0, &RelocError{Kind: ErrPLTFull, Detail: fmt.Sprintf("all %d stubs in use", s.t.stubs-1)}
+	i := s.next
+	// Up to 6.12 the last entry stays zero: stub_for_addr() searches
+	// until a stub whose target is 0 (terminator).
+	if i+s.t.terminator >= s.t.stubs || uint64(i+1)*ppc64StubEntry > uint64(len(s.stubs.Data)) {
+		return 0, &RelocError{Kind: ErrPLTFull, Detail: fmt.Sprintf("all %d stubs in use", s.t.stubs-s.t.terminator)}
 	}
 	at := s.stubs.Addr + uint64(i)*ppc64StubEntry
 	e := s.stubs.Data[uint64(i)*ppc64StubEntry:][:ppc64StubEntry]
@@ -408,6 +448,7 @@ func (l *linker) ppc64Stub(addr uint64, name string) (uint64, error) {
 	o.PutUint32(e[28:], ppc64StubMagic)
 	o.PutUint64(e[32:], addr) // funcdata: func_desc(addr), the address itself on ELFv2
 	s.byAddr[addr] = i
+	s.next++
 	l.img.PLTCoreUsed++
 	return at, nil
 }
@@ -426,6 +467,8 @@ func ppc64LocalEntry(other uint8) uint64 {
 // ppc64RestoreR2 is restore_r2(): after a call (a relative branch with
 // the link bit) through a stub, the nop after it becomes ld r2,24(r1).
 // An mprofile call (_mcount) and a sibling call (no link) are left alone.
+// 6.1 refuses anything but a nop there; 6.12 and later also take the
+// ld r2 itself.
 func (l *linker) ppc64RestoreR2(rc *reloc, name string) error {
 	if ppc64MprofileCall(name) {
 		return nil
@@ -440,7 +483,13 @@ func (l *linker) ppc64RestoreR2(rc *reloc, name string) error {
 	if len(rc.loc) < 8 {
 		return &RelocError{Kind: ErrBadTarget, Detail: "the call is the section's last instruction: no nop after it"}
 	}
-	if next := o.Uint32(rc.loc[4:]); next != ppcNop {
+	next := o.Uint32(rc.loc[4:])
+	if next == ppcLdTOC && l.opts.Generation > kgen.Linux6_1 {
+		// 6.12 and later take an ld r2 already written: a livepatch
+		// relocation applied again when its module loads again.
+		return nil
+	}
+	if next != ppcNop {
 		return &RelocError{Kind: ErrBadTarget, Detail: fmt.Sprintf("expected nop after call, got %08x (the module loader says \"Expected nop after call\")", next)}
 	}
 	o.PutUint32(rc.loc[4:], ppcLdTOC)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/kgen"
 )
 
 // ppc64 addresses for the stub fixtures: modules at VMALLOC_START, the
@@ -454,4 +455,72 @@ func TestPPC64OrderMatchesSort(t *testing.T) {
 		}
 	}
 	assert.Greater(t, sections, 300)
+}
+
+// TestPPC64Generations: get_stubs_size() and stub_for_addr() per
+// generation. Up to 6.12 .stubs has one entry that stays zero, ending
+// the search; 7.2 counts the stubs in use instead, and reserves the
+// out-of-line ftrace stubs (three __patchable_function_entries entries:
+// 3 x 24 bytes, two 40-byte stubs) after the ftrace trampolines, so a
+// livepatch relocation's stub comes after them. 6.12 and 7.2 take an ld
+// r2 already written after a call, which 6.1 refuses.
+func TestPPC64Generations(t *testing.T) {
+	build := func(after uint32) *Module {
+		b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_PPC64, Flags: 2}
+		text := make([]byte, 16)
+		for k, w := range []uint32{0x48000001, ppcNop, 0x48000001, after} {
+			binary.LittleEndian.PutUint32(text[4*k:], w)
+		}
+		ti := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: text, Addralign: 4})
+		b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("name=ppc\x00"), Addralign: 1})
+		b.AddSection(elfobj.BuildSection{Name: ".stubs", Type: elf.SHT_NOBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Addralign: 8})
+		b.AddSection(elfobj.BuildSection{Name: "__patchable_function_entries", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 3*8), Addralign: 8})
+		fn := b.AddSymbol(elfobj.BuildSymbol{Name: "ext_fn", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+		other := b.AddSymbol(elfobj.BuildSymbol{Name: "ext_other", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
+		b.AddRelocs(".rela.text", true, ti, []elfobj.Reloc{{Offset: 0, Sym: fn, Type: uint32(elf.R_PPC64_REL24)}})
+		klp := b.AddRelocs(".klp.rela.vmlinux..text", true, ti, []elfobj.Reloc{{Offset: 8, Sym: other, Type: uint32(elf.R_PPC64_REL24)}})
+		b.Sections[klp-1].Flags |= shfRelaLivepatch
+		m, err := Parse("ppc.ko", b.Bytes())
+		require.NoError(t, err)
+		return m
+	}
+	resolve, kernel := ppcResolvers()
+	for _, tc := range []struct {
+		g            kgen.Generation
+		stubs, fixed int
+		klpStub      uint64 // ext_other's stub
+	}{
+		{kgen.Linux6_1, 5, 3, 3},
+		{kgen.Linux6_12, 5, 3, 3},
+		{kgen.Linux7_2, 6, 4, 5},
+	} {
+		m := build(ppcNop)
+		c, err := m.Count(Options{Generation: tc.g})
+		require.NoError(t, err)
+		assert.Equal(t, tc.stubs, c.PLTCore, "%s", tc.g)
+		assert.Equal(t, tc.fixed, c.FixedPLTs, "%s", tc.g)
+
+		img, err := m.Link(LinkOptions{Generation: tc.g, Resolve: resolve, Kernel: kernel})
+		require.NoError(t, err)
+		require.Empty(t, img.Errors, "%s", tc.g)
+		text, stubs := img.Section(".text"), img.Section(".stubs")
+		assert.Equal(t, uint64(tc.stubs*ppc64StubEntry), stubs.Size, "%s", tc.g)
+		stub := func(i uint64) uint64 { return stubs.Addr + i*ppc64StubEntry }
+		assert.Equal(t, stub(0), ppcBranch(t, text, text.Addr), "%s: bl ext_fn", tc.g)
+		checkPPCFtraceStub(t, stubs, stub(1), ppcFtraceCall)
+		checkPPCFtraceStub(t, stubs, stub(2), ppcFtraceRegs)
+		assert.Equal(t, stub(tc.klpStub), ppcBranch(t, text, text.Addr+8), "%s: bl ext_other, livepatch's", tc.g)
+		assert.Equal(t, uint32(ppcLdTOC), ppcWord(t, text, text.Addr+12), "%s", tc.g)
+
+		// An ld r2 already after the second call.
+		img, err = build(ppcLdTOC).Link(LinkOptions{Generation: tc.g, Resolve: resolve, Kernel: kernel})
+		require.NoError(t, err)
+		if tc.g == kgen.Linux6_1 {
+			require.Len(t, img.Errors, 1)
+			assert.ErrorIs(t, img.Errors[0], ErrBadTarget)
+			assert.Contains(t, img.Errors[0].Error(), "expected nop after call, got e8410018")
+		} else {
+			assert.Empty(t, img.Errors, "%s", tc.g)
+		}
+	}
 }
