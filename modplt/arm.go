@@ -3,10 +3,12 @@
 package modplt
 
 import (
+	"cmp"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"strings"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 )
@@ -502,5 +504,23 @@ func (l *linker) armPrefillFixed(a *pltArea) {
 			a.fixed[i] = uint64(uint32(v))
 		}
 		l.armWritePLT(a, i, thumb, uint32(a.fixed[i]))
+	}
+}
+
+// shtARMExidx is SHT_ARM_EXIDX (ELF_SECTION_UNWIND), the type of an
+// .ARM.exidx section.
+const shtARMExidx = elf.SectionType(0x70000001)
+
+// armUnwindAsText: 7.2's module_frob_arch_sections(), with
+// CONFIG_ARM_UNWIND and without CONFIG_VMSPLIT_3G, marks the unwind
+// sections (SHT_ARM_EXIDX, and those named .ARM.extab*) executable, so
+// that they are laid out with the code their R_ARM_PREL31 relocations
+// reach (+-1 GiB).
+func armUnwindAsText(f *elfobj.File, flags map[int]elf.SectionFlag) {
+	for i := range f.Sections {
+		s := &f.Sections[i]
+		if s.Type == shtARMExidx || strings.HasPrefix(s.Name, ".ARM.extab") {
+			flags[i] = cmp.Or(flags[i], s.Flags) | elf.SHF_EXECINSTR
+		}
 	}
 }

@@ -3,6 +3,7 @@
 package modplt
 
 import (
+	"debug/elf"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/kgen"
 )
@@ -186,5 +188,44 @@ func TestMemLayoutOracle(t *testing.T) {
 			}
 			t.Logf("%d sections of %d modules where the kernel put them", checked, len(records))
 		})
+	}
+}
+
+// TestARMUnwindGenerations: 7.2's arm loader, with CONFIG_ARM_UNWIND and
+// without CONFIG_VMSPLIT_3G (LinkOptions.ARMUnwindText), lays the unwind
+// sections out with the code (MOD_TEXT), where 6.12 and a 3G split keep
+// them read-only data; .ARM.exidx.init.text stays init.
+func TestARMUnwindGenerations(t *testing.T) {
+	b := &elfobj.Builder{Class: elf.ELFCLASS32, Order: binary.LittleEndian, Machine: elf.EM_ARM, Flags: 0x05000000}
+	b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 64), Addralign: 4})
+	b.AddSection(elfobj.BuildSection{Name: ".init.text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 16), Addralign: 4})
+	b.AddSection(elfobj.BuildSection{Name: ".rodata", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: make([]byte, 8), Addralign: 4})
+	b.AddSection(elfobj.BuildSection{Name: ".ARM.exidx", Type: shtARMExidx, Flags: elf.SHF_ALLOC | elf.SHF_INFO_LINK, Data: make([]byte, 16), Addralign: 4, Link: 1})
+	b.AddSection(elfobj.BuildSection{Name: ".ARM.extab", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: make([]byte, 8), Addralign: 4})
+	b.AddSection(elfobj.BuildSection{Name: ".ARM.exidx.init.text", Type: shtARMExidx, Flags: elf.SHF_ALLOC | elf.SHF_INFO_LINK, Data: make([]byte, 8), Addralign: 4, Link: 2})
+	b.AddSection(elfobj.BuildSection{Name: ".plt", Type: elf.SHT_NOBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Addralign: 4})
+	b.AddSection(elfobj.BuildSection{Name: ".init.plt", Type: elf.SHT_NOBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Addralign: 4})
+	m, err := Parse("unwind.ko", b.Bytes())
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		g                kgen.Generation
+		unwindText       bool
+		exidx, exidxInit MemType
+	}{
+		{kgen.Linux6_12, true, MemRodata, MemInitRodata},
+		{kgen.Linux7_2, false, MemRodata, MemInitRodata},
+		{kgen.Linux7_2, true, MemText, MemInitText},
+	} {
+		img, err := m.Link(LinkOptions{Generation: tc.g, ARMUnwindText: tc.unwindText})
+		require.NoError(t, err)
+		name := fmt.Sprintf("%s unwind-as-text=%v", tc.g, tc.unwindText)
+		assert.Equal(t, tc.exidx, img.Section(".ARM.exidx").Mem, name)
+		assert.Equal(t, tc.exidx, img.Section(".ARM.extab").Mem, name)
+		assert.Equal(t, tc.exidxInit, img.Section(".ARM.exidx.init.text").Mem, name)
+		assert.Equal(t, MemRodata, img.Section(".rodata").Mem, name)
+		if tc.exidx == MemText {
+			text := img.Section(".text")
+			assert.Greater(t, img.Section(".ARM.exidx").Addr, text.Addr, "after .text, in its block")
+		}
 	}
 }

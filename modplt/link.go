@@ -125,6 +125,10 @@ type LinkOptions struct {
 	// with etokens where the kernel turns them off): no __jump_r1 thunk,
 	// and PLT entries end in br %r1. See Options.NoExpoline.
 	NoExpoline bool
+	// ARMUnwindText: an arm kernel of 7.2 or later with CONFIG_ARM_UNWIND
+	// and without CONFIG_VMSPLIT_3G makes the module's unwind sections
+	// code, laid out with its text (armUnwindAsText).
+	ARMUnwindText bool
 	// Kernel gives the address of any symbol of the kernel image,
 	// exported or not, for what an architecture's loader takes from the
 	// kernel itself rather than through the module's symbols: powerpc's
@@ -432,6 +436,9 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 				flags[s.Index] = elf.SHF_ALLOC | elf.SHF_EXECINSTR
 			}
 		}
+	}
+	if a.machine == elf.EM_ARM && opts.ARMUnwindText && opts.Generation >= kgen.Linux7_2 {
+		armUnwindAsText(f, flags)
 	}
 	for _, sc := range counts.Sections {
 		if sc.Align != 0 {

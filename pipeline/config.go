@@ -60,6 +60,8 @@ func (c *Config) Loader() *klp.KernelConfig {
 //   - arm64 without CONFIG_RANDOMIZE_BASE: no branch PLT entries (6.1's
 //     count_plts()); its page size (CONFIG_ARM64_{4K,16K,64K}_PAGES);
 //   - ppc64's page size (CONFIG_PPC_{4K,64K}_PAGES);
+//   - arm with CONFIG_ARM_UNWIND and without CONFIG_VMSPLIT_3G: unwind
+//     sections laid out as code (7.2);
 //   - s390 without CONFIG_EXPOLINE: no expoline thunk.
 func (c *Config) LinkOptions(lo modplt.LinkOptions) modplt.LinkOptions {
 	if !c.c.Enabled("MODULE_UNLOAD") {
@@ -81,6 +83,10 @@ func (c *Config) LinkOptions(lo modplt.LinkOptions) modplt.LinkOptions {
 		pages = []pageOpt{{"ARM64_4K_PAGES", 4 << 10}, {"ARM64_16K_PAGES", 16 << 10}, {"ARM64_64K_PAGES", 64 << 10}}
 	case c.c.Enabled("PPC64"):
 		pages = []pageOpt{{"PPC_4K_PAGES", 4 << 10}, {"PPC_64K_PAGES", 64 << 10}}
+	case c.c.Enabled("ARM"):
+		if c.c.Enabled("ARM_UNWIND") && !c.c.Enabled("VMSPLIT_3G") {
+			lo.ARMUnwindText = true
+		}
 	case c.c.Enabled("S390"):
 		if !c.c.Enabled("EXPOLINE") {
 			lo.NoExpoline = true
