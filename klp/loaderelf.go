@@ -3,6 +3,7 @@
 package klp
 
 import (
+	"bytes"
 	"cmp"
 	"debug/elf"
 	"fmt"
@@ -49,7 +50,7 @@ func (m *Module) elfRefusal(g kgen.Generation) *RelocError {
 		}
 	}
 	if m.elf.SymtabCount == 1 {
-		if e := m.checkStrtab(g); e != nil {
+		if e := cmp.Or(m.checkExtVersions(g), m.checkStrtab(g)); e != nil {
 			return e
 		}
 	}
@@ -83,6 +84,40 @@ func (m *Module) checkStrtab(g kgen.Generation) *RelocError {
 	}
 	return &RelocError{File: m.Path, Section: st.Name, Err: ErrMalformed, Kernel: says,
 		Hint: "the symbol names' table (" + st.Name + ") must begin and end with a NUL byte, as every linker writes it: the file was written or changed by hand"}
+}
+
+// checkExtVersions: elf_validity_cache_index_versions() (7.2 and later)
+// wants both extended version sections or neither, and a name for each
+// CRC. (modprobe --force-modversion skips the check; klpresolve does not
+// assume it.)
+func (m *Module) checkExtVersions(g kgen.Generation) *RelocError {
+	if g < kgen.Linux7_2 {
+		return nil
+	}
+	crcs, names := m.allocSection("__version_ext_crcs"), m.allocSection("__version_ext_names")
+	says, sec := "", "__version_ext_crcs"
+	switch {
+	case (crcs == nil) != (names == nil):
+		says = "extended version crc+name presence does not match"
+		if crcs == nil {
+			sec = "__version_ext_names"
+		}
+	case crcs != nil:
+		n, tab := crcs.Size/4, m.elf.SectionData(names)
+		for ; n > 0; n-- {
+			end := bytes.IndexByte(tab, 0)
+			if end < 0 {
+				says = "more extended version crcs than names"
+				break
+			}
+			tab = tab[end+1:]
+		}
+	}
+	if says == "" {
+		return nil
+	}
+	return &RelocError{File: m.Path, Section: sec, Err: ErrMalformed, Kernel: says,
+		Hint: "a module's extended symbol versions are a section of CRCs and one of their names, one name for each CRC, which modpost writes together (CONFIG_EXTENDED_MODVERSIONS): rebuild the module with kbuild"}
 }
 
 // checkIndexInfo: elf_validity_cache_index_info() (6.12 and later).

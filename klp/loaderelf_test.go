@@ -50,6 +50,16 @@ func TestLoaderELFGenerations(t *testing.T) {
 	unterminated := func(b *elfobj.Builder) {
 		b.AddSymbol(elfobj.BuildSymbol{Name: "zz_last", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
 	}
+	// 7.2's extended versions: crcs bytes of CRCs, and names (none:
+	// no section).
+	extVersions := func(crcs int, names string) func(b *elfobj.Builder) {
+		return func(b *elfobj.Builder) {
+			b.AddSection(elfobj.BuildSection{Name: "__version_ext_crcs", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: make([]byte, crcs), Addralign: 4})
+			if names != "" {
+				b.AddSection(elfobj.BuildSection{Name: "__version_ext_names", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte(names), Addralign: 1})
+			}
+		}
+	}
 	both := func(fs ...func(b *elfobj.Builder)) func(b *elfobj.Builder) {
 		return func(b *elfobj.Builder) {
 			for _, f := range fs {
@@ -94,13 +104,21 @@ func TestLoaderELFGenerations(t *testing.T) {
 			"fix_patch: module has no symbols (stripped?)", "module fix_patch: Exactly one .gnu.linkonce.this_module section must exist.",
 			ErrNoSymbols, ErrBadModuleStruct},
 		{"symbol names unterminated", false, unterminated, "", "", nil, nil},
+		{"extended version CRCs without names", false, extVersions(8, ""), "", "", nil, nil},
+		{"an extended version CRC without a name", false, extVersions(8, "module_layout\x00"), "", "", nil, nil},
+		{"extended versions", false, extVersions(8, "module_layout\x00seq_printf\x00"), "", "", nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := loaderModule(modinfo, tc.bare, tc.add)
 			var on72 string
-			if tc.name == "symbol names unterminated" {
+			switch tc.name {
+			case "symbol names unterminated":
 				data = respelt(t, data, "zz_last\x00", "zz\x00last!")
 				on72 = "symbol string table isn't NUL terminated"
+			case "extended version CRCs without names":
+				on72 = "extended version crc+name presence does not match"
+			case "an extended version CRC without a name":
+				on72 = "more extended version crcs than names"
 			}
 			m, err := Parse("fix.ko", data)
 			require.NoError(t, err)

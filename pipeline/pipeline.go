@@ -425,7 +425,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 	rep.Resolution = m.ResolveWith(ix, ro)
 	rep.AlreadyLoaded = m.KernelName() != kallsyms.Vmlinux && ix.HasObject(m.KernelName())
 	var err error
-	if rep.Versions, rep.Vermagic, err = CheckVersions(m, opts.Symvers, opts.Vermagic); err != nil {
+	if rep.Versions, rep.Vermagic, err = CheckVersions(m, opts.Symvers, opts.Vermagic, rep.Kernel.Generation); err != nil {
 		return nil, err
 	}
 	if !opts.Link {
@@ -470,10 +470,10 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 	return rep, nil
 }
 
-// CheckVersions checks, as the module loader will, m's symbol versions and
-// namespace imports against t (when not nil) and its vermagic against
-// kernel, the kernel's VERMAGIC_STRING (when not "").
-func CheckVersions(m *klp.Module, t *symvers.Table, kernel string) (*symvers.Report, *symvers.Magic, error) {
+// CheckVersions checks, as the module loader of generation g will, m's
+// symbol versions and namespace imports against t (when not nil) and its
+// vermagic against kernel, the kernel's VERMAGIC_STRING (when not "").
+func CheckVersions(m *klp.Module, t *symvers.Table, kernel string, g kgen.Generation) (*symvers.Report, *symvers.Magic, error) {
 	if t == nil && kernel == "" {
 		return nil, nil, nil
 	}
@@ -484,7 +484,7 @@ func CheckVersions(m *klp.Module, t *symvers.Table, kernel string) (*symvers.Rep
 	var rep *symvers.Report
 	var magic *symvers.Magic
 	if t != nil {
-		rep = t.Check(sm)
+		rep = t.Check(sm, g)
 	}
 	if kernel != "" {
 		magic = symvers.CheckVermagic(sm, kernel)
@@ -658,6 +658,16 @@ func VersionsOf(m *klp.Module) (symvers.Module, error) {
 			return symvers.Module{}, fmt.Errorf("%s: %w", m.Path, err)
 		}
 		sm.Versions, sm.HasVersions = vs, true
+	}
+	// elf_validity_cache_index_versions() (7.2): both sections, or
+	// neither (klp.Module refuses one without the other).
+	crcs, names := f.SectionByName("__version_ext_crcs"), f.SectionByName("__version_ext_names")
+	if crcs != nil && names != nil && crcs.Flags&names.Flags&elf.SHF_ALLOC != 0 {
+		vs, err := symvers.ParseExtVersions(f.SectionData(crcs), f.SectionData(names), f.Order)
+		if err != nil {
+			return symvers.Module{}, fmt.Errorf("%s: %w", m.Path, err)
+		}
+		sm.ExtVersions, sm.HasExtVersions = vs, true
 	}
 	for i := 1; i < len(f.Symbols); i++ {
 		if s := &f.Symbols[i]; s.Shndx == uint16(elf.SHN_UNDEF) && s.Name != "" {

@@ -5,6 +5,8 @@ package symvers
 import (
 	"errors"
 	"fmt"
+
+	"github.com/klpresolve/klpresolve/kgen"
 )
 
 // What the module loader refuses of a module's symbols (Problem.Err).
@@ -28,6 +30,11 @@ type Module struct {
 	// HasVersions, whether it has the section at all.
 	Versions    []Version
 	HasVersions bool
+	// ExtVersions are its extended versions (ParseExtVersions), which a
+	// 7.2 kernel reads instead of __versions where the module has them
+	// (CONFIG_EXTENDED_MODVERSIONS); HasExtVersions, whether it has.
+	ExtVersions    []Version
+	HasExtVersions bool
 	// Vermagic is its .modinfo vermagic (the first, as get_modinfo()
 	// takes it); HasVermagic, whether it has one (CheckVermagic).
 	Vermagic    string
@@ -79,19 +86,30 @@ type Report struct {
 	// NoCRCs: the kernel's exports carry no CRC (no CONFIG_MODVERSIONS),
 	// so no version is checked, only namespaces.
 	NoCRCs bool
+	// Unlisted are the symbols a module's extended versions do not list
+	// (7.2): the kernel lets them through, and warns once ("no extended
+	// symbol version for").
+	Unlisted []string
 }
 
 // OK reports whether the loader refuses none of the module's symbols.
 func (r *Report) OK() bool { return len(r.Problems) == 0 }
 
 // Check checks m's symbol versions and namespace imports against t, as
-// the module loader of Linux 6.1 does when it loads m. A symbol t does
-// not export is left alone: the loader's find_symbol() finds it nowhere
-// ("Unknown symbol"), or in a module outside the build.
-func (t *Table) Check(m Module) *Report {
-	r := &Report{Source: t.Source, NoCRCs: !t.crcs, Forced: t.crcs && !m.HasVersions}
-	versions := make(map[string]uint64, len(m.Versions))
-	for _, v := range m.Versions {
+// the module loader of generation g does when it loads m. A symbol t
+// does not export is left alone: the loader's find_symbol() finds it
+// nowhere ("Unknown symbol"), or in a module outside the build.
+func (t *Table) Check(m Module, g kgen.Generation) *Report {
+	// check_version() (7.2): where the module has extended versions, they
+	// alone are read, and a symbol they do not list passes.
+	ext := m.HasExtVersions && g >= kgen.Linux7_2
+	list, has := m.Versions, m.HasVersions
+	if ext {
+		list, has = m.ExtVersions, true
+	}
+	r := &Report{Source: t.Source, NoCRCs: !t.crcs, Forced: t.crcs && !has}
+	versions := make(map[string]uint64, len(list))
+	for _, v := range list {
 		if _, dup := versions[v.Name]; !dup { // check_version() takes the first
 			versions[v.Name] = v.CRC
 		}
@@ -100,11 +118,14 @@ func (t *Table) Check(m Module) *Report {
 	// without __versions passes only by force (Forced); else the module
 	// must list the symbol, with the kernel's CRC.
 	version := func(name string, crc uint32) *Problem {
-		if !t.crcs || !m.HasVersions {
+		if !t.crcs || !has {
 			return nil
 		}
 		mc, ok := versions[name]
 		switch {
+		case !ok && ext:
+			r.Unlisted = append(r.Unlisted, name) // "no extended symbol version for", a warning
+			return nil
 		case !ok:
 			return &Problem{Symbol: name, Err: ErrNoSymbolVersion, KernelCRC: crc,
 				Message: fmt.Sprintf("%s: no symbol version for %s", m.Name, name)}

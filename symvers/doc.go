@@ -12,8 +12,10 @@
 // symbol it imports (struct modversion_info: an unsigned long CRC, then
 // the name in the rest of 64 bytes), module_layout's first.
 //
-// Check applies the module loader's rules of Linux 6.1
-// (kernel/module/version.c and main.c):
+// Check applies the module loader's rules of the kernel's generation
+// (kernel/module/version.c and main.c; the same from 6.1 to 6.12, and 7.2
+// reads a module's extended versions instead of __versions where it has
+// them):
 //   - check_modstruct_version(): module_layout's CRC must be the kernel's,
 //     before anything else, or the load fails with -ENOEXEC;
 //   - check_version(), for every undefined symbol the loader resolves

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/klpresolve/klpresolve/kgen"
 	"github.com/klpresolve/klpresolve/symvers"
 )
 
@@ -24,7 +25,7 @@ func Example() {
 		Versions:    []symvers.Version{{Name: "module_layout", CRC: 0x160c03af}, {Name: "seq_printf", CRC: 0xf0949581}, {Name: "insert_resource_expand_to_fit", CRC: 0x84b45156}},
 		HasVersions: true,
 		Undefined:   []string{"seq_printf", "insert_resource_expand_to_fit"},
-	})
+	}, kgen.Linux6_1)
 	fmt.Println(r.Checked, "checked")
 	for _, p := range r.Problems {
 		fmt.Println(p.Message)

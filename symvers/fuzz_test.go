@@ -7,6 +7,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/klpresolve/klpresolve/kgen"
 )
 
 // FuzzParse: any text either parses, every line accounted for, or fails
@@ -42,12 +44,22 @@ func FuzzParse(f *testing.F) {
 }
 
 // FuzzParseVersions: any bytes give whole entries with names that have
-// no NUL, or ErrBadVersions; Check never fails on what they give.
+// no NUL, or ErrBadVersions, as __versions and as extended versions;
+// Check never fails on what they give.
 func FuzzParseVersions(f *testing.F) {
 	f.Add(versionsSection(binary.LittleEndian, true, Version{"module_layout", 0x9060323f}, Version{"seq_printf", 1}), true)
 	f.Add(versionsSection(binary.BigEndian, false, Version{"module_layout", 0x9060323f}), false)
 	f.Add(make([]byte, 63), true)
 	f.Fuzz(func(t *testing.T, data []byte, is64 bool) {
+		// The same bytes as 7.2's extended versions: CRCs in the first
+		// half, names in the second.
+		if ext, err := ParseExtVersions(data[:len(data)/2], data[len(data)/2:], binary.LittleEndian); err != nil {
+			if !errors.Is(err, ErrBadVersions) {
+				t.Fatalf("extended: error of no kind: %v", err)
+			}
+		} else if len(ext) != len(data)/2/4 {
+			t.Fatalf("extended: %d entries from %d bytes of CRCs", len(ext), len(data)/2)
+		}
 		vs, err := ParseVersions(data, binary.LittleEndian, is64)
 		if err != nil {
 			if !errors.Is(err, ErrBadVersions) {
@@ -71,7 +83,7 @@ func FuzzParseVersions(f *testing.F) {
 		for _, v := range vs {
 			names = append(names, v.Name)
 		}
-		r := tb.Check(Module{Name: "m", Versions: vs, HasVersions: true, Undefined: names})
+		r := tb.Check(Module{Name: "m", Versions: vs, HasVersions: true, Undefined: names}, kgen.Linux6_1)
 		if r.Checked < len(r.Problems) {
 			t.Fatalf("%d checked, %d problems", r.Checked, len(r.Problems))
 		}

@@ -195,3 +195,24 @@ func ParseVersions(data []byte, order binary.ByteOrder, is64 bool) ([]Version, e
 	}
 	return out, nil
 }
+
+// ParseExtVersions reads a 7.2 module's extended versions: crcs is its
+// __version_ext_crcs section (32-bit CRCs in the module's byte order),
+// names its __version_ext_names (one NUL-terminated name after another,
+// one for each CRC; names of any length, which __versions cannot hold).
+// A CRC without a name is an error wrapping ErrBadVersions, as
+// elf_validity_cache_index_versions() refuses it ("more extended version
+// crcs than names").
+func ParseExtVersions(crcs, names []byte, order binary.ByteOrder) ([]Version, error) {
+	n := len(crcs) / 4
+	out := make([]Version, 0, min(n, len(names)))
+	for i := range n {
+		end := bytes.IndexByte(names, 0)
+		if end < 0 {
+			return nil, fmt.Errorf("%w: more extended version crcs than names (%d CRCs, names for %d)", ErrBadVersions, n, i)
+		}
+		out = append(out, Version{Name: string(names[:end]), CRC: uint64(order.Uint32(crcs[4*i:]))})
+		names = names[end+1:]
+	}
+	return out, nil
+}

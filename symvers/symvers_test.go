@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/klpresolve/klpresolve/kgen"
+
 	"github.com/klpresolve/klpresolve/internal/testutil"
 )
 
@@ -132,7 +134,7 @@ func TestCheck(t *testing.T) {
 		// seq_printf twice in the list is checked once.
 		Undefined: []string{"seq_printf", "vfs_read", "insert_resource_expand_to_fit", "seq_printf"},
 	}
-	r := tb.Check(good)
+	r := tb.Check(good, kgen.Linux6_1)
 	assert.True(t, r.OK())
 	assert.Equal(t, 3, r.Checked)
 	assert.False(t, r.Forced)
@@ -145,7 +147,7 @@ func TestCheck(t *testing.T) {
 	bad.Versions = []Version{{"xfs_stat", 0x1234abcd}, {"module_layout", 0x160c03af}, {"seq_printf", 0xac8427d8}}
 	bad.Imports = nil
 	bad.Undefined = []string{"xfs_stat", "seq_printf", "insert_resource_expand_to_fit"}
-	r = tb.Check(bad)
+	r = tb.Check(bad, kgen.Linux6_1)
 	require.Len(t, r.Problems, 3)
 	assert.Equal(t, 4, r.Checked)
 	assert.Equal(t, Problem{Symbol: "module_layout", Err: ErrVersionMismatch, ModuleCRC: 0x160c03af, KernelCRC: 0x9060323f,
@@ -161,7 +163,7 @@ func TestCheck(t *testing.T) {
 	// The version agrees, the namespace is not imported.
 	ns := good
 	ns.Imports = []string{"CRYPTO_INTERNAL"}
-	r = tb.Check(ns)
+	r = tb.Check(ns, kgen.Linux6_1)
 	require.Len(t, r.Problems, 1)
 	assert.Equal(t, Problem{Symbol: "insert_resource_expand_to_fit", Err: ErrNamespaceNotImported, Namespace: "CXL",
 		Message: "fix: module uses symbol (insert_resource_expand_to_fit) from namespace CXL, but does not import it."}, r.Problems[0])
@@ -169,7 +171,7 @@ func TestCheck(t *testing.T) {
 	// No __versions: every symbol passes only by force.
 	none := good
 	none.Versions, none.HasVersions = nil, false
-	r = tb.Check(none)
+	r = tb.Check(none, kgen.Linux6_1)
 	assert.True(t, r.OK())
 	assert.True(t, r.Forced)
 	assert.Equal(t, 3, r.Checked)
@@ -177,7 +179,7 @@ func TestCheck(t *testing.T) {
 	// A kernel without CONFIG_MODVERSIONS checks namespaces only.
 	plain, err := Parse(strings.NewReader("0x00000000\tinsert_resource_expand_to_fit\tvmlinux\tEXPORT_SYMBOL_GPL\tCXL\n"), "plain")
 	require.NoError(t, err)
-	r = plain.Check(Module{Name: "fix", Undefined: []string{"insert_resource_expand_to_fit"}})
+	r = plain.Check(Module{Name: "fix", Undefined: []string{"insert_resource_expand_to_fit"}}, kgen.Linux6_1)
 	assert.True(t, r.NoCRCs)
 	assert.False(t, r.Forced)
 	require.Len(t, r.Problems, 1)
@@ -257,7 +259,7 @@ func TestDebianSymvers(t *testing.T) {
 	}
 	_, layout := countLines(t, p57, "module_layout")
 	assert.Equal(t, uint64(layout), byName["module_layout"])
-	r := tb.Check(m)
+	r := tb.Check(m, kgen.Linux6_1)
 	assert.True(t, r.OK(), "%v", r.Problems)
 	exported := 0
 	for _, u := range m.Undefined {
@@ -271,7 +273,7 @@ func TestDebianSymvers(t *testing.T) {
 	p47 := testutil.Headers(t, "6.1.0-47-amd64")
 	old, err := Open(p47)
 	require.NoError(t, err)
-	r = old.Check(m)
+	r = old.Check(m, kgen.Linux6_1)
 	require.False(t, r.OK())
 	assert.Equal(t, "module_layout", r.Problems[0].Symbol)
 	for _, p := range r.Problems {
@@ -308,11 +310,43 @@ func TestDebianModules(t *testing.T) {
 				exported++
 			}
 		}
-		r := tb.Check(m)
+		r := tb.Check(m, kgen.Linux6_1)
 		assert.True(t, r.OK(), "%s: %v", ko, r.Problems)
 		assert.Equal(t, exported+1, r.Checked, ko)
-		r = old.Check(m)
+		r = old.Check(m, kgen.Linux6_1)
 		require.False(t, r.OK(), ko)
 		assert.Equal(t, "module_layout", r.Problems[0].Symbol, ko)
 	}
+}
+
+// TestExtendedVersions7_2: a 7.2 kernel reads a module's extended
+// versions (__version_ext_crcs and __version_ext_names) instead of
+// __versions: a symbol they list must match, one they do not list passes
+// with a warning. Older kernels read __versions only.
+func TestExtendedVersions7_2(t *testing.T) {
+	tb, err := Parse(strings.NewReader(sample), "Module.symvers")
+	require.NoError(t, err)
+	le := binary.LittleEndian
+	crcs := le.AppendUint32(le.AppendUint32(nil, 0x9060323f), 0xdeadbeef)
+	ext, err := ParseExtVersions(crcs, []byte("module_layout\x00seq_printf\x00"), le)
+	require.NoError(t, err)
+	assert.Equal(t, []Version{{"module_layout", 0x9060323f}, {"seq_printf", 0xdeadbeef}}, ext)
+	_, err = ParseExtVersions(crcs, []byte("module_layout\x00seq_printf"), le)
+	require.ErrorIs(t, err, ErrBadVersions)
+	assert.Contains(t, err.Error(), "more extended version crcs than names")
+
+	m := Module{Name: "fix", ExtVersions: ext, HasExtVersions: true,
+		Undefined: []string{"seq_printf", "xfs_stat"}}
+	r := tb.Check(m, kgen.Linux7_2)
+	require.Len(t, r.Problems, 1)
+	assert.ErrorIs(t, &r.Problems[0], ErrVersionMismatch)
+	assert.Equal(t, "fix: disagrees about version of symbol seq_printf", r.Problems[0].Message)
+	assert.Equal(t, []string{"xfs_stat"}, r.Unlisted)
+	assert.False(t, r.Forced)
+
+	// 6.12 ignores them: no __versions, so only by force.
+	r = tb.Check(m, kgen.Linux6_12)
+	assert.True(t, r.OK())
+	assert.True(t, r.Forced)
+	assert.Empty(t, r.Unlisted)
 }

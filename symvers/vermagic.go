@@ -45,8 +45,9 @@ func Modversions(vermagic string) bool {
 }
 
 // SameMagic reports whether the loader takes a module whose vermagic is
-// module on a kernel whose vermagic is kernel: same_magic() of Linux 6.1
-// (kernel/module/version.c; internal.h without CONFIG_MODVERSIONS). A
+// module on a kernel whose vermagic is kernel: same_magic()
+// (kernel/module/version.c; internal.h without CONFIG_MODVERSIONS; the
+// same from 6.1 to 7.2). A
 // kernel with CONFIG_MODVERSIONS skips the release, the first word of
 // each, when the module has __versions (hasVersions); otherwise the
 // strings must be equal, to the byte (the trailing space included).

@@ -176,7 +176,7 @@ loader refuses a symbol version, its vermagic or the module as a whole), 2 unusa
 			}
 			why := pipeline.Explain(m, ix, img.Unresolved)
 			why.LaidOut(deps)
-			versions, vermagic, err := pipeline.CheckVersions(m, kf.symvers, kf.magic)
+			versions, vermagic, err := pipeline.CheckVersions(m, kf.symvers, kf.magic, gen.Generation)
 			if err != nil {
 				return &exitError{exitUsage, err}
 			}

@@ -81,6 +81,9 @@ func writeVersions(w io.Writer, v *symvers.Report) {
 	if v.Forced {
 		fmt.Fprintln(w, "warning: modversions: the module has no __versions section: a kernel with CONFIG_MODVERSIONS loads it only by force (CONFIG_MODULE_FORCE_LOAD, as Debian's 6.1 is built, which taints it), and refuses it otherwise (-ENOEXEC); build it with Kbuild against this kernel's headers")
 	}
+	if n := len(v.Unlisted); n > 0 {
+		fmt.Fprintf(w, "note: modversions: the module's extended versions (__version_ext_names) do not list %s (first %s): a 7.2 kernel lets them through and warns once (\"no extended symbol version for\")\n", count(n, "symbol", "symbols"), v.Unlisted[0])
+	}
 	for i := range v.Problems {
 		p := &v.Problems[i]
 		fmt.Fprintf(w, "error: modversions: %s\n  help: %s\n", p.Message, versionHelp(p, v.Source))
@@ -103,13 +106,15 @@ type versionsOut struct {
 	Forced   bool                `json:"forced,omitempty"`
 	NoCRCs   bool                `json:"no_crcs,omitempty"`
 	Problems []versionProblemOut `json:"problems"`
+	// Unlisted: symbols a 7.2 module's extended versions do not list.
+	Unlisted []string `json:"unlisted,omitempty"`
 }
 
 func versionsJSON(v *symvers.Report) *versionsOut {
 	if v == nil {
 		return nil
 	}
-	out := &versionsOut{Symvers: v.Source, Checked: v.Checked, Forced: v.Forced, NoCRCs: v.NoCRCs, Problems: []versionProblemOut{}}
+	out := &versionsOut{Symvers: v.Source, Checked: v.Checked, Forced: v.Forced, NoCRCs: v.NoCRCs, Problems: []versionProblemOut{}, Unlisted: v.Unlisted}
 	for i := range v.Problems {
 		p := &v.Problems[i]
 		j := versionProblemOut{Symbol: p.Symbol, Kind: versionKind(p), Error: p.Message, Namespace: p.Namespace, Help: versionHelp(p, v.Source)}
