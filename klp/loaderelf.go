@@ -33,8 +33,9 @@ func (m *Module) builtModule() bool {
 // symbol table (elf_validity_cache_index_sym()).
 //
 // The size of struct module, which a 6.12 kernel checks too, is the
-// kernel's own build's and is not in its symbols: not checked.
-func (m *Module) elfRefusal(g kgen.Generation) *RelocError {
+// kernel's own build's and is not in its symbols: it is checked where
+// ResolveOptions.ModuleStructSize gives it.
+func (m *Module) elfRefusal(g kgen.Generation, opts *ResolveOptions) *RelocError {
 	if m.Intermediate != nil {
 		return m.Intermediate
 	}
@@ -45,7 +46,7 @@ func (m *Module) elfRefusal(g kgen.Generation) *RelocError {
 		if e := m.checkIndexInfo(); e != nil {
 			return e
 		}
-		if e := m.checkIndexMod(); e != nil {
+		if e := m.checkIndexMod(opts); e != nil {
 			return e
 		}
 	}
@@ -131,7 +132,7 @@ func (m *Module) checkIndexInfo() *RelocError {
 }
 
 // checkIndexMod: elf_validity_cache_index_mod() (6.12 and later).
-func (m *Module) checkIndexMod() *RelocError {
+func (m *Module) checkIndexMod(opts *ResolveOptions) *RelocError {
 	name := m.loaderName()
 	n := m.countSections(thisModuleSection)
 	if n == 0 {
@@ -155,6 +156,9 @@ func (m *Module) checkIndexMod() *RelocError {
 	case s.Flags&elf.SHF_ALLOC == 0:
 		return bad(thisModuleSection+" must occupy memory during process execution",
 			"the struct module section is not allocated (no SHF_ALLOC), so the loader would not copy it: it is data modpost's "+m.KernelName()+".mod.c defines, allocated and writable")
+	case opts.ModuleStructSize != 0 && s.Size != opts.ModuleStructSize:
+		return bad(thisModuleSection+" section size must match the kernel's built struct module size at run time",
+			fmt.Sprintf("the module's struct module is %d bytes and the kernel's %d%s: the module was built against another kernel's headers (another release, or another configuration); build it against this kernel's", s.Size, opts.ModuleStructSize, structFrom(opts.ModuleStructFrom)))
 	}
 	return nil
 }
@@ -200,4 +204,25 @@ func (m *Module) allocSection(name string) *elfobj.Section {
 		}
 	}
 	return nil
+}
+
+// ModuleStructSize is the size of the module's
+// .gnu.linkonce.this_module, its struct module as modpost's NAME.mod.c
+// defines it from the kernel's headers: sizeof(struct module) of the
+// kernel it was built for. 0 where the module has none, or one without
+// contents.
+func (m *Module) ModuleStructSize() uint64 {
+	s := m.elf.SectionByName(thisModuleSection)
+	if s == nil || s.Type == elf.SHT_NOBITS {
+		return 0
+	}
+	return s.Size
+}
+
+// structFrom says where the kernel's struct module size was read.
+func structFrom(path string) string {
+	if path == "" {
+		return ""
+	}
+	return " (as its module " + path + " has it)"
 }

@@ -193,3 +193,30 @@ func TestExportSections7_2(t *testing.T) {
 	assert.ErrorIs(t, e, ErrDuplicateExport)
 	assert.Equal(t, "fix_patch: exports duplicate symbol kmalloc (owned by kernel)", e.Kernel)
 }
+
+// TestModuleStructSize: a 6.12 or later loader wants the module's struct
+// module of the kernel's own size, which one of its modules tells
+// (ResolveOptions.ModuleStructSize); 6.1 does not check it, and without
+// the size nothing is said.
+func TestModuleStructSize(t *testing.T) {
+	ix := loaderIndex(t, loaderKernel)
+	m, err := Parse("fix.ko", loaderModule("name=fix_patch\x00livepatch=Y\x00", false, nil))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(64), m.ModuleStructSize())
+	opts := ResolveOptions{ModuleStructSize: 1280, ModuleStructFrom: "md4.ko"}
+	for _, g := range kgen.Known() {
+		opts.Generation = g
+		e := m.ResolveWith(ix, opts).LoadErr
+		if g == kgen.Linux6_1 {
+			assert.Nil(t, e)
+			continue
+		}
+		require.NotNil(t, e, "%s", g)
+		assert.ErrorIs(t, e, ErrBadModuleStruct)
+		assert.Equal(t, "bad_module_struct", e.Kind())
+		assert.Equal(t, "module fix_patch: .gnu.linkonce.this_module section size must match the kernel's built struct module size at run time", e.Kernel)
+		assert.Contains(t, e.Hint, "struct module is 64 bytes and the kernel's 1280 (as its module md4.ko has it)")
+	}
+	assert.Nil(t, m.ResolveWith(ix, ResolveOptions{Generation: kgen.Linux7_2, ModuleStructSize: 64}).LoadErr)
+	assert.Nil(t, m.ResolveWith(ix, ResolveOptions{Generation: kgen.Linux7_2}).LoadErr)
+}

@@ -122,6 +122,13 @@ type ResolveOptions struct {
 	// Generation is the kernel's generation, whose loader rules judge
 	// the module (kgen.Unknown: Linux 6.1's).
 	Generation kgen.Generation
+	// ModuleStructSize, when not 0, is the size of the kernel's struct
+	// module, which a 6.12 or later loader wants of the module's
+	// .gnu.linkonce.this_module (ErrBadModuleStruct); one of the
+	// kernel's own modules tells it (Module.ModuleStructSize), and
+	// ModuleStructFrom names that file.
+	ModuleStructSize uint64
+	ModuleStructFrom string
 }
 
 // KernelConfig is what a kernel's build configuration (its .config, as
@@ -356,7 +363,7 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 	// init.
 	g := opts.Generation
 	for _, check := range []func() *RelocError{
-		func() *RelocError { return m.elfRefusal(g) },
+		func() *RelocError { return m.elfRefusal(g, &opts) },
 		func() *RelocError { return m.checkLivepatchSupport(ix, opts.Config) },
 		func() *RelocError { return m.refusesPLTSection(opts.Config, g) },
 		func() *RelocError { return m.checkWriteExec(opts.Config) },

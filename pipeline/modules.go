@@ -33,11 +33,17 @@ type ModuleFiles struct {
 	mu      sync.Mutex
 	targets map[targetKey]*targetOnce
 
-	vermagic struct {
-		once        sync.Once
-		magic, path string
-		err         error
-	}
+	first firstModule
+}
+
+// firstModule is what the first module by name tells of the kernel's
+// build: its vermagic and the size of its struct module.
+type firstModule struct {
+	once       sync.Once
+	path       string
+	magic      string
+	structSize uint64
+	err        error
 }
 
 type targetKey struct {
@@ -123,7 +129,28 @@ func (mf *ModuleFiles) Path(name string) (string, error) {
 // path, read once. It is "" when that module has none, or has two files
 // (the modules of two kernels: whose vermagic would be a guess).
 func (mf *ModuleFiles) Vermagic() (magic, path string, err error) {
-	v := &mf.vermagic
+	v := mf.readFirst()
+	if v.magic == "" {
+		return "", "", v.err
+	}
+	return v.magic, v.path, v.err
+}
+
+// ModuleStruct is the size of the kernel's struct module as the module
+// files have it: the size of the first module's
+// .gnu.linkonce.this_module (modpost's NAME.mod.c defines it from the
+// kernel's headers), and that file's path; 0 where not known.
+func (mf *ModuleFiles) ModuleStruct() (size uint64, path string, err error) {
+	v := mf.readFirst()
+	if v.structSize == 0 {
+		return 0, "", v.err
+	}
+	return v.structSize, v.path, v.err
+}
+
+// readFirst reads the first module by name, once.
+func (mf *ModuleFiles) readFirst() *firstModule {
+	v := &mf.first
 	v.once.Do(func() {
 		names := slices.Sorted(maps.Keys(mf.byName))
 		if len(names) == 0 {
@@ -138,11 +165,9 @@ func (mf *ModuleFiles) Vermagic() (magic, path string, err error) {
 			v.err = err
 			return
 		}
-		if v.magic = m.ELF().ModInfo("vermagic"); v.magic != "" {
-			v.path = p
-		}
+		v.path, v.magic, v.structSize = p, m.ELF().ModInfo("vermagic"), m.ModuleStructSize()
 	})
-	return v.magic, v.path, v.err
+	return v
 }
 
 // Target reads the module called name as a target for a patch for arch

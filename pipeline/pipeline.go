@@ -421,6 +421,9 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 		if ro.Targets, rep.Unchecked, rep.OtherBuild, err = opts.Modules.targetsFor(m, ix); err != nil {
 			return nil, err
 		}
+		if ro.ModuleStructSize, ro.ModuleStructFrom, err = opts.Modules.ModuleStruct(); err != nil {
+			return nil, err
+		}
 	}
 	rep.Resolution = m.ResolveWith(ix, ro)
 	rep.AlreadyLoaded = m.KernelName() != kallsyms.Vmlinux && ix.HasObject(m.KernelName())

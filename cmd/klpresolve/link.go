@@ -164,7 +164,13 @@ loader refuses a symbol version, its vermagic or the module as a whole), 2 unusa
 			opts.Generation = gen.Generation
 			// As the loader and then livepatch would: the .klp.rela sections
 			// of objects that are not loaded wait for them (pipeline.Link).
-			res := m.ResolveWith(ix, klp.ResolveOptions{Config: kf.loaderConfig(), Generation: gen.Generation})
+			ro := klp.ResolveOptions{Config: kf.loaderConfig(), Generation: gen.Generation}
+			if kf.modules != nil {
+				if ro.ModuleStructSize, ro.ModuleStructFrom, err = kf.modules.ModuleStruct(); err != nil {
+					return &exitError{exitUsage, fmt.Errorf("--modules: %w", err)}
+				}
+			}
+			res := m.ResolveWith(ix, ro)
 			img, deps, err := pipeline.LinkWith(m, res, ix, opts, kf.modules)
 			if err != nil {
 				return &exitError{exitUsage, err}

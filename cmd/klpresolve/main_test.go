@@ -1837,6 +1837,19 @@ func TestKernelGenerations(t *testing.T) {
 	assert.Contains(t, errs, `--kernel-version: unknown kernel generation "6.6": klpresolve knows 6.1, 6.12, 7.2`)
 }
 
+// TestModuleStructSizeRoot: klp-build's module for the fixtures' 7.2
+// build, whose struct module is 1088 bytes, against Debian's 7.2 (1280
+// bytes, as each of its modules has it): the loader refuses it before it
+// reads the vermagic, which is wrong too.
+func TestModuleStructSizeRoot(t *testing.T) {
+	testutil.DebianKernelModules(t, "7.2", "amd64")
+	root, _ := testutil.DebianKernel(t, "7.2", "amd64")
+	code, out, _ := runCLI(t, filepath.Join(testutil.RepoRoot(), "testdata/buildtools/klp-build/livepatch-cmdline.ko"), "--root", root)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "error: the kernel refuses the module\n  kernel: module livepatch_cmdline: .gnu.linkonce.this_module section size must match the kernel's built struct module size at run time\n  help: the module's struct module is 1088 bytes and the kernel's 1280 (as its module ")
+	assert.Contains(t, out, "error: vermagic: livepatch_cmdline: version magic '7.2.13-klpfix SMP preempt mod_unload ' should be '7.2.13+deb14-amd64 SMP preempt mod_unload '")
+}
+
 // TestKASLR: --kaslr-offset and --kaslr-from move a kernel image's (or a
 // System.map's) link-time addresses to a running kernel's.
 func TestKASLR(t *testing.T) {
