@@ -229,3 +229,33 @@ func TestARMUnwindGenerations(t *testing.T) {
 		}
 	}
 }
+
+// TestPercpuTemplate7_2: from 7.2 apply_relocations() applies the
+// per-cpu section's relocations to its template, which percpu_modcopy()
+// copies to each CPU's area; 6.12 skips them, so a per-cpu pointer
+// initialised to an address stays 0 there.
+func TestPercpuTemplate7_2(t *testing.T) {
+	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
+	b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: []byte{0xc3}, Addralign: 16})
+	pcpu := b.AddSection(elfobj.BuildSection{Name: ".data..percpu", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 16), Addralign: 8})
+	ext := b.AddSymbol(elfobj.BuildSymbol{Name: "ext_table", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_OBJECT)})
+	b.AddRelocs(".rela.data..percpu", true, pcpu, []elfobj.Reloc{{Offset: 8, Sym: ext, Type: uint32(elf.R_X86_64_64), Addend: 0x10}})
+	m, err := Parse("pcpu.ko", b.Bytes())
+	require.NoError(t, err)
+	resolve := mapResolver(map[string]uint64{"ext_table": 0xffffffff82000000})
+	for _, g := range kgen.Known() {
+		img, err := m.Link(LinkOptions{Generation: g, PercpuBase: 0x35000, Resolve: resolve})
+		require.NoError(t, err)
+		require.Empty(t, img.Errors)
+		assert.Nil(t, img.Section(".data..percpu"), "%s: not laid out with the module", g)
+		if g < kgen.Linux7_2 {
+			assert.Nil(t, img.PercpuTemplate, "%s", g)
+			assert.Equal(t, 0, img.Relocs, "%s", g)
+			continue
+		}
+		require.NotNil(t, img.PercpuTemplate)
+		assert.Equal(t, 1, img.Relocs)
+		assert.Equal(t, uint64(0x35000), img.PercpuTemplate.Addr)
+		assert.Equal(t, uint64(0xffffffff82000010), binary.LittleEndian.Uint64(img.PercpuTemplate.Data[8:]))
+	}
+}

@@ -184,6 +184,9 @@ type Image struct {
 	// Percpu and PercpuSize are the module's per-cpu area, where its
 	// .data..percpu symbols are (LinkOptions.PercpuBase); 0 if it has none.
 	Percpu, PercpuSize uint64
+	// PercpuTemplate is the per-cpu section as relocated, where the
+	// kernel relocates it (7.2 and later; nil before, or without one).
+	PercpuTemplate *Placed
 	// Relocs is how many relocations were applied; Errors those that
 	// could not be (the module does not link when there are any).
 	Relocs     int
@@ -302,10 +305,13 @@ type linker struct {
 	// address of its copy (LinkOptions.PercpuBase).
 	pcpu   int
 	percpu uint64
-	plt    [2]*pltArea
-	got    *gotArea
-	s390   *s390Linker  // s390's GOT and PLT
-	ppc64  *ppc64Linker // powerpc's stubs and TOC
+	// template is the per-cpu section's template, made where 7.2
+	// relocates it (target).
+	template *Placed
+	plt      [2]*pltArea
+	got      *gotArea
+	s390     *s390Linker  // s390's GOT and PLT
+	ppc64    *ppc64Linker // powerpc's stubs and TOC
 	// sec is the section being relocated, for the rare relocation that
 	// rewrites bytes before its place (x86_64's mov -> lea).
 	sec []byte
@@ -343,6 +349,32 @@ func (l *linker) percpuSetup() {
 	align := max(s.Addralign, 1)
 	l.pcpu, l.percpu = s.Index, (base+align-1)&^(align-1)
 	l.img.Percpu, l.img.PercpuSize = l.percpu, s.Size
+}
+
+// target is where relocation section s applies: its target section as
+// laid out, or nil where the loader does not apply it (a section it does
+// not load). From 7.2, apply_relocations() also applies the per-cpu
+// section's relocations, to its template (which percpu_modcopy() then
+// copies to each CPU's area): the template is in the loader's copy of the
+// file, at an address only the booted kernel knows, and klpresolve puts
+// it at the per-cpu area's (Image.PercpuTemplate).
+func (l *linker) target(s *elfobj.Section) *Placed {
+	if int(s.Info) >= len(l.placed) {
+		return nil
+	}
+	if p := l.placed[s.Info]; p != nil {
+		return p
+	}
+	if l.pcpu == 0 || int(s.Info) != l.pcpu || l.opts.Generation < kgen.Linux7_2 {
+		return nil
+	}
+	if l.template == nil {
+		sec := &l.m.f.Sections[l.pcpu]
+		l.template = &Placed{Index: l.pcpu, Name: sec.Name, Region: Core, Addr: l.percpu, Size: sec.Size, Align: max(sec.Addralign, 1),
+			Flags: sec.Flags, zero: sec.Type == elf.SHT_NOBITS, src: l.m.f.SectionData(sec)}
+		l.img.PercpuTemplate = l.template
+	}
+	return l.template
 }
 
 // DefaultBase is where Link places m's core when opts.Base is 0: where
@@ -522,7 +554,7 @@ func (l *linker) applyAll() error {
 		if s.Type != a.relType || (l.opts.SkipSections != nil && l.opts.SkipSections(s.Name)) {
 			continue
 		}
-		if int(s.Info) >= len(l.placed) || l.placed[s.Info] == nil {
+		if l.target(s) == nil {
 			continue // not loaded (debug info): the kernel skips it too
 		}
 		if s.Flags&shfRelaLivepatch != 0 {
@@ -533,7 +565,7 @@ func (l *linker) applyAll() error {
 	}
 	apply := func(ri int) error {
 		s := &f.Sections[ri]
-		p := l.placed[s.Info]
+		p := l.target(s)
 		// A section's bytes are copied just before its first relocations
 		// are applied, while they are still in the cache.
 		p.fill()
@@ -560,6 +592,9 @@ func (l *linker) applyAll() error {
 	}
 	for _, p := range l.img.Sections {
 		p.fill()
+	}
+	if l.template != nil {
+		l.template.fill()
 	}
 	return nil
 }
