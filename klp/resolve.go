@@ -89,6 +89,12 @@ type Resolution struct {
 	// kernel). The relocations and functions are resolved all the same,
 	// to show what else would fail.
 	LoadErr *RelocError
+	// LoadErrAtSetup: LoadErr is a refusal of the loader's first checks,
+	// of the file's sections (setup_load_info() on 6.1,
+	// elf_validity_cache_copy() later: symbol table, struct module,
+	// .modinfo, extended versions), which come before it checks
+	// module_layout's version and the vermagic.
+	LoadErrAtSetup bool
 }
 
 // CheckedObject is a deferred object checked against its module's file.
@@ -362,7 +368,7 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 	// (complete_formation()), then klp_enable_patch() from the module's
 	// init.
 	g := opts.Generation
-	for _, check := range []func() *RelocError{
+	for i, check := range []func() *RelocError{
 		func() *RelocError { return m.elfRefusal(g, &opts) },
 		func() *RelocError { return m.checkLivepatchSupport(ix, opts.Config) },
 		func() *RelocError { return m.refusesPLTSection(opts.Config, g) },
@@ -373,6 +379,7 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 		func() *RelocError { return m.NotMarked },
 	} {
 		if res.LoadErr = check(); res.LoadErr != nil {
+			res.LoadErrAtSetup = i == 0
 			break
 		}
 	}

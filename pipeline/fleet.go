@@ -197,13 +197,21 @@ func checkOne(m *klp.Module, k Kernel, o FleetOptions) KernelResult {
 	kr.LoaderMissing, kr.CodeOnly, kr.UnloadedDepends, kr.NoModules = rep.LoaderMissing, rep.CodeOnly, rep.UnloadedDepends, rep.NoModules
 	kr.BuiltIn, kr.InitRefs = res.BuiltIn, len(res.InitRefs)
 	kr.Versions, kr.Magic = rep.Versions, rep.Vermagic
-	// The loader's order: the vermagic (check_modinfo()), then the symbol
-	// versions (module_layout first), then, once the module is loaded,
-	// livepatch.
-	if g := rep.Vermagic; g != nil && g.Problem != nil {
+	// The loader's order: the file's sections (LoadErrAtSetup),
+	// module_layout's version (check_modstruct_version()), the vermagic
+	// (check_modinfo()), the other symbols' versions (simplify_symbols()),
+	// then, once the module is loaded, livepatch.
+	if e := res.LoadErr; e != nil && res.LoadErrAtSetup {
+		kr.FirstError, kr.FirstErrorKind = e.Kernel, e.Kind()
+	}
+	v := rep.Versions
+	if kr.FirstError == "" && v != nil && len(v.Problems) > 0 && v.Problems[0].Symbol == "module_layout" {
+		kr.FirstError, kr.FirstErrorKind = v.Problems[0].Message, "symbol_version"
+	}
+	if g := rep.Vermagic; kr.FirstError == "" && g != nil && g.Problem != nil {
 		kr.FirstError, kr.FirstErrorKind = g.Problem.Message, "vermagic"
 	}
-	if v := rep.Versions; kr.FirstError == "" && v != nil && len(v.Problems) > 0 {
+	if kr.FirstError == "" && v != nil && len(v.Problems) > 0 {
 		kr.FirstError, kr.FirstErrorKind = v.Problems[0].Message, "symbol_version"
 	}
 	if e := res.LoadErr; kr.FirstError == "" && e != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/kgen"
+	"github.com/klpresolve/klpresolve/klp"
 )
 
 // TestTellGeneration: what tells a kernel's generation, most certain
@@ -72,4 +73,43 @@ func TestKernelTree(t *testing.T) {
 	k, err = KernelTree(tree)
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(tree, "System.map"), k.Symbols, "a System.map first")
+}
+
+// TestMixedFleetOwnVerdicts: klp_demo, built by Kbuild for Debian's 6.1,
+// against Debian's 6.1, 6.12 and 7.2 kernels as installed (their
+// modules tell their struct module's size and vermagic): 6.1 takes it;
+// 6.12 and 7.2 refuse it first for its struct module (896 bytes, theirs
+// 1280), before the vermagic, which 7.2 (no modversions: the whole
+// string) refuses as well and 6.12 (modversions: from the first space
+// on) takes.
+func TestMixedFleetOwnVerdicts(t *testing.T) {
+	var kernels []Kernel
+	for _, gen := range []string{"6.1", "6.12", "7.2"} {
+		testutil.LightKernel(t, gen, "amd64")
+		testutil.DebianKernelModules(t, gen, "amd64")
+		root, _ := testutil.DebianKernel(t, gen, "amd64")
+		ks, err := KernelsUnder(root)
+		require.NoError(t, err)
+		require.Len(t, ks, 1)
+		kernels = append(kernels, ks[0])
+	}
+	m, err := klp.Open(repoFile("kbuild", "klp-demo.ko"))
+	require.NoError(t, err)
+	rows := FleetKernels(m, kernels, FleetOptions{Workers: 2})
+	require.Len(t, rows, 3)
+	for i, want := range []kgen.Generation{kgen.Linux6_1, kgen.Linux6_12, kgen.Linux7_2} {
+		assert.Equal(t, want, rows[i].Generation.Generation)
+	}
+	assert.True(t, rows[0].OK, rows[0].FirstError)
+	const size = "module klp_demo: .gnu.linkonce.this_module section size must match the kernel's built struct module size at run time"
+	for _, r := range rows[1:] {
+		assert.False(t, r.OK)
+		assert.Equal(t, "bad_module_struct", r.FirstErrorKind)
+		assert.Equal(t, size, r.FirstError)
+	}
+	require.NotNil(t, rows[1].Magic)
+	assert.Nil(t, rows[1].Magic.Problem, "6.12 has modversions: the release is not compared")
+	require.NotNil(t, rows[2].Magic)
+	require.NotNil(t, rows[2].Magic.Problem)
+	assert.Equal(t, "klp_demo: version magic '6.1.0-57-amd64 SMP preempt mod_unload modversions ' should be '7.2.13+deb14-amd64 SMP preempt mod_unload '", rows[2].Magic.Problem.Message)
 }

@@ -153,9 +153,11 @@ func TestKernelUnder(t *testing.T) {
 // built with: taken); a kernel with 6.1.0-47's Module.symvers, gzipped as
 // RHEL installs it (its symbols borrowed from 6.1.0-57's map, which the
 // corpus alone has: the loader refuses module_layout's CRC before
-// anything else); the real-time flavour's vermagic given (refused, and
-// that first: check_modinfo() runs before the CRCs are checked); and a
-// kernel whose Module.symvers is unreadable.
+// anything else); the real-time flavour's vermagic given, with 6.1.0-47's
+// Module.symvers (refused for both, module_layout's CRC first:
+// check_modstruct_version() runs before check_modinfo(), which checks
+// the vermagic before the other symbols' CRCs); and a kernel whose
+// Module.symvers is unreadable.
 func TestFleetKernelsLoaderChecks(t *testing.T) {
 	smap := testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64")
 	mods := testutil.Corpus(t, "amd64/modules")
@@ -218,8 +220,11 @@ func TestFleetKernelsLoaderChecks(t *testing.T) {
 
 	rtRow := rows[2]
 	assert.False(t, rtRow.OK)
-	assert.Equal(t, "vermagic", rtRow.FirstErrorKind)
-	assert.Equal(t, "klp_demo: version magic '6.1.0-57-amd64 SMP preempt mod_unload modversions ' should be '6.1.0-57-rt-amd64 SMP preempt_rt mod_unload modversions '", rtRow.FirstError)
+	assert.Equal(t, "symbol_version", rtRow.FirstErrorKind)
+	assert.Equal(t, "klp_demo: disagrees about version of symbol module_layout", rtRow.FirstError)
+	require.NotNil(t, rtRow.Magic)
+	require.NotNil(t, rtRow.Magic.Problem, "refused as well")
+	assert.Equal(t, "klp_demo: version magic '6.1.0-57-amd64 SMP preempt mod_unload modversions ' should be '6.1.0-57-rt-amd64 SMP preempt_rt mod_unload modversions '", rtRow.Magic.Problem.Message)
 	assert.Empty(t, rtRow.VermagicFrom)
 	assert.NotEmpty(t, rtRow.Versions.Problems, "checked as well")
 
