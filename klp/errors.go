@@ -78,6 +78,11 @@ var (
 	// older kernel, it is refused ("no flags for exported symbols",
 	// check_export_symbol_sections()).
 	ErrNoExportFlags = errors.New("exported symbols without __kflagstab")
+	// ErrNotLivepatch: a module marked livepatch with nothing for
+	// livepatch in it: no livepatch relocations, no patched functions, no
+	// call to klp_enable_patch() (an object never converted, most often).
+	// The kernel loads it and says nothing; klpresolve fails it.
+	ErrNotLivepatch = errors.New("nothing for livepatch in the module")
 	// ErrNoPLTSection: a module without the sections its architecture's
 	// module_frob_arch_sections() sizes for the calls out of it, which
 	// kbuild's module linker script makes (powerpc's .stubs; arm's and
@@ -231,6 +236,7 @@ var relocKinds = []struct {
 	{ErrNeverLoads, "never_loads"},
 	{ErrNoLivepatch, "no_livepatch"},
 	{ErrNotMarked, "not_marked_livepatch"},
+	{ErrNotLivepatch, "not_livepatch"},
 	{ErrNoModuleStruct, "no_module_struct"},
 	{ErrNoSymbols, "no_symbols"},
 	{ErrBadModuleStruct, "bad_module_struct"},
@@ -259,7 +265,8 @@ var relocKinds = []struct {
 // against its module's file, "load_order" (or a lookup's); the module's as a
 // whole, "no_module_struct", "bad_module_struct", "bad_modinfo",
 // "no_export_flags", "no_symbols", "no_plt_section", "write_exec",
-// "duplicate_export", "no_livepatch" or "not_marked_livepatch";
+// "duplicate_export", "no_livepatch", "not_marked_livepatch" or
+// "not_livepatch";
 // "malformed" (the module's bytes), or "other". The names do not change
 // between releases; errors.Is on the sentinels is the library's way.
 func (e *RelocError) Kind() string {

@@ -26,6 +26,9 @@ func loaderModule(modinfo string, bare bool, add func(b *elfobj.Builder)) []byte
 	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
 	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: []byte{0xc3}, Addralign: 16})
 	b.AddSymbol(elfobj.BuildSymbol{Name: "fix", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC), Shndx: uint16(text), Size: 1})
+	// A patch's init enables it (without the call it is no patch:
+	// ErrNotLivepatch).
+	b.AddSymbol(elfobj.BuildSymbol{Name: "klp_enable_patch", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
 	b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte(modinfo), Addralign: 1})
 	if !bare {
 		b.AddSection(elfobj.BuildSection{Name: ".gnu.linkonce.this_module", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 64), Addralign: 64})
@@ -289,6 +292,7 @@ func TestNoPLTSection(t *testing.T) {
 		b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_PPC64, Flags: 2}
 		text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 4), Addralign: 4})
 		b.AddSymbol(elfobj.BuildSymbol{Name: "fix", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC), Shndx: uint16(text), Size: 4})
+		b.AddSymbol(elfobj.BuildSymbol{Name: "klp_enable_patch", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
 		b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("name=fix_patch\x00livepatch=Y\x00"), Addralign: 1})
 		b.AddSection(elfobj.BuildSection{Name: ".gnu.linkonce.this_module", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 64), Addralign: 64})
 		if stubs {
@@ -324,6 +328,7 @@ func TestNoPLTSection(t *testing.T) {
 		b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_AARCH64}
 		text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 4), Addralign: 4})
 		b.AddSymbol(elfobj.BuildSymbol{Name: "fix", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_FUNC), Shndx: uint16(text), Size: 4})
+		b.AddSymbol(elfobj.BuildSymbol{Name: "klp_enable_patch", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
 		b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("name=fix_patch\x00livepatch=Y\x00"), Addralign: 1})
 		b.AddSection(elfobj.BuildSection{Name: ".gnu.linkonce.this_module", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 64), Addralign: 64})
 		for _, n := range names {

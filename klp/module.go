@@ -107,6 +107,13 @@ type Module struct {
 	// "Exec format error" (ErrNoPLTSection; Resolution.LoadErr carries
 	// it).
 	NoFtracePLT *RelocError
+	// NotLivepatch is set for a module marked livepatch in which
+	// klpresolve finds nothing for livepatch to do: no livepatch
+	// relocations, no kpatch-build content, no patched function and no
+	// call to klp_enable_patch(). The kernel loads it and livepatch does
+	// nothing: most often an object never converted (ErrNotLivepatch;
+	// Resolution.LoadErr carries it).
+	NotLivepatch *RelocError
 	// WriteExec is set for a module with a section both writable and
 	// executable: the module loader of a CONFIG_STRICT_MODULE_RWX kernel
 	// (every x86_64 and arm64 kernel, and armv7's by default) refuses it
@@ -221,6 +228,7 @@ func Parse(name string, data []byte) (*Module, error) {
 	m.checkIntermediate()
 	m.checkObjects(d)
 	m.checkMarked()
+	m.checkNotLivepatch()
 	m.checkThisModule()
 	m.checkSymtab()
 	m.checkPLTSection()
@@ -240,7 +248,7 @@ func Parse(name string, data []byte) (*Module, error) {
 // nil.
 // Resolution.LoadErr adds what depends on the kernel.
 func (m *Module) Refused() *RelocError {
-	return cmp.Or(m.Intermediate, m.NoSymbols, m.NoModuleStruct, m.NoPLTSection, m.WriteExec, m.NoFtracePLT, m.NotMarked)
+	return cmp.Or(m.Intermediate, m.NoSymbols, m.NoModuleStruct, m.NoPLTSection, m.WriteExec, m.NoFtracePLT, m.NotMarked, m.NotLivepatch)
 }
 
 // loaderName is the name the loader gives the module in its first
@@ -398,6 +406,32 @@ func (m *Module) checkMarked() {
 	m.NotMarked = &RelocError{File: m.Path, Section: ".modinfo", Symbol: "livepatch", Err: ErrNotMarked,
 		Kernel: fmt.Sprintf("module %s is not marked as a livepatch module", m.KernelName()),
 		Hint:   `its .modinfo has no livepatch=Y (MODULE_INFO(livepatch, "Y")), so klp_enable_patch() refuses it on every kernel`}
+}
+
+// checkNotLivepatch: a module marked livepatch (it means to be a patch)
+// with nothing for livepatch in it. A patch enables itself with
+// klp_enable_patch() (kpatch-build's hook included); a legacy kpatch
+// module has dynrelas, and its patched functions are found. Without any
+// of these the kernel loads the module and livepatch does nothing, which
+// must not pass for a checked patch.
+func (m *Module) checkNotLivepatch() {
+	if !m.marked || m.Format != FormatNone || m.Kpatch != nil || len(m.Funcs) > 0 || m.callsEnablePatch() {
+		return
+	}
+	m.NotLivepatch = &RelocError{File: m.Path, Err: ErrNotLivepatch,
+		Kernel: "(no message: the kernel loads the module, and livepatch does nothing with it)",
+		Hint:   fmt.Sprintf("the module is marked livepatch but has no livepatch relocations (.klp.rela sections), no patched functions (a static klp_patch, .init.klp_funcs, .kpatch.funcs) and no call to klp_enable_patch(): an object never converted, most often. `klpresolve convert %s -o OUT.ko --symbol NAME ...` makes livepatch relocations of the symbols it needs from the kernel (docs/commands.md)", m.Path)}
+}
+
+// callsEnablePatch reports whether the module calls klp_enable_patch(),
+// which every livepatch module's init does.
+func (m *Module) callsEnablePatch() bool {
+	for i := range m.elf.Symbols {
+		if s := &m.elf.Symbols[i]; s.Name == "klp_enable_patch" && s.Shndx == uint16(elf.SHN_UNDEF) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkThisModule: setup_load_info() refuses a module without

@@ -249,9 +249,9 @@ func TestCorpusLoaderMissing(t *testing.T) {
 	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
 	b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("license=GPL\x00livepatch=Y\x00"), Addralign: 1})
 	b.AddSection(elfobj.BuildSection{Name: ".gnu.linkonce.this_module", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 64), Addralign: 64})
-	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 40), Addralign: 16})
+	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: make([]byte, 48), Addralign: 16})
 	var rs []elfobj.Reloc
-	for i, n := range []string{"vfs_read", "_printk", "no_such_function", "call_rcu", "maybe_there"} {
+	for i, n := range []string{"vfs_read", "_printk", "no_such_function", "call_rcu", "maybe_there", "klp_enable_patch"} {
 		bind := elf.STB_GLOBAL
 		if n == "maybe_there" {
 			bind = elf.STB_WEAK

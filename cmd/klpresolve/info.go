@@ -285,7 +285,11 @@ func writeInfoText(w io.Writer, in *infoOut) {
 		}
 	}
 	if in.Refused != nil {
-		problemLines("the kernel refuses the module", in.Refused)
+		what := "the kernel refuses the module"
+		if in.Refused.Kind == "not_livepatch" {
+			what = "nothing for livepatch in the module"
+		}
+		problemLines(what, in.Refused)
 	}
 	for _, warn := range in.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)

@@ -18,17 +18,21 @@ import (
 )
 
 // refusedModule writes a small x86_64 livepatch module (struct module,
-// .modinfo name=fix_patch livepatch=Y, a function calling vfs_read) that
+// .modinfo name=fix_patch livepatch=Y, a function calling vfs_read, and
+// klp_enable_patch among its undefined symbols) that
 // the module loader refuses: with a section both writable and executable,
 // without a symbol table (stripped), or exporting vfs_read.
 func refusedModule(t *testing.T, how string) string {
 	t.Helper()
 	b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: binary.LittleEndian, Machine: elf.EM_X86_64}
 	text := b.AddSection(elfobj.BuildSection{Name: ".text", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_EXECINSTR, Data: []byte{0xe8, 0, 0, 0, 0, 0xc3}, Addralign: 16})
-	b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("name=fix_patch\x00livepatch=Y\x00"), Addralign: 1})
+	b.AddSection(elfobj.BuildSection{Name: ".modinfo", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC, Data: []byte("license=GPL\x00name=fix_patch\x00livepatch=Y\x00"), Addralign: 1})
 	b.AddSection(elfobj.BuildSection{Name: ".gnu.linkonce.this_module", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE, Data: make([]byte, 64), Addralign: 64})
 	fn := b.AddSymbol(elfobj.BuildSymbol{Name: "vfs_read", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
 	b.AddRelocs(".rela.text", true, text, []elfobj.Reloc{{Offset: 1, Sym: fn, Type: uint32(elf.R_X86_64_PLT32), Addend: -4}})
+	// A patch's init calls klp_enable_patch() (not here: the symbol, as
+	// the other symbols' indexes stay).
+	b.AddSymbol(elfobj.BuildSymbol{Name: "klp_enable_patch", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_NOTYPE)})
 	switch how {
 	case "wx":
 		b.AddSection(elfobj.BuildSection{Name: ".text.wx", Type: elf.SHT_PROGBITS, Flags: elf.SHF_ALLOC | elf.SHF_WRITE | elf.SHF_EXECINSTR, Data: make([]byte, 8), Addralign: 8})
@@ -57,6 +61,9 @@ ffffffff81010180 T vfs_read
 ffffffff81800000 r __ksymtab_vfs_read
 ffffffff81800000 R __start___ksymtab
 ffffffff81800010 R __stop___ksymtab
+ffffffff81800010 r __ksymtab_klp_enable_patch
+ffffffff81800010 R __start___ksymtab_gpl
+ffffffff81800020 R __stop___ksymtab_gpl
 `), 0o644))
 
 	wx := refusedModule(t, "wx")

@@ -1837,6 +1837,37 @@ func TestKernelGenerations(t *testing.T) {
 	assert.Contains(t, errs, `--kernel-version: unknown kernel generation "6.6": klpresolve knows 6.1, 6.12, 7.2`)
 }
 
+// TestNotLivepatch: an object never converted (testdata/klp/patch.o:
+// marked livepatch, its livepatch symbols still ordinary undefined ones,
+// no klp_enable_patch() call) is no false green: exit 1, with the
+// convert command; info says it too. The converted module passes.
+func TestNotLivepatch(t *testing.T) {
+	k := filepath.Join(testutil.RepoRoot(), "testdata/kallsyms/example.txt")
+	code, out, _ := runCLI(t, fixture("patch.o"), "--kallsyms", k)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "error: nothing for livepatch in the module\n  kernel: (no message: the kernel loads the module, and livepatch does nothing with it)\n  help: the module is marked livepatch but has no livepatch relocations")
+	assert.Contains(t, out, "`klpresolve convert "+fixture("patch.o")+" -o OUT.ko --symbol NAME ...`")
+	assert.Contains(t, out, "FAILED: 0 relocations: 0 resolved, 0 deferred, 0 errors; nothing for livepatch in the module\n")
+
+	code, out, _ = runCLI(t, fixture("patch.o"), "--kallsyms", k, "--format", "json")
+	assert.Equal(t, 1, code)
+	var j struct {
+		OK        bool                  `json:"ok"`
+		LoadError struct{ Kind string } `json:"load_error"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	assert.False(t, j.OK)
+	assert.Equal(t, "not_livepatch", j.LoadError.Kind)
+
+	code, out, _ = runCLI(t, "info", fixture("patch.o"))
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "nothing for livepatch in the module")
+
+	code, out, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k)
+	assert.Equal(t, 0, code, out)
+	assert.NotContains(t, out, "nothing for livepatch")
+}
+
 // TestModuleStructSizeRoot: klp-build's module for the fixtures' 7.2
 // build, whose struct module is 1088 bytes, against Debian's 7.2 (1280
 // bytes, as each of its modules has it): the loader refuses it before it

@@ -722,6 +722,10 @@ func writeResolution(w io.Writer, rep *pipeline.Report, symbols, kernel, ftraceL
 // writeRefusal is the loader's refusal of the whole module
 // (klp.Resolution.LoadErr) in the text reports.
 func writeRefusal(w io.Writer, e *klp.RelocError) {
+	if errors.Is(e, klp.ErrNotLivepatch) {
+		fmt.Fprintf(w, "error: nothing for livepatch in the module\n  kernel: %s\n  help: %s\n", e.Kernel, e.Hint)
+		return
+	}
 	fmt.Fprintf(w, "error: the kernel refuses the module\n  kernel: %s\n  help: %s\n", e.Kernel, e.Hint)
 }
 
