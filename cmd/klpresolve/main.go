@@ -384,6 +384,7 @@ refuses it, a symbol version or its vermagic), 2 unusable input or usage, 3 --ma
 	}
 	addResolveFlags(root, a)
 	root.AddCommand(
+		newResolveCmd(a),
 		newLookupCmd(a),
 		newAddrCmd(a),
 		newObjectsCmd(a),

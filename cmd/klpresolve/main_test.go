@@ -1837,6 +1837,26 @@ func TestKernelGenerations(t *testing.T) {
 	assert.Contains(t, errs, `--kernel-version: unknown kernel generation "6.6": klpresolve knows 6.1, 6.12, 7.2`)
 }
 
+// TestResolveVerb: "klpresolve resolve PATCH.ko" is the main job, with
+// the same output and exit status, in text and JSON, passing and failing.
+func TestResolveVerb(t *testing.T) {
+	k := filepath.Join(testutil.RepoRoot(), "testdata/kallsyms/example.txt")
+	for _, args := range [][]string{
+		{fixture("livepatch-sample.ko"), "--kallsyms", k},
+		{fixture("err-position.ko"), "--kallsyms", k, "--format", "json"},
+	} {
+		code, out, errs := runCLI(t, args...)
+		vcode, vout, verrs := runCLI(t, append([]string{"resolve"}, args...)...)
+		assert.Equal(t, code, vcode, "%v", args)
+		assert.Equal(t, out, vout, "%v", args)
+		assert.Equal(t, errs, verrs, "%v", args)
+		assert.NotEmpty(t, out)
+	}
+	code, _, errs := runCLI(t, "resolve")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "resolve: expected one livepatch module, PATCH.ko, got 0 arguments")
+}
+
 // TestNotLivepatch: an object never converted (testdata/klp/patch.o:
 // marked livepatch, its livepatch symbols still ordinary undefined ones,
 // no klp_enable_patch() call) is no false green: exit 1, with the

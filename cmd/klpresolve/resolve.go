@@ -40,6 +40,22 @@ type resolveOpts struct {
 
 // addResolveFlags makes the root command the main job:
 // klpresolve PATCH.ko [--kallsyms PATH] [--format text|json] [--strict] [--stats].
+// newResolveCmd is the main job by name, for scripts that spell every
+// verb out: "klpresolve resolve PATCH.ko" is "klpresolve PATCH.ko".
+func newResolveCmd(a *app) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "resolve PATCH.ko [flags]",
+		Short: "The main job by name: resolve one module against one kernel (klpresolve PATCH.ko)",
+		Long: `resolve is the main job, by name: klpresolve resolve PATCH.ko is
+klpresolve PATCH.ko, with the same flags, output and exit status
+(klpresolve --help says them).`,
+		Example: `  klpresolve resolve livepatch-fix.ko --kallsyms System.map-6.1.0-57-amd64`,
+		Args:    needArgs(1, 1, "one livepatch module, PATCH.ko"),
+	}
+	addResolveFlags(c, a)
+	return c
+}
+
 func addResolveFlags(root *cobra.Command, a *app) {
 	o := &resolveOpts{}
 	root.Flags().StringVar(&o.format, "format", "text", "output format: text or json")
