@@ -17,7 +17,7 @@ func newBenchCmd(a *app) *cobra.Command {
 	var format string
 	c := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure klpresolve beside the kernel's algorithms, in one run",
+		Short: "Measure klpresolve beside the kernel's own algorithms",
 		Example: `  klpresolve bench kallsyms --kallsyms kallsyms-6.18.44-firecracker.txt
   klpresolve bench proc --rounds 40
   klpresolve bench plt btrfs.ko --format json`,
@@ -68,20 +68,20 @@ processes, which run as the commands do.`,
 		}
 	}
 	c.AddCommand(
-		sub("kallsyms [--kallsyms PATH] [--format json]",
-			"Parse/index, lookup and snapshot figures, beside the naive parser and the kernel's lookups",
+		sub("kallsyms",
+			"Parse, look up and snapshot, beside a naive parser and the kernel",
 			needArgs(0, 0, "no arguments"), func([]string) (*bench.Report, error) { return bench.Kallsyms(a.kallsymsPath(), onceCmd()) }),
-		sub("resolve PATCH.ko [--kallsyms PATH] [--format json]",
-			"Resolve-phase cost per relocation, beside the kernel's old linear walk",
+		sub("resolve PATCH.ko",
+			"Resolve cost per relocation, beside the kernel's old linear walk",
 			needArgs(1, 1, "one livepatch module, PATCH.ko"), func(args []string) (*bench.Report, error) { return bench.Resolve(args[0], a.kallsymsPath()) }),
-		sub("plt MODULE.ko [--format json]",
-			"PLT counting in kernel and optimal mode, beside a port of Linux 6.1's algorithm",
+		sub("plt MODULE.ko",
+			"PLT counting, beside a port of the kernel's algorithm",
 			needArgs(1, 1, "one module, MODULE.ko"), func(args []string) (*bench.Report, error) { return bench.PLT(args[0]) }),
-		sub("image [--kallsyms IMAGE] [--format json]",
-			"Read a kernel image's own kallsyms table, beside decompressing the image alone",
+		sub("image",
+			"Read a kernel image's kallsyms, beside decompressing it alone",
 			needArgs(0, 0, "no arguments"), func([]string) (*bench.Report, error) { return bench.Image(a.kallsymsPath()) }),
-		sub("link MODULE.ko [--format json]",
-			"Link a module (undefined symbols at made-up addresses near it): relocations applied per second",
+		sub("link MODULE.ko",
+			"Link a module: relocations applied per second",
 			needArgs(1, 1, "one module, MODULE.ko"), func(args []string) (*bench.Report, error) { return bench.Link(args[0]) }),
 	)
 
@@ -89,7 +89,7 @@ processes, which run as the commands do.`,
 	// it times one read or one index of a file in this fresh process.
 	c.AddCommand(&cobra.Command{
 		Use:    "once read|open PATH",
-		Short:  "Time one os.ReadFile or kallsyms.Open of PATH in this process (nanoseconds)",
+		Short:  "Time one os.ReadFile or kallsyms.Open of PATH (nanoseconds)",
 		Args:   cobra.ExactArgs(2),
 		Hidden: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -104,16 +104,16 @@ processes, which run as the commands do.`,
 
 	var procRounds int
 	var withProc bool
-	procCmd := sub("proc [--kallsyms PATH] [--rounds N] [--format json]",
-		"One-shot 'klpresolve objects' on /proc/kallsyms beside 'cat /proc/kallsyms': whole processes, taking turns",
+	procCmd := sub("proc",
+		"One-shot 'klpresolve objects' beside 'cat /proc/kallsyms'",
 		needArgs(0, 0, "no arguments"), func([]string) (*bench.Report, error) { return runProc(a.kallsymsPath(), procRounds) })
 	procCmd.Flags().IntVar(&procRounds, "rounds", 30, "runs of each command")
 	c.AddCommand(procCmd)
 
 	var co bench.CFIOptions
 	var hold time.Duration
-	cfiCmd := sub("cfi [--modules N] [--readers R] [--hold DURATION] [--runs N] [--format json]",
-		"CFI shadow updates in synchronous and deferred reclamation, with readers holding their sections",
+	cfiCmd := sub("cfi",
+		"CFI shadow updates, synchronous and deferred, under readers",
 		needArgs(0, 0, "no arguments"), func([]string) (*bench.Report, error) { return bench.CFI(co) })
 	cfiCmd.PreRun = func(cmd *cobra.Command, args []string) {
 		if cmd.Flags().Changed("hold") {
@@ -128,8 +128,8 @@ processes, which run as the commands do.`,
 
 	var repo, corpus string
 	allCmd := &cobra.Command{
-		Use:   "all [--format json] [--corpus DIR]",
-		Short: "Every benchmark on its standard input, in one report (JSON for CI to store and compare)",
+		Use:   "all",
+		Short: "Every benchmark, in one report (JSON for CI to compare)",
 		Args:  needArgs(0, 0, "no arguments (the report reads its inputs from --corpus)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {

@@ -36,17 +36,18 @@ func newCheckCmd(a *app) *cobra.Command {
 	var workers int
 	var modules, roots, trees []string
 	c := &cobra.Command{
-		Use:   "check PATCH.ko --kallsyms A --kallsyms B ... | --kernels DIR|'PATTERN' | --root DIR [--link [--erratum-843419] [--no-kaslr] [--page-size SIZE]] [--format text|json|junit]",
-		Short: "Resolve a patch against many kernel builds at once and print a matrix",
-		Example: `  klpresolve check livepatch-fix.ko --kallsyms System.map-6.1.0-57-amd64 --kallsyms System.map-6.1.0-58-amd64
+		Use:   "check PATCH.ko (--kallsyms K... | --kernels DIR | --root R)",
+		Short: "Resolve a patch against many kernels at once: a matrix",
+		Example: `  klpresolve check fix.ko --kallsyms System.map-6.1.0-57-amd64 \
+    --kallsyms System.map-6.1.0-58-amd64
   # A folder of snapshots or symbol files, one per kernel; a JUnit report for CI
-  klpresolve check livepatch-fix.ko --kernels kernels/ --link --format junit > report.xml
-  klpresolve check livepatch-fix.ko --kernels 'kernels/*/System.map' --strict
-  # Every kernel installed here, each with its modules, Module.symvers and vermagic
-  klpresolve check livepatch-fix.ko --root /
-  # Kernels whose packages were unpacked one folder each (dpkg-deb -x linux-image-*.deb
-  # and linux-headers-*.deb into roots/6.1.0-57, ...)
-  klpresolve check livepatch-fix.ko --root 'roots/*'`,
+  klpresolve check fix.ko --kernels kernels/ --link --format junit > report.xml
+  klpresolve check fix.ko --kernels 'kernels/*/System.map' --strict
+  # Every kernel installed here, with its modules, Module.symvers, vermagic
+  klpresolve check fix.ko --root /
+  # Kernels whose packages were unpacked one folder each (dpkg-deb -x
+  # linux-image-*.deb and linux-headers-*.deb into roots/6.1.0-57, ...)
+  klpresolve check fix.ko --root 'roots/*'`,
 		Long: `Resolves PATCH.ko against every kernel given (--kallsyms, repeatable, or every file
 of --kernels DIR: kallsyms files, System.maps or snapshots, or links to them; files that
 begin as none of these, such as a README, are left out and named on standard error), in
@@ -189,14 +190,14 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 		},
 	}
 	c.Flags().StringVar(&format, "format", "text", "output format: text, json or junit (JUnit XML for CI)")
-	c.Flags().StringVar(&dir, "kernels", "", "folder of kernel symbol files (kallsyms, System.map, snapshots), one per kernel build; or a quoted glob pattern, e.g. 'kernels/*/System.map'")
+	c.Flags().StringVar(&dir, "kernels", "", "a folder of symbol files (kallsyms, System.map, images, snapshots), one per kernel, or a quoted glob ('kernels/*/System.map')")
 	c.Flags().BoolVar(&strict, "strict", false, "treat deferred relocations (module not loaded) as failures")
 	c.Flags().BoolVar(&link, "link", false, "also link the whole module against each kernel")
 	lf.add(c, "with --link, for every kernel: ")
 	c.Flags().DurationVar(&maxTime, "max-time", 0, "stop, and exit 3, when the check has not finished within this (e.g. 30s)")
 	c.Flags().IntVar(&workers, "jobs", 0, "kernels checked at once (default: GOMAXPROCS)")
 	c.Flags().StringArrayVar(&trees, "kernel-tree", nil, "a kernel build directory, checked with its own Module.symvers, .config and modules; repeatable")
-	c.Flags().StringArrayVar(&roots, "root", nil, "root of a filesystem with kernels installed (/, or a folder where each kernel's packages were unpacked): every boot/System.map-RELEASE is a kernel, checked with its own modules, Module.symvers and vermagic as the module loader checks them; repeatable; or a quoted glob pattern, e.g. 'roots/*'")
+	c.Flags().StringArrayVar(&roots, "root", nil, "a filesystem root with kernels installed (/, or unpacked packages): each kernel with its own modules, Module.symvers and vermagic; repeatable, or a quoted glob ('roots/*')")
 	addModulesFlag(c, &modules)
 	return c
 }

@@ -18,10 +18,10 @@ import (
 func newInfoCmd(a *app) *cobra.Command {
 	var format string
 	c := &cobra.Command{
-		Use:   "info PATCH.ko [--format text|json]",
-		Short: "Describe a livepatch module without a kernel: its sections, symbols, objects and patched functions",
-		Example: `  klpresolve info livepatch-fix.ko
-  klpresolve info livepatch-fix.ko.zst --format json | jq '.funcs[].name'`,
+		Use:   "info PATCH.ko",
+		Short: "Describe a livepatch module without a kernel",
+		Example: `  klpresolve info fix.ko
+  klpresolve info fix.ko.zst --format json | jq '.funcs[].name'`,
 		Long: `Describes what PATCH.ko asks of a kernel, without one: its livepatch relocation
 sections (object, the section they patch, how many relocations), the livepatch symbols
 they use, the klp_objects it declares and the functions it patches (from a static

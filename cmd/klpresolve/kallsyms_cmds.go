@@ -21,13 +21,15 @@ import (
 func newLookupCmd(a *app) *cobra.Command {
 	var format, ftracePath string
 	c := &cobra.Command{
-		Use:   "lookup SPEC...|- [--kallsyms PATH] [--format text|json]",
+		Use:   "lookup SPEC...|-",
 		Short: "Resolve [object:]name[,sympos] specs with livepatch's rules",
-		Example: `  klpresolve lookup vfs_read type_show,3 ext4:ext4_iget --kallsyms System.map-6.1.0-57-amd64
+		Example: `  klpresolve lookup vfs_read type_show,3 ext4:ext4_iget \
+    --kallsyms System.map-6.1.0-57-amd64
   # A list, one spec a line (# comments), as JSON
   klpresolve lookup - --format json < specs.txt
   # Can livepatch patch them? (the ftrace call sites of the kernel's vmlinux)
-  klpresolve lookup vfs_read tracing_on --kallsyms System.map-6.1.0-57-amd64 --ftrace /boot/vmlinuz-6.1.0-57-amd64`,
+  klpresolve lookup vfs_read tracing_on --kallsyms System.map-6.1.0-57-amd64 \
+    --ftrace /boot/vmlinuz-6.1.0-57-amd64`,
 		Long: `Resolves each SPEC = [object:]name[,sympos] as klp_find_object_symbol() would:
 no object (or vmlinux) means vmlinux; sympos 0 (the default) means the name must be
 unique in its object; N means the N-th occurrence in kallsyms order. "-" reads the
@@ -111,7 +113,7 @@ Exit status 0 when every spec resolves, 1 when any does not.`,
 		},
 	}
 	c.Flags().StringVar(&format, "format", "text", "output format: text or json")
-	c.Flags().StringVar(&ftracePath, "ftrace", "", "the kernel's ftrace call sites (its vmlinux or vmlinuz, or tracefs's available_filter_functions[_addrs]): say whether livepatch can patch each function found")
+	c.Flags().StringVar(&ftracePath, "ftrace", "", "the kernel's ftrace call sites (vmlinux, vmlinuz, or tracefs's list): say whether livepatch can patch each function found")
 	return c
 }
 
@@ -213,11 +215,12 @@ func readListChecked(name string, r io.Reader, check func(string) error) ([]stri
 func newAddrCmd(a *app) *cobra.Command {
 	var format string
 	c := &cobra.Command{
-		Use:   "addr ADDR...|- [--kallsyms PATH] [--format text|json]",
-		Short: "Reverse lookup: the symbol+offset/size [object] of each address",
+		Use:   "addr ADDR...|-",
+		Short: "Name each address: symbol+offset/size [object]",
 		Example: `  klpresolve addr 0xffffffff813669e0 0xffffffffc0350690
   # Every kernel address in an oops
-  grep -o 'ffffffff[0-9a-f]\{8\}' oops.txt | klpresolve addr - --kallsyms System.map-6.1.0-57-amd64`,
+  grep -o 'ffffffff[0-9a-f]\{8\}' oops.txt |
+    klpresolve addr - --kallsyms System.map-6.1.0-57-amd64`,
 		Long: `Finds the symbol that contains each ADDR (hex, with or without 0x), as the kernel's
 kallsyms_lookup() does: the highest symbol at or below it, the offset into it and the
 size up to the next symbol of its object. "-" reads the addresses from standard input,
@@ -296,8 +299,8 @@ Exit status 0 when every address has a symbol, 1 when any has none.`,
 func newObjectsCmd(a *app) *cobra.Command {
 	var format string
 	c := &cobra.Command{
-		Use:   "objects [--kallsyms PATH] [--format text|json]",
-		Short: "List the objects (vmlinux, modules, pseudo-modules) with symbol counts and address ranges",
+		Use:   "objects",
+		Short: "List the kernel's objects, with symbol counts and address ranges",
 		Example: `  klpresolve objects
   klpresolve objects --kallsyms kernels/host.snap --format json`,
 		Args: needArgs(0, 0, "no arguments"),
@@ -348,14 +351,15 @@ func newSnapshotCmd(a *app) *cobra.Command {
 	var out string
 	var raw bool
 	c := &cobra.Command{
-		Use:   "snapshot --kallsyms PATH -o FILE [--raw]",
-		Short: "Write a compact binary snapshot of a symbol index (any --kallsyms flag reads it)",
+		Use:   "snapshot --kallsyms PATH -o FILE",
+		Short: "Write a compact snapshot of a kernel's symbols",
 		Example: `  # This machine's kernel, for later checks elsewhere
   klpresolve snapshot -o host.snap
   # Another host's, over ssh
   ssh host klpresolve snapshot -o - > kernels/host.snap
   # The form that loads in place, fastest for many checks
-  klpresolve snapshot --kallsyms System.map-6.1.0-57-amd64 --raw -o kernels/6.1.0-57.raw`,
+  klpresolve snapshot --kallsyms System.map-6.1.0-57-amd64 --raw \
+    -o kernels/6.1.0-57.raw`,
 		Long: `Writes the index as a snapshot that any --kallsyms flag reads: by default compact
 (names and columns in zstd frames, the hash tables stored: 0.4-0.6 of the text), which
 loads five to fifteen times faster than the text parses and decodes each chunk of 16 KiB

@@ -74,7 +74,7 @@ func (f *linkFlags) add(c *cobra.Command, prefix string) {
 	c.Flags().BoolVar(&f.erratum, "erratum-843419", false, prefix+"arm64: work around Cortex-A53 erratum 843419")
 	addNoKASLRFlag(c, &f.noKASLR, prefix+"arm64: link as for a kernel")
 	addNoExpolineFlag(c, &f.noExpoline, prefix+"link")
-	c.Flags().StringVar(&f.pageSize, "page-size", "", prefix+"the kernel's page size, which section groups and the CFI shadow's pages follow: 4K, or 16K or 64K on arm64 (CONFIG_ARM64_64K_PAGES, as RHEL's kernel-64k), 64K or 4K on ppc64; default: an arm64 kernel's own where its symbols show it (a System.map does), 64K on ppc64 (Debian's and RHEL's ppc64le kernels), else 4K")
+	c.Flags().StringVar(&f.pageSize, "page-size", "", prefix+"the kernel's page size: 4K; 16K or 64K on arm64; 64K or 4K on ppc64 (default: an arm64 kernel's own where its symbols show it, 64K on ppc64, else 4K)")
 }
 
 // given reports whether any of the flags was given.
@@ -97,10 +97,11 @@ func newLinkCmd(a *app) *cobra.Command {
 	var modules []string
 	var installed installedFlags
 	c := &cobra.Command{
-		Use:   "link MODULE.ko [--kallsyms PATH | --root DIR] [--modules DIR] [--symvers FILE] [--vermagic STRING] [--base ADDR] [-o OUT] [--format text|json]",
-		Short: "Lay a module out and apply its relocations against a kernel's symbols, as the kernel would",
-		Example: `  klpresolve link livepatch-fix.ko --kallsyms System.map-6.1.0-57-amd64 -o fix.linked
-  klpresolve link btrfs.ko --kallsyms System.map-6.1.0-57-arm64 --base 0xffff800001000000 --format json
+		Use:   "link MODULE.ko",
+		Short: "Lay a module out and apply its relocations, as the kernel would",
+		Example: `  klpresolve link fix.ko --kallsyms System.map-6.1.0-57-amd64 -o fix.linked
+  klpresolve link btrfs.ko --kallsyms System.map-6.1.0-57-arm64 \
+    --base 0xffff800001000000 --format json
   # The kernel as installed under a root: its map, modules and Module.symvers
   klpresolve link fix.ko --root roots/6.1.0-57 --format json`,
 		Long: `Lays MODULE.ko out as the kernel's loader does (core and init; text, read-only,
@@ -217,16 +218,16 @@ loader refuses a symbol version, its vermagic or the module as a whole), 2 unusa
 		},
 	}
 	c.Flags().StringVar(&format, "format", "text", "output format: text or json")
-	c.Flags().StringVar(&base, "base", "", "core load address (default: where module_alloc() starts: x86_64 0xffffffffc0000000, arm 0xbf000000, arm64 _etext - 128 MiB, s390 a typical 0x3ff80000000)")
+	c.Flags().StringVar(&base, "base", "", "core load address (default: where the kernel's module allocator starts)")
 	c.Flags().StringVar(&initBase, "init-base", "", "init load address (default: past core and its vmalloc guard page)")
-	c.Flags().StringVar(&percpuBase, "percpu-base", "", "address of the module's per-cpu area, for its .data..percpu symbols (default: the kernel's __per_cpu_end, aligned: where the first module with per-cpu variables gets its area; a loaded module's shows in /proc/kallsyms)")
+	c.Flags().StringVar(&percpuBase, "percpu-base", "", "address of the module's per-cpu area (default: the kernel's __per_cpu_end, aligned, where the first such module's goes)")
 	c.Flags().StringVarP(&out, "output", "o", "", "write the linked image (ELF, sections at their load addresses)")
 	lf.add(c, "")
 	c.Flags().BoolVar(&opts.ForcePLT, "force-plt", false, "debug: send every branch that has a PLT slot through the PLT")
 	addSymversFlag(c, &symversPath)
 	addVermagicFlag(c, &magic, true)
 	installed.add(c)
-	c.Flags().StringArrayVar(&modules, "modules", nil, "module files (.ko, also compressed) or directories of them, such as /lib/modules/VERSION (repeatable): the modules MODULE.ko depends on that the kernel's symbols lack are laid out first from them, as modprobe loads them")
+	c.Flags().StringArrayVar(&modules, "modules", nil, "module files or folders of them, such as /lib/modules/VERSION (repeatable): the modules MODULE.ko depends on are laid out first from them, as modprobe loads them")
 	return c
 }
 

@@ -306,41 +306,39 @@ func (a *app) openIndex() (*kallsyms.Index, error) {
 func newRoot(stdin io.Reader, stdout, stderr io.Writer, temps *atomicfile.Temps) *cobra.Command {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, temps: temps}
 	root := &cobra.Command{
-		Use:   "klpresolve PATCH.ko [--kallsyms PATH | --root DIR] [--modules DIR] [--format text|json] [--strict] [--stats] [--link [-o OUT]]",
-		Short: "Resolve a livepatch module's relocations against a kernel's symbols, as the kernel would",
+		Use:   "klpresolve PATCH.ko",
+		Short: "Resolve a livepatch module against a kernel, as the kernel would",
 		Example: `  # The running kernel (/proc/kallsyms)
-  klpresolve livepatch-fix.ko
+  klpresolve fix.ko
   # Another kernel's symbols; link the whole module too, and write it out
-  klpresolve livepatch-fix.ko --kallsyms System.map-6.1.0-57-amd64 --link -o fix.linked
-  # A System.map lists no module: check what waits for modules against their files
-  klpresolve livepatch-fix.ko --kallsyms System.map-6.1.0-57-amd64 --modules /lib/modules/6.1.0-57-amd64
-  # This machine's kernel as installed: its modules, Module.symvers and vermagic too
-  klpresolve livepatch-fix.ko --root /
+  klpresolve fix.ko --kallsyms System.map-6.1.0-57-amd64 --link -o fix.linked
+  # A System.map lists no module: check what waits for one against its file
+  klpresolve fix.ko --kallsyms System.map-6.1.0-57-amd64 \
+    --modules /lib/modules/6.1.0-57-amd64
+  # This machine's kernel as installed: modules, Module.symvers, vermagic too
+  klpresolve fix.ko --root /
   # For CI: JSON, and a relocation waiting for a module that is not loaded fails
-  klpresolve livepatch-fix.ko.xz --kallsyms kernels/host.snap --format json --strict`,
-		Long: `klpresolve resolves every livepatch relocation of PATCH.ko (.klp.rela.<obj>.<sec>
-sections, .klp.sym.<obj>.<name>,<pos> symbols, or legacy kpatch dynrelas), and every
-function it patches (klp_func old_name/old_sympos, kpatch-build's .kpatch.funcs,
-klp-build's .init.klp_funcs), against a kernel's symbols (/proc/kallsyms, a System.map
-or a snapshot), with the kernel's own rules and error messages, and says what would
-fix each failure; a kernel built without CONFIG_LIVEPATCH refuses the module. With --link it also
-links the whole module against those symbols and records it in a CFI shadow; without
-it, a note names the ordinary undefined symbols insmod would refuse ("Unknown symbol").
-What waits for a module the symbols lack (not loaded; a System.map lists none) is
-deferred; --modules checks it against the module's .ko file as the kernel will resolve
-it when the module loads, after the patch or before it (which can differ). --symvers
-checks the module's symbol versions (modversions) against the kernel build's
-Module.symvers, and its vermagic against the kernel's (--vermagic, or that of the
-first --modules file), as the module loader will. --ftrace checks each patched
-function for the ftrace call site livepatch needs (klp_patch_func()), in the kernel's
-vmlinux or vmlinuz, or tracefs's list. --root DIR takes all of them from a
-kernel installed under a filesystem root (/: the running kernel; or a folder where its
-packages were unpacked), as check --root finds them.
-PATCH.ko may be compressed (zstd, gzip, xz), or - for standard input.
+  klpresolve fix.ko.xz --kallsyms kernels/host.snap --format json --strict`,
+		Long: `klpresolve resolves a livepatch module against a kernel's symbols, as the
+kernel would when it loads it: every livepatch relocation (.klp.rela sections,
+.klp.sym symbols, legacy kpatch dynrelas) and every function the patch replaces.
+It applies the rules and messages of the kernel's generation (6.1, 6.12, 7.x),
+and says what would fix each failure.
 
-Exit status: 0 all resolved (deferred allowed), 1 a relocation or patched function
-failed (or was deferred under --strict, or the module did not link, or the kernel
-refuses it, a symbol version or its vermagic), 2 unusable input or usage, 3 --max-time reached (klpresolve stops there, with no verdict).`,
+The kernel's symbols come from --kallsyms (/proc/kallsyms by default, a
+System.map, a kernel image or a snapshot), or from --root DIR, a kernel
+installed under a filesystem root (its symbols, modules, Module.symvers and
+configuration).
+
+What waits for a module that is not loaded is deferred; --modules checks it
+against the module's file. --symvers and --vermagic check what the module loader
+checks. --ftrace checks that livepatch can patch each function. --link links
+the whole module too. PATCH.ko may be compressed (zstd, gzip, xz), or - for
+standard input.
+
+Exit status: 0 all resolved (deferred allowed); 1 the kernel would refuse or
+fail something (or, with --strict, something is deferred); 2 unusable input or
+usage; 3 --max-time reached (klpresolve stops there, with no verdict).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          needArgs(1, 1, "one livepatch module, PATCH.ko"),
@@ -350,6 +348,7 @@ refuses it, a symbol version or its vermagic), 2 unusable input or usage, 3 --ma
 		SuggestionsMinimumDistance: 2,
 	}
 	root.SetVersionTemplate("klpresolve {{.Version}}\n")
+	root.SetUsageTemplate(usageTemplate)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().StringArrayVar(&a.kallsymsPaths, "kallsyms", []string{kallsyms.DefaultPath},
@@ -396,8 +395,39 @@ refuses it, a symbol version or its vermagic), 2 unusable input or usage, 3 --ma
 		newCheckCmd(a),
 		newInfoCmd(a),
 	)
+	addCompletion(root)
+	fitHelp(root)
 	return root
 }
+
+// helpWidth is the widest line a help prints: a terminal's 80 columns
+// (usageTemplate wraps the flags' usages to it).
+const helpWidth = 80
+
+// usageTemplate is cobra's usage template with the flags' usages wrapped
+// to helpWidth columns (pflag's FlagUsagesWrapped), so that every help
+// fits a terminal.
+const usageTemplate = `Usage:{{if .Runnable}}
+  {{.UseLine}}{{end}}{{if .HasAvailableSubCommands}}
+  {{.CommandPath}} [command]{{end}}{{if gt (len .Aliases) 0}}
+
+Aliases:
+  {{.NameAndAliases}}{{end}}{{if .HasExample}}
+
+Examples:
+{{.Example}}{{end}}{{if .HasAvailableSubCommands}}
+
+Available Commands:{{range .Commands}}{{if (or .IsAvailableCommand (eq .Name "help"))}}
+  {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{end}}{{if .HasAvailableLocalFlags}}
+
+Flags:
+{{.LocalFlags.FlagUsagesWrapped 80 | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableInheritedFlags}}
+
+Global Flags:
+{{.InheritedFlags.FlagUsagesWrapped 80 | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableSubCommands}}
+
+Run "{{.CommandPath}} COMMAND --help" for a command's help.{{end}}
+`
 
 // needArgs accepts min to max arguments (max < 0: no maximum) and
 // otherwise says what the command takes, where cobra's own message says

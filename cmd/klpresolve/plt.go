@@ -15,8 +15,8 @@ func newPLTCmd(a *app) *cobra.Command {
 	var format, mode string
 	var opts modplt.Options
 	c := &cobra.Command{
-		Use:   "plt MODULE.ko [--mode kernel|optimal] [--erratum-843419] [--no-kaslr] [--no-expoline] [--format text|json]",
-		Short: "Count the PLT (arm64, arm) or GOT (x86_64) entries a module needs (s390: both)",
+		Use:   "plt MODULE.ko",
+		Short: "Count the PLT or GOT entries a module needs",
 		Example: `  klpresolve plt btrfs.ko
   klpresolve plt btrfs.ko --mode optimal --erratum-843419 --format json`,
 		Long: `Counts, per relocation section, the branches (total, to undefined symbols, into
@@ -171,7 +171,7 @@ func writeS390Counts(a *app, r *modplt.Counts) {
 
 // addNoExpolineFlag adds --no-expoline (modplt.Options.NoExpoline).
 func addNoExpolineFlag(c *cobra.Command, v *bool, verb string) {
-	c.Flags().BoolVar(v, "no-expoline", false, "s390: "+verb+" as a kernel without expolines (CONFIG_EXPOLINE off, nospec=off, or turned off on a machine with etokens): no __jump_r1 thunk in the PLT")
+	c.Flags().BoolVar(v, "no-expoline", false, "s390: "+verb+" as a kernel without expolines (CONFIG_EXPOLINE off, or nospec=off): no __jump_r1 thunk")
 }
 
 // addNoKASLRFlag adds --no-kaslr: an arm64 kernel built without
@@ -179,5 +179,5 @@ func addNoExpolineFlag(c *cobra.Command, v *bool, verb string) {
 // branch (modplt.Options.NoRandomizeBase). what says what the flag does
 // with such a kernel.
 func addNoKASLRFlag(c *cobra.Command, v *bool, what string) {
-	c.Flags().BoolVar(v, "no-kaslr", false, what+" built without CONFIG_RANDOMIZE_BASE (KASLR): Linux 6.1 then reserves no PLT entry for a branch, modules being within its reach")
+	c.Flags().BoolVar(v, "no-kaslr", false, what+" without CONFIG_RANDOMIZE_BASE (KASLR): 6.1 then counts no branch")
 }

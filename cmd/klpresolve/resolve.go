@@ -44,12 +44,12 @@ type resolveOpts struct {
 // verb out: "klpresolve resolve PATCH.ko" is "klpresolve PATCH.ko".
 func newResolveCmd(a *app) *cobra.Command {
 	c := &cobra.Command{
-		Use:   "resolve PATCH.ko [flags]",
-		Short: "The main job by name: resolve one module against one kernel (klpresolve PATCH.ko)",
+		Use:   "resolve PATCH.ko",
+		Short: "The main job by name (klpresolve PATCH.ko)",
 		Long: `resolve is the main job, by name: klpresolve resolve PATCH.ko is
 klpresolve PATCH.ko, with the same flags, output and exit status
 (klpresolve --help says them).`,
-		Example: `  klpresolve resolve livepatch-fix.ko --kallsyms System.map-6.1.0-57-amd64`,
+		Example: `  klpresolve resolve fix.ko --kallsyms System.map-6.1.0-57-amd64`,
 		Args:    needArgs(1, 1, "one livepatch module, PATCH.ko"),
 	}
 	addResolveFlags(c, a)
@@ -64,14 +64,14 @@ func addResolveFlags(root *cobra.Command, a *app) {
 	root.Flags().DurationVar(&o.maxTime, "max-time", 0, "stop, and exit 3, when reading and resolving have not finished within this (e.g. 2s)")
 	root.Flags().BoolVar(&o.link, "link", false, "also link the whole module (modplt), and record it in a CFI shadow where the kernel keeps one (5.13-6.0)")
 	root.Flags().BoolVar(&o.cfi, "cfi-shadow", false, "with --link: record the module in a CFI shadow whatever the kernel")
-	root.Flags().StringVar(&o.base, "base", "", "with --link: core load address (default: where module_alloc() starts: x86_64 0xffffffffc0000000, arm 0xbf000000, arm64 _etext - 128 MiB)")
+	root.Flags().StringVar(&o.base, "base", "", "with --link: core load address (default: where the kernel's module allocator starts)")
 	root.Flags().StringVarP(&o.out, "output", "o", "", "with --link: write the linked image (ELF, sections at their load addresses)")
 	o.kbuild.add(root, "with --link: ")
 	addModulesFlag(root, &o.modules)
 	addSymversFlag(root, &o.symvers)
 	addVermagicFlag(root, &o.magic, true)
 	o.kernel.add(root)
-	root.Flags().StringVar(&o.ftrace, "ftrace", "", "the kernel's ftrace call sites: its vmlinux (plain or compressed: its __mcount_loc table, placed by the kernel's symbols), /boot/vmlinuz (x86's bzImage; arm64's Image, placed by the kernel's System.map), or a copy of its tracefs available_filter_functions_addrs (against its /proc/kallsyms) or available_filter_functions; a patched function without one fails as klp_patch_func() fails it (default with --root: the kernel's vmlinux where a debug package installed it, tracefs for the running kernel, else /boot/vmlinuz)")
+	root.Flags().StringVar(&o.ftrace, "ftrace", "", "the kernel's ftrace call sites (vmlinux, vmlinuz, or tracefs's list): a patched function without one fails, as in klp_patch_func() (default with --root: the kernel's own)")
 	root.RunE = func(cmd *cobra.Command, args []string) error {
 		return a.resolve(cmd, args[0], o)
 	}
@@ -510,7 +510,7 @@ type checkedJSON struct {
 
 // addModulesFlag is --modules, for the commands that resolve.
 func addModulesFlag(c *cobra.Command, paths *[]string) {
-	c.Flags().StringArrayVar(paths, "modules", nil, "module files (.ko, also compressed) or directories of them, such as /lib/modules/VERSION (repeatable): what the patch defers to a module the kernel's symbols lack is checked against its file, as the kernel will resolve it when the module loads; the modules the patch depends on (.modinfo depends=) that the symbols lack are laid out first from theirs, as modprobe loads them, and their exports resolve its symbols (with --link, and in the note on what insmod would refuse)")
+	c.Flags().StringArrayVar(paths, "modules", nil, "module files or folders of them, such as /lib/modules/VERSION (repeatable): what the patch defers to a module is checked against its file, and its dependencies are loaded first from theirs")
 }
 
 // findModules indexes the --modules paths (nil when none).
@@ -795,12 +795,12 @@ func newConvertCmd(a *app) *cobra.Command {
 	var symbols []string
 	c := &cobra.Command{
 		Use:   "convert IN.o -o OUT.ko [--symbol [obj:]name[,pos]...]",
-		Short: "Turn a relocatable object into a livepatch module (.klp.rela sections, .klp.sym symbols)",
-		Example: `  klpresolve convert fix.o -o livepatch-fix.ko \
+		Short: "Make a livepatch module of an object or of kpatch-build's output",
+		Example: `  klpresolve convert fix.o -o fix.ko \
       --kallsyms System.map-6.1.0-57-amd64 \
       --symbol vfs_read --symbol ext4:ext4_iget --symbol type_show,3 \
       --symbol 'nfs:do_open@0xffffffffc0a01230'
-  klpresolve convert fix.o -o livepatch-fix.ko --symbols-from symbols.txt
+  klpresolve convert fix.o -o fix.ko --symbols-from symbols.txt
   klpresolve convert output.o -o livepatch-fix.o`,
 		Long: `Moves every relocation against the given symbols into
 .klp.rela.<obj>.<sec> sections, and renames the symbols

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/atomicfile"
+)
+
+// TestHelpFitsScreen: every command's help (usage, description,
+// examples, flags) fits in 80 columns, and no flag's usage is read by
+// pflag as a value name (a backquoted word becomes the flag's type:
+// "--vermagic modinfo -F vermagic").
+func TestHelpFitsScreen(t *testing.T) {
+	root := newRoot(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}, &atomicfile.Temps{})
+	var cmds []*cobra.Command
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		cmds = append(cmds, c)
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
+	require.Greater(t, len(cmds), 10)
+	for _, c := range cmds {
+		path := strings.Fields(c.CommandPath())[1:]
+		code, out, _ := runCLI(t, append(path, "--help")...)
+		require.Equal(t, 0, code, "%v --help", path)
+		for i, l := range strings.Split(out, "\n") {
+			assert.LessOrEqual(t, utf8.RuneCountInString(l), helpWidth, "%q --help, line %d: %s", c.CommandPath(), i+1, l)
+		}
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			assert.NotContains(t, f.Usage, "`", "%s --%s: a backquote makes pflag take a value name from the usage", c.CommandPath(), f.Name)
+		})
+	}
+}
