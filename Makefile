@@ -10,7 +10,7 @@ FUZZTIME ?= 10s
 FUZZMIN  ?= 0
 BIN      ?= bin/klpresolve
 
-.PHONY: all build test ports fuzz bench fixtures oracle buildtools clean
+.PHONY: all build test ports fuzz bench fixtures docs oracle buildtools clean
 
 all: build
 
@@ -83,6 +83,12 @@ bench:
 # Rebuild the committed test fixtures from their sources (needs gcc, the
 # Debian cross compilers and Debian's 6.1 kernel headers; see
 # testdata/README.md). go test never needs them.
+# docs/cli (a Markdown page per command) and docs/man (a man page per
+# command), made by cobra/doc from the command tree; TestGeneratedDocs
+# fails when they are stale.
+docs:
+	$(GO) test ./cmd/klpresolve -run '^TestGeneratedDocs$$' -count=1 -args -update-docs
+
 fixtures:
 	$(MAKE) -C testdata
 

@@ -60,7 +60,7 @@ processes, which run as the commands do.`,
 					return &exitError{exitUsage, fmt.Errorf("bench %s: %w", name, err)}
 				}
 				if format == "json" {
-					return writeJSON(a, r)
+					return writeJSON(a, true, r)
 				}
 				r.WriteText(a.stdout)
 				return nil
@@ -148,7 +148,7 @@ processes, which run as the commands do.`,
 				}
 			}
 			if format == "json" {
-				return writeJSON(a, all)
+				return writeJSON(a, true, all)
 			}
 			for _, r := range all.Reports {
 				r.WriteText(a.stdout)

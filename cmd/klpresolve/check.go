@@ -169,7 +169,7 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 			}
 			switch format {
 			case "json":
-				err = writeJSON(a, checkJSON(m, rows))
+				err = writeJSON(a, failed == 0, checkJSON(m, rows))
 			case "junit":
 				err = writeJUnit(a.stdout, checkJUnit(m, rows, elapsed))
 			default:

@@ -179,9 +179,11 @@ func TestLookupFtrace(t *testing.T) {
 		"nothing_here: error: symbol 'nothing_here' not found in symbol table\n", out)
 	code, out, _ = runCLI(t, "lookup", "type_show,2", "ring_buffer_lock_reserve", "--kallsyms", smap, "--ftrace", ftraceFixture("available_filter_functions"), "--format", "json")
 	assert.Equal(t, 0, code)
-	var j []struct{ Name, Ftrace string }
+	var j struct {
+		Results []struct{ Name, Ftrace string }
+	}
 	require.NoError(t, json.Unmarshal([]byte(out), &j), out)
-	assert.Equal(t, []struct{ Name, Ftrace string }{{"type_show", "unknown"}, {"ring_buffer_lock_reserve", "not traceable"}}, j)
+	assert.Equal(t, []struct{ Name, Ftrace string }{{"type_show", "unknown"}, {"ring_buffer_lock_reserve", "not traceable"}}, j.Results)
 	code, _, errOut := runCLI(t, "lookup", "vfs_read", "--kallsyms", smap, "--ftrace", smap)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "--ftrace: "+smap+":1: malformed ftrace call-site input")

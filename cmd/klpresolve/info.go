@@ -41,7 +41,7 @@ Exit status: 0 nothing is refused on every kernel, 1 something is, 2 unusable in
 			}
 			info := moduleInfo(m)
 			if format == "json" {
-				err = writeJSON(a, info)
+				err = writeJSON(a, info.Errors == 0, info)
 			} else {
 				writeInfoText(a.stdout, info)
 			}

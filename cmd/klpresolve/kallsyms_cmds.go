@@ -4,7 +4,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -321,11 +320,13 @@ func newObjectsCmd(a *app) *cobra.Command {
 					High    string `json:"high"`
 					Pseudo  bool   `json:"pseudo"`
 				}
-				var out []o
+				out := struct {
+					Objects []o `json:"objects"`
+				}{[]o{}}
 				for _, x := range objs {
-					out = append(out, o{x.Name, x.Symbols, fmt.Sprintf("%#x", x.Low), fmt.Sprintf("%#x", x.High), x.Pseudo})
+					out.Objects = append(out.Objects, o{x.Name, x.Symbols, fmt.Sprintf("%#x", x.Low), fmt.Sprintf("%#x", x.High), x.Pseudo})
 				}
-				return writeJSON(a, out)
+				return writeJSON(a, true, out)
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintln(tw, "OBJECT\tSYMBOLS\tLOW\tHIGH\t")
@@ -405,7 +406,10 @@ in memory (about 1.5x the text), used in place, nothing left to decode.`,
 // went), then exit status 1 if any failed.
 func finish(a *app, format string, out any, failed bool) error {
 	if format == "json" {
-		if err := writeJSON(a, out); err != nil {
+		doc := struct {
+			Results any `json:"results"`
+		}{out}
+		if err := writeJSON(a, !failed, doc); err != nil {
 			return err
 		}
 	}
@@ -415,10 +419,10 @@ func finish(a *app, format string, out any, failed bool) error {
 	return nil
 }
 
-func writeJSON(a *app, v any) error {
-	enc := json.NewEncoder(a.stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+// writeJSON writes v as the command's JSON document (writeDoc), ok its
+// verdict: the exit status is 0 when it is true.
+func writeJSON(a *app, ok bool, v any) error {
+	return writeDoc(a.stdout, a.command, ok, v)
 }
 
 // countingWriter counts the bytes written through it.

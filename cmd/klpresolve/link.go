@@ -199,7 +199,7 @@ loader refuses a symbol version, its vermagic or the module as a whole), 2 unusa
 					j.LoadError = problemOf(res.LoadErr)
 				}
 				j.OK = j.OK && loads
-				err = writeJSON(a, j)
+				err = writeJSON(a, j.OK, j)
 			} else {
 				if l := kernelLine(&installed, kf.kernel); l != "" {
 					fmt.Fprintln(a.stdout, l)

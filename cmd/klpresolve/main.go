@@ -102,7 +102,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	stderr = flushFirst{buf, stderr}
 	root := newRoot(stdin, buf, stderr, temps)
 	root.SetArgs(args)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
+	var ee *exitError
+	if err != nil && !errors.As(err, &ee) {
+		ee = &exitError{exitUsage, err}
+	}
+	if ee != nil && ee.code != exitFailed && !errors.Is(ee.err, errReported) && wantsJSON(cmd, args) {
+		// The JSON contract: a document on standard output whatever
+		// happened (docs/json.md).
+		_ = writeErrorDoc(buf, commandName(cmd), ee)
+	}
 	buf.Flush() // its error is out.err
 	if out.err != nil && (err == nil || errors.Is(err, out.err)) {
 		// A report that did not reach its reader (a full disk, a closed
@@ -113,15 +122,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if !errors.Is(ee.err, errReported) {
-			fmt.Fprintf(stderr, "klpresolve: %v\n", ee.err)
-		}
-		return ee.code
+	if !errors.Is(ee.err, errReported) {
+		fmt.Fprintf(stderr, "klpresolve: %v\n", ee.err)
 	}
-	fmt.Fprintf(stderr, "klpresolve: %v\n", err)
-	return exitUsage
+	return ee.code
 }
 
 // stopOnSignal makes an interrupt, a termination or a hangup remove the
@@ -238,6 +242,9 @@ type app struct {
 	// temps are the temporary files of the outputs being written, which
 	// a signal removes (stopOnSignal).
 	temps *atomicfile.Temps
+	// command names the command run, in every JSON document ("resolve"
+	// for the main job, "bench kallsyms").
+	command string
 }
 
 // kallsymsPath is the kernel symbols of a one-kernel command: the last
@@ -366,6 +373,7 @@ usage; 3 --max-time reached (klpresolve stops there, with no verdict).`,
 	root.PersistentFlags().IntVar(&a.maxSymbols, "max-symbols", kallsyms.DefaultMaxSymbols,
 		"stop reading a compressed or streamed symbol list after this many lines (docs/limits.md)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		a.command = commandName(cmd)
 		if err := checkCounts(cmd); err != nil {
 			return err
 		}

@@ -146,11 +146,14 @@ func TestLookupCommand(t *testing.T) {
 	assert.Equal(t, out, read)
 	code, out, _ = runCLI(t, "lookup", "type_show", "--kallsyms", k, "--format", "json")
 	assert.Equal(t, 1, code)
-	var j []struct {
-		Spec, Object, Name string
-		Address, Error     *string
+	var doc struct {
+		Results []struct {
+			Spec, Object, Name string
+			Address, Error     *string
+		}
 	}
-	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	j := doc.Results
 	require.Len(t, j, 1)
 	assert.Nil(t, j[0].Address)
 	require.NotNil(t, j[0].Error)
@@ -169,12 +172,15 @@ func TestAddrCommand(t *testing.T) {
 	code = run([]string{"addr", "-", "10", "--kallsyms", example, "--format", "json"},
 		strings.NewReader("ffffffff81010285\n  0xffffffffc0350690 \n"), &stdout, &stderr)
 	assert.Equal(t, 1, code, stderr.String())
-	var j []struct {
-		Address                            string
-		Symbol, Object, Type, Offset, Size *string
-		Error                              *string
+	var doc struct {
+		Results []struct {
+			Address                            string
+			Symbol, Object, Type, Offset, Size *string
+			Error                              *string
+		}
 	}
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &j))
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &doc))
+	j := doc.Results
 	require.Len(t, j, 3)
 	assert.Equal(t, "0xffffffff81010285", j[0].Address)
 	assert.Equal(t, []string{"vfs_read", "vmlinux", "T", "0x105", "0x200"}, []string{*j[0].Symbol, *j[0].Object, *j[0].Type, *j[0].Offset, *j[0].Size})
@@ -1098,14 +1104,16 @@ func TestLookupJSONKinds(t *testing.T) {
 	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
 	code, out, _ := runCLI(t, "lookup", "vfs_read", "type_show", "type_show,99", "vfs_reed", "xfs:xfs_iget", "ext4:", "--kallsyms", example, "--format", "json")
 	assert.Equal(t, 1, code)
-	var j []struct {
-		Spec  string
-		Error *string
-		Kind  string
+	var doc struct {
+		Results []struct {
+			Spec  string
+			Error *string
+			Kind  string
+		}
 	}
-	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
 	var kinds []string
-	for _, r := range j {
+	for _, r := range doc.Results {
 		kinds = append(kinds, r.Kind)
 		assert.Equal(t, r.Kind == "", r.Error == nil, r.Spec)
 	}

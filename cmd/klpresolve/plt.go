@@ -48,7 +48,7 @@ Exit status: 0 counted, 1 the kernel would refuse the module (no .plt section),
 				return &exitError{exitUsage, err}
 			}
 			if format == "json" {
-				err = writeJSON(a, res)
+				err = writeJSON(a, len(res.Warnings) == 0, res)
 			} else {
 				writePLTText(a, res)
 			}

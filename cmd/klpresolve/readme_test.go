@@ -33,6 +33,7 @@ var docPages = []string{
 	"docs/walkthrough.md",
 	"docs/resolving.md",
 	"docs/commands.md",
+	"docs/json.md",
 	"docs/benchmarks.md",
 	"docs/library.md",
 	"docs/fixtures.md",

@@ -191,7 +191,7 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 		j.AlreadyLoaded = rep.AlreadyLoaded
 		j.Modversions = versionsJSON(rep.Versions)
 		j.Vermagic = vermagicJSON(rep.Vermagic, kf.magicFrom)
-		err = writeJSON(a, j)
+		err = writeJSON(a, j.Summary.OK, j)
 	} else {
 		writeResolution(a.stdout, rep, symbolsLine(a.kallsymsPath(), ix), kernelLine(&o.kernel, kf.kernel), ft.line())
 		if rep.Image != nil {
