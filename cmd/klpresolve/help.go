@@ -6,6 +6,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/klpresolve/klpresolve/kgen"
 )
 
 // fitHelp reflows every command's description (Long) to helpWidth
@@ -96,5 +99,42 @@ this shell:
 				sh.Long = l
 			}
 		}
+	}
+}
+
+// completeValues makes the shell completion offer the values a flag
+// takes, where they are few: --format's (check adds junit),
+// --kernel-version's generations, plt's --mode, --page-size's sizes.
+func completeValues(c *cobra.Command) {
+	values := func(name string) []string {
+		switch name {
+		case "format":
+			if c.Name() == "check" {
+				return []string{"text", "json", "junit"}
+			}
+			return []string{"text", "json"}
+		case "kernel-version":
+			var gens []string
+			for _, g := range kgen.Known() {
+				gens = append(gens, g.String())
+			}
+			return gens
+		case "mode":
+			return []string{"kernel", "optimal"}
+		case "page-size":
+			return []string{"4K", "16K", "64K"}
+		}
+		return nil
+	}
+	for _, fs := range []*pflag.FlagSet{c.LocalNonPersistentFlags(), c.PersistentFlags()} {
+		fs.VisitAll(func(f *pflag.Flag) {
+			if v := values(f.Name); v != nil {
+				// (an error only for a flag registered twice)
+				_ = c.RegisterFlagCompletionFunc(f.Name, cobra.FixedCompletions(v, cobra.ShellCompDirectiveNoFileComp))
+			}
+		})
+	}
+	for _, s := range c.Commands() {
+		completeValues(s)
 	}
 }

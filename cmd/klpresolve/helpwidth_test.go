@@ -44,3 +44,23 @@ func TestHelpFitsScreen(t *testing.T) {
 		})
 	}
 }
+
+// TestCompletionValues: the shell completion offers the values of the
+// flags that take few (cobra's __complete is what the scripts call).
+func TestCompletionValues(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"__complete", "check", "x.ko", "--format", ""}, "text\njson\njunit\n:4\n"},
+		{[]string{"__complete", "x.ko", "--format", ""}, "text\njson\n:4\n"},
+		{[]string{"__complete", "check", "x.ko", "--kernel-version", ""}, "6.1\n6.12\n7.2\n:4\n"},
+		{[]string{"__complete", "plt", "x.ko", "--mode", ""}, "kernel\noptimal\n:4\n"},
+		{[]string{"__complete", "link", "x.ko", "--page-size", ""}, "4K\n16K\n64K\n:4\n"},
+		{[]string{"__complete", "bench", "kallsyms", "--format", ""}, "text\njson\n:4\n"},
+	} {
+		code, out, _ := runCLI(t, tc.args...)
+		assert.Equal(t, 0, code, "%v", tc.args)
+		assert.Equal(t, tc.want, out, "%v", tc.args)
+	}
+}

@@ -404,6 +404,7 @@ usage; 3 --max-time reached (klpresolve stops there, with no verdict).`,
 		newInfoCmd(a),
 	)
 	addCompletion(root)
+	completeValues(root)
 	fitHelp(root)
 	return root
 }
