@@ -18,13 +18,14 @@ import (
 	"github.com/klpresolve/klpresolve/symvers"
 )
 
-func parseAddr(s string) (uint64, error) {
+// parseAddr reads flag's address: hexadecimal with 0x, or decimal.
+func parseAddr(flag, s string) (uint64, error) {
 	if s == "" {
 		return 0, nil
 	}
 	v, err := strconv.ParseUint(s, 0, 64)
 	if err != nil {
-		return 0, &exitError{exitUsage, fmt.Errorf("bad address %q: %v", s, err)}
+		return 0, &exitError{exitUsage, fmt.Errorf("%s %q: not an address such as 0xffffffffc0000000", flag, s)}
 	}
 	return v, nil
 }
@@ -137,13 +138,13 @@ loader refuses a symbol version, its vermagic or the module as a whole), 2 unusa
 			if err != nil {
 				return err
 			}
-			if opts.Base, err = parseAddr(base); err != nil {
+			if opts.Base, err = parseAddr("--base", base); err != nil {
 				return err
 			}
-			if opts.InitBase, err = parseAddr(initBase); err != nil {
+			if opts.InitBase, err = parseAddr("--init-base", initBase); err != nil {
 				return err
 			}
-			if opts.PercpuBase, err = parseAddr(percpuBase); err != nil {
+			if opts.PercpuBase, err = parseAddr("--percpu-base", percpuBase); err != nil {
 				return err
 			}
 			if err := lf.apply(&opts); err != nil {

@@ -356,6 +356,7 @@ usage; 3 --max-time reached (klpresolve stops there, with no verdict).`,
 	}
 	root.SetVersionTemplate("klpresolve {{.Version}}\n")
 	root.SetUsageTemplate(usageTemplate)
+	root.SetFlagErrorFunc(flagError)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().StringArrayVar(&a.kallsymsPaths, "kallsyms", []string{kallsyms.DefaultPath},
@@ -412,6 +413,25 @@ usage; 3 --max-time reached (klpresolve stops there, with no verdict).`,
 // helpWidth is the widest line a help prints: a terminal's 80 columns
 // (usageTemplate wraps the flags' usages to it).
 const helpWidth = 80
+
+// flagError words a flag's bad value for a reader, not in the terms of
+// Go's parsers ("strconv.ParseInt: parsing ...").
+func flagError(cmd *cobra.Command, err error) error {
+	var iv *pflag.InvalidValueError
+	if !errors.As(err, &iv) {
+		return err
+	}
+	want := "a value it takes"
+	switch iv.GetFlag().Value.Type() {
+	case "int", "int64", "uint", "uint64":
+		want = "a whole number"
+	case "duration":
+		want = "a duration such as 2s, 500ms or 1m30s"
+	case "bool":
+		want = "true or false"
+	}
+	return fmt.Errorf("--%s %q: not %s; see '%s --help'", iv.GetFlag().Name, iv.GetValue(), want, cmd.CommandPath())
+}
 
 // usageTemplate is cobra's usage template with the flags' usages wrapped
 // to helpWidth columns (pflag's FlagUsagesWrapped), so that every help

@@ -499,7 +499,7 @@ func TestLinkCommand(t *testing.T) {
 
 	code, _, errs := runCLI(t, "link", md4, "--kallsyms", k, "--base", "nope")
 	assert.Equal(t, 2, code)
-	assert.Contains(t, errs, `bad address "nope"`)
+	assert.Contains(t, errs, `--base "nope": not an address`)
 
 	// x86_64 kernels have 4 KiB pages only; 3K is no page size at all.
 	for _, tc := range []struct{ size, err string }{
@@ -1977,5 +1977,26 @@ func TestEndlessStreams(t *testing.T) {
 		code = run([]string{"lookup", "vfs_read", "--kallsyms", "/dev/urandom"}, strings.NewReader(""), &out, &errb)
 		assert.Equal(t, 2, code)
 		assert.Contains(t, errb.String(), "/dev/urandom:")
+	}
+}
+
+// TestFlagValueErrors: a flag's bad value is said in the reader's terms,
+// naming the flag, not in those of Go's parsers (strconv, time).
+func TestFlagValueErrors(t *testing.T) {
+	k := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	ko := filepath.Join(testutil.RepoRoot(), "testdata", "klp", "livepatch-sample.ko")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{ko, "--kallsyms", k, "--link", "--base", "xyz"}, `klpresolve: --base "xyz": not an address such as 0xffffffffc0000000` + "\n"},
+		{[]string{"link", ko, "--kallsyms", k, "--percpu-base", "q"}, `klpresolve: --percpu-base "q": not an address such as 0xffffffffc0000000` + "\n"},
+		{[]string{"check", ko, "--kallsyms", k, "--max-time", "5q"}, `klpresolve: --max-time "5q": not a duration such as 2s, 500ms or 1m30s; see 'klpresolve check --help'` + "\n"},
+		{[]string{ko, "--max-symbols", "1e3"}, `klpresolve: --max-symbols "1e3": not a whole number; see 'klpresolve --help'` + "\n"},
+	} {
+		code, _, errs := runCLI(t, tc.args...)
+		assert.Equal(t, 2, code, "%v", tc.args)
+		assert.Equal(t, tc.want, errs, "%v", tc.args)
+		assert.NotContains(t, errs, "strconv")
 	}
 }

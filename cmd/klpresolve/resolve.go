@@ -138,7 +138,7 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 		po.Modules, po.Symvers, po.Vermagic = kf.modules, kf.symvers, kf.magic
 		if o.link {
 			po.Link = true
-			if po.LinkOptions.Base, err = parseAddr(o.base); err != nil {
+			if po.LinkOptions.Base, err = parseAddr("--base", o.base); err != nil {
 				return err
 			}
 		}
