@@ -150,12 +150,27 @@ processes, which run as the commands do.`,
 			if format == "json" {
 				return writeJSON(a, true, all)
 			}
+			var targets int
+			var missed []string
 			for _, r := range all.Reports {
 				r.WriteText(a.stdout)
+				for _, f := range r.Figures {
+					if f.Target != nil {
+						targets++
+					}
+				}
+				for _, m := range r.Missed() {
+					missed = append(missed, r.Benchmark+": "+m)
+				}
 			}
 			for _, s := range all.Skipped {
 				fmt.Fprintf(a.stdout, "skipped: %s\n", s)
 			}
+			fmt.Fprintf(a.stdout, "targets: %d met, %d missed", targets-len(missed), len(missed))
+			if len(missed) > 0 {
+				fmt.Fprintf(a.stdout, " (%s)", strings.Join(missed, ", "))
+			}
+			fmt.Fprintln(a.stdout)
 			return nil
 		},
 	}

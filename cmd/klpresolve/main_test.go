@@ -863,17 +863,33 @@ func TestBenchCommands(t *testing.T) {
 		Benchmark string `json:"benchmark"`
 		GOGC      *int   `json:"gogc"`
 		Figures   []struct {
-			Name  string  `json:"name"`
-			Value float64 `json:"value"`
+			Name   string  `json:"name"`
+			Value  float64 `json:"value"`
+			Target *struct {
+				Op    string
+				Bound float64
+				Met   bool
+			} `json:"target"`
 		} `json:"figures"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
 	require.Equal(t, "kallsyms", rep.Benchmark)
 	require.NotNil(t, rep.GOGC)
 	f := map[string]float64{}
+	targets := 0
 	for _, x := range rep.Figures {
 		f[x.Name] = x.Value
+		if x.Name == "naive_vs_parse" {
+			require.NotNil(t, x.Target)
+			assert.Equal(t, ">=", x.Target.Op)
+			assert.Equal(t, 15.0, x.Target.Bound)
+			assert.Equal(t, x.Value >= 15, x.Target.Met, "met says what the value says")
+		}
+		if x.Target != nil {
+			targets++
+		}
 	}
+	assert.GreaterOrEqual(t, targets, 8, "each figure with a goal says whether it met it")
 	require.Equal(t, 20.0, f["oneshot_rounds"])
 	for _, q := range []string{"min", "q1", "median"} {
 		require.Positive(t, f["oneshot_read_file_"+q+"_ms"], q)

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -22,6 +23,41 @@ type Figure struct {
 	Value   float64 `json:"value"`
 	Unit    string  `json:"unit"`
 	Comment string  `json:"comment,omitempty"`
+	// Target is the figure's goal, where it has one, and whether this
+	// run met it.
+	Target *Target `json:"target,omitempty"`
+}
+
+// Target is a figure's goal: Value Op Bound ("<=", ">=", "<", ">" or
+// "==") is met.
+type Target struct {
+	Op    string  `json:"op"`
+	Bound float64 `json:"bound"`
+	Met   bool    `json:"met"`
+}
+
+// String is the target as the text report says it: "<= 2.5: met".
+func (t *Target) String() string {
+	verdict := "missed"
+	if t.Met {
+		verdict = "met"
+	}
+	return fmt.Sprintf("target %s %s: %s", t.Op, strconv.FormatFloat(t.Bound, 'g', -1, 64), verdict)
+}
+
+// meets reports whether v meets the target op bound.
+func meets(v float64, op string, bound float64) bool {
+	switch op {
+	case "<=":
+		return v <= bound
+	case ">=":
+		return v >= bound
+	case "<":
+		return v < bound
+	case ">":
+		return v > bound
+	}
+	return v == bound
 }
 
 // Report is the result of one benchmark group.
@@ -62,7 +98,24 @@ func gcPercent() int {
 }
 
 func (r *Report) add(name string, v float64, unit, comment string) {
-	r.Figures = append(r.Figures, Figure{name, v, unit, comment})
+	r.Figures = append(r.Figures, Figure{Name: name, Value: v, Unit: unit, Comment: comment})
+}
+
+// addTarget adds a figure with a target, and whether v meets it.
+func (r *Report) addTarget(name string, v float64, unit, op string, bound float64, comment string) {
+	r.Figures = append(r.Figures, Figure{Name: name, Value: v, Unit: unit, Comment: comment,
+		Target: &Target{Op: op, Bound: bound, Met: meets(v, op, bound)}})
+}
+
+// Missed lists the figures whose targets this run missed.
+func (r *Report) Missed() []string {
+	var out []string
+	for _, f := range r.Figures {
+		if f.Target != nil && !f.Target.Met {
+			out = append(out, f.Name)
+		}
+	}
+	return out
 }
 
 // WriteText prints r as aligned text.
@@ -73,7 +126,11 @@ func (r *Report) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "%s on %s (GOMAXPROCS=%d%s)\n", r.Benchmark, r.Input, r.GOMAXPROCS, gc)
 	for _, f := range r.Figures {
-		fmt.Fprintf(w, "  %-34s %14.4g %-10s %s\n", f.Name, f.Value, f.Unit, f.Comment)
+		comment := f.Comment
+		if f.Target != nil {
+			comment = strings.TrimSuffix(f.Target.String()+"; "+comment, "; ")
+		}
+		fmt.Fprintf(w, "  %-34s %14.4g %-10s %s\n", f.Name, f.Value, f.Unit, comment)
 	}
 }
 

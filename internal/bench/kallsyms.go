@@ -75,8 +75,8 @@ func Kallsyms(path string, self []string) (*Report, error) {
 	rep.add("read_file_ms", ms(read), "ms", "os.ReadFile of the input")
 	rep.add("parse_index_ms", ms(parse), "ms", "kallsyms.Open: read, parse, index")
 	rep.add("naive_parse_ms", ms(naive), "ms", "reference: bufio.Scanner+strings.Fields+map")
-	rep.add("parse_vs_read", ratio(parse, read), "x", "target <= 2.5 (in one process: the read reuses warm memory)")
-	rep.add("naive_vs_parse", ratio(naive, parse), "x", "target >= 15")
+	rep.addTarget("parse_vs_read", ratio(parse, read), "x", "<=", 2.5, "in one process: the read reuses warm memory")
+	rep.addTarget("naive_vs_parse", ratio(naive, parse), "x", ">=", 15, "")
 	floor := minTime(15, func() { _, _ = reference.ScanHash(data, runtime.GOMAXPROCS(0)) })
 	rep.add("scan_hash_floor_ms", ms(floor), "ms", "reference: find each line and xxhash its name on every core, store nothing")
 	rep.add("floor_vs_read", ratio(read+floor, read), "x", "the least parse_vs_read can be: the read, then the floor")
@@ -96,9 +96,9 @@ func Kallsyms(path string, self []string) (*Report, error) {
 			_, _ = kallsyms.Open(path, nil)
 		}
 	})
-	rep.add("allocs_per_10k_lines", allocs*10000/float64(lines), "allocs", "target < 10")
+	rep.addTarget("allocs_per_10k_lines", allocs*10000/float64(lines), "allocs", "<", 10, "")
 	rep.add("index_bytes", float64(ix.MemSize()), "bytes", "")
-	rep.add("index_vs_input", float64(ix.MemSize())/float64(len(data)), "x", "target <= 2")
+	rep.addTarget("index_vs_input", float64(ix.MemSize())/float64(len(data)), "x", "<=", 2, "")
 
 	q := Queries(ix, 4096)
 	k := reference.NewKernel(data)
@@ -135,12 +135,12 @@ func Kallsyms(path string, self []string) (*Report, error) {
 		}
 	})
 	lookup, lallocs, cur, old := ns[0], as[0], ns[1], ns[2]
-	rep.add("lookup_ns", lookup, "ns", "random resolvable (object, name, sympos), best of 3 taking turns with the references; target <= 150")
-	rep.add("lookup_allocs", lallocs, "allocs", "target 0")
+	rep.addTarget("lookup_ns", lookup, "ns", "<=", 150, "random resolvable (object, name, sympos), best of 3 taking turns with the references")
+	rep.addTarget("lookup_allocs", lallocs, "allocs", "==", 0, "")
 	rep.add("kernel_current_lookup_ns", cur, "ns", "reference: binary search (vmlinux) / module walk")
 	rep.add("kernel_old_lookup_ns", old, "ns", "reference: Linux 6.1 walk of everything, strcmp on each name")
-	rep.add("current_vs_lookup", cur/lookup, "x", "target >= 5")
-	rep.add("old_vs_lookup", old/lookup, "x", "target >= 3000")
+	rep.addTarget("current_vs_lookup", cur/lookup, "x", ">=", 5, "")
+	rep.addTarget("old_vs_lookup", old/lookup, "x", ">=", 3000, "")
 
 	snap, err := os.CreateTemp("", "klpsnap")
 	if err != nil {
@@ -156,7 +156,7 @@ func Kallsyms(path string, self []string) (*Report, error) {
 	rep.add("snapshot_bytes", float64(st.Size()), "bytes", "compact (version 7): names and columns in zstd frames, tables stored")
 	rep.add("snapshot_vs_input", float64(st.Size())/float64(len(data)), "x", "its size against the text's")
 	rep.add("snapshot_load_ms", ms(load), "ms", "checked whole, its chunks decoded when first needed")
-	rep.add("parse_vs_snapshot_load", ratio(parse, load), "x", "target >= 5")
+	rep.addTarget("parse_vs_snapshot_load", ratio(parse, load), "x", ">=", 5, "")
 	// What a resolve pays: the load, then its lookups, each decoding its
 	// symbol's chunk the first time (the parse's index has paid for all).
 	const few = 100
@@ -199,7 +199,7 @@ func Kallsyms(path string, self []string) (*Report, error) {
 	rawRead := minTime(15, func() { _, _ = kallsyms.Open(snap.Name(), &kallsyms.Options{NoMap: true}) })
 	rep.add("snapshot_raw_bytes", float64(st.Size()), "bytes", "raw (version 6): tables stored, used in place")
 	rep.add("snapshot_raw_load_ms", ms(raw), "ms", "mapped (the default)")
-	rep.add("parse_vs_snapshot_raw_load", ratio(parse, raw), "x", "target >= 5")
+	rep.addTarget("parse_vs_snapshot_raw_load", ratio(parse, raw), "x", ">=", 5, "")
 	rep.add("snapshot_raw_read_load_ms", ms(rawRead), "ms", "read into memory (Options.NoMap)")
 	rep.add("parse_vs_snapshot_raw_read_load", ratio(parse, rawRead), "x", "")
 	return rep, nil

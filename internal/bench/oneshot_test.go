@@ -53,7 +53,8 @@ esac
 	require.Equal(t, 1.0, got["read_file_median_ms"].Value)
 	require.Equal(t, 5.0, got["parse_index_q1_ms"].Value)
 	require.Equal(t, 5.0, got["parse_vs_read_median"].Value)
-	require.Equal(t, "target <= 2.5", got["parse_vs_read_median"].Comment)
+	require.Equal(t, &Target{Op: "<=", Bound: 2.5, Met: false}, got["parse_vs_read_median"].Target, "5 > 2.5: missed")
+	require.Nil(t, got["parse_vs_read_q1"].Target, "the median's target only")
 	require.Equal(t, "in.txt", rep.Input)
 }
 

@@ -52,6 +52,26 @@ func TestReportGOGC(t *testing.T) {
 	require.Equal(t, "proc on in (GOMAXPROCS="+strconv.Itoa(p.GOMAXPROCS)+")\n", text.String())
 }
 
+// A figure's target says whether the run met it, in JSON and in the
+// text; Missed lists those missed.
+func TestReportTargets(t *testing.T) {
+	r := newProcessReport("x", "in")
+	r.addTarget("fast", 1.2, "x", "<=", 1.5, "a comment")
+	r.addTarget("big", 4, "x", ">=", 5, "")
+	r.addTarget("none", 0, "allocs", "==", 0, "")
+	r.add("plain", 7, "ms", "no target")
+	require.Equal(t, []string{"big"}, r.Missed())
+	var text bytes.Buffer
+	r.WriteText(&text)
+	require.Contains(t, text.String(), "  fast                                          1.2 x          target <= 1.5: met; a comment\n")
+	require.Contains(t, text.String(), "  big                                             4 x          target >= 5: missed\n")
+	require.Contains(t, text.String(), "  none                                            0 allocs     target == 0: met\n")
+	require.Contains(t, text.String(), "  plain                                           7 ms         no target\n")
+	j, err := json.Marshal(r.Figures[1])
+	require.NoError(t, err)
+	require.JSONEq(t, `{"name":"big","value":4,"unit":"x","target":{"op":">=","bound":5,"met":false}}`, string(j))
+}
+
 // quickBench makes testing.Benchmark run each function a few times, not
 // for a second, for the length of a test.
 func quickBench(t *testing.T) {

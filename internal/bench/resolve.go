@@ -66,9 +66,9 @@ func Resolve(module, kallsymsPath string) (*Report, error) {
 		_ = m2.Resolve(ix2)
 	})
 	per := res / float64(n)
-	rep.add("resolve_ns_per_reloc", per, "ns", "target <= 100")
+	rep.addTarget("resolve_ns_per_reloc", per, "ns", "<=", 100, "")
 	rep.add("kernel_old_walk_ns_per_reloc", old, "ns", fmt.Sprintf("reference: Linux 6.1 walk, %d-relocation sample", len(sample)))
-	rep.add("old_walk_vs_resolve", old/per, "x", "target >= 1000")
+	rep.addTarget("old_walk_vs_resolve", old/per, "x", ">=", 1000, "")
 	rep.add("whole_check_ms", ms(whole), "ms", "read+index kallsyms, read module, resolve; target well under 100")
 	return rep, nil
 }
