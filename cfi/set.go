@@ -63,12 +63,12 @@ type Options struct {
 	// mappings are kept ready; the memfd, of (MaxPending + 3) x
 	// ShadowBytes, is faulted in as shadows use it rather than all at New;
 	// and the process is not registered for membarrier(2), whose
-	// registration waits for an RCU grace period (11 ms on this project's
-	// VM, once per process), so readers publish their read-side sections
-	// with sequentially consistent stores, a few nanoseconds more each.
-	// New and Close then take microseconds instead of the 13 ms they took
-	// in a one-shot link; each update maps its own shadow
-	// (Stats.SpareMisses counts them).
+	// registration waits for an RCU grace period (milliseconds, once per
+	// process), so readers publish their read-side sections with
+	// sequentially consistent stores, a few nanoseconds more each. New and
+	// Close then take microseconds instead of milliseconds; each update
+	// maps its own shadow (Stats.SpareMisses counts them). Figures:
+	// docs/benchmarks.md.
 	Lazy bool
 	// KernelUpperBound covers the text range as kernel/cfi.c does, up to
 	// and including the page of start+size (one page too many when the

@@ -181,7 +181,7 @@ func TestTracefs(t *testing.T) {
 	mods, err := kallsyms.ParseBytes("kallsyms", []byte(
 		"ffffffff81000000 T _text\nffffffff81000010 T vfs_read\nffffffffc0001000 t xfs_iget\t[xfs]\nffffffffc0001100 t xfs_notrace\t[xfs]\nffffffffc0001200 t xfs_end\t[xfs]\n"), nil)
 	require.NoError(t, err)
-	s, err := ParseTracefs(strings.NewReader("ffffffff81000010 vfs_read\nffffffffc0001004 xfs_iget [xfs]\nffffffffc0001180 __ftrace_invalid_address___128\n"), "addrs", mods)
+	s, err := ParseTracefs("addrs", strings.NewReader("ffffffff81000010 vfs_read\nffffffffc0001004 xfs_iget [xfs]\nffffffffc0001180 __ftrace_invalid_address___128\n"), mods)
 	require.NoError(t, err)
 	v = verdicts(s, mods)
 	assert.Equal(t, Traceable, v["vfs_read,1"])
@@ -189,7 +189,7 @@ func TestTracefs(t *testing.T) {
 	// ftrace_location() finds the disabled record within xfs_notrace.
 	assert.Equal(t, Traceable, s.Function(kallsyms.Symbol{Name: "xfs_notrace", Object: "xfs", Address: 0xffffffffc0001100}))
 	assert.Equal(t, Unknown, s.Function(kallsyms.Symbol{Name: "xfs_end", Object: "xfs", Address: 0xffffffffc0001200}), "no known end")
-	s, err = ParseTracefs(strings.NewReader("vfs_read\nxfs_iget [xfs]\n__ftrace_invalid_address___128\n"), "names", mods)
+	s, err = ParseTracefs("names", strings.NewReader("vfs_read\nxfs_iget [xfs]\n__ftrace_invalid_address___128\n"), mods)
 	require.NoError(t, err)
 	assert.Equal(t, 2, s.Len())
 	assert.Equal(t, Traceable, s.Function(kallsyms.Symbol{Name: "xfs_iget", Object: "xfs", Address: 0xffffffffc0001000}))
@@ -333,7 +333,7 @@ func TestTracefsMalformed(t *testing.T) {
 		{"vfs_read [\n", `"[": a module is [name]`},
 		{strings.Repeat("x", 512) + "\n", "a name of 512 bytes (KSYM_NAME_LEN is 512)"},
 	} {
-		_, err := ParseTracefs(strings.NewReader(tc.in), "f", ix)
+		_, err := ParseTracefs("f", strings.NewReader(tc.in), ix)
 		require.ErrorIs(t, err, ErrMalformed, tc.in)
 		assert.ErrorContains(t, err, tc.want, tc.in)
 	}
@@ -384,7 +384,7 @@ func TestCovers(t *testing.T) {
 	assert.False(t, img.Covers("ext4"))
 	assert.Equal(t, Unknown, img.Function(ext4))
 
-	s, err := ParseTracefs(strings.NewReader("ffffffff81000070 vfs_read\nffffffff81000060 type_show\nffffffffc0002000 xfs_iget [xfs]\n"), "addrs", mods)
+	s, err := ParseTracefs("addrs", strings.NewReader("ffffffff81000070 vfs_read\nffffffff81000060 type_show\nffffffffc0002000 xfs_iget [xfs]\n"), mods)
 	require.NoError(t, err)
 	assert.True(t, s.Covers("xfs"))
 	assert.False(t, s.Covers("ext4"))

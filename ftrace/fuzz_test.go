@@ -39,7 +39,7 @@ func FuzzParseTracefs(f *testing.F) {
 	f.Add([]byte("vfs_read [xfs]\n__ftrace_invalid_address___64\n"))
 	f.Add([]byte("ffffffff81000060 vfs_read\nzz\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := ParseTracefs(bytes.NewReader(data), "f", ix)
+		s, err := ParseTracefs("f", bytes.NewReader(data), ix)
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrMismatch) {
 				t.Fatalf("error of no kind: %v", err)

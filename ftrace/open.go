@@ -70,7 +70,7 @@ func Open(path string, ix *kallsyms.Index) (*Sites, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
-	return ParseTracefs(f, path, ix)
+	return ParseTracefs(path, f, ix)
 }
 
 const elfMagic = "\x7fELF"

@@ -31,7 +31,7 @@ const maxText = 256 << 20
 // function ix has there (else ErrMismatch). A names-only list can say that
 // a function has no call site, but not which of several functions of one
 // name has one.
-func ParseTracefs(r io.Reader, name string, ix *kallsyms.Index) (*Sites, error) {
+func ParseTracefs(name string, r io.Reader, ix *kallsyms.Index) (*Sites, error) {
 	data, err := input.ReadAll(r, 0, maxText)
 	if err != nil {
 		return nil, &Error{File: name, Err: ErrMalformed, Msg: err.Error()}

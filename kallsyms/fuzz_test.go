@@ -204,11 +204,7 @@ func FuzzRawSnapshot(f *testing.F) {
 		}
 		d := append([]byte(nil), data...)
 		copy(d, snapshotMagic)
-		v := uint32(rawVersion)
-		if len(d)%2 == 1 {
-			v = rawVersionV4 // the version without padding, still read
-		}
-		binary.LittleEndian.PutUint32(d[8:], v)
+		binary.LittleEndian.PutUint32(d[8:], rawVersion)
 		ix, err := ParseBytes("fuzz", rawWithChecksum(d), nil)
 		if (ix == nil) == (err == nil) {
 			t.Fatalf("index %v with error %v", ix, err)

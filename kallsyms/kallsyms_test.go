@@ -303,8 +303,7 @@ func TestStreamWithoutLineEnds(t *testing.T) {
 // A snapshot on a stream of unknown size is read as far as its header
 // declares and a byte more: followed by bytes that never end, or a
 // header followed by zeros, it is refused at once instead of read to the
-// 4 GiB input limit; on its own it loads as from a file (every format,
-// version 1 too, which declares no size).
+// 4 GiB input limit; on its own it loads as from a file (every format).
 func TestSnapshotStreamBounded(t *testing.T) {
 	ix := mustParse(t, sample, nil)
 	for format, write := range writers {
@@ -394,7 +393,7 @@ func TestModuleLinesSplitAcrossTheFile(t *testing.T) {
 
 // writers are the snapshot formats: compact (version 7), raw (6), and
 // the compact versions 5 and 1 that earlier builds wrote.
-var writers = map[string]func(*Index, io.Writer) error{"zstd": (*Index).WriteSnapshot, "raw": (*Index).WriteSnapshotRaw, "zstd v5": writeSnapshotV5, "zstd v1": writeSnapshotV1}
+var writers = map[string]func(*Index, io.Writer) error{"zstd": (*Index).WriteSnapshot, "raw": (*Index).WriteSnapshotRaw}
 
 func TestSnapshotRoundTrip(t *testing.T) {
 	for _, lto := range []bool{false, true} {

@@ -18,9 +18,8 @@ import (
 // ignored where unsupported) before it is first touched: where the file is
 // not in the page cache, readahead then reads it into 2 MiB folios, which
 // this and every later mapping map whole. Read with the default readahead
-// (folios of 16-128 KiB), a 6.9 MB raw snapshot took 1.8-2.2 ms to touch
-// once mapped on this project's VM, on every load after; read under the
-// advice, 0.17 ms.
+// (folios of 16-128 KiB), touching a mapped raw snapshot costs about ten
+// times as much, on every load after (docs/benchmarks.md).
 func mapFile(f *os.File, size int) ([]byte, error) {
 	b, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ, unix.MAP_PRIVATE)
 	if err == nil && size >= hugepage.Size {

@@ -55,9 +55,9 @@ type Options struct {
 	// (SIGBUS), or lookups would see bytes that were never validated.
 	// WriteSnapshotRawFile replaces a file by renaming a new one over it,
 	// which is safe. A mapped index's lookups also cost more (the file's
-	// 4 KiB pages miss the TLB where a read buffer sits in huge pages:
-	// 111-129 ns against 78-89 ns on this project's VM): read a snapshot
-	// that will answer millions of lookups.
+	// 4 KiB pages miss the TLB where a read buffer sits in huge pages,
+	// about a third more): read a snapshot that will answer millions of
+	// lookups.
 	NoMap bool
 	// MaxSymbols bounds the lines of a streamed input (0:
 	// DefaultMaxSymbols).
@@ -77,11 +77,9 @@ type Options struct {
 	// process, such as klpresolve's own commands, which open one index and
 	// make a few thousand lookups at most. Open then copies nothing,
 	// faults in no buffer the size of the file, and makes no pass over it
-	// before the parse (on this project's VM, 40 fresh processes each
-	// indexed a 5.4 MB kallsyms in 4.7 / 6.0 / 7.2 ms, min / q1 / median,
-	// against 6.7 / 8.4 / 9.7 without it; on a later day, when a fresh
-	// 4 KiB page cost 4-16 us there, a whole process that opens it took
-	// 16-19 ms and 380 page faults, against 35-39 ms and 2,060). Lookups
+	// before the parse: a fresh process indexes a kallsyms in about
+	// two thirds of the time, with a fifth of the page faults
+	// (docs/benchmarks.md). Lookups
 	// cost more: each reads its name from the file's 4 KiB pages (about
 	// 125 ns instead of 85), and in a loop that keeps its heap warm Open
 	// is no faster. As with a
@@ -731,8 +729,8 @@ func (p *parser) readStream(r io.Reader, hint int64) (buf, m []byte, err error) 
 	} else {
 		// Reserve room for a large kernel's kallsyms at once: only the
 		// pages written are faulted in, where doubling would fault in
-		// (and copy) every size on the way, which on this VM cost as much
-		// system time as the kernel's own formatting of the file.
+		// (and copy) every size on the way, which costs as much system
+		// time as the kernel's own formatting of the file.
 		size = streamReserve
 	}
 	if size > maxInput+1 {
@@ -861,19 +859,11 @@ func (p *parser) readStream(r io.Reader, hint int64) (buf, m []byte, err error) 
 // readSnapshotStream reads the rest of a snapshot that began with got on
 // a stream of unknown size, as far as its header declares (storedSize)
 // and a byte more, so that a stream that goes on past it is still refused
-// by the loader, without reading it to the end. A version 1 snapshot,
-// which declares no size, is read to the end. m is passed through.
+// by the loader, without reading it to the end. m is passed through.
 func readSnapshotStream(r io.Reader, got, m []byte) (buf, _ []byte, err error) {
 	buf = bytes.Clone(got) // got may sit in the stream's mapping
 	for {
 		size, need, known := storedSize(buf)
-		if !known && need == 0 {
-			rest, err := input.ReadAll(r, 0, maxInput)
-			if err != nil {
-				return nil, m, err
-			}
-			return append(buf, rest...), m, nil
-		}
 		want := need
 		if known {
 			want = size + 1

@@ -30,8 +30,8 @@ import (
 // loader then wrote: a read-only mapping cannot be written. Version 3
 // summed the chunks with xxhash64, which ran at 11.7 GB/s on this
 // project's VM where CRC-32 runs at 37: the chunk sums were half of
-// loading a raw snapshot. Version 4 is version 6 without the padding at
-// the end, and is still read.)
+// loading a raw snapshot. Version 4 was version 6 without the padding at
+// the end. This build reads version 6 only: docs/snapshot-format.md.)
 //
 //	header (48 bytes):
 //	  [8] magic "KLPSNAP\x00", u32 version (6), u32 flags (bit 0: LTO;
@@ -54,12 +54,11 @@ import (
 //	  tables:  8 bytes per slot (u32 name hash, u32 index+1 or 0)
 //	  names
 //	  padding: zeros, less than 2 MiB, that make the file a whole number
-//	           of 2 MiB (see rawPadding); none in version 4
+//	           of 2 MiB (see rawPadding)
 const (
 	rawFlagLTO        = 1
 	rawFlagLTOVmlinux = 2 // (with rawFlagLTO) modules' keys are exact
 	rawVersion        = 6
-	rawVersionV4      = 4 // no padding
 	rawHeaderSize     = 48
 	rawObjRecord      = 40
 	symRecord         = 16
@@ -67,7 +66,7 @@ const (
 
 // isRawVersion reports whether v is a raw snapshot version this build
 // reads.
-func isRawVersion(v uint32) bool { return v == rawVersion || v == rawVersionV4 }
+func isRawVersion(v uint32) bool { return v == rawVersion }
 
 // rawPadding is the number of zero bytes a raw snapshot of size bytes
 // ends with: up to the next 2 MiB, where that adds at most a quarter.
@@ -102,9 +101,9 @@ func (ix *Index) WriteSnapshotRaw(w io.Writer) error {
 	// the write allows (2 MiB), which a mapping maps with a page-table
 	// entry each. Writing the 48-byte header first left the first 2 MiB
 	// in folios grown one order at a time from a single page, and
-	// mapping those took 4-5 us per 8 pages on this project's VM (one
-	// hypervisor exit per group of page-table entries, no page fault):
-	// most of a raw load there.
+	// mapping those costs a hypervisor exit per group of page-table
+	// entries under virtualization (no page fault): most of a raw load
+	// there.
 	p := make([]byte, rawHeaderSize, ix.rawSize())
 	pad := func() {
 		for len(p)%8 != 0 {
@@ -240,7 +239,7 @@ var hostLE = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 // chunks' hashes; nil means compute them here, in the same pass as the
 // validation: each worker hashes a chunk and checks the records in it
 // while they are in its cache, and one wake-up of the second core serves
-// both (a separate pass for each cost a third more on this project's VM).
+// both (a separate pass for each costs about a third more).
 func loadRawSnapshot(name string, b, sums []byte, lto bool) (*Index, error) {
 	le := binary.LittleEndian
 	if len(b) < rawHeaderSize {
@@ -342,7 +341,7 @@ func rawLayout(name string, b []byte) (*Index, rawSections, error) {
 	switch {
 	case nsrc > plen || at.end > plen:
 		return nil, lay, snapErr(name, "section sizes add up to %d bytes, payload has %d", at.end, plen)
-	case at.end < plen && (le.Uint32(b[8:]) == rawVersionV4 || plen-at.end >= hugepage.Size):
+	case at.end < plen && plen-at.end >= hugepage.Size:
 		return nil, lay, snapErr(name, "section sizes add up to %d bytes, payload has %d (%d bytes of padding)", at.end, plen, plen-at.end)
 	}
 	lay = rawSections{symAt: at.sym, nsym: nsym}

@@ -27,11 +27,9 @@ import (
 // that loading decodes nothing but the table of contents: a chunk is
 // decoded the first time a lookup reaches one of its symbols (see
 // lazySnapshot), and every chunk at once, on every core, by DecodeAll and
-// by what reads every symbol. (Version 5 had no tables, and rebuilt them
-// from every chunk on load: a load cost more than parsing the text; it is
-// still read, as is version 1, which stored 16-byte records in one frame:
-// see snapshot_v1.go. Versions 2-4 and 6 are the raw format's, see
-// snapraw.go.) All integers little-endian.
+// by what reads every symbol. (Versions 2-4 and 6 are the raw format's,
+// see snapraw.go; this build reads no version before 6 or 7, none of which
+// was released: docs/snapshot-format.md.) All integers little-endian.
 //
 //	header (40 bytes):
 //	  [8] magic "KLPSNAP\x00"
@@ -66,19 +64,13 @@ import (
 //	chain links: 8 bytes each (u32 symbol, u32 index+1 of the next
 //	        symbol of its name in its object), for the symbols whose
 //	        chain goes on, in symbol order
-//
-// Version 5 is version 7 with a 32-byte header, 8-byte object records
-// (u16 name length, u16 flags, u32 end symbol) and nothing after the
-// frames.
 const (
 	snapshotVersion = 7
-	snapshotV5      = 5
 	headerSize      = 40
-	headerSizeV5    = 32 // and version 1's
+	checksumSkip    = 32 // the checksum covers the header's first 24 bytes and all from here
 	tocFixed        = 20
 	tocObject       = 32 // bytes an object's record in the table of contents
-	tocObjectV5     = 8
-	slotRecord      = 8 // bytes a table slot, as stored and in memory
+	slotRecord      = 8  // bytes a table slot, as stored and in memory
 	linkRecord      = 8
 	columnBytes     = 11 // bytes a symbol in a chunk's columns
 	// maxExpansion bounds the decoded size by the file's: a forged table
@@ -288,7 +280,7 @@ func compactSnapshot(parts compactParts, lto bool) ([]byte, error) {
 func compactChecksum(b []byte) uint64 {
 	d := xxhash.New()
 	d.Write(b[:24])
-	d.Write(b[headerSizeV5:])
+	d.Write(b[checksumSkip:])
 	return d.Sum64()
 }
 
@@ -312,16 +304,15 @@ func expansionBound(size int) int {
 // asks for that many bytes of it first (the header, then a compact
 // snapshot's frame table); known with size is the whole snapshot (size
 // is len(b) when the header is one the loader will refuse: there is
-// nothing more worth reading). A version 1 snapshot does not declare its
-// size (known false: read to the end).
+// nothing more worth reading).
 func storedSize(b []byte) (size, need int64, known bool) {
 	le := binary.LittleEndian
 	if len(b) < headerSize {
 		return 0, headerSize, false
 	}
 	switch v := le.Uint32(b[8:]); v {
-	case snapshotVersion, snapshotV5:
-		hs := compactHeaderSize(v)
+	case snapshotVersion:
+		hs := int64(headerSize)
 		nframe := int64(le.Uint32(b[16:]))
 		if !frameCountOK(uint64(nframe)) {
 			return int64(len(b)), 0, true
@@ -334,9 +325,9 @@ func storedSize(b []byte) (size, need int64, known bool) {
 		for k := range nframe {
 			size += int64(le.Uint32(b[hs+8*k:]))
 		}
-		_, end, _, _ := compactTables(b, v, uint64(size))
+		_, end, _, _ := compactTables(b, uint64(size))
 		return int64(min(end, maxInput)), 0, true
-	case rawVersion, rawVersionV4:
+	case rawVersion:
 		if len(b) < rawHeaderSize {
 			return 0, rawHeaderSize, false
 		}
@@ -345,31 +336,18 @@ func storedSize(b []byte) (size, need int64, known bool) {
 			return int64(len(b)), 0, true
 		}
 		return rawHeaderSize + int64(plen), 0, true
-	case snapshotV1:
-		return 0, 0, false
 	}
 	return int64(len(b)), 0, true // an unknown version: the loader says so
 }
 
-// compactTables is where the tables of compact snapshot b of version v,
-// whose frames end at framesEnd, start, where they end (the file's end),
-// and their counts: none in version 5, whose file ends with its frames.
-func compactTables(b []byte, v uint32, framesEnd uint64) (at, end, nslot, nlink uint64) {
-	if v == snapshotV5 {
-		return framesEnd, framesEnd, 0, 0
-	}
+// compactTables is where the tables of compact snapshot b, whose frames
+// end at framesEnd, start, where they end (the file's end), and their
+// counts.
+func compactTables(b []byte, framesEnd uint64) (at, end, nslot, nlink uint64) {
 	le := binary.LittleEndian
 	nslot, nlink = uint64(le.Uint32(b[32:])), uint64(le.Uint32(b[36:]))
 	at = align8(framesEnd)
 	return at, at + slotRecord*nslot + linkRecord*nlink, nslot, nlink
-}
-
-// compactHeaderSize is the header size of compact snapshot version v.
-func compactHeaderSize(v uint32) int64 {
-	if v == snapshotV5 {
-		return headerSizeV5
-	}
-	return headerSize
 }
 
 // frameCountOK: a compact snapshot has its table of contents and two
@@ -399,24 +377,22 @@ type snapFrame struct{ from, to, n uint64 }
 // loadSnapshotSums is loadSnapshot with the chunk sums of a raw snapshot
 // computed while it was read (see loadRawSnapshot).
 func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
-	if len(b) < headerSizeV5 {
+	if len(b) < 12 {
 		return nil, snapErr(name, "truncated header (%d bytes)", len(b))
 	}
 	le := binary.LittleEndian
 	v := le.Uint32(b[8:])
 	switch v {
-	case snapshotVersion, snapshotV5:
-	case rawVersion, rawVersionV4:
+	case snapshotVersion:
+	case rawVersion:
 		return loadRawSnapshot(name, b, sums, lto)
-	case snapshotV1:
-		return loadSnapshotV1(name, b, lto)
 	default:
 		if v > snapshotVersion {
-			return nil, snapErr(name, "version %d, from a newer klpresolve (this build reads %d, %d, %d, %d and %d): use that klpresolve, or write the snapshot again with this one", v, snapshotVersion, snapshotV5, snapshotV1, rawVersion, rawVersionV4)
+			return nil, snapErr(name, "version %d, from a newer klpresolve (this build reads %d and %d): use that klpresolve, or write the snapshot again with this one", v, snapshotVersion, rawVersion)
 		}
-		return nil, snapErr(name, "unsupported version %d (this build reads %d, %d, %d, %d and %d; write the snapshot again with this build)", v, snapshotVersion, snapshotV5, snapshotV1, rawVersion, rawVersionV4)
+		return nil, snapErr(name, "version %d, which this build does not read (it reads %d and %d): write the snapshot again with this build", v, snapshotVersion, rawVersion)
 	}
-	hs := uint64(compactHeaderSize(v))
+	hs := uint64(headerSize)
 	if uint64(len(b)) < hs {
 		return nil, snapErr(name, "truncated header (%d bytes)", len(b))
 	}
@@ -441,7 +417,7 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 		at += stored
 		decoded += n
 	}
-	tablesAt, end, nslot, _ := compactTables(b, v, at)
+	tablesAt, end, nslot, _ := compactTables(b, at)
 	if compactChecksum(b) != le.Uint64(b[24:]) {
 		if end > uint64(len(b)) { // a copy cut off, most likely
 			return nil, snapErr(name, "truncated: %d bytes, its frames and tables need %d", len(b), end)
@@ -479,7 +455,7 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 		return nil, snapErr(name, "table of contents: %v", err)
 	}
 	fileLTO := flags&1 != 0
-	ix, nsym, nname, err := readTOC(name, toc, lto || fileLTO, v, nslot)
+	ix, nsym, nname, err := readTOC(name, toc, lto || fileLTO, nslot)
 	if err != nil {
 		return nil, err
 	}
@@ -487,7 +463,7 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v == snapshotVersion && (fileLTO || !lto) {
+	if fileLTO || !lto {
 		// Every object's addresses zero: kptr_restrict, as in a text
 		// (which the writer cannot have had: it does not load).
 		if !slices.ContainsFunc(ix.objs, func(o object) bool { return o.lo != 0 || o.hi != 0 }) {
@@ -604,11 +580,11 @@ func chunksOf(name string, frames []snapFrame, nsym int, nname uint32) ([]snapCh
 	return ch, nil
 }
 
-// readTOC reads the table of contents of a compact snapshot of version v
-// into a new Index with its objects; it returns the symbols' count and
-// the names' size. Version 7's objects have their hash tables, which fill
-// the nslot slots one after the other, each the size build() gives it.
-func readTOC(name string, toc []byte, lto bool, v uint32, nslot uint64) (*Index, int, uint32, error) {
+// readTOC reads the table of contents of a compact snapshot into a new
+// Index with its objects; it returns the symbols' count and the names'
+// size. The objects have their hash tables, which fill the nslot slots
+// one after the other, each the size build() gives it.
+func readTOC(name string, toc []byte, lto bool, nslot uint64) (*Index, int, uint32, error) {
 	le := binary.LittleEndian
 	if len(toc) < tocFixed {
 		return nil, 0, 0, snapErr(name, "table of contents of %d bytes", len(toc))
@@ -619,9 +595,6 @@ func readTOC(name string, toc []byte, lto bool, v uint32, nslot uint64) (*Index,
 	}
 	nobj, nsym, nname, nsrc, nobjName := c[0], c[1], c[2], c[3], c[4]
 	rec := uint64(tocObject)
-	if v == snapshotV5 {
-		rec = tocObjectV5
-	}
 	if need := tocFixed + nsrc + nobjName + rec*nobj; need != uint64(len(toc)) {
 		return nil, 0, 0, snapErr(name, "table of contents is %d bytes, its counts need %d", len(toc), need)
 	}
@@ -653,20 +626,18 @@ func readTOC(name string, toc []byte, lto bool, v uint32, nslot uint64) (*Index,
 		if err := ix.addObject(name, i, o, prev, nsym); err != nil {
 			return nil, 0, 0, err
 		}
-		if v != snapshotV5 {
-			o := &ix.objs[i]
-			o.off, o.size, o.lo, o.hi = le.Uint32(r[8:]), le.Uint32(r[12:]), le.Uint64(r[16:]), le.Uint64(r[24:])
-			if uint64(o.off) != tables || o.size != tableSize(o.end-o.start) || uint64(o.off)+uint64(o.size) > nslot {
-				return nil, 0, 0, snapErr(name, "object %q: hash table at %d, %d slots, does not fit", o.name, o.off, o.size)
-			}
-			tables += uint64(o.size)
+		ob := &ix.objs[i]
+		ob.off, ob.size, ob.lo, ob.hi = le.Uint32(r[8:]), le.Uint32(r[12:]), le.Uint64(r[16:]), le.Uint64(r[24:])
+		if uint64(ob.off) != tables || ob.size != tableSize(ob.end-ob.start) || uint64(ob.off)+uint64(ob.size) > nslot {
+			return nil, 0, 0, snapErr(name, "object %q: hash table at %d, %d slots, does not fit", ob.name, ob.off, ob.size)
 		}
+		tables += uint64(ob.size)
 		prev = end
 	}
 	if uint64(prev) != nsym || noff != nobjName {
 		return nil, 0, 0, snapErr(name, "objects cover %d of %d symbols and %d of %d name bytes", prev, nsym, noff, nobjName)
 	}
-	if v != snapshotV5 && tables != nslot {
+	if tables != nslot {
 		return nil, 0, 0, snapErr(name, "objects' tables fill %d of %d slots", tables, nslot)
 	}
 	return ix, int(nsym), uint32(nname), nil

@@ -7,14 +7,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 
-	"github.com/cespare/xxhash/v2"
-	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -383,117 +379,26 @@ func TestSnapshotForgedFrames(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// writeSnapshotV1 writes ix in the version 1 compact format, as builds
-// before version 5 did: the recipe of the version 1 files the tests read.
-func writeSnapshotV1(ix *Index, w io.Writer) error {
-	if err := ix.DecodeAll(); err != nil {
-		return err
-	}
-	var names []byte
-	for i := range ix.syms {
-		names = append(names, ix.name(uint32(i))...)
-	}
-	for _, o := range ix.objs {
-		names = append(names, o.name...)
-	}
-	le := binary.LittleEndian
-	var p []byte
-	p = le.AppendUint32(p, uint32(len(ix.objs)))
-	p = le.AppendUint32(p, uint32(len(ix.syms)))
-	p = le.AppendUint32(p, uint32(len(names)))
-	p = le.AppendUint32(p, uint32(len(ix.source)))
-	p = append(p, ix.source...)
-	names = names[:0]
-	for i := range ix.objs {
-		p, names = appendObjRecord(p, names, &ix.objs[i])
-	}
-	p, names = ix.appendSymRecords(p, names)
-	p = append(p, names...)
-	hdr := make([]byte, headerSizeV5)
-	copy(hdr, snapshotMagic)
-	le.PutUint32(hdr[8:], snapshotV1)
-	if ix.lto {
-		le.PutUint32(hdr[12:], 1)
-	}
-	le.PutUint64(hdr[16:], uint64(len(p)))
-	d := xxhash.New()
-	d.Write(hdr[:24])
-	d.Write(p)
-	le.PutUint64(hdr[24:], d.Sum64())
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
-	if err != nil {
-		return err
-	}
-	defer enc.Close()
-	_, err = w.Write(enc.EncodeAll(p, hdr))
-	return err
-}
-
-// writeSnapshotV5 writes ix in the version 5 compact format, as builds
-// before version 7 did: no tables, 8-byte object records, a 32-byte
-// header.
-func writeSnapshotV5(ix *Index, w io.Writer) error {
-	if err := ix.DecodeAll(); err != nil {
-		return err
-	}
-	p := ix.snapshotParts(chunkNameBytes)
-	le := binary.LittleEndian
-	toc := p.frames[0]
-	at := len(toc) - tocObject*len(ix.objs)
-	v5 := bytes.Clone(toc[:at])
-	for i := range ix.objs {
-		v5 = append(v5, toc[at+tocObject*i:at+tocObject*i+tocObjectV5]...)
-	}
-	p.frames[0] = v5
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderCRC(false))
-	if err != nil {
-		return err
-	}
-	defer enc.Close()
-	out := make([]byte, headerSizeV5)
-	copy(out, snapshotMagic)
-	le.PutUint32(out[8:], snapshotV5)
-	if ix.lto {
-		le.PutUint32(out[12:], 1)
-	}
-	le.PutUint32(out[16:], uint32(len(p.frames)))
-	var frames []byte
-	for _, f := range p.frames {
-		z := enc.EncodeAll(f, nil)
-		out = le.AppendUint32(out, uint32(len(z)))
-		out = le.AppendUint32(out, uint32(len(f)))
-		frames = append(frames, z...)
-	}
-	out = append(out, frames...)
-	le.PutUint64(out[24:], compactChecksum(out))
-	_, err = w.Write(out)
-	return err
-}
-
-// TestSnapshotVersion1: a version 1 file (what klpresolve wrote before
-// version 5) still loads, into the same index as its text; the writers'
-// tests (writers) run it through every snapshot test as well.
-func TestSnapshotVersion1(t *testing.T) {
+// TestSnapshotVersions: this build reads compact version 7 and raw
+// version 6; any other version, an older one (1-5, which no release
+// wrote) or a newer one, is refused with what to do.
+func TestSnapshotVersions(t *testing.T) {
 	ix := mustParse(t, chunkyText(), nil)
 	var buf bytes.Buffer
-	require.NoError(t, writeSnapshotV1(ix, &buf))
-	require.Equal(t, uint32(1), binary.LittleEndian.Uint32(buf.Bytes()[8:]))
-	path := filepath.Join(t.TempDir(), "old.snap")
-	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
-	old, err := Open(path, nil)
-	require.NoError(t, err)
-	sameIndex(t, ix, old)
-	require.Equal(t, ix.Objects(), old.Objects())
-	// Another version is refused with what to do.
+	require.NoError(t, ix.WriteSnapshot(&buf))
+	require.Equal(t, uint32(7), binary.LittleEndian.Uint32(buf.Bytes()[8:]))
+	for _, v := range []uint32{1, 3, 4, 5} {
+		b := bytes.Clone(buf.Bytes())
+		binary.LittleEndian.PutUint32(b[8:], v)
+		_, err := ParseBytes("old.snap", b, nil)
+		require.ErrorIs(t, err, ErrMalformed)
+		require.ErrorContains(t, err, fmt.Sprintf("old.snap: snapshot: malformed input: version %d, which this build does not read (it reads 7 and 6): write the snapshot again with this build", v))
+	}
 	b := bytes.Clone(buf.Bytes())
-	binary.LittleEndian.PutUint32(b[8:], 3)
-	_, err = ParseBytes("old.snap", b, nil)
-	require.ErrorIs(t, err, ErrMalformed)
-	require.ErrorContains(t, err, "old.snap: snapshot: malformed input: unsupported version 3 (this build reads 7, 5, 1, 6 and 4; write the snapshot again with this build)")
 	binary.LittleEndian.PutUint32(b[8:], 8)
-	_, err = ParseBytes("new.snap", b, nil)
+	_, err := ParseBytes("new.snap", b, nil)
 	require.ErrorIs(t, err, ErrMalformed)
-	require.ErrorContains(t, err, "new.snap: snapshot: malformed input: version 8, from a newer klpresolve (this build reads 7, 5, 1, 6 and 4): use that klpresolve, or write the snapshot again with this one")
+	require.ErrorContains(t, err, "new.snap: snapshot: malformed input: version 8, from a newer klpresolve (this build reads 7 and 6): use that klpresolve, or write the snapshot again with this one")
 }
 
 // TestSnapshotTooRepetitive: an index that compresses more than 64-fold
@@ -517,7 +422,7 @@ func TestSnapshotTooRepetitive(t *testing.T) {
 
 // TestSnapshotDeterministic: the same index gives the same bytes, however
 // many cores compress its frames and whatever form it was read from (a
-// text, a version 1 snapshot, a raw one), so snapshots can be compared
+// text, a raw snapshot), so snapshots can be compared
 // and cached by content.
 func TestSnapshotDeterministic(t *testing.T) {
 	text := mustParse(t, chunkyText(), nil)
@@ -530,7 +435,7 @@ func TestSnapshotDeterministic(t *testing.T) {
 	want := write(text, 2)
 	require.Equal(t, want, write(text, 1))
 	require.Equal(t, want, write(text, 3))
-	for format, w := range map[string]func(*Index, io.Writer) error{"v1": writeSnapshotV1, "v5": writeSnapshotV5, "raw": (*Index).WriteSnapshotRaw} {
+	for format, w := range map[string]func(*Index, io.Writer) error{"raw": (*Index).WriteSnapshotRaw} {
 		var buf bytes.Buffer
 		require.NoError(t, w(text, &buf))
 		from, err := ParseBytes("sample", buf.Bytes(), nil)

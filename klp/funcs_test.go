@@ -478,7 +478,7 @@ func TestFtraceSites(t *testing.T) {
 	// an ENDBR puts them), none in vfs_read.
 	text := fmt.Sprintf("%x type_show\n%x ext4_read_inode_bitmap [ext4]\n",
 		addr("vmlinux", "type_show", 3), addr("ext4", "ext4_read_inode_bitmap", 1)+4)
-	sites, err := ftrace.ParseTracefs(strings.NewReader(text), "available_filter_functions_addrs", ix)
+	sites, err := ftrace.ParseTracefs("available_filter_functions_addrs", strings.NewReader(text), ix)
 	require.NoError(t, err)
 	res := m.ResolveWith(ix, ResolveOptions{Ftrace: sites})
 	var got []string
@@ -493,7 +493,7 @@ func TestFtraceSites(t *testing.T) {
 	assert.Equal(t, 1, res.FuncErrors)
 
 	// Names only: type_show is listed once, for 17 functions of the name.
-	sites, err = ftrace.ParseTracefs(strings.NewReader("type_show\next4_read_inode_bitmap [ext4]\n"), "available_filter_functions", ix)
+	sites, err = ftrace.ParseTracefs("available_filter_functions", strings.NewReader("type_show\next4_read_inode_bitmap [ext4]\n"), ix)
 	require.NoError(t, err)
 	res = m.ResolveWith(ix, ResolveOptions{Ftrace: sites})
 	got = nil

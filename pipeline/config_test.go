@@ -67,7 +67,7 @@ func TestConfigLinkOptions(t *testing.T) {
 // cfg is a configuration of these lines.
 func cfg(t *testing.T) func(lines ...string) *Config {
 	return func(lines ...string) *Config {
-		c, err := kconfig.Parse(strings.NewReader(strings.Join(lines, "\n")+"\n"), "config")
+		c, err := kconfig.Parse("config", strings.NewReader(strings.Join(lines, "\n")+"\n"))
 		require.NoError(t, err)
 		return &Config{c}
 	}

@@ -149,7 +149,7 @@ func TestKbuildModuleVersions(t *testing.T) {
 			}
 			fmt.Fprintf(&b, "0x%08x\t%s\tvmlinux\tEXPORT_SYMBOL\t\n", crc, v.Name)
 		}
-		tb, err := symvers.Parse(strings.NewReader(b.String()), "Module.symvers")
+		tb, err := symvers.Parse("Module.symvers", strings.NewReader(b.String()))
 		require.NoError(t, err)
 		return tb
 	}

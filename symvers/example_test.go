@@ -13,10 +13,13 @@ import (
 // A module built against other headers than the kernel's: the loader
 // refuses module_layout first, then each symbol whose CRC differs.
 func Example() {
-	tb, err := symvers.Parse(strings.NewReader(
-		"0x9060323f\tmodule_layout\tvmlinux\tEXPORT_SYMBOL\t\n"+
-			"0xf0949581\tseq_printf\tvmlinux\tEXPORT_SYMBOL\t\n"+
-			"0x84b45156\tinsert_resource_expand_to_fit\tvmlinux\tEXPORT_SYMBOL_GPL\tCXL\n"), "Module.symvers")
+	tb, err := symvers.Parse(
+
+		"Module.symvers", strings.NewReader(
+			"0x9060323f\tmodule_layout\tvmlinux\tEXPORT_SYMBOL\t\n"+
+				"0xf0949581\tseq_printf\tvmlinux\tEXPORT_SYMBOL\t\n"+
+				"0x84b45156\tinsert_resource_expand_to_fit\tvmlinux\tEXPORT_SYMBOL_GPL\tCXL\n"))
+
 	if err != nil {
 		panic(err)
 	}

@@ -20,7 +20,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("0x1\tseq_printf\tvmlinux\tEXPORT_SYMBOL\n"))
 	f.Add([]byte("\t\t\t\t\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		tb, err := Parse(strings.NewReader(string(data)), "fuzz")
+		tb, err := Parse("fuzz", strings.NewReader(string(data)))
 		lines := strings.Count(string(data), "\n") + 1
 		if err != nil {
 			var le *LineError
@@ -75,7 +75,7 @@ func FuzzParseVersions(f *testing.F) {
 				t.Fatalf("entry %+v", v)
 			}
 		}
-		tb, err := Parse(strings.NewReader(sample), "Module.symvers")
+		tb, err := Parse("Module.symvers", strings.NewReader(sample))
 		if err != nil {
 			t.Fatal(err)
 		}

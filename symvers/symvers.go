@@ -68,11 +68,11 @@ func Open(path string) (*Table, error) {
 		return nil, err
 	}
 	defer src.Close()
-	return Parse(src, src.Name)
+	return Parse(src.Name, src)
 }
 
 // Parse reads a Module.symvers from r; name is used in errors.
-func Parse(r io.Reader, name string) (*Table, error) {
+func Parse(name string, r io.Reader) (*Table, error) {
 	data, err := input.ReadAll(r, 0, maxSize)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

@@ -29,7 +29,7 @@ const sample = "0x9060323f\tmodule_layout\tvmlinux\tEXPORT_SYMBOL\t\n" +
 	"0x00000001\tseq_printf\tvmlinux\tEXPORT_SYMBOL\t\n" // listed again: the first stays
 
 func TestParse(t *testing.T) {
-	tb, err := Parse(strings.NewReader(sample), "Module.symvers")
+	tb, err := Parse("Module.symvers", strings.NewReader(sample))
 	require.NoError(t, err)
 	assert.Equal(t, 4, tb.Len())
 	assert.True(t, tb.HasCRCs())
@@ -45,10 +45,10 @@ func TestParse(t *testing.T) {
 	assert.False(t, ok)
 
 	// No CONFIG_MODVERSIONS: every CRC 0.
-	tb, err = Parse(strings.NewReader("0x00000000\tseq_printf\tvmlinux\tEXPORT_SYMBOL\t\n"), "m")
+	tb, err = Parse("m", strings.NewReader("0x00000000\tseq_printf\tvmlinux\tEXPORT_SYMBOL\t\n"))
 	require.NoError(t, err)
 	assert.False(t, tb.HasCRCs())
-	tb, err = Parse(strings.NewReader(""), "empty")
+	tb, err = Parse("empty", strings.NewReader(""))
 	require.NoError(t, err)
 	assert.Equal(t, 0, tb.Len())
 }
@@ -64,7 +64,7 @@ func TestParseErrors(t *testing.T) {
 		{"0x1\tseq_printf\t\tEXPORT_SYMBOL\t\n", "empty symbol or module name"},
 		{"0x1\tseq_printf\tvmlinux\tEXPORT_SYMBOL_GPL_FUTURE\t\n", `unknown export type "EXPORT_SYMBOL_GPL_FUTURE"`},
 	} {
-		_, err := Parse(strings.NewReader("0x9060323f\tmodule_layout\tvmlinux\tEXPORT_SYMBOL\t\n\n"+c.in), "Module.symvers")
+		_, err := Parse("Module.symvers", strings.NewReader("0x9060323f\tmodule_layout\tvmlinux\tEXPORT_SYMBOL\t\n\n"+c.in))
 		require.Error(t, err, c.in)
 		assert.ErrorIs(t, err, ErrMalformed)
 		var le *LineError
@@ -123,7 +123,7 @@ func TestParseVersions(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
-	tb, err := Parse(strings.NewReader(sample), "Module.symvers")
+	tb, err := Parse("Module.symvers", strings.NewReader(sample))
 	require.NoError(t, err)
 	good := Module{
 		Name:        "fix",
@@ -177,7 +177,7 @@ func TestCheck(t *testing.T) {
 	assert.Equal(t, 3, r.Checked)
 
 	// A kernel without CONFIG_MODVERSIONS checks namespaces only.
-	plain, err := Parse(strings.NewReader("0x00000000\tinsert_resource_expand_to_fit\tvmlinux\tEXPORT_SYMBOL_GPL\tCXL\n"), "plain")
+	plain, err := Parse("plain", strings.NewReader("0x00000000\tinsert_resource_expand_to_fit\tvmlinux\tEXPORT_SYMBOL_GPL\tCXL\n"))
 	require.NoError(t, err)
 	r = plain.Check(Module{Name: "fix", Undefined: []string{"insert_resource_expand_to_fit"}}, kgen.Linux6_1)
 	assert.True(t, r.NoCRCs)
@@ -324,7 +324,7 @@ func TestDebianModules(t *testing.T) {
 // __versions: a symbol they list must match, one they do not list passes
 // with a warning. Older kernels read __versions only.
 func TestExtendedVersions7_2(t *testing.T) {
-	tb, err := Parse(strings.NewReader(sample), "Module.symvers")
+	tb, err := Parse("Module.symvers", strings.NewReader(sample))
 	require.NoError(t, err)
 	le := binary.LittleEndian
 	crcs := le.AppendUint32(le.AppendUint32(nil, 0x9060323f), 0xdeadbeef)

@@ -30,9 +30,10 @@ func Advise[T any](b []T) {
 }
 
 // minPart is the least part of a huge page that AdviseWithin advises a
-// whole huge page for: an eighth (256 KiB, 64 pages). On this project's VM
-// a fresh 4 KiB page cost 4-16 us to fault in and a huge page 0.45 ms; on
-// bare metal about 0.7 us and 80 us: an eighth breaks even there.
+// whole huge page for: an eighth (256 KiB, 64 pages). On bare metal a
+// fresh 4 KiB page costs about 0.7 us to fault in and a huge page 80 us:
+// an eighth breaks even there; under virtualization a huge page is the
+// cheaper sooner (docs/benchmarks.md).
 const minPart = Size / 8
 
 // AdviseWithin marks for huge pages each huge page that b's elements

@@ -20,7 +20,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("CONFIG_S=\"a\\\"b\\\\\"\r\n"))
 	f.Add([]byte("CONFIG_\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := Parse(strings.NewReader(string(data)), "fuzz")
+		c, err := Parse("fuzz", strings.NewReader(string(data)))
 		if err != nil {
 			var le *LineError
 			if !errors.As(err, &le) || !errors.Is(err, ErrMalformed) || !strings.HasPrefix(err.Error(), "fuzz:") {
@@ -36,7 +36,7 @@ func FuzzParse(f *testing.F) {
 			}
 			fmt.Fprintf(&b, "CONFIG_%s=%s\n", name, v)
 		}
-		again, err := Parse(strings.NewReader(b.String()), "again")
+		again, err := Parse("again", strings.NewReader(b.String()))
 		if err != nil {
 			t.Fatalf("written back: %v\n%s", err, b.String())
 		}

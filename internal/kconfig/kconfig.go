@@ -58,11 +58,11 @@ func Open(path string) (*Config, error) {
 		return nil, err
 	}
 	defer src.Close()
-	return Parse(src, src.Name)
+	return Parse(src.Name, src)
 }
 
 // Parse reads a configuration from r; name is used in errors.
-func Parse(r io.Reader, name string) (*Config, error) {
+func Parse(name string, r io.Reader) (*Config, error) {
 	data, err := input.ReadAll(r, 0, maxSize)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

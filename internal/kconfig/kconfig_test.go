@@ -38,7 +38,7 @@ CONFIG_CMDLINE="console=\"ttyS0\" path=C:\\x"
 // TestParse: each form confdata.c writes, read as the kernel's
 // Kconfig reads it.
 func TestParse(t *testing.T) {
-	c, err := Parse(strings.NewReader(strings.ReplaceAll(sample, "CONFIG_NR_CPUS=256\n", "CONFIG_NR_CPUS=256\r\n")), "config-6.1")
+	c, err := Parse("config-6.1", strings.NewReader(strings.ReplaceAll(sample, "CONFIG_NR_CPUS=256\n", "CONFIG_NR_CPUS=256\r\n")))
 	require.NoError(t, err)
 	assert.Equal(t, 9, c.Len())
 	for name, want := range map[string]string{"ARM64": "y", "CONFIG_EXT4_FS": "m", "NR_CPUS": "256", "PHYSICAL_START": "0x1000000",
@@ -87,7 +87,7 @@ func TestMalformed(t *testing.T) {
 		{"CONFIG_S=\"a\"b\"\n", "cfg:1: a string value without its closing quote"},
 		{"CONFIG_S=\"\n", "cfg:1: a string value without its closing quote"},
 	} {
-		_, err := Parse(strings.NewReader(tc.text), "cfg")
+		_, err := Parse("cfg", strings.NewReader(tc.text))
 		require.ErrorIs(t, err, ErrMalformed, tc.text)
 		assert.Contains(t, err.Error(), tc.msg)
 		var le *LineError
@@ -98,7 +98,7 @@ func TestMalformed(t *testing.T) {
 // A later "is not set" unsets what an earlier line set, and a later
 // value replaces an earlier one, as conf_read_simple() takes the last.
 func TestLastLineWins(t *testing.T) {
-	c, err := Parse(strings.NewReader("CONFIG_A=y\n# CONFIG_A is not set\nCONFIG_B=y\nCONFIG_B=m\n# a comment\n#CONFIG_C is not set\n"), "cfg")
+	c, err := Parse("cfg", strings.NewReader("CONFIG_A=y\n# CONFIG_A is not set\nCONFIG_B=y\nCONFIG_B=m\n# a comment\n#CONFIG_C is not set\n"))
 	require.NoError(t, err)
 	_, ok := c.Value("A")
 	assert.False(t, ok)
@@ -137,15 +137,15 @@ func TestDebianConfig(t *testing.T) {
 // TestRelease: the header's release, as conf_write_heading() writes it;
 // none where there is no header.
 func TestRelease(t *testing.T) {
-	c, err := Parse(strings.NewReader("#\n# Automatically generated file; DO NOT EDIT.\n# Linux/x86 6.12.117 Kernel Configuration\n#\nCONFIG_64BIT=y\n"), "config")
+	c, err := Parse("config", strings.NewReader("#\n# Automatically generated file; DO NOT EDIT.\n# Linux/x86 6.12.117 Kernel Configuration\n#\nCONFIG_64BIT=y\n"))
 	if err != nil || c.Release != "6.12.117" {
 		t.Fatalf("release %q, %v", c.Release, err)
 	}
-	c, err = Parse(strings.NewReader("CONFIG_64BIT=y\n# Linux/x86 6.12.117 Kernel Configuration\n"), "config")
+	c, err = Parse("config", strings.NewReader("CONFIG_64BIT=y\n# Linux/x86 6.12.117 Kernel Configuration\n"))
 	if err != nil || c.Release != "6.12.117" {
 		t.Fatalf("release %q, %v", c.Release, err)
 	}
-	c, err = Parse(strings.NewReader("# Linux/arm64 not a release at all Kernel Configuration\nCONFIG_64BIT=y\n"), "config")
+	c, err = Parse("config", strings.NewReader("# Linux/arm64 not a release at all Kernel Configuration\nCONFIG_64BIT=y\n"))
 	if err != nil || c.Release != "" {
 		t.Fatalf("release %q, %v", c.Release, err)
 	}
