@@ -174,7 +174,7 @@ processes, which run as the commands do.`,
 			return nil
 		},
 	}
-	allCmd.Flags().BoolVar(&withProc, "proc", false, "also run 'bench proc' (needs root, or kernel.kptr_restrict=0); a failure is listed under skipped")
+	allCmd.Flags().BoolVar(&withProc, "proc", false, "also run 'bench proc' (needs root, or kernel.kptr_restrict=0)")
 	allCmd.Flags().IntVar(&procRounds, "rounds", 30, "with --proc: runs of each command")
 	allCmd.Flags().StringVar(&repo, "repo", ".", "the klpresolve repository (for its fixtures)")
 	allCmd.Flags().StringVar(&corpus, "corpus", "../shared/corpus", "the shared corpus of real kernel data")

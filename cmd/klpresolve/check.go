@@ -190,14 +190,14 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 		},
 	}
 	c.Flags().StringVar(&format, "format", "text", "output format: text, json or junit (JUnit XML for CI)")
-	c.Flags().StringVar(&dir, "kernels", "", "a folder of symbol files (kallsyms, System.map, images, snapshots), one per kernel, or a quoted glob ('kernels/*/System.map')")
+	c.Flags().StringVar(&dir, "kernels", "", "a folder of symbol files, one per kernel, or a quoted glob")
 	c.Flags().BoolVar(&strict, "strict", false, "treat deferred relocations (module not loaded) as failures")
 	c.Flags().BoolVar(&link, "link", false, "also link the whole module against each kernel")
-	lf.add(c, "with --link, for every kernel: ")
+	lf.add(c, "with --link: ")
 	c.Flags().DurationVar(&maxTime, "max-time", 0, "stop, and exit 3, when the check has not finished within this (e.g. 30s)")
 	c.Flags().IntVar(&workers, "jobs", 0, "kernels checked at once (default: GOMAXPROCS)")
-	c.Flags().StringArrayVar(&trees, "kernel-tree", nil, "a kernel build directory, checked with its own Module.symvers, .config and modules; repeatable")
-	c.Flags().StringArrayVar(&roots, "root", nil, "a filesystem root with kernels installed (/, or unpacked packages): each kernel with its own modules, Module.symvers and vermagic; repeatable, or a quoted glob ('roots/*')")
+	c.Flags().StringArrayVar(&trees, "kernel-tree", nil, "a kernel build folder, with its Module.symvers, .config, modules; repeatable")
+	c.Flags().StringArrayVar(&roots, "root", nil, "a filesystem root with kernels installed; repeatable, or a quoted glob")
 	addModulesFlag(c, &modules)
 	return c
 }

@@ -64,3 +64,22 @@ func TestCompletionValues(t *testing.T) {
 		assert.Equal(t, tc.want, out, "%v", tc.args)
 	}
 }
+
+// TestFlagUsageOneLine: every flag's usage is one line of at most 80
+// characters; the detail is in the command's description and docs/.
+func TestFlagUsageOneLine(t *testing.T) {
+	root := newRoot(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}, nil)
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags()} {
+			fs.VisitAll(func(f *pflag.Flag) {
+				assert.LessOrEqual(t, len(f.Usage), helpWidth, "%s --%s: %s", c.CommandPath(), f.Name, f.Usage)
+				assert.NotContains(t, f.Usage, "\n", "%s --%s", c.CommandPath(), f.Name)
+			})
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
+}

@@ -112,7 +112,7 @@ Exit status 0 when every spec resolves, 1 when any does not.`,
 		},
 	}
 	c.Flags().StringVar(&format, "format", "text", "output format: text or json")
-	c.Flags().StringVar(&ftracePath, "ftrace", "", "the kernel's ftrace call sites (vmlinux, vmlinuz, or tracefs's list): say whether livepatch can patch each function found")
+	c.Flags().StringVar(&ftracePath, "ftrace", "", "the kernel's ftrace call sites: say whether livepatch can patch each")
 	return c
 }
 

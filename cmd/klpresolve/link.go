@@ -75,7 +75,7 @@ func (f *linkFlags) add(c *cobra.Command, prefix string) {
 	c.Flags().BoolVar(&f.erratum, "erratum-843419", false, prefix+"arm64: work around Cortex-A53 erratum 843419")
 	addNoKASLRFlag(c, &f.noKASLR, prefix+"arm64: link as for a kernel")
 	addNoExpolineFlag(c, &f.noExpoline, prefix+"link")
-	c.Flags().StringVar(&f.pageSize, "page-size", "", prefix+"the kernel's page size: 4K; 16K or 64K on arm64; 64K or 4K on ppc64 (default: an arm64 kernel's own where its symbols show it, 64K on ppc64, else 4K)")
+	c.Flags().StringVar(&f.pageSize, "page-size", "", prefix+"the kernel's page size: 4K, 16K or 64K (default: the kernel's)")
 }
 
 // given reports whether any of the flags was given.
@@ -219,16 +219,16 @@ loader refuses a symbol version, its vermagic or the module as a whole), 2 unusa
 		},
 	}
 	c.Flags().StringVar(&format, "format", "text", "output format: text or json")
-	c.Flags().StringVar(&base, "base", "", "core load address (default: where the kernel's module allocator starts)")
+	c.Flags().StringVar(&base, "base", "", "core load address (default: where the module allocator starts)")
 	c.Flags().StringVar(&initBase, "init-base", "", "init load address (default: past core and its vmalloc guard page)")
-	c.Flags().StringVar(&percpuBase, "percpu-base", "", "address of the module's per-cpu area (default: the kernel's __per_cpu_end, aligned, where the first such module's goes)")
+	c.Flags().StringVar(&percpuBase, "percpu-base", "", "address of the module's per-cpu area (default: after __per_cpu_end)")
 	c.Flags().StringVarP(&out, "output", "o", "", "write the linked image (ELF, sections at their load addresses)")
 	lf.add(c, "")
 	c.Flags().BoolVar(&opts.ForcePLT, "force-plt", false, "debug: send every branch that has a PLT slot through the PLT")
 	addSymversFlag(c, &symversPath)
 	addVermagicFlag(c, &magic, true)
 	installed.add(c)
-	c.Flags().StringArrayVar(&modules, "modules", nil, "module files or folders of them, such as /lib/modules/VERSION (repeatable): the modules MODULE.ko depends on are laid out first from them, as modprobe loads them")
+	c.Flags().StringArrayVar(&modules, "modules", nil, "module files or folders: dependencies are laid out first from them")
 	return c
 }
 

@@ -343,6 +343,11 @@ checks. --ftrace checks that livepatch can patch each function. --link links
 the whole module too. PATCH.ko may be compressed (zstd, gzip, xz), or - for
 standard input.
 
+Defaults: --vermagic is that of the first --modules file; with --root, --ftrace
+is the kernel's own vmlinux (a debug package's), tracefs for the running kernel,
+else its vmlinuz; --page-size is an arm64 kernel's own where its symbols show
+it, 64K on ppc64, else 4K. docs/resolving.md says more.
+
 Exit status: 0 all resolved (deferred allowed); 1 the kernel would refuse or
 fail something (or, with --strict, something is deferred); 2 unusable input or
 usage; 3 --max-time reached (klpresolve stops there, with no verdict).`,
@@ -360,19 +365,19 @@ usage; 3 --max-time reached (klpresolve stops there, with no verdict).`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().StringArrayVar(&a.kallsymsPaths, "kallsyms", []string{kallsyms.DefaultPath},
-		"kernel symbols: /proc/kallsyms format, System.map, a kernel image (vmlinuz, vmlinux) or a snapshot; gzip/zstd/xz/bzip2 ok; - for stdin (check: repeatable)")
+		"kernel symbols: kallsyms, System.map, image or snapshot; - for stdin")
 	root.PersistentFlags().StringVar(&a.kernelVersion, "kernel-version", "",
-		"judge the kernel by this generation's rules (6.1, 6.12, 7.2) instead of telling it")
+		"judge the kernel by this generation's rules: 6.1, 6.12 or 7.2")
 	root.PersistentFlags().StringVar(&a.kaslrOffset, "kaslr-offset", "",
 		"move vmlinux's link-time addresses by this KASLR offset (hex)")
 	root.PersistentFlags().StringVar(&a.kaslrFrom, "kaslr-from", "",
 		"move them to where this running kernel's kallsyms puts _text")
 	root.PersistentFlags().BoolVar(&a.lto, "lto", false,
-		"also match vmlinux names with a .llvm.<digits> suffix stripped (livepatch on kernels 6.2-6.10 built with Clang LTO)")
+		"also match vmlinux names without their .llvm.<digits> suffix (Clang LTO)")
 	root.PersistentFlags().BoolVar(&a.noMap, "no-map", false,
-		"read --kallsyms files into memory instead of mapping them (for files that may be rewritten in place meanwhile)")
+		"read --kallsyms files into memory instead of mapping them")
 	root.PersistentFlags().IntVar(&a.maxSymbols, "max-symbols", kallsyms.DefaultMaxSymbols,
-		"stop reading a compressed or streamed symbol list after this many lines (docs/limits.md)")
+		"most lines read of a compressed or streamed symbol list (docs/limits.md)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		a.command = commandName(cmd)
 		if err := checkCounts(cmd); err != nil {

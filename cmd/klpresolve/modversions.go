@@ -14,7 +14,7 @@ import (
 
 // addSymversFlag is --symvers, for the commands that load a module.
 func addSymversFlag(c *cobra.Command, path *string) {
-	c.Flags().StringVar(path, "symvers", "", "the kernel build's Module.symvers (in its headers' folder): check the module's symbol versions and namespace imports as the loader will")
+	c.Flags().StringVar(path, "symvers", "", "the kernel build's Module.symvers: check symbol versions as the loader will")
 }
 
 // openSymvers reads the --symvers file (nil when none): unusable input
@@ -133,9 +133,9 @@ func versionsJSON(v *symvers.Report) *versionsOut {
 
 // addVermagicFlag is --vermagic, for the commands that load a module.
 func addVermagicFlag(c *cobra.Command, magic *string, withModules bool) {
-	usage := "the kernel's vermagic (as modinfo -F vermagic prints it for its modules): check the module's against it as the loader will"
+	usage := "the kernel's vermagic (modinfo -F vermagic): check the module's against it"
 	if withModules {
-		usage += " (default: that of the first --modules file)"
+		usage = "the kernel's vermagic (default: --modules's): check the module's against it"
 	}
 	c.Flags().StringVar(magic, "vermagic", "", usage)
 }

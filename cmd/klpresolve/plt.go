@@ -171,7 +171,7 @@ func writeS390Counts(a *app, r *modplt.Counts) {
 
 // addNoExpolineFlag adds --no-expoline (modplt.Options.NoExpoline).
 func addNoExpolineFlag(c *cobra.Command, v *bool, verb string) {
-	c.Flags().BoolVar(v, "no-expoline", false, "s390: "+verb+" as a kernel without expolines (CONFIG_EXPOLINE off, or nospec=off): no __jump_r1 thunk")
+	c.Flags().BoolVar(v, "no-expoline", false, "s390: "+verb+" as a kernel without expolines (no __jump_r1 thunk)")
 }
 
 // addNoKASLRFlag adds --no-kaslr: an arm64 kernel built without
@@ -179,5 +179,5 @@ func addNoExpolineFlag(c *cobra.Command, v *bool, verb string) {
 // branch (modplt.Options.NoRandomizeBase). what says what the flag does
 // with such a kernel.
 func addNoKASLRFlag(c *cobra.Command, v *bool, what string) {
-	c.Flags().BoolVar(v, "no-kaslr", false, what+" without CONFIG_RANDOMIZE_BASE (KASLR): 6.1 then counts no branch")
+	c.Flags().BoolVar(v, "no-kaslr", false, what+" without KASLR (CONFIG_RANDOMIZE_BASE)")
 }

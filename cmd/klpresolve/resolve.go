@@ -61,17 +61,17 @@ func addResolveFlags(root *cobra.Command, a *app) {
 	root.Flags().StringVar(&o.format, "format", "text", "output format: text or json")
 	root.Flags().BoolVar(&o.strict, "strict", false, "treat deferred relocations (module not loaded) as failures")
 	root.Flags().BoolVar(&o.stats, "stats", false, "print the time of each phase to stderr")
-	root.Flags().DurationVar(&o.maxTime, "max-time", 0, "stop, and exit 3, when reading and resolving have not finished within this (e.g. 2s)")
-	root.Flags().BoolVar(&o.link, "link", false, "also link the whole module (modplt), and record it in a CFI shadow where the kernel keeps one (5.13-6.0)")
+	root.Flags().DurationVar(&o.maxTime, "max-time", 0, "stop, and exit 3, when the work has not finished within this (e.g. 2s)")
+	root.Flags().BoolVar(&o.link, "link", false, "also link the whole module, and record it in a CFI shadow where kept")
 	root.Flags().BoolVar(&o.cfi, "cfi-shadow", false, "with --link: record the module in a CFI shadow whatever the kernel")
-	root.Flags().StringVar(&o.base, "base", "", "with --link: core load address (default: where the kernel's module allocator starts)")
+	root.Flags().StringVar(&o.base, "base", "", "with --link: core load address (default: where the module allocator starts)")
 	root.Flags().StringVarP(&o.out, "output", "o", "", "with --link: write the linked image (ELF, sections at their load addresses)")
 	o.kbuild.add(root, "with --link: ")
 	addModulesFlag(root, &o.modules)
 	addSymversFlag(root, &o.symvers)
 	addVermagicFlag(root, &o.magic, true)
 	o.kernel.add(root)
-	root.Flags().StringVar(&o.ftrace, "ftrace", "", "the kernel's ftrace call sites (vmlinux, vmlinuz, or tracefs's list): a patched function without one fails, as in klp_patch_func() (default with --root: the kernel's own)")
+	root.Flags().StringVar(&o.ftrace, "ftrace", "", "the kernel's ftrace call sites: vmlinux, vmlinuz or tracefs's list")
 	root.RunE = func(cmd *cobra.Command, args []string) error {
 		return a.resolve(cmd, args[0], o)
 	}
@@ -510,7 +510,7 @@ type checkedJSON struct {
 
 // addModulesFlag is --modules, for the commands that resolve.
 func addModulesFlag(c *cobra.Command, paths *[]string) {
-	c.Flags().StringArrayVar(paths, "modules", nil, "module files or folders of them, such as /lib/modules/VERSION (repeatable): what the patch defers to a module is checked against its file, and its dependencies are loaded first from theirs")
+	c.Flags().StringArrayVar(paths, "modules", nil, "module files or folders of them (/lib/modules/VERSION); repeatable")
 }
 
 // findModules indexes the --modules paths (nil when none).

@@ -28,9 +28,9 @@ type installedFlags struct {
 }
 
 func (f *installedFlags) add(c *cobra.Command) {
-	c.Flags().StringVar(&f.tree, "kernel-tree", "", "a kernel build folder: its System.map or vmlinux, Module.symvers, .config and modules")
-	c.Flags().StringVar(&f.root, "root", "", "a filesystem root with the kernel installed (/, or its unpacked packages): its symbols, modules, Module.symvers and configuration")
-	c.Flags().StringVar(&f.release, "release", "", "with --root: the kernel's release, where the root has several (default: the running kernel's under /, else the only one)")
+	c.Flags().StringVar(&f.tree, "kernel-tree", "", "a kernel build folder: its System.map, Module.symvers, .config, modules")
+	c.Flags().StringVar(&f.root, "root", "", "a filesystem root with the kernel installed: / or its unpacked packages")
+	c.Flags().StringVar(&f.release, "release", "", "with --root: the kernel's release, where the root has several")
 }
 
 // kernel is the --root kernel (nil without --root), its files put in
