@@ -63,6 +63,7 @@ func TestHostileInput(t *testing.T) {
 		{"gzip bomb within a raised bound", []string{"lookup", "bomb_symbol_name_xxxxxxxxxx,3000", "--kallsyms", bombPath, "--max-symbols", "3000"}, nil, 0, "0xffffffff81000000"},
 		{"stalled FIFO", []string{sample, "--kallsyms", fifo, "--max-time", "1s"}, nil, 3, "--max-time 1s reached while reading the kernel's symbols (" + fifo + ")"},
 		{"stalled FIFO in check", []string{"check", sample, "--kallsyms", fifo, "--kallsyms", ex, "--max-time", "1s"}, nil, 3, "--max-time 1s reached while checking"},
+		{"stalled FIFO, JSON", []string{sample, "--kallsyms", fifo, "--max-time", "1s", "--format", "json"}, nil, 3, "\"kind\": \"deadline\""},
 		{"1 MiB module name", []string{"lookup", "f", "--kallsyms", write("longmod.txt", []byte("ffffffffc0000000 t f\t["+strings.Repeat("m", 1<<20)+"]\n"))}, nil, 2, "module name of 1048576 bytes is longer than MODULE_NAME_LEN-1 (55)"},
 		{"NUL in a name", []string{"lookup", "a", "--kallsyms", write("nul.txt", []byte("ffffffff81000000 T a\x00b\n"))}, nil, 2, `nul.txt:1: a NUL byte in the symbol name "a\x00b"`},
 		{"CR line ends", []string{"lookup", "a", "--kallsyms", write("cr.txt", []byte("ffffffff81000000 T a\rffffffff81000010 T b\r"))}, nil, 2, "the file's lines end in CR alone"},

@@ -7,10 +7,17 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/klpresolve/klpresolve/ftrace"
+	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/internal/kconfig"
+	"github.com/klpresolve/klpresolve/kallsyms"
+	"github.com/klpresolve/klpresolve/symvers"
 )
 
 // schemaVersion is the version of klpresolve's JSON documents
@@ -72,6 +79,9 @@ type errorDoc struct {
 		Kind       string `json:"kind"`
 		Message    string `json:"message"`
 		ExitStatus int    `json:"exit_status"`
+		// File and Line are where the input is wrong, where known.
+		File string `json:"file,omitempty"`
+		Line int    `json:"line,omitempty"`
 	} `json:"error"`
 }
 
@@ -79,6 +89,7 @@ type errorDoc struct {
 func writeErrorDoc(w io.Writer, command string, e *exitError) error {
 	var d errorDoc
 	d.Error.Kind, d.Error.Message, d.Error.ExitStatus = "unusable", e.err.Error(), e.code
+	d.Error.File, d.Error.Line = errLocation(e.err)
 	if e.code == exitTooSlow {
 		d.Error.Kind = "deadline"
 	}
@@ -106,4 +117,35 @@ func wantsJSON(cmd *cobra.Command, args []string) bool {
 		return args[i+1] == "json"
 	}
 	return slices.Contains(args, "--format=json")
+}
+
+// errLocation is the file, and the line, an error names, where it names
+// them: the packages' located errors, and the operating system's.
+func errLocation(err error) (file string, line int) {
+	var (
+		pe  *kallsyms.ParseError
+		ie  *kallsyms.ImageError
+		sle *symvers.LineError
+		cle *kconfig.LineError
+		fe  *ftrace.Error
+		ee  *elfobj.FormatError
+		ose *fs.PathError
+	)
+	switch {
+	case errors.As(err, &pe):
+		return pe.File, pe.Line
+	case errors.As(err, &sle):
+		return sle.File, sle.Line
+	case errors.As(err, &cle):
+		return cle.File, cle.Line
+	case errors.As(err, &fe):
+		return fe.File, fe.Line
+	case errors.As(err, &ie):
+		return ie.File, 0
+	case errors.As(err, &ee):
+		return ee.File, 0
+	case errors.As(err, &ose):
+		return ose.Path, 0
+	}
+	return "", 0
 }

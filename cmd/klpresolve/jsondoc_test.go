@@ -89,3 +89,57 @@ func collectKeys(v any, inner bool, keys *[]string) {
 		}
 	}
 }
+
+// TestJSONOnUnusableInput: every command with --format json writes a
+// JSON document on exit 2 too: the envelope, ok false, and the error,
+// with the file (and line) it names.
+func TestJSONOnUnusableInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.txt")
+	require.NoError(t, os.WriteFile(bad, []byte("ffffffff81000000 T a\nzz T b\n"), 0o644))
+	ko := fixture("livepatch-sample.ko")
+	for _, args := range [][]string{
+		{ko, "--kallsyms", bad},
+		{"resolve", ko, "--kallsyms", bad},
+		{"check", ko, "--kallsyms", bad, "--kallsyms", bad},
+		{"link", ko, "--kallsyms", bad},
+		{"lookup", "a", "--kallsyms", bad},
+		{"addr", "0x1", "--kallsyms", bad},
+		{"objects", "--kallsyms", bad},
+		{"info", bad},
+		{"plt", bad},
+		{"bench", "kallsyms", "--kallsyms", filepath.Join(dir, "missing")},
+	} {
+		code, out, _ := runCLI(t, append(args, "--format", "json")...)
+		var doc struct {
+			SchemaVersion *int   `json:"schema_version"`
+			Command       string `json:"command"`
+			OK            *bool  `json:"ok"`
+			Error         *struct {
+				Kind, Message, File string
+				Line                int
+				ExitStatus          int `json:"exit_status"`
+			} `json:"error"`
+		}
+		if code == 1 && args[0] == "check" {
+			// check reports an unreadable kernel in its row (exit 1).
+			require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+			assert.False(t, *doc.OK)
+			continue
+		}
+		require.Equal(t, 2, code, "%v: %s", args, out)
+		require.NoError(t, json.Unmarshal([]byte(out), &doc), "%v: %s", args, out)
+		require.NotNil(t, doc.SchemaVersion, "%v", args)
+		assert.Equal(t, schemaVersion, *doc.SchemaVersion)
+		require.NotNil(t, doc.OK)
+		assert.False(t, *doc.OK)
+		require.NotNil(t, doc.Error, "%v", args)
+		assert.Equal(t, "unusable", doc.Error.Kind)
+		assert.Equal(t, 2, doc.Error.ExitStatus)
+		assert.NotEmpty(t, doc.Error.Message)
+		assert.NotEmpty(t, doc.Error.File, "%v: the file it names", args)
+		if strings.Contains(doc.Error.Message, bad+":2:") {
+			assert.Equal(t, 2, doc.Error.Line, "%v", args)
+		}
+	}
+}

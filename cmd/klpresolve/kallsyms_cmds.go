@@ -63,8 +63,9 @@ Exit status 0 when every spec resolves, 1 when any does not.`,
 				Address *string `json:"address"`
 				Type    *string `json:"type"`
 				Error   *string `json:"error"`
-				// Kind: kallsyms.LookupError.KindName, or "bad_spec".
-				Kind string `json:"kind,omitempty"`
+				// Kind: "found", kallsyms.LookupError.KindName, or
+				// "bad_spec".
+				Kind string `json:"kind"`
 				// Ftrace (with --ftrace): "traceable", "not traceable" or
 				// "unknown" (ftrace.Verdict).
 				Ftrace string `json:"ftrace,omitempty"`
@@ -72,7 +73,7 @@ Exit status 0 when every spec resolves, 1 when any does not.`,
 			var out []result
 			failed := false
 			for _, arg := range args {
-				r := result{Spec: arg}
+				r := result{Spec: arg, Kind: "found"}
 				spec, err := kallsyms.ParseSpec(arg)
 				var s kallsyms.Symbol
 				if err == nil {
@@ -255,16 +256,21 @@ Exit status 0 when every address has a symbol, 1 when any has none.`,
 				Offset  *string `json:"offset"`
 				Size    *string `json:"size"`
 				Error   *string `json:"error"`
+				// Kind: "found", "no_symbol" (below every symbol) or
+				// "past_object" (past the last symbol of an object).
+				Kind string `json:"kind"`
 			}
 			out := []result{}
 			failed := false
 			for _, v := range values {
-				r := result{Address: fmt.Sprintf("%#x", v)}
+				r := result{Address: fmt.Sprintf("%#x", v), Kind: "found"}
 				info, ok := ix.Addr(v)
 				if !ok {
 					failed = true
 					msg := "no symbol at or below this address"
+					r.Kind = "no_symbol"
 					if info.Past {
+						r.Kind = "past_object"
 						where := "vmlinux"
 						if info.Object != kallsyms.Vmlinux {
 							where = "module " + info.Object

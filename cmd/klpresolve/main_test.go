@@ -1131,9 +1131,9 @@ func TestLookupJSONKinds(t *testing.T) {
 	var kinds []string
 	for _, r := range doc.Results {
 		kinds = append(kinds, r.Kind)
-		assert.Equal(t, r.Kind == "", r.Error == nil, r.Spec)
+		assert.Equal(t, r.Kind == "found", r.Error == nil, r.Spec)
 	}
-	assert.Equal(t, []string{"", "ambiguous", "no_such_position", "not_found", "object_not_loaded", "bad_spec"}, kinds)
+	assert.Equal(t, []string{"found", "ambiguous", "no_such_position", "not_found", "object_not_loaded", "bad_spec"}, kinds)
 }
 
 // TestModuleFromStdin: "-" reads the module from standard input for the
