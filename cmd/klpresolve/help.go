@@ -103,8 +103,10 @@ this shell:
 }
 
 // completeValues makes the shell completion offer the values a flag
-// takes, where they are few: --format's (check adds junit),
-// --kernel-version's generations, plt's --mode, --page-size's sizes.
+// takes, where they are few (--format's, check adding junit;
+// --kernel-version's generations; plt's --mode; --page-size's sizes),
+// folders for --root, --kernels and --kernel-tree, and module files for
+// the commands that read one.
 func completeValues(c *cobra.Command) {
 	values := func(name string) []string {
 		switch name {
@@ -128,11 +130,28 @@ func completeValues(c *cobra.Command) {
 	}
 	for _, fs := range []*pflag.FlagSet{c.LocalNonPersistentFlags(), c.PersistentFlags()} {
 		fs.VisitAll(func(f *pflag.Flag) {
+			// (RegisterFlagCompletionFunc fails only for a flag
+			// registered twice.)
 			if v := values(f.Name); v != nil {
-				// (an error only for a flag registered twice)
 				_ = c.RegisterFlagCompletionFunc(f.Name, cobra.FixedCompletions(v, cobra.ShellCompDirectiveNoFileComp))
 			}
+			switch f.Name {
+			case "root", "kernels", "kernel-tree":
+				// Folders.
+				_ = c.RegisterFlagCompletionFunc(f.Name, func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+					return nil, cobra.ShellCompDirectiveFilterDirs
+				})
+			}
 		})
+	}
+	// The modules a command reads: .ko files (compressed too) and
+	// objects. (Not the main job's: its first argument may be a
+	// command, whose names a filter of extensions would swallow.)
+	switch c.Name() {
+	case "resolve", "info", "link", "plt", "check", "convert":
+		c.ValidArgsFunction = func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			return []string{"ko", "o", "xz", "zst", "gz"}, cobra.ShellCompDirectiveFilterFileExt
+		}
 	}
 	for _, s := range c.Commands() {
 		completeValues(s)

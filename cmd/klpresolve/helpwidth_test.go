@@ -58,6 +58,8 @@ func TestCompletionValues(t *testing.T) {
 		{[]string{"__complete", "plt", "x.ko", "--mode", ""}, "kernel\noptimal\n:4\n"},
 		{[]string{"__complete", "link", "x.ko", "--page-size", ""}, "4K\n16K\n64K\n:4\n"},
 		{[]string{"__complete", "bench", "kallsyms", "--format", ""}, "text\njson\n:4\n"},
+		{[]string{"__complete", "info", ""}, "ko\no\nxz\nzst\ngz\n:8\n"},
+		{[]string{"__complete", "check", "x.ko", "--root", ""}, ":16\n"},
 	} {
 		code, out, _ := runCLI(t, tc.args...)
 		assert.Equal(t, 0, code, "%v", tc.args)
