@@ -90,7 +90,7 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 					kernels = append(kernels, pipeline.Kernel{Symbols: p})
 				}
 			}
-			if cmd.Flags().Changed("kallsyms") || cmd.Root().PersistentFlags().Changed("kallsyms") {
+			if cmd.Flags().Changed("kallsyms") {
 				add(a.kallsymsPaths...)
 			}
 			if dir != "" {

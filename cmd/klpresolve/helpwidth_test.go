@@ -85,3 +85,25 @@ func TestFlagUsageOneLine(t *testing.T) {
 	}
 	walk(root)
 }
+
+// TestKernelFlagsWhereRead: the flags that say where a kernel's symbols
+// are appear on the commands that read them, and on no other.
+func TestKernelFlagsWhereRead(t *testing.T) {
+	root := newRoot(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{}, nil)
+	readers := map[string]bool{"klpresolve": true, "klpresolve resolve": true, "klpresolve check": true, "klpresolve link": true,
+		"klpresolve lookup": true, "klpresolve addr": true, "klpresolve objects": true, "klpresolve snapshot": true, "klpresolve convert": true,
+		"klpresolve bench kallsyms": true, "klpresolve bench resolve": true, "klpresolve bench image": true, "klpresolve bench proc": true}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, name := range []string{"kallsyms", "kernel-version", "lto", "max-symbols"} {
+			assert.Equal(t, readers[c.CommandPath()], c.Flags().Lookup(name) != nil, "%s --%s", c.CommandPath(), name)
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
+	code, _, errs := runCLI(t, "info", fixture("livepatch-sample.ko"), "--kallsyms", "k")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "unknown flag: --kallsyms")
+}

@@ -364,20 +364,6 @@ usage; 3 --max-time reached (klpresolve stops there, with no verdict).`,
 	root.SetFlagErrorFunc(flagError)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.PersistentFlags().StringArrayVar(&a.kallsymsPaths, "kallsyms", []string{kallsyms.DefaultPath},
-		"kernel symbols: kallsyms, System.map, image or snapshot; - for stdin")
-	root.PersistentFlags().StringVar(&a.kernelVersion, "kernel-version", "",
-		"judge the kernel by this generation's rules: 6.1, 6.12 or 7.2")
-	root.PersistentFlags().StringVar(&a.kaslrOffset, "kaslr-offset", "",
-		"move vmlinux's link-time addresses by this KASLR offset (hex)")
-	root.PersistentFlags().StringVar(&a.kaslrFrom, "kaslr-from", "",
-		"move them to where this running kernel's kallsyms puts _text")
-	root.PersistentFlags().BoolVar(&a.lto, "lto", false,
-		"also match vmlinux names without their .llvm.<digits> suffix (Clang LTO)")
-	root.PersistentFlags().BoolVar(&a.noMap, "no-map", false,
-		"read --kallsyms files into memory instead of mapping them")
-	root.PersistentFlags().IntVar(&a.maxSymbols, "max-symbols", kallsyms.DefaultMaxSymbols,
-		"most lines read of a compressed or streamed symbol list (docs/limits.md)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		a.command = commandName(cmd)
 		if err := checkCounts(cmd); err != nil {
@@ -409,10 +395,40 @@ usage; 3 --max-time reached (klpresolve stops there, with no verdict).`,
 		newCheckCmd(a),
 		newInfoCmd(a),
 	)
+	// The commands that read a kernel's symbols, and they alone, take
+	// the flags that say where and how.
+	for _, path := range [][]string{{}, {"resolve"}, {"check"}, {"link"}, {"lookup"}, {"addr"}, {"objects"}, {"snapshot"}, {"convert"},
+		{"bench", "kallsyms"}, {"bench", "resolve"}, {"bench", "image"}, {"bench", "proc"}} {
+		c, _, err := root.Find(path)
+		if err != nil || len(path) > 0 && c.Name() != path[len(path)-1] {
+			panic(fmt.Sprintf("no command %v", path)) // a mistake in this list
+		}
+		a.addKernelFlags(c)
+	}
 	addCompletion(root)
 	completeValues(root)
 	fitHelp(root)
 	return root
+}
+
+// addKernelFlags adds to c the flags that say where a kernel's symbols
+// are and how to read them.
+func (a *app) addKernelFlags(c *cobra.Command) {
+	f := c.Flags()
+	f.StringArrayVar(&a.kallsymsPaths, "kallsyms", []string{kallsyms.DefaultPath},
+		"kernel symbols: kallsyms, System.map, image or snapshot; - for stdin")
+	f.StringVar(&a.kernelVersion, "kernel-version", "",
+		"judge the kernel by this generation's rules: 6.1, 6.12 or 7.2")
+	f.StringVar(&a.kaslrOffset, "kaslr-offset", "",
+		"move vmlinux's link-time addresses by this KASLR offset (hex)")
+	f.StringVar(&a.kaslrFrom, "kaslr-from", "",
+		"move them to where this running kernel's kallsyms puts _text")
+	f.BoolVar(&a.lto, "lto", false,
+		"also match vmlinux names without their .llvm.<digits> suffix (Clang LTO)")
+	f.BoolVar(&a.noMap, "no-map", false,
+		"read --kallsyms files into memory instead of mapping them")
+	f.IntVar(&a.maxSymbols, "max-symbols", kallsyms.DefaultMaxSymbols,
+		"most lines read of a compressed or streamed symbol list (docs/limits.md)")
 }
 
 // helpWidth is the widest line a help prints: a terminal's 80 columns
