@@ -29,7 +29,7 @@ import (
 const progressMin = 8
 
 func newCheckCmd(a *app) *cobra.Command {
-	var format, dir string
+	var format, dir, symversPath, magic, ftracePath string
 	var strict, link bool
 	var lf linkFlags // with --link, for every kernel
 	var maxTime time.Duration
@@ -85,9 +85,12 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 			}
 			t0 := time.Now()
 			var kernels []pipeline.Kernel
+			// The kernels given by their symbols alone take --symvers,
+			// --vermagic and --ftrace; those of --root and --kernel-tree
+			// have their own.
 			add := func(paths ...string) {
 				for _, p := range paths {
-					kernels = append(kernels, pipeline.Kernel{Symbols: p})
+					kernels = append(kernels, pipeline.Kernel{Symbols: p, Symvers: symversPath, Vermagic: magic, Ftrace: ftracePath})
 				}
 			}
 			if cmd.Flags().Changed("kallsyms") {
@@ -176,7 +179,7 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 				writeMatrix(a.stdout, rows)
 				fmt.Fprintf(a.stdout, "%s: %d OK, %d failed (%v)\n", count(len(rows), "kernel", "kernels"), len(rows)-failed, failed, elapsed.Round(time.Millisecond))
 				writeLoaderNote(a.stdout, rows)
-				if len(roots) > 0 {
+				if len(roots) > 0 || len(trees) > 0 || symversPath != "" || magic != "" {
 					writeLoaderChecks(a.stdout, rows)
 				}
 			}
@@ -199,6 +202,9 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 	c.Flags().StringArrayVar(&trees, "kernel-tree", nil, "a kernel build folder, with its Module.symvers, .config, modules; repeatable")
 	c.Flags().StringArrayVar(&roots, "root", nil, "a filesystem root with kernels installed; repeatable, or a quoted glob")
 	addModulesFlag(c, &modules)
+	addSymversFlag(c, &symversPath)
+	addVermagicFlag(c, &magic, true)
+	c.Flags().StringVar(&ftracePath, "ftrace", "", "the kernel's ftrace call sites: vmlinux, vmlinuz or tracefs's list")
 	return c
 }
 

@@ -92,7 +92,8 @@ func (f *linkFlags) apply(lo *modplt.LinkOptions) error {
 }
 
 func newLinkCmd(a *app) *cobra.Command {
-	var format, base, initBase, percpuBase, out, symversPath, magic string
+	var format, base, initBase, percpuBase, out, symversPath, magic, ftracePath string
+	var strict bool
 	var opts modplt.LinkOptions
 	var lf linkFlags
 	var modules []string
@@ -172,6 +173,10 @@ loader refuses a symbol version, its vermagic or the module as a whole), 2 unusa
 					return &exitError{exitUsage, fmt.Errorf("--modules: %w", err)}
 				}
 			}
+			var ft *ftraceJSON
+			if ro.Ftrace, ft, err = openFtrace(a, ftracePath, kf.kernel, ix); err != nil {
+				return err
+			}
 			res := m.ResolveWith(ix, ro)
 			img, deps, err := pipeline.LinkWith(m, res, ix, opts, kf.modules)
 			if err != nil {
@@ -189,6 +194,11 @@ loader refuses a symbol version, its vermagic or the module as a whole), 2 unusa
 				return &exitError{exitUsage, err}
 			}
 			loads := (versions == nil || versions.OK()) && (vermagic == nil || vermagic.OK()) && res.LoadErr == nil
+			// klp_enable_patch() fails a patched function it cannot
+			// trace (--ftrace); --strict fails what waits for a module.
+			funcErrs := patchedFuncErrors(res)
+			waits := strict && res.Deferred+res.FuncDeferred > 0
+			loads = loads && len(funcErrs) == 0 && !waits
 			if format == "json" {
 				j := linkReport(img, why)
 				j.Kernel = kernelJSON(&installed, kf.kernel)
@@ -206,8 +216,25 @@ loader refuses a symbol version, its vermagic or the module as a whole), 2 unusa
 					fmt.Fprintln(a.stdout, l)
 				}
 				rulesLines(a.stdout, gen)
+				if l := ft.line(); l != "" {
+					fmt.Fprintln(a.stdout, l)
+				}
+				for _, e := range funcErrs {
+					fmt.Fprintf(a.stdout, "error: %s\n", e)
+				}
+				if waits {
+					fmt.Fprintf(a.stdout, "error: %s wait for modules that are not loaded (--strict): %s\n",
+						count(res.Deferred+res.FuncDeferred, "relocation or patched function", "relocations and patched functions"), strings.Join(res.DeferredObjects, ", "))
+				}
 				writeDependencies(a.stdout, deps)
-				writeLinkText(a, img, why.NotExported, out, whyNotes(why, ix.Source()), res.LoadErr, versions, vermagic, kf.magicFrom)
+				var more []string
+				if len(funcErrs) > 0 {
+					more = append(more, count(len(funcErrs), "patched function fails", "patched functions fail"))
+				}
+				if waits {
+					more = append(more, "waits for modules that are not loaded (--strict)")
+				}
+				writeLinkText(a, img, why.NotExported, out, whyNotes(why, ix.Source()), res.LoadErr, versions, vermagic, kf.magicFrom, more...)
 			}
 			if err != nil {
 				return err
@@ -225,6 +252,9 @@ loader refuses a symbol version, its vermagic or the module as a whole), 2 unusa
 	c.Flags().StringVarP(&out, "output", "o", "", "write the linked image (ELF, sections at their load addresses)")
 	lf.add(c, "")
 	c.Flags().BoolVar(&opts.ForcePLT, "force-plt", false, "debug: send every branch that has a PLT slot through the PLT")
+	_ = c.Flags().MarkHidden("force-plt") // a debug knob
+	c.Flags().BoolVar(&strict, "strict", false, "treat what waits for a module that is not loaded as a failure")
+	c.Flags().StringVar(&ftracePath, "ftrace", "", "the kernel's ftrace call sites: vmlinux, vmlinuz or tracefs's list")
 	addSymversFlag(c, &symversPath)
 	addVermagicFlag(c, &magic, true)
 	installed.add(c)
@@ -358,7 +388,7 @@ func linkReport(img *modplt.Image, why pipeline.Explanation) linkJSON {
 // writeLinkText prints link's report; why are notes on why the
 // unresolved symbols may be unresolved (codeOnlyNote, dependsNote);
 // versions, with --symvers, the symbol versions checked.
-func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden, out string, why []string, loadErr *klp.RelocError, versions *symvers.Report, vermagic *symvers.Magic, magicFrom string) {
+func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden, out string, why []string, loadErr *klp.RelocError, versions *symvers.Report, vermagic *symvers.Magic, magicFrom string, more ...string) {
 	m := img.Module
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	if img.ByMemType {
@@ -424,6 +454,9 @@ func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden,
 	if loadErr != nil {
 		refused += "; " + loadErr.Err.Error()
 	}
+	for _, r := range more {
+		refused += "; " + r
+	}
 	arch := archText(m.Arch, elfobj.BigEndian(m.ByteOrder))
 	switch {
 	case img.Linked() && refused == "":
@@ -433,4 +466,16 @@ func writeLinkText(a *app, img *modplt.Image, hidden map[string]pipeline.Hidden,
 	default:
 		fmt.Fprintf(a.stdout, "FAILED: %s (%s): %s applied, %d failed, %s%s\n", m.Name, arch, count(img.Relocs, "relocation", "relocations"), len(img.Errors), count(len(img.Unresolved), "unresolved symbol", "unresolved symbols"), refused)
 	}
+}
+
+// patchedFuncErrors are the patched functions that fail, in the kernel's
+// words (a function without an ftrace call site, with --ftrace).
+func patchedFuncErrors(res *klp.Resolution) []string {
+	var out []string
+	for _, f := range res.Funcs {
+		if f.Err != nil {
+			out = append(out, fmt.Sprintf("patched function %s:%s: %s", f.Object, f.Name, f.Err.Kernel))
+		}
+	}
+	return out
 }

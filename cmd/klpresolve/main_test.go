@@ -2016,3 +2016,40 @@ func TestFlagValueErrors(t *testing.T) {
 		assert.NotContains(t, errs, "strconv")
 	}
 }
+
+// TestFlagParity: --strict, --ftrace, --symvers and --vermagic mean the
+// same on the main job, link and check. link --strict fails what waits
+// for a module; check --symvers and --vermagic check every kernel given
+// by its symbols against them, module_layout's CRC first.
+func TestFlagParity(t *testing.T) {
+	smap := testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64")
+	demo := filepath.Join(testutil.RepoRoot(), "testdata", "kbuild", "klp-demo.ko")
+	code, out, _ := runCLI(t, "link", demo, "--kallsyms", smap)
+	require.Equal(t, 0, code, out)
+	code, out, _ = runCLI(t, "link", demo, "--kallsyms", smap, "--strict")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "error: 4 relocations and patched functions wait for modules that are not loaded (--strict): ext4, xfs\n")
+	assert.Contains(t, out, "FAILED: klp_demo (x86_64) links: 68 relocations applied; waits for modules that are not loaded (--strict)\n")
+	code, out, _ = runCLI(t, "link", demo, "--kallsyms", smap, "--strict", "--format", "json")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, `"ok": false`)
+
+	h47 := testutil.Headers(t, "6.1.0-47-amd64")
+	code, out, _ = runCLI(t, "check", demo, "--kallsyms", smap, "--symvers", h47, "--vermagic", "6.1.0-57-rt-amd64 SMP preempt_rt mod_unload modversions ")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "klp_demo: disagrees about version of symbol module_layout\n")
+	assert.Contains(t, out, "module loader: symbol versions checked on 1 of 1 kernel, vermagic on 1; it refuses the patch on 1")
+	root := newRoot(strings.NewReader(""), io.Discard, io.Discard, nil)
+	for _, cmd := range [][]string{{}, {"link"}, {"check"}} {
+		c, _, err := root.Find(cmd)
+		require.NoError(t, err)
+		for _, flag := range []string{"strict", "ftrace", "symvers", "vermagic", "root", "modules", "kernel-tree"} {
+			f := c.Flags().Lookup(flag)
+			// (check's --root and --kernel-tree are repeatable: it
+			// takes many kernels.)
+			if assert.NotNil(t, f, "%s --%s", c.CommandPath(), flag) && !(c.Name() == "check" && (flag == "root" || flag == "kernel-tree")) {
+				assert.Equal(t, root.Flags().Lookup(flag).Value.Type(), f.Value.Type(), "%s --%s", c.CommandPath(), flag)
+			}
+		}
+	}
+}
