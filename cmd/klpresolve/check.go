@@ -43,7 +43,7 @@ func newCheckCmd(a *app) *cobra.Command {
   # A folder of snapshots or symbol files, one per kernel; a JUnit report for CI
   klpresolve check fix.ko --kernels kernels/ --link --format junit > report.xml
   klpresolve check fix.ko --kernels 'kernels/*/System.map' --strict
-  # Every kernel installed here, with its modules, Module.symvers, vermagic
+  # Every kernel installed on the machine, with its own modules and headers
   klpresolve check fix.ko --root /
   # Kernels whose packages were unpacked one folder each (dpkg-deb -x
   # linux-image-*.deb and linux-headers-*.deb into roots/6.1.0-57, ...)

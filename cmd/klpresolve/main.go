@@ -245,6 +245,8 @@ type app struct {
 	// command names the command run, in every JSON document ("resolve"
 	// for the main job, "bench kallsyms").
 	command string
+	// noSync: --no-sync (atomicfile.Temps.NoSync).
+	noSync bool
 }
 
 // kallsymsPath is the kernel symbols of a one-kernel command: the last
@@ -366,6 +368,9 @@ usage; 3 --max-time reached (klpresolve stops there, with no verdict).`,
 	root.SetErr(stderr)
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		a.command = commandName(cmd)
+		if a.temps != nil {
+			a.temps.NoSync = a.noSync
+		}
 		if err := checkCounts(cmd); err != nil {
 			return err
 		}
@@ -404,6 +409,14 @@ usage; 3 --max-time reached (klpresolve stops there, with no verdict).`,
 			panic(fmt.Sprintf("no command %v", path)) // a mistake in this list
 		}
 		a.addKernelFlags(c)
+	}
+	// The commands that write a file with -o.
+	for _, path := range [][]string{{}, {"resolve"}, {"link"}, {"snapshot"}, {"convert"}} {
+		c, _, err := root.Find(path)
+		if err != nil || len(path) > 0 && c.Name() != path[len(path)-1] {
+			panic(fmt.Sprintf("no command %v", path)) // a mistake in this list
+		}
+		c.Flags().BoolVar(&a.noSync, "no-sync", false, "write -o without syncing it to disk first (docs/commands.md)")
 	}
 	addCompletion(root)
 	completeValues(root)

@@ -2053,3 +2053,18 @@ func TestFlagParity(t *testing.T) {
 		}
 	}
 }
+
+// TestNoSync: --no-sync is on the commands that write -o, and the file
+// is written whole all the same.
+func TestNoSync(t *testing.T) {
+	k := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	out := filepath.Join(t.TempDir(), "k.snap")
+	code, _, errs := runCLI(t, "snapshot", "--kallsyms", k, "-o", out, "--no-sync")
+	require.Equal(t, 0, code, errs)
+	code, stdout, _ := runCLI(t, "lookup", "vfs_read", "--kallsyms", out)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, stdout, "vfs_read: 0xffffffff81010180 T vmlinux")
+	code, _, errs = runCLI(t, "lookup", "vfs_read", "--kallsyms", k, "--no-sync")
+	assert.Equal(t, 2, code, "lookup writes no file")
+	assert.Contains(t, errs, "unknown flag: --no-sync")
+}

@@ -29,7 +29,12 @@ type Temps struct {
 	// for nothing (signal.Notify starts a thread: most of a millisecond
 	// of a short run on a slow VM).
 	Watch func()
-	once  sync.Once
+	// NoSync skips the sync before the rename: the write is still
+	// atomic for readers (they see the old file or the new one whole),
+	// but a crash of the machine soon after may leave the new name on an
+	// empty or partial file. A sync costs milliseconds on most disks.
+	NoSync bool
+	once   sync.Once
 
 	mu    sync.Mutex
 	names map[string]bool
@@ -149,8 +154,10 @@ func write(path string, fill func(io.Writer) error, temps *Temps) (err error) {
 	if err = fill(f); err != nil {
 		return err
 	}
-	if err = f.Sync(); err != nil {
-		return err
+	if temps == nil || !temps.NoSync {
+		if err = f.Sync(); err != nil {
+			return err
+		}
 	}
 	if err = f.Close(); err != nil {
 		return err

@@ -36,6 +36,21 @@ func TestWrite(t *testing.T) {
 	assert.Len(t, entries, 1)
 }
 
+// NoSync writes the same file through the same rename, and leaves no
+// temporary file behind.
+func TestWriteNoSync(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "out")
+	require.NoError(t, WriteBytes(p, []byte("old")))
+	temps := &Temps{NoSync: true}
+	require.NoError(t, temps.WriteBytes(p, []byte("new")))
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	assert.Equal(t, "new", string(b))
+	entries, _ := os.ReadDir(dir)
+	assert.Len(t, entries, 1)
+}
+
 // Errors name the file asked for, not the temporary one.
 func TestWriteErrors(t *testing.T) {
 	dir := t.TempDir()

@@ -107,7 +107,7 @@ func (r *Report) addTarget(name string, v float64, unit, op string, bound float6
 		Target: &Target{Op: op, Bound: bound, Met: meets(v, op, bound)}})
 }
 
-// Missed lists the figures whose targets this run missed.
+// Missed lists the figures whose targets the run missed.
 func (r *Report) Missed() []string {
 	var out []string
 	for _, f := range r.Figures {

@@ -75,11 +75,15 @@ func Kallsyms(path string, self []string) (*Report, error) {
 	rep.add("read_file_ms", ms(read), "ms", "os.ReadFile of the input")
 	rep.add("parse_index_ms", ms(parse), "ms", "kallsyms.Open: read, parse, index")
 	rep.add("naive_parse_ms", ms(naive), "ms", "reference: bufio.Scanner+strings.Fields+map")
-	rep.addTarget("parse_vs_read", ratio(parse, read), "x", "<=", 2.5, "in one process: the read reuses warm memory")
+	rep.add("parse_vs_read", ratio(parse, read), "x", "in one process: the read reuses warm memory; no target (floor_vs_read is the least it can be)")
 	rep.addTarget("naive_vs_parse", ratio(naive, parse), "x", ">=", 15, "")
 	floor := minTime(15, func() { _, _ = reference.ScanHash(data, runtime.GOMAXPROCS(0)) })
 	rep.add("scan_hash_floor_ms", ms(floor), "ms", "reference: find each line and xxhash its name on every core, store nothing")
 	rep.add("floor_vs_read", ratio(read+floor, read), "x", "the least parse_vs_read can be: the read, then the floor")
+	// The parse against what any index keyed by the names' hashes must
+	// do (read, find every line, hash every name): what is left is
+	// storing the records and building the tables.
+	rep.addTarget("parse_vs_floor", ratio(parse, read+floor), "x", "<=", 2, "the parse against the read and the floor")
 	if self != nil {
 		one, err := OneShot(OneShotOptions{Self: self, Input: path})
 		if err != nil {

@@ -114,6 +114,7 @@ func TestKallsymsReport(t *testing.T) {
 		require.InEpsilon(t, f[r[1]]/f[r[2]], f[r[0]], 1e-3, r[0])
 	}
 	require.InEpsilon(t, (f["read_file_ms"]+f["scan_hash_floor_ms"])/f["read_file_ms"], f["floor_vs_read"], 1e-3)
+	require.InEpsilon(t, f["parse_index_ms"]/(f["read_file_ms"]+f["scan_hash_floor_ms"]), f["parse_vs_floor"], 1e-3)
 	require.Zero(t, f["lookup_allocs"])
 	require.Positive(t, f["allocs_per_10k_lines"])
 	require.Positive(t, f["snapshot_bytes"])
