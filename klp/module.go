@@ -469,9 +469,30 @@ func (m *Module) KernelName() string {
 // ELF returns the parsed object (for linking).
 func (m *Module) ELF() *elfobj.File { return m.elf }
 
-// readKLP finds and parses the livepatch relocation sections.
+// readKLP finds and parses the livepatch relocation sections. Each
+// symbol's name is checked once, however many relocations use it, and
+// each type named once.
 func (m *Module) readKLP() error {
 	f := m.elf
+	type checked struct {
+		done bool
+		sn   SymbolName
+		err  error
+	}
+	var syms []checked // by symbol index, made at the first section
+	typeNames := map[uint32]string{}
+	// The sections and their relocations in one allocation each.
+	nsec, nrel := 0, 0
+	for i := range f.Sections {
+		if s := &f.Sections[i]; s.Flags&SHFRelaLivepatch != 0 {
+			nsec++
+			if s.Type == elf.SHT_RELA && s.Entsize > 0 {
+				nrel += int(s.Size / s.Entsize)
+			}
+		}
+	}
+	secs := make([]RelaSection, 0, nsec)
+	rels := make([]Relocation, 0, nrel)
 	for i := range f.Sections {
 		s := &f.Sections[i]
 		named := strings.HasPrefix(s.Name, RelaPrefix)
@@ -483,7 +504,8 @@ func (m *Module) readKLP() error {
 		if !flagged {
 			continue
 		}
-		rs := &RelaSection{Index: i, Name: s.Name}
+		secs = append(secs, RelaSection{Index: i, Name: s.Name})
+		rs := &secs[len(secs)-1]
 		m.Sections = append(m.Sections, rs)
 		// apply_relocations(): a target that is not SHF_ALLOC is skipped.
 		if s.Info > 0 && int(s.Info) < len(f.Sections) {
@@ -517,17 +539,41 @@ func (m *Module) readKLP() error {
 			}
 			continue
 		}
-		relocs, err := f.Relocs(s)
+		t, err := f.RelocTable(s)
 		if err != nil {
 			return err
 		}
-		rs.Relocs = make([]Relocation, len(relocs))
-		for j, r := range relocs {
+		if syms == nil {
+			syms = make([]checked, len(f.Symbols))
+		}
+		if n := t.Len(); len(rels)+n <= cap(rels) {
+			rs.Relocs = rels[len(rels) : len(rels)+n : len(rels)+n]
+			rels = rels[:len(rels)+n]
+		} else { // (an entry size that is not the table's: RelocTable said so)
+			rs.Relocs = make([]Relocation, n)
+		}
+		for j := range rs.Relocs {
+			r, err := t.Reloc(j)
+			if err != nil {
+				return err
+			}
 			sym := &f.Symbols[r.Sym]
-			rel := Relocation{Index: j, Offset: r.Offset, Type: r.Type, TypeName: RelocTypeName(f.Machine, r.Type),
-				Addend: r.Addend, SymIndex: r.Sym, Symbol: sym.Name}
-			rel.Sym, rel.Err = m.checkSymbol(sym, rs.Object)
-			rs.Relocs[j] = rel
+			name, ok := typeNames[r.Type]
+			if !ok {
+				name = RelocTypeName(f.Machine, r.Type)
+				typeNames[r.Type] = name
+			}
+			c := &syms[r.Sym]
+			if !c.done {
+				c.sn, c.err = m.checkSymbolName(sym)
+				c.done = true
+			}
+			rel := &rs.Relocs[j]
+			*rel = Relocation{Index: j, Offset: r.Offset, Type: r.Type, TypeName: name,
+				Addend: r.Addend, SymIndex: r.Sym, Symbol: sym.Name, Sym: c.sn, Err: c.err}
+			if rel.Err == nil {
+				rel.Err = checkSymbolObject(c.sn, rs.Object)
+			}
 		}
 	}
 	return nil
@@ -559,8 +605,9 @@ func readAtLoad(name string) bool {
 	return loadTimeSections[name] || strings.HasPrefix(name, ".s390_indirect") || strings.HasPrefix(name, ".s390_return")
 }
 
-// checkSymbol makes klp_resolve_symbols()'s static checks, in its order.
-func (m *Module) checkSymbol(sym *elfobj.Symbol, secObj string) (SymbolName, error) {
+// checkSymbolName: klp_resolve_symbols()'s checks of the symbol alone
+// (SHN_LIVEPATCH, the name's format).
+func (m *Module) checkSymbolName(sym *elfobj.Symbol) (SymbolName, error) {
 	if sym.Shndx != SHNLivepatch {
 		return SymbolName{}, &CheckError{Kind: ErrNotLivepatchSymbol,
 			Kernel: fmt.Sprintf("symbol %s is not marked as a livepatch symbol", sym.Name),
@@ -575,12 +622,18 @@ func (m *Module) checkSymbol(sym *elfobj.Symbol, secObj string) (SymbolName, err
 	if m.Class == elf.ELFCLASS32 {
 		sn.Pos = uint64(uint32(sn.Pos)) // unsigned long is 32 bits there
 	}
+	return sn, nil
+}
+
+// checkSymbolObject: klp_resolve_symbols() refuses a vmlinux symbol in a
+// module's livepatch relocation section (secObj: the section's object).
+func checkSymbolObject(sn SymbolName, secObj string) error {
 	if secObj != "" && secObj != "vmlinux" && sn.Object == "vmlinux" {
-		return sn, &CheckError{Kind: ErrVmlinuxFromModule,
+		return &CheckError{Kind: ErrVmlinuxFromModule,
 			Kernel: fmt.Sprintf("invalid access to vmlinux symbol '%s' from module-specific livepatch relocation section", sn.Name),
 			Hint:   "move the relocation to a .klp.rela.vmlinux.* section, or use an ordinary relocation if the symbol is exported"}
 	}
-	return sn, nil
+	return nil
 }
 
 // NumRelocs counts the livepatch relocations (klp sections and dynrelas).

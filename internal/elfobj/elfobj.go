@@ -259,10 +259,10 @@ func Parse(name string, data []byte) (*File, error) {
 	if strs.Type != elf.SHT_STRTAB {
 		return nil, f.errf("", "section name table [%d] is not a string table", shstrndx)
 	}
-	shstr := data[strs.Offset : strs.Offset+strs.Size]
+	shstrS := string(data[strs.Offset : strs.Offset+strs.Size])
 	for i := range f.Sections {
 		off := f.rawNameOff(data[shoff+uint64(i*shentsize):])
-		n, ok := cstring(shstr, off)
+		n, ok := cstring(shstrS, off)
 		if !ok {
 			return nil, f.errf(fmt.Sprintf("[%d]", i), "name offset %#x is outside the section name table or not NUL-terminated", off)
 		}
@@ -301,16 +301,18 @@ func (f *File) rawSection(b []byte) Section {
 		Link: o.Uint32(b[24:]), Info: o.Uint32(b[28:]), Addralign: uint64(o.Uint32(b[32:])), Entsize: uint64(o.Uint32(b[36:]))}
 }
 
-// cstring returns the NUL-terminated string at off in tab.
-func cstring(tab []byte, off uint32) (string, bool) {
+// cstring returns the NUL-terminated string at off in tab: a part of
+// tab, which the names of a table share (one copy of the table, not one
+// allocation per name).
+func cstring(tab string, off uint32) (string, bool) {
 	if uint64(off) >= uint64(len(tab)) {
 		return "", false
 	}
-	i := bytes.IndexByte(tab[off:], 0)
+	i := strings.IndexByte(tab[off:], 0)
 	if i < 0 {
 		return "", false
 	}
-	return string(tab[off : int(off)+i]), true
+	return tab[off : int(off)+i], true
 }
 
 // SectionData returns the bytes of s (nil for SHT_NOBITS). Parse has
@@ -342,7 +344,7 @@ func (f *File) readSymbols() error {
 	if st.Link == 0 || int(st.Link) >= len(f.Sections) || f.Sections[st.Link].Type != elf.SHT_STRTAB {
 		return f.errf(st.Name, "sh_link %d is not a string table", st.Link)
 	}
-	strtab := f.SectionData(&f.Sections[st.Link])
+	strtabS := string(f.SectionData(&f.Sections[st.Link]))
 	raw := f.SectionData(st)
 	n := int(st.Size / es)
 	f.Symbols = make([]Symbol, n)
@@ -356,7 +358,7 @@ func (f *File) readSymbols() error {
 			s = Symbol{NameOff: o.Uint32(b), Value: uint64(o.Uint32(b[4:])), Size: uint64(o.Uint32(b[8:])), Info: b[12], Other: b[13], Shndx: o.Uint16(b[14:])}
 		}
 		s.Index = i
-		name, ok := cstring(strtab, s.NameOff)
+		name, ok := cstring(strtabS, s.NameOff)
 		if !ok {
 			return f.errf(st.Name, "symbol %d: name offset %#x is outside the string table or not NUL-terminated", i, s.NameOff)
 		}
