@@ -9,6 +9,7 @@ import (
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/input"
+	"github.com/klpresolve/klpresolve/internal/modname"
 	"github.com/klpresolve/klpresolve/kallsyms"
 )
 
@@ -219,7 +220,7 @@ func neverLoads(object string) bool { return strings.Contains(object, "-") }
 // neverLoadsError is ErrNeverLoads for object, with the name it means.
 func neverLoadsError(object string) *CheckError {
 	return &CheckError{Kind: ErrNeverLoads, // the kernel says nothing
-		Hint: fmt.Sprintf("no module is named %q: module names have underscores where their files have dashes (KBUILD_MODNAME), so the object is %q; the kernel would wait for %q to load, which never happens, and silently never apply the section", object, strings.ReplaceAll(object, "-", "_"), object)}
+		Hint: fmt.Sprintf("no module is named %q: module names have underscores where their files have dashes (KBUILD_MODNAME), so the object is %q; the kernel would wait for %q to load, which never happens, and silently never apply the section", object, modname.Of(object), object)}
 }
 
 // relocKinds name klp's own causes for Kind (a lookup's are named by

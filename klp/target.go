@@ -7,12 +7,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/internal/modname"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/modplt"
 )
@@ -378,17 +378,7 @@ func (t *Target) Where(addr uint64) string {
 // ModuleNameFromFile is the module name kbuild gives a file
 // (KBUILD_MODNAME): its base name without .ko and a compression suffix,
 // dashes as underscores. "" when the name has no .ko.
-func ModuleNameFromFile(path string) string {
-	b := filepath.Base(path)
-	for _, z := range []string{".xz", ".zst", ".gz"} {
-		b = strings.TrimSuffix(b, z)
-	}
-	b, ok := strings.CutSuffix(b, ".ko")
-	if !ok {
-		return ""
-	}
-	return strings.ReplaceAll(b, "-", "_")
-}
+func ModuleNameFromFile(path string) string { return modname.FromFile(path) }
 
 // checkTarget looks r's symbol up in t as livepatch will when t's module
 // loads, in both orders (see Target): the symbol when both find the same

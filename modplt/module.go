@@ -11,6 +11,7 @@ import (
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/input"
+	"github.com/klpresolve/klpresolve/internal/modname"
 	"github.com/klpresolve/klpresolve/kgen"
 )
 
@@ -92,13 +93,7 @@ func FromELF(f *elfobj.File) (*Module, error) {
 	}
 	name := f.ModInfo("name")
 	if name == "" {
-		// The kernel's rule for a file name: dashes become underscores,
-		// and .ko (with any compression suffix) or .o goes.
-		base := f.Name[strings.LastIndexByte(f.Name, '/')+1:]
-		if i := strings.Index(base, ".ko"); i > 0 {
-			base = base[:i]
-		}
-		name = strings.ReplaceAll(strings.TrimSuffix(base, ".o"), "-", "_")
+		name = modname.FromObject(f.Name)
 	}
 	shndx := make([]uint16, len(f.Symbols))
 	for i := range f.Symbols {

@@ -14,6 +14,7 @@ import (
 	"github.com/klpresolve/klpresolve/cfi"
 	"github.com/klpresolve/klpresolve/ftrace"
 	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/internal/modname"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/kgen"
 	"github.com/klpresolve/klpresolve/klp"
@@ -112,7 +113,7 @@ func Depends(m *klp.Module) []string { return dependsNames(m.ELF().ModInfo("depe
 func dependsNames(depends string) []string {
 	var out []string
 	for d := range strings.SplitSeq(depends, ",") {
-		d = strings.ReplaceAll(strings.TrimSpace(d), "-", "_")
+		d = modname.Of(strings.TrimSpace(d))
 		if d != "" && !slices.Contains(out, d) {
 			out = append(out, d)
 		}
