@@ -11,7 +11,8 @@ import (
 
 var (
 	// ErrMalformed is wrapped by every error about a malformed file
-	// (a *elfobj.FormatError naming the file and section).
+	// (errors.Is finds it); the error's text names the file and the
+	// section.
 	ErrMalformed = elfobj.ErrMalformed
 	// ErrTooLarge: the module, decompressed, is larger than 1 GiB.
 	ErrTooLarge = input.ErrTooLarge
