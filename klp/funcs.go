@@ -132,9 +132,13 @@ func namedVmlinux(name string, named bool) *CheckError {
 // and their offset, for reading the structs its data declares (kpatch's,
 // klp-build's, a static klp_patch). A section's are decoded on first use.
 type dataRelocs struct {
-	m        *Module
-	w        uint64        // pointer size
-	byTarget map[int][]int // target section -> its relocation sections
+	m *Module
+	w uint64 // pointer size
+	// relSecs are the module's ordinary relocation sections grouped by
+	// target: section t's are relSecs[relStart[t]:relStart[t+1]] (one
+	// allocation, not one per target).
+	relSecs  []int
+	relStart []int32
 	rel      map[int]map[uint64]elfobj.Reloc
 	// sizes are the sizes of the module's sized data objects, by
 	// section and offset (made on first use).
@@ -154,22 +158,46 @@ type funcArray struct {
 
 func (m *Module) newDataRelocs() *dataRelocs {
 	f := m.elf
-	d := &dataRelocs{m: m, w: 4, byTarget: map[int][]int{}, rel: map[int]map[uint64]elfobj.Reloc{},
+	d := &dataRelocs{m: m, w: 4, rel: map[int]map[uint64]elfobj.Reloc{},
 		sorted: map[int][]uint64{}, memo: map[[2]uint64]funcArray{}}
 	if f.Is64() {
 		d.w = 8
 	}
+	ordinary := func(s *elfobj.Section) bool {
+		return elfobj.IsReloc(s) && s.Info != 0 && int(s.Info) < len(f.Sections) && s.Flags&SHFRelaLivepatch == 0
+	}
+	d.relStart = make([]int32, len(f.Sections)+1)
+	for i := range f.Sections {
+		if s := &f.Sections[i]; ordinary(s) {
+			d.relStart[s.Info+1]++
+		}
+	}
+	for t := 1; t < len(d.relStart); t++ {
+		d.relStart[t] += d.relStart[t-1]
+	}
+	d.relSecs = make([]int, d.relStart[len(f.Sections)])
+	next := slices.Clone(d.relStart[:len(f.Sections)])
 	for i := range f.Sections {
 		s := &f.Sections[i]
-		if !elfobj.IsReloc(s) || s.Info == 0 || int(s.Info) >= len(f.Sections) || s.Flags&SHFRelaLivepatch != 0 {
+		if !ordinary(s) {
 			continue
 		}
-		d.byTarget[int(s.Info)] = append(d.byTarget[int(s.Info)], i)
+		d.relSecs[next[s.Info]] = i
+		next[s.Info]++
 		if isData(&f.Sections[s.Info]) {
 			d.budget += 64 * (len(f.SectionData(s)) / f.RelocEntSize(s.Type == elf.SHT_RELA))
 		}
 	}
 	return d
+}
+
+// relocSections are the ordinary relocation sections that apply to
+// section sec, in section order.
+func (d *dataRelocs) relocSections(sec int) []int {
+	if sec < 0 || sec+1 >= len(d.relStart) {
+		return nil
+	}
+	return d.relSecs[d.relStart[sec]:d.relStart[sec+1]]
 }
 
 // isData: an allocated section that is neither code nor NOBITS, where a
@@ -187,7 +215,7 @@ func (d *dataRelocs) relocsOf(sec int) (map[uint64]elfobj.Reloc, error) {
 	f := d.m.elf
 	byOff := map[uint64]elfobj.Reloc{}
 	tdata := f.SectionData(&f.Sections[sec])
-	for _, i := range d.byTarget[sec] {
+	for _, i := range d.relocSections(sec) {
 		s := &f.Sections[i]
 		rs, err := f.Relocs(s)
 		if err != nil {
@@ -424,7 +452,7 @@ func (d *dataRelocs) funcName(r elfobj.Reloc) string {
 func (m *Module) readStaticPatch(d *dataRelocs) ([]Func, []string) {
 	f := m.elf
 	for sec := range f.Sections {
-		if !isData(&f.Sections[sec]) || len(d.byTarget[sec]) == 0 {
+		if !isData(&f.Sections[sec]) || len(d.relocSections(sec)) == 0 {
 			continue
 		}
 		rel := d.relocsOrNone(sec)
