@@ -54,6 +54,7 @@ var amd64Arch = newArch(arch{
 	addend: relaAddend,
 	kernel: amd64Kernel,
 	apply:  amd64Apply,
+	setup:  func(l *linker, _ *frobbed) error { return l.addGOT() },
 })
 
 // amd64Kernel counts one section's GOT entries as Garnier's count_gots()

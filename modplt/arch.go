@@ -84,6 +84,33 @@ type arch struct {
 	// order the branches then come in. The linker asks for it only for
 	// a section whose branches need entries (errDefer).
 	order func(l *linker, t *elfobj.RelocTable) ([]int, error)
+
+	// frob is the architecture's module_frob_arch_sections() for a
+	// link, before the layout: it sizes, aligns and flags the sections
+	// the loader fills (sizes, aligns, flags) and says how much of core
+	// comes before the sections (reserve). nil: the kernel-mode count's
+	// PLT sections (frobPLT).
+	frob func(m *Module, opts *LinkOptions, fr *frobbed) error
+	// setup, when set, readies the architecture's tables once the
+	// module is laid out, before any relocation is applied (a GOT,
+	// s390's GOT and PLT, powerpc's stubs).
+	setup func(l *linker, fr *frobbed) error
+	// finalize, when set, is module_finalize()'s part that fills
+	// entries after the module's relocations and before livepatch's
+	// (powerpc's ftrace stubs, arm64's ftrace trampolines).
+	finalize func(l *linker)
+}
+
+// frobbed is what module_frob_arch_sections() decided for a link: the
+// sections' sizes, alignments and flags by index, core's reserve, the
+// PLT counts, and the architecture's own tables.
+type frobbed struct {
+	sizes, aligns map[int]uint64
+	flags         map[int]elf.SectionFlag
+	reserve       uint64
+	counts        *Counts
+	s390          *s390Tables
+	ppc64         *ppc64Tables
 }
 
 // relaAddend is the addend of a RELA architecture: r_addend, which the

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/kgen"
 )
 
 // arm: arch/arm/kernel/module-plts.c, with Debian armmp's configuration
@@ -58,6 +59,7 @@ var armArch = newArch(arch{
 	kernel:       armKernel,
 	order:        armOrder,
 	apply:        armApply,
+	frob:         armFrob,
 })
 
 // armKind classifies arm relocation types.
@@ -523,4 +525,17 @@ func armUnwindAsText(f *elfobj.File, flags map[int]elf.SectionFlag) {
 			flags[i] = cmp.Or(flags[i], s.Flags) | elf.SHF_EXECINSTR
 		}
 	}
+}
+
+// armFrob is arm's module_frob_arch_sections(): the PLT sections
+// (frobPLT), and from 7.2 the unwind sections made code where the
+// kernel's configuration says so (armUnwindAsText).
+func armFrob(m *Module, opts *LinkOptions, fr *frobbed) error {
+	if err := frobPLT(m, opts, fr); err != nil {
+		return err
+	}
+	if opts.ARMUnwindText && opts.Generation >= kgen.Linux7_2 {
+		armUnwindAsText(m.f, fr.flags)
+	}
+	return nil
 }

@@ -77,11 +77,13 @@ var arm64Arch = newArch(arch{
 		}
 		return kindOther, 0, 0
 	},
-	nslots: 2,
-	addend: relaAddend,
-	kernel: arm64Kernel,
-	order:  arm64Order,
-	apply:  arm64Apply,
+	nslots:   2,
+	addend:   relaAddend,
+	kernel:   arm64Kernel,
+	order:    arm64Order,
+	apply:    arm64Apply,
+	frob:     arm64Frob,
+	finalize: (*linker).arm64Finalize,
 })
 
 // arm64Kernel is module_frob_arch_sections()'s work on one section:
@@ -643,4 +645,22 @@ func (l *linker) arm64Veneer(rc *reloc, page uint64) (uint64, error) {
 	a.used = i + 1
 	a.hasLast = false // (a veneer ends in B, no PLT entry equals it)
 	return addr, nil
+}
+
+// arm64Frob is arm64's module_frob_arch_sections(): the PLT sections
+// (frobPLT), and the ftrace trampoline sections, NR_FTRACE_PLTS entries
+// each (arm64FtraceTrampolines).
+func arm64Frob(m *Module, opts *LinkOptions, fr *frobbed) error {
+	if err := frobPLT(m, opts, fr); err != nil {
+		return err
+	}
+	secs, targets := arm64FtraceTrampolines(opts.Generation)
+	for _, name := range secs {
+		if s := m.f.SectionByName(name); s != nil {
+			fr.sizes[s.Index] = uint64(len(targets)) * arm64PLTEntry
+			fr.aligns[s.Index] = 4 // __alignof__(struct plt_entry)
+			fr.flags[s.Index] = elf.SHF_ALLOC | elf.SHF_EXECINSTR
+		}
+	}
+	return nil
 }

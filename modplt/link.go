@@ -395,6 +395,25 @@ func PageSizes(m elf.Machine) []uint64 {
 	return nil
 }
 
+// frobPLT is module_frob_arch_sections() of the architectures whose
+// module linker script makes .plt and .init.plt (arm, arm64) or that
+// take none (x86_64): the kernel-mode count, and the PLT placeholders
+// made NOBITS, executable, L1-cache aligned, of the counted size.
+func frobPLT(m *Module, opts *LinkOptions, fr *frobbed) error {
+	var err error
+	if fr.counts, err = m.Count(Options{Erratum843419: opts.Erratum843419, NoModuleUnload: opts.NoModuleUnload, NoRandomizeBase: opts.NoRandomizeBase, Generation: opts.Generation}); err != nil {
+		return err
+	}
+	for r, name := range []string{".plt", ".init.plt"} {
+		if s := m.f.SectionByName(name); s != nil && m.arch.pltEntry != 0 {
+			fr.sizes[s.Index] = []uint64{fr.counts.PLTSizeCore, fr.counts.PLTSizeInit}[r]
+			fr.aligns[s.Index] = 64 // L1_CACHE_BYTES
+			fr.flags[s.Index] = elf.SHF_ALLOC | elf.SHF_EXECINSTR
+		}
+	}
+	return nil
+}
+
 // pageSize is the kernel's PAGE_SIZE the options give: a's first (its
 // distributions' usual one) when they give none.
 func (o *LinkOptions) pageSize(a *arch) uint64 {
@@ -419,59 +438,16 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 	if opts.Base == 0 {
 		opts.Base = m.DefaultBase(opts)
 	}
-	var s390t *s390Tables
-	var ppc64t *ppc64Tables
-	var reserve uint64
-	counts := &Counts{}
+	fr := &frobbed{sizes: map[int]uint64{}, aligns: map[int]uint64{}, flags: map[int]elf.SectionFlag{}, counts: &Counts{}}
+	frob := a.frob
+	if frob == nil {
+		frob = frobPLT
+	}
+	if err := frob(m, &opts, fr); err != nil {
+		return nil, err
+	}
+	sizes, aligns, flags, reserve, counts := fr.sizes, fr.aligns, fr.flags, fr.reserve, fr.counts
 	var err error
-	sizes, aligns, flags := map[int]uint64{}, map[int]uint64{}, map[int]elf.SectionFlag{}
-	switch a.machine {
-	case elf.EM_S390:
-		// module_frob_arch_sections() grows core by the GOT and PLT
-		// (core_layout.size, 0 so far: ALIGN(0, 4)) before the sections
-		// are laid out after them; no PLT section is sized.
-		if s390t, err = s390Count(f, !opts.NoExpoline); err != nil {
-			return nil, err
-		}
-		reserve = s390t.gotSize + s390t.pltSize
-	case elf.EM_PPC64:
-		// module_frob_arch_sections(): .stubs gets get_stubs_size()'s
-		// size, and .toc an alignment of at least 8.
-		if ppc64t, err = ppc64Count(m, opts.Generation); err != nil {
-			return nil, err
-		}
-		sizes[ppc64t.stubsSec.Index] = uint64(ppc64t.stubs) * ppc64StubEntry
-		if ppc64t.tocSec != nil {
-			aligns[ppc64t.tocSec.Index] = 8
-		}
-	default:
-		if counts, err = m.Count(Options{Erratum843419: opts.Erratum843419, NoModuleUnload: opts.NoModuleUnload, NoRandomizeBase: opts.NoRandomizeBase, Generation: opts.Generation}); err != nil {
-			return nil, err
-		}
-	}
-	// module_frob_arch_sections(): the PLT placeholders become NOBITS,
-	// executable, L1-cache aligned, of the counted size; arm64's ftrace
-	// trampoline section too (NR_FTRACE_PLTS entries).
-	for r, name := range []string{".plt", ".init.plt"} {
-		if s := f.SectionByName(name); s != nil && a.pltEntry != 0 {
-			sizes[s.Index] = []uint64{counts.PLTSizeCore, counts.PLTSizeInit}[r]
-			aligns[s.Index] = 64 // L1_CACHE_BYTES
-			flags[s.Index] = elf.SHF_ALLOC | elf.SHF_EXECINSTR
-		}
-	}
-	if a.machine == elf.EM_AARCH64 {
-		secs, targets := arm64FtraceTrampolines(opts.Generation)
-		for _, name := range secs {
-			if s := f.SectionByName(name); s != nil {
-				sizes[s.Index] = uint64(len(targets)) * arm64PLTEntry
-				aligns[s.Index] = 4 // __alignof__(struct plt_entry)
-				flags[s.Index] = elf.SHF_ALLOC | elf.SHF_EXECINSTR
-			}
-		}
-	}
-	if a.machine == elf.EM_ARM && opts.ARMUnwindText && opts.Generation >= kgen.Linux7_2 {
-		armUnwindAsText(f, flags)
-	}
 	for _, sc := range counts.Sections {
 		if sc.Align != 0 {
 			if t := f.SectionByName(sc.Target); t != nil {
@@ -504,15 +480,10 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 		}
 		l.img.PLTCoreMax, l.img.PLTInitMax = counts.PLTCore, counts.PLTInit
 	}
-	switch a.machine {
-	case elf.EM_X86_64:
-		if err := l.addGOT(); err != nil {
+	if a.setup != nil {
+		if err := a.setup(l, fr); err != nil {
 			return nil, err
 		}
-	case elf.EM_S390:
-		l.s390Setup(s390t, opts.Base, !opts.NoExpoline)
-	case elf.EM_PPC64:
-		l.ppc64Setup(ppc64t)
 	}
 	// simplify_symbols(): every symbol is resolved before any relocation
 	// (an unresolved one fails the load even if nothing refers to it).
@@ -579,11 +550,8 @@ func (l *linker) applyAll() error {
 			return err
 		}
 	}
-	if l.ppc64 != nil {
-		l.ppc64Finalize()
-	}
-	if a.machine == elf.EM_AARCH64 {
-		l.arm64Finalize()
+	if a.finalize != nil {
+		a.finalize(l)
 	}
 	for _, ri := range live {
 		if err := apply(ri); err != nil {

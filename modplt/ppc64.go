@@ -110,6 +110,12 @@ var ppc64Arch = newArch(arch{
 	addend: relaAddend,
 	count:  (*Module).countPPC64,
 	apply:  ppc64Apply,
+	frob:   ppc64Frob,
+	setup: func(l *linker, fr *frobbed) error {
+		l.ppc64Setup(fr.ppc64)
+		return nil
+	},
+	finalize: (*linker).ppc64Finalize,
 })
 
 // ppc64ELFv2 reports whether f uses the ELFv2 ABI (e_flags' ABI bits 2,
@@ -619,6 +625,21 @@ func ppc64Apply(l *linker, rc *reloc) error {
 	default:
 		// "Unknown ADD relocation"
 		return &RelocError{Kind: ErrUnsupported}
+	}
+	return nil
+}
+
+// ppc64Frob is powerpc's module_frob_arch_sections(): .stubs gets
+// get_stubs_size()'s size, and .toc an alignment of at least 8.
+func ppc64Frob(m *Module, opts *LinkOptions, fr *frobbed) error {
+	t, err := ppc64Count(m, opts.Generation)
+	if err != nil {
+		return err
+	}
+	fr.ppc64 = t
+	fr.sizes[t.stubsSec.Index] = uint64(t.stubs) * ppc64StubEntry
+	if t.tocSec != nil {
+		fr.aligns[t.tocSec.Index] = 8
 	}
 	return nil
 }

@@ -66,6 +66,11 @@ var s390Arch = newArch(arch{
 	addend: relaAddend,
 	count:  (*Module).countS390,
 	apply:  s390Apply,
+	frob:   s390Frob,
+	setup: func(l *linker, fr *frobbed) error {
+		l.s390Setup(fr.s390, l.opts.Base, !l.opts.NoExpoline)
+		return nil
+	},
 })
 
 // s390GOTType: the types check_rela() gives a GOT slot.
@@ -420,5 +425,17 @@ func s390Bits(loc []byte, val uint64, signed bool, bits, shift uint) error {
 	case 64:
 		be.PutUint64(loc, val)
 	}
+	return nil
+}
+
+// s390Frob is s390's module_frob_arch_sections(): core grows by the GOT
+// and the PLT (core_layout.size, 0 so far: ALIGN(0, 4)) before the
+// sections are laid out after them; no PLT section is sized.
+func s390Frob(m *Module, opts *LinkOptions, fr *frobbed) error {
+	t, err := s390Count(m.f, !opts.NoExpoline)
+	if err != nil {
+		return err
+	}
+	fr.s390, fr.reserve = t, t.gotSize+t.pltSize
 	return nil
 }
