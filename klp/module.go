@@ -45,9 +45,11 @@ type Module struct {
 	// ByteOrder is the module's: a big-endian arm64 or arm kernel
 	// (CONFIG_CPU_BIG_ENDIAN) has the same Arch and loads only modules of
 	// its own byte order (elf_check_arch()).
-	ByteOrder   binary.ByteOrder
-	Format      Format
-	Compression input.Compression
+	ByteOrder binary.ByteOrder
+	Format    Format
+	// Compression is how the file was compressed: "gzip", "zstd", "xz",
+	// "bzip2", or "" for none.
+	Compression string
 	// Signature is the signature appended to the module (sign-file), nil
 	// when it is unsigned: a kernel that enforces module signatures
 	// (CONFIG_MODULE_SIG_FORCE, or lockdown under UEFI Secure Boot)
@@ -191,7 +193,7 @@ func Parse(name string, data []byte) (*Module, error) {
 	}
 	m := &Module{
 		Path: name, Name: f.ModInfo("name"), Livepatch: f.ModInfo("livepatch") == "Y", marked: f.ModInfo("livepatch") != "",
-		Machine: f.Machine, Arch: ArchName(f.Machine), Class: f.Class, ByteOrder: f.Order, Compression: comp, elf: f,
+		Machine: f.Machine, Arch: ArchName(f.Machine), Class: f.Class, ByteOrder: f.Order, Compression: string(comp), elf: f,
 	}
 	m.Signature = readSignature(f.Data)
 	if w := m.Signature.warning(); w != "" {
