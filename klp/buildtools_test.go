@@ -204,9 +204,7 @@ func buildToolsOracle(t *testing.T, dir string) {
 // the patch also uses lies in init memory's per-cpu template there,
 // which is no reference to freed memory.
 func TestBuildToolsOtherBuild(t *testing.T) {
-	_, image := testutil.DebianKernel(t, "7.2", "amd64")
-	ix, err := kallsyms.Open(image, nil)
-	require.NoError(t, err)
+	ix := debianIndex(t, "7.2")
 	for _, tool := range []string{"klp-build", "kpatch-build"} {
 		t.Run(tool, func(t *testing.T) {
 			m, err := Open("../testdata/buildtools/" + tool + "/livepatch-static-local.ko")
@@ -236,12 +234,8 @@ func TestBuildToolsOtherBuild(t *testing.T) {
 // meminfo_proc_show() in Debian's 7.2 build. Livepatch's "not found",
 // with a help that says to build against that kernel.
 func TestBuildToolsInlinedAway(t *testing.T) {
-	_, image := testutil.DebianKernel(t, "7.2", "amd64")
-	ix, err := kallsyms.Open(image, nil)
-	require.NoError(t, err)
-	m, err := Open("../testdata/buildtools/klp-build/livepatch-meminfo.ko")
-	require.NoError(t, err)
-	res := m.Resolve(ix)
+	ix := debianIndex(t, "7.2")
+	res := buildToolModule(t, "klp-build", "livepatch-meminfo.ko").Resolve(ix)
 	assert.Equal(t, 0, res.Errors, "its relocations resolve")
 	require.Len(t, res.Funcs, 1)
 	f := res.Funcs[0]
@@ -250,24 +244,42 @@ func TestBuildToolsInlinedAway(t *testing.T) {
 	assert.Equal(t, "symbol 'show_val_kb' not found in symbol table", f.Err.Kernel)
 	assert.Equal(t, "livepatch patches a function through its symbol, and this kernel has no function show_val_kb in vmlinux: its build inlined it into its callers, or renamed or dropped it. "+
 		"Build the patch against this kernel's own build: where the function is inlined, the build tool patches its callers", f.Err.Hint)
-	_, err = ix.Lookup(kallsyms.Vmlinux, "meminfo_proc_show", 0)
-	assert.NoError(t, err, "its caller is there")
+	caller, err := ix.Lookup(kallsyms.Vmlinux, "meminfo_proc_show", 0)
+	require.NoError(t, err, "its caller is there")
+	assert.Equal(t, byte('t'), caller.Type)
 }
 
 // A kernel image's kallsyms table is the kernel's own: its absolute
 // per-cpu symbols (x86_64 6.12: zero-based) are there for livepatch to
 // find, as the fixtures' booted 6.12 found last_ino.
 func TestBuildToolsImagePercpu(t *testing.T) {
-	_, image := testutil.DebianKernel(t, "6.12", "amd64")
-	ix, err := kallsyms.Open(image, nil)
-	require.NoError(t, err)
-	m, err := Open("../testdata/buildtools/kpatch-build/livepatch-static-local.ko")
-	require.NoError(t, err)
-	res := m.Resolve(ix)
+	ix := debianIndex(t, "6.12")
+	res := buildToolModule(t, "kpatch-build", "livepatch-static-local.ko").Resolve(ix)
 	require.True(t, res.OK(true), "%+v", res.Results)
+	found := 0
 	for _, r := range res.Results {
 		if r.Name == "last_ino" {
+			found++
 			assert.Equal(t, "0x32130", fmt.Sprintf("%#x", r.Address), "Debian 6.12's per-cpu offset of last_ino")
 		}
 	}
+	assert.Positive(t, found, "the patch uses last_ino")
+}
+
+// debianIndex is the index of Debian's gen kernel image for amd64 (the
+// test skips without it).
+func debianIndex(t *testing.T, gen string) *kallsyms.Index {
+	t.Helper()
+	_, image := testutil.DebianKernel(t, gen, "amd64")
+	ix, err := kallsyms.Open(image, nil)
+	require.NoError(t, err)
+	return ix
+}
+
+// buildToolModule opens a module of testdata/buildtools/tool.
+func buildToolModule(t *testing.T, tool, name string) *Module {
+	t.Helper()
+	m, err := Open("../testdata/buildtools/" + tool + "/" + name)
+	require.NoError(t, err)
+	return m
 }
