@@ -3,13 +3,13 @@
 package klp
 
 import (
-	"bytes"
 	"cmp"
 	"debug/elf"
 	"fmt"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/kgen"
+	"github.com/klpresolve/klpresolve/symvers"
 )
 
 // The section where modpost puts a module's struct module.
@@ -104,14 +104,8 @@ func (m *Module) checkExtVersions(g kgen.Generation) *RelocError {
 			sec = "__version_ext_names"
 		}
 	case crcs != nil:
-		n, tab := crcs.Size/4, m.elf.SectionData(names)
-		for ; n > 0; n-- {
-			end := bytes.IndexByte(tab, 0)
-			if end < 0 {
-				says = "more extended version crcs than names"
-				break
-			}
-			tab = tab[end+1:]
+		if _, err := symvers.ParseExtVersions(m.elf.SectionData(crcs), m.elf.SectionData(names), m.elf.Order); err != nil {
+			says = "more extended version crcs than names"
 		}
 	}
 	if says == "" {
