@@ -25,10 +25,15 @@ import (
 // new fields do not change it.
 const schemaVersion = 1
 
+// ownOK is a document whose object has an "ok" of its own (link's, the
+// same verdict): writeDoc adds none.
+type ownOK interface{ hasOK() }
+
+func (linkJSON) hasOK() {}
+
 // writeDoc writes v, which marshals to a JSON object, as a JSON document:
 // the object with schema_version, command and ok (the verdict: exit
-// status 0) first, indented. A document whose object has an "ok" of its
-// own keeps it (link's, the same verdict).
+// status 0) first, indented.
 func writeDoc(w io.Writer, command string, ok bool, v any) error {
 	body, err := json.Marshal(v)
 	if err != nil {
@@ -37,16 +42,12 @@ func writeDoc(w io.Writer, command string, ok bool, v any) error {
 	if len(body) < 2 || body[0] != '{' {
 		return errors.New("a JSON document must be an object")
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		return err
-	}
 	type envelope struct {
 		SchemaVersion int    `json:"schema_version"`
 		Command       string `json:"command"`
 	}
 	var head []byte
-	if _, has := fields["ok"]; has {
+	if _, has := v.(ownOK); has {
 		head, err = json.Marshal(envelope{schemaVersion, command})
 	} else {
 		head, err = json.Marshal(struct {
