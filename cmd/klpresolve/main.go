@@ -402,26 +402,32 @@ usage; 3 --max-time reached (klpresolve stops there, with no verdict).`,
 	)
 	// The commands that read a kernel's symbols, and they alone, take
 	// the flags that say where and how.
-	for _, path := range [][]string{{}, {"resolve"}, {"check"}, {"link"}, {"lookup"}, {"addr"}, {"objects"}, {"snapshot"}, {"convert"},
-		{"bench", "kallsyms"}, {"bench", "resolve"}, {"bench", "image"}, {"bench", "proc"}} {
-		c, _, err := root.Find(path)
-		if err != nil || len(path) > 0 && c.Name() != path[len(path)-1] {
-			panic(fmt.Sprintf("no command %v", path)) // a mistake in this list
-		}
+	for _, c := range commandsAt(root, [][]string{{}, {"resolve"}, {"check"}, {"link"}, {"lookup"}, {"addr"}, {"objects"}, {"snapshot"}, {"convert"},
+		{"bench", "kallsyms"}, {"bench", "resolve"}, {"bench", "image"}, {"bench", "proc"}}) {
 		a.addKernelFlags(c)
 	}
 	// The commands that write a file with -o.
-	for _, path := range [][]string{{}, {"resolve"}, {"link"}, {"snapshot"}, {"convert"}} {
-		c, _, err := root.Find(path)
-		if err != nil || len(path) > 0 && c.Name() != path[len(path)-1] {
-			panic(fmt.Sprintf("no command %v", path)) // a mistake in this list
-		}
+	for _, c := range commandsAt(root, [][]string{{}, {"resolve"}, {"link"}, {"snapshot"}, {"convert"}}) {
 		c.Flags().BoolVar(&a.noSync, "no-sync", false, "write -o without syncing it to disk first (docs/commands.md)")
 	}
 	addCompletion(root)
 	completeValues(root)
 	fitHelp(root)
 	return root
+}
+
+// commandsAt are root's commands at paths ({} is root itself). A path
+// that names no command is a mistake in the caller's list: it panics.
+func commandsAt(root *cobra.Command, paths [][]string) []*cobra.Command {
+	var out []*cobra.Command
+	for _, path := range paths {
+		c, _, err := root.Find(path)
+		if err != nil || len(path) > 0 && c.Name() != path[len(path)-1] {
+			panic(fmt.Sprintf("no command %v", path))
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // addKernelFlags adds to c the flags that say where a kernel's symbols
