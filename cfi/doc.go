@@ -22,10 +22,10 @@
 // Updates are copy-on-write under one writer lock and published with an
 // atomic pointer; readers never block and never lock: they enter and
 // leave a read-side section, an RCU-like scheme with grace periods
-// (rcu.go). Where membarrier(2) is available, entering and leaving a
-// section are plain stores and the writer pays for the ordering with one
-// membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) per grace period, as
-// liburcu's urcu-memb flavour does. Old shadows are reclaimed in one of two ways: synchronously,
+// (rcu.go). Entering and leaving a section are one sync/atomic store
+// each to the reader's own cache line, so the scheme is sound by the Go
+// memory model alone and the race detector checks the code users run.
+// Old shadows are reclaimed in one of two ways: synchronously,
 // as update_shadow() did with synchronize_rcu() (the writer waits for
 // every reader that might still see the old shadow), or deferred, as
 // Android's "cfi: free old cfi shadow asynchronously" did with call_rcu()

@@ -19,34 +19,27 @@ import (
 //   - After publishing a new shadow, the writer advances gp to target and
 //     may free the old shadow once every slot is 0 or >= target.
 //
-// Go's atomics are sequentially consistent, which makes this sound: a
-// reader whose slot the writer saw as 0 stored its slot later, so it
-// loaded the pointer after the new one was published; a reader whose slot
-// was >= target read gp after the advance, so also after the publication;
-// any other reader is waited for. A reader that read gp just before an
-// advance only makes the writer wait longer, never too little.
+// Go's atomics are sequentially consistent (the Go memory model, "Atomic
+// Values"), which makes this sound: a reader whose slot the writer saw as
+// 0 stored its slot later, so it loaded the pointer after the new one was
+// published; a reader whose slot was >= target read gp after the advance,
+// so also after the publication; any other reader is waited for. A reader
+// that read gp just before an advance only makes the writer wait longer,
+// never too little.
 //
-// Fenced readers (the default where membarrier(2) is available): a
-// sequentially consistent store is an XCHG on amd64, and two of them were
-// most of a one-shot Lookup's 18-21 ns. With membarrier, readers store
-// their slot with plain stores (ordered by the compiler, not by the CPU),
-// and the writer makes up for it as liburcu's urcu-memb flavour does: it
-// calls membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) after publishing and
-// advancing gp and before it reads the slots, which runs a full barrier
-// on every CPU running a thread of the process. A reader whose slot store
-// came before that barrier is seen by the scan; one whose store came
-// after it loads the pointer after the barrier, so it sees the new one.
-// On CPUs that may reorder a load after a later store (not amd64), the
-// writer fences once more after a scan that finds every reader gone,
-// before anything is unmapped, so that a reader's loads from the old
-// shadow are complete before its "0" is trusted.
+// Every access to a slot is a sync/atomic one, readers' included: the
+// scheme rests on the memory model alone, and the race detector checks
+// the code that runs without it. (An earlier scheme stored the readers'
+// slots with plain stores and ordered them with membarrier(2) from the
+// writer, as liburcu's urcu-memb does; it saved a few nanoseconds a
+// section, but the Go memory model does not bless it.)
 
 // cacheLine pads per-reader state so that two readers' slots never share
 // a cache line (128 bytes covers adjacent-line prefetching).
 const cacheLine = 128
 
 type readerSlot struct {
-	state uint64 // atomic, except the fenced readers' own stores
+	state atomic.Uint64 // gp at entry, 0 outside a section
 	_     [cacheLine - 8]byte
 }
 
@@ -65,27 +58,14 @@ type grace struct {
 	// end when the last old reader leaves, not at the next poll.
 	waiters atomic.Int32
 	wake    chan struct{} // capacity 1
-
-	// fenced: readers store their slots with plain stores and the writer
-	// issues membarrier(2) (see above). barrierGP is the gp value that the
-	// last barrier covers: slots can be trusted for targets up to it.
-	fenced    bool
-	barrierGP atomic.Uint64
 }
 
 // set stores a reader's slot.
-func (g *grace) set(rs *readerSlot, v uint64) {
-	if g.fenced && !raceEnabled {
-		rs.state = v // plain: the writer's membarrier orders it
-	} else {
-		atomic.StoreUint64(&rs.state, v)
-	}
-}
+func (g *grace) set(rs *readerSlot, v uint64) { rs.state.Store(v) }
 
 // exit ends a reader's section: the slot goes back to 0, then a waiting
 // writer, if any, is woken. Either the waiter's passed() sees the 0, or
-// this load sees the waiter (sequential consistency, or the barrier the
-// waiter issues after announcing itself).
+// this load sees the waiter (sequential consistency).
 func (g *grace) exit(rs *readerSlot) {
 	g.set(rs, 0)
 	if g.waiters.Load() != 0 {
@@ -126,52 +106,20 @@ func (g *grace) unregister(rs *readerSlot) {
 	g.readers.Store(&list)
 }
 
-// barrier issues membarrier(2) for fenced readers and records the gp
-// value it covers. If the call fails (it should not once registered), the
-// readers' stores are not known to be visible: the caller treats the
-// slots as unreadable for now.
-func (g *grace) barrier() bool {
-	cur := g.gp.Load()
-	if !membarrier() {
-		return false
-	}
-	for {
-		old := g.barrierGP.Load()
-		if old >= cur || g.barrierGP.CompareAndSwap(old, cur) {
-			return true
-		}
-	}
-}
-
-// weakStores: the CPU may make a store visible before earlier loads are
-// done (every supported architecture but amd64).
-const weakStores = runtime.GOARCH != "amd64" && runtime.GOARCH != "386"
-
 // start begins a grace period and returns its target.
 func (g *grace) start() uint64 { return g.gp.Add(1) }
 
 // passed reports whether every reader that might hold a pointer read
 // before target's grace period began has left its section.
-//
-// With fenced readers, the slots can be trusted for target only after a
-// barrier issued since target's grace period began: passed issues one if
-// fence is set, else it reports false (a reap under the reclaimer's lock
-// never waits for the IPIs; the reclaimer's wait fences).
-func (g *grace) passed(target uint64, fence bool) bool {
+func (g *grace) passed(target uint64) bool {
 	p := g.readers.Load()
 	if p == nil {
 		return true
 	}
-	if g.fenced && !raceEnabled && g.barrierGP.Load() < target && (!fence || !g.barrier()) {
-		return false
-	}
 	for _, rs := range *p {
-		if v := atomic.LoadUint64(&rs.state); v != 0 && v < target {
+		if v := rs.state.Load(); v != 0 && v < target {
 			return false
 		}
-	}
-	if g.fenced && !raceEnabled && weakStores && !membarrier() {
-		return false
 	}
 	return true
 }
@@ -182,7 +130,7 @@ func (g *grace) passed(target uint64, fence bool) bool {
 // millisecond's timeout, as several waiters share one wake-up).
 func (g *grace) wait(target uint64) {
 	var timer *time.Timer
-	for i := 0; !g.passed(target, true); i++ {
+	for i := 0; !g.passed(target); i++ {
 		switch {
 		case i < 16:
 		case i < 64:
@@ -190,12 +138,6 @@ func (g *grace) wait(target uint64) {
 		case i == 64:
 			g.waiters.Add(1)
 			defer g.waiters.Add(-1)
-			if g.fenced && !raceEnabled {
-				// A reader that left with a plain store and then missed
-				// the count: the barrier makes its 0 visible to the
-				// next scan (or it saw the count).
-				g.barrier()
-			}
 			timer = time.NewTimer(time.Millisecond)
 			defer timer.Stop()
 		default:
@@ -297,7 +239,7 @@ func (r *reclaimer) reap(limit int) {
 		return
 	}
 	n := 0
-	for n < len(r.pending) && n < limit && r.g.passed(r.pending[n].target, false) {
+	for n < len(r.pending) && n < limit && r.g.passed(r.pending[n].target) {
 		n++
 	}
 	if n == 0 {

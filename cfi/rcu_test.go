@@ -125,13 +125,7 @@ func TestReaderHoldsAcrossUpdates(t *testing.T) {
 // only after the readers that could see the old shadow have left.
 func TestSynchronousWaitsForReaders(t *testing.T) {
 	realMemory(t)
-	for _, seqCst := range []bool{false, true} {
-		t.Run(fmt.Sprint("seqcst=", seqCst), func(t *testing.T) { synchronousWaits(t, seqCst) })
-	}
-}
-
-func synchronousWaits(t *testing.T, seqCst bool) {
-	s := newSet(t, Options{Reclaim: Synchronous, seqCstReaders: seqCst})
+	s := newSet(t, Options{Reclaim: Synchronous})
 	const a = 0x700000000
 	_, err := s.Add(Module{Name: "a", TextStart: a, TextEnd: a + page, CheckFn: a})
 	require.NoError(t, err)
@@ -161,49 +155,14 @@ func synchronousWaits(t *testing.T, seqCst bool) {
 // record the count of the shadow they hold, while they hold it, and read
 // its memory. A count of 2 or more means a reader used a shadow that had
 // outlived its grace period: the bug this machinery exists to prevent.
-// Run with GOMAXPROCS above the core count and random yields.
-//
-// Both kinds of reader run: fenced (plain slot stores, the writer's
-// membarrier(2); the default where the kernel has it and the race
-// detector is off) and sequentially consistent.
+// Run with GOMAXPROCS above the core count and random yields; under -race
+// the detector watches the same slot accesses that run without it.
 func TestTorture(t *testing.T) {
 	for _, mode := range []Reclaim{Deferred, Synchronous} {
-		for _, seqCst := range []bool{false, true} {
-			name := mode.String() + "/fenced"
-			if seqCst {
-				name = mode.String() + "/seqcst"
-			}
-			t.Run(name, func(t *testing.T) { torture(t, Options{Reclaim: mode, seqCstReaders: seqCst}) })
-		}
-		// Lazy: no spares, the memfd faulted in as it goes, seq-cst readers.
+		t.Run(mode.String(), func(t *testing.T) { torture(t, Options{Reclaim: mode}) })
+		// Lazy: no spares, the memfd faulted in as it goes.
 		t.Run(mode.String()+"/lazy", func(t *testing.T) { torture(t, Options{Reclaim: mode, Lazy: true}) })
 	}
-}
-
-// Readers are fenced by membarrier(2) wherever the kernel offers it.
-func TestFencedReaders(t *testing.T) {
-	s := newSet(t, Options{})
-	assert.Equal(t, registerMembarrier(), s.g.fenced)
-	s2 := newSet(t, Options{seqCstReaders: true})
-	assert.False(t, s2.g.fenced)
-	if !s.g.fenced || raceEnabled {
-		return
-	}
-	// Slots are trusted for a target only once a barrier covers it: a
-	// reap (fence false) never issues one, a wait does.
-	r := s.NewReader()
-	defer r.Close()
-	target := s.g.start()
-	assert.False(t, s.g.passed(target, false), "slots trusted before any barrier")
-	assert.True(t, s.g.passed(target, true))
-	assert.GreaterOrEqual(t, s.g.barrierGP.Load(), target)
-	assert.True(t, s.g.passed(target, false))
-	// A reader inside a section holds the next grace period back.
-	r.Enter()
-	target = s.g.start()
-	assert.False(t, s.g.passed(target, true))
-	r.Exit()
-	assert.True(t, s.g.passed(target, true))
 }
 
 func torture(t *testing.T, o Options) {

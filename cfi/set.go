@@ -61,12 +61,8 @@ type Options struct {
 	// Lazy prepares nothing ahead, for a Set that records a module or two
 	// and is closed (klpresolve's pipeline, once per kernel): no spare
 	// mappings are kept ready; the memfd, of (MaxPending + 3) x
-	// ShadowBytes, is faulted in as shadows use it rather than all at New;
-	// and the process is not registered for membarrier(2), whose
-	// registration waits for an RCU grace period (milliseconds, once per
-	// process), so readers publish their read-side sections with
-	// sequentially consistent stores, a few nanoseconds more each. New and
-	// Close then take microseconds instead of milliseconds; each update
+	// ShadowBytes, is faulted in as shadows use it rather than all at New.
+	// New and Close then take microseconds instead of milliseconds; each update
 	// maps its own shadow (Stats.SpareMisses counts them). Figures:
 	// docs/benchmarks.md.
 	Lazy bool
@@ -77,10 +73,7 @@ type Options struct {
 	KernelUpperBound bool
 
 	mapper mapper // tests substitute a failing one
-	// seqCstReaders: readers use sequentially consistent stores even
-	// where membarrier(2) is available (tests run both ways).
-	seqCstReaders bool
-	hooks         *hooks // tests observe grace periods and retirements
+	hooks  *hooks // tests observe grace periods and retirements
 }
 
 // hooks let tests watch the reclamation pipeline.
@@ -182,7 +175,6 @@ func New(opts Options) (*Set, error) {
 	}
 
 	s.g.gp.Store(1) // a reader's slot holds gp, and 0 means "outside"
-	s.g.fenced = !opts.seqCstReaders && !opts.Lazy && registerMembarrier()
 	s.g.wake = make(chan struct{}, 1)
 	if opts.hooks != nil {
 		s.g.passedHook = opts.hooks.passed

@@ -1,7 +1,0 @@
-// SPDX-License-Identifier: GPL-2.0-only
-
-//go:build !race
-
-package cfi
-
-const raceEnabled = false
