@@ -32,7 +32,7 @@
 // x86's compressed kernel (bzImage, /boot/vmlinuz) carries vmlinux without
 // its symbols as its payload (arch/x86/boot/header.S's payload_offset and
 // payload_length), xz-compressed with the x86 BCJ filter by Debian's build
-// (scripts/xz_wrap.sh; internal/kxz decodes it), or zstd or gzip. arm64's
+// (scripts/xz_wrap.sh; klpresolve decodes it itself), or zstd or gzip. arm64's
 // (its Image: arch/arm64/boot's objcopy -O binary of vmlinux, with the
 // header of Documentation/arm64/booting.rst) is vmlinux's loaded bytes from
 // _text, without symbols, so the kernel's System.map finds the table and

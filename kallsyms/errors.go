@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/klpresolve/klpresolve/internal/input"
+	"github.com/klpresolve/klpresolve/diag"
 )
 
 // Errors returned by this package. Lookup failures are *LookupError values
@@ -37,11 +37,11 @@ var (
 	ErrMalformed = errors.New("malformed input")
 	// ErrTooLarge: the input, decompressed, is larger than an index holds
 	// (4 GiB: names are 32-bit offsets).
-	ErrTooLarge = input.ErrTooLarge
+	ErrTooLarge = diag.ErrTooLarge
 	// ErrCorrupt: a compressed input (gzip, zstd, xz, bzip2) whose data
 	// does not decode: cut short (the decoder's io.ErrUnexpectedEOF is
 	// wrapped too) or damaged.
-	ErrCorrupt = input.ErrCorrupt
+	ErrCorrupt = diag.ErrCorrupt
 	// ErrEmpty: the input holds no symbols.
 	ErrEmpty = errors.New("no symbols in input")
 	// ErrClosed: the Index was closed (Index.Close).

@@ -66,7 +66,7 @@ func BenchmarkOpenBig(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	data := m.ELF().Data
+	data := m.elf.Data
 	b.Run("parse", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(data)))

@@ -167,12 +167,12 @@ func buildToolsOracle(t *testing.T, dir string) {
 			// Relocations: every .klp.rela site, the symbol's address as
 			// the kernel wrote it.
 			relas := map[string][]elf.Rela64{}
-			for i := range m.ELF().Sections {
-				s := &m.ELF().Sections[i]
+			for i := range m.elf.Sections {
+				s := &m.elf.Sections[i]
 				if !strings.HasPrefix(s.Name, ".klp.rela.") {
 					continue
 				}
-				rs, err := m.ELF().Relocs(s)
+				rs, err := m.elf.Relocs(s)
 				require.NoError(t, err)
 				for _, r := range rs {
 					relas[s.Name] = append(relas[s.Name], elf.Rela64{Off: r.Offset, Info: uint64(r.Type), Addend: r.Addend})

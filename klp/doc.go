@@ -71,7 +71,7 @@
 //
 // # Input
 //
-// A module is untrusted input: the ELF reader (internal/elfobj) checks
+// A module is untrusted input: klpresolve's ELF reader checks
 // every offset, size, count and index against the file, gzip/zstd/xz(/bzip2)
 // compressed modules are detected by magic bytes, and errors name the
 // file, the section and what is wrong.

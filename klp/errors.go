@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/klpresolve/klpresolve/diag"
+
 	"github.com/klpresolve/klpresolve/internal/elfobj"
-	"github.com/klpresolve/klpresolve/internal/input"
 	"github.com/klpresolve/klpresolve/internal/modname"
 	"github.com/klpresolve/klpresolve/kallsyms"
 )
@@ -125,12 +126,13 @@ var (
 	// ErrMalformed is wrapped by every error about a malformed module file:
 	// an offset, size, count or index that the file does not hold, naming
 	// the file and, where there is one, the section.
-	ErrMalformed = elfobj.ErrMalformed
+	// errors.As finds a *diag.FormatError with the file and section.
+	ErrMalformed = diag.ErrMalformed
 	// ErrTooLarge: the module, decompressed, is larger than 1 GiB.
-	ErrTooLarge = input.ErrTooLarge
+	ErrTooLarge = diag.ErrTooLarge
 	// ErrCorrupt: a compressed module whose data does not decode: cut short
 	// (the decoder's io.ErrUnexpectedEOF is wrapped too) or damaged.
-	ErrCorrupt = input.ErrCorrupt
+	ErrCorrupt = diag.ErrCorrupt
 	// ErrNotRelocatable: the file is not an ELF relocatable object.
 	ErrNotRelocatable = errors.New("not a relocatable ELF object")
 	// ErrRELRelocations: Convert was asked to move SHT_REL relocations

@@ -82,7 +82,7 @@ func TestConvertKpatchBuildTools(t *testing.T) {
 			ko, err := Open(filepath.Join(dir, name+".ko"))
 			require.NoError(t, err)
 
-			want, got := readKlpParts(t, ko.ELF()), readKlpParts(t, conv)
+			want, got := readKlpParts(t, ko.elf), readKlpParts(t, conv)
 			assert.Equal(t, want.sections, got.sections, ".klp.rela sections")
 			assert.Equal(t, want.symbols, got.symbols, ".klp.sym symbols")
 			for i := range conv.Sections {

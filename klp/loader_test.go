@@ -225,7 +225,7 @@ func TestCorpusDuplicateExport(t *testing.T) {
 	require.NoError(t, err)
 	m, err := Open(mod)
 	require.NoError(t, err)
-	assert.Equal(t, []elfobj.Export{{Name: "crc_t10dif", GPL: false}, {Name: "crc_t10dif_update", GPL: false}}, m.ELF().Exports())
+	assert.Equal(t, []elfobj.Export{{Name: "crc_t10dif", GPL: false}, {Name: "crc_t10dif_update", GPL: false}}, m.elf.Exports())
 	ix, err := kallsyms.Parse("kallsyms", bytes.NewReader(text), nil)
 	require.NoError(t, err)
 	require.True(t, ix.HasObject("crc_t10dif"))

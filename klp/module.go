@@ -297,7 +297,7 @@ func (m *Module) checkSymtab() {
 // (modplt.MissingPLTSection; arm's and arm64's only where the kernel has
 // module PLTs: refusesPLTSection).
 func (m *Module) checkPLTSection() {
-	missing, says := modplt.MissingPLTSection(m.elf)
+	missing, says := modplt.MissingPLTSection(m.elf.Machine, m.elf.HasSection)
 	if missing == "" {
 		return
 	}
@@ -313,7 +313,7 @@ func (m *Module) checkPLTSection() {
 // (modplt.MissingFtracePLT). A module without .plt is refused before
 // (NoPLTSection).
 func (m *Module) checkFtracePLT() {
-	tramp := modplt.MissingFtracePLT(m.elf, kgen.Linux6_1) // every generation's
+	tramp := modplt.MissingFtracePLT(m.elf.Machine, m.elf.HasSection, kgen.Linux6_1) // every generation's
 	if tramp == "" {
 		return
 	}
@@ -333,7 +333,7 @@ func (m *Module) ftracePLTError(tramp string) *RelocError {
 func (m *Module) refusesFtracePLT(cfg *KernelConfig, g kgen.Generation) *RelocError {
 	refused := m.NoFtracePLT
 	if refused == nil && g > kgen.Linux6_1 {
-		if tramp := modplt.MissingFtracePLT(m.elf, g); tramp != "" {
+		if tramp := modplt.MissingFtracePLT(m.elf.Machine, m.elf.HasSection, g); tramp != "" {
 			refused = m.ftracePLTError(tramp)
 		}
 	}
@@ -467,9 +467,6 @@ func (m *Module) KernelName() string {
 	}
 	return base
 }
-
-// ELF returns the parsed object (for linking).
-func (m *Module) ELF() *elfobj.File { return m.elf }
 
 // readKLP finds and parses the livepatch relocation sections. Each
 // symbol's name is checked once, however many relocations use it, and

@@ -21,7 +21,7 @@ func BenchmarkCount(b *testing.B) {
 	b.Run("reference=kernel-port", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, err := reference.KernelARM64PLTs(m.ELF()); err != nil {
+			if _, _, err := reference.KernelARM64PLTs(m.f); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -19,7 +19,7 @@
 //   - kernel/module/main.c: module_init_layout_section(), which decides
 //     whether a section's PLT entries go to the core or the init PLT
 //     (arch/arm/kernel/module.c adds the .ARM.extab/.ARM.exidx names);
-//   - lib/sort.c: the heapsort those loaders sort with (internal/ksort).
+//   - lib/sort.c: the heapsort those loaders sort with (mirrored in klpresolve).
 //
 // Two modes:
 //

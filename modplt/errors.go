@@ -5,20 +5,20 @@ package modplt
 import (
 	"errors"
 
-	"github.com/klpresolve/klpresolve/internal/elfobj"
-	"github.com/klpresolve/klpresolve/internal/input"
+	"github.com/klpresolve/klpresolve/diag"
 )
 
 var (
 	// ErrMalformed is wrapped by every error about a malformed file
 	// (errors.Is finds it); the error's text names the file and the
 	// section.
-	ErrMalformed = elfobj.ErrMalformed
+	// errors.As finds a *diag.FormatError with the file and section.
+	ErrMalformed = diag.ErrMalformed
 	// ErrTooLarge: the module, decompressed, is larger than 1 GiB.
-	ErrTooLarge = input.ErrTooLarge
+	ErrTooLarge = diag.ErrTooLarge
 	// ErrCorrupt: a compressed module whose data does not decode: cut short
 	// (the decoder's io.ErrUnexpectedEOF is wrapped too) or damaged.
-	ErrCorrupt = input.ErrCorrupt
+	ErrCorrupt = diag.ErrCorrupt
 	// ErrUnsupportedArch is returned for a module of an architecture
 	// modplt does not link (it names the machine).
 	ErrUnsupportedArch = errors.New("unsupported architecture")

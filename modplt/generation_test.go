@@ -48,8 +48,8 @@ func TestARM64Generations(t *testing.T) {
 
 	md4, err := Open(testutil.Corpus(t, "arm64/modules/md4.ko"))
 	require.NoError(t, err)
-	assert.Empty(t, MissingFtracePLT(md4.f, kgen.Linux6_1))
-	assert.Equal(t, ".init.text.ftrace_trampoline", MissingFtracePLT(md4.f, kgen.Linux6_12))
+	assert.Empty(t, MissingFtracePLT(md4.f.Machine, md4.f.HasSection, kgen.Linux6_1))
+	assert.Equal(t, ".init.text.ftrace_trampoline", MissingFtracePLT(md4.f.Machine, md4.f.HasSection, kgen.Linux6_12))
 	const base, caller = 0xffff800000d00000, 0xffff800008010000
 	kernel := func(name string) (uint64, bool) {
 		return caller, name == "ftrace_caller" || name == "ftrace_regs_caller"
@@ -74,7 +74,7 @@ func TestARM64Generations(t *testing.T) {
 	require.Len(t, mods, 1)
 	cfs, err := Open(mods[0])
 	require.NoError(t, err)
-	assert.Empty(t, MissingFtracePLT(cfs.f, kgen.Linux6_12), "Debian's 6.12 modules have both trampolines")
+	assert.Empty(t, MissingFtracePLT(cfs.f.Machine, cfs.f.HasSection, kgen.Linux6_12), "Debian's 6.12 modules have both trampolines")
 	img, err := cfs.Link(LinkOptions{Base: base, Resolve: resolve, Kernel: kernel, Generation: kgen.Linux6_12})
 	require.NoError(t, err)
 	for _, name := range []string{".text.ftrace_trampoline", ".init.text.ftrace_trampoline"} {

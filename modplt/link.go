@@ -868,3 +868,49 @@ const shnLivepatch = 0xff20
 // shfRelaLivepatch is SHF_RELA_LIVEPATCH: a .klp.rela section, which
 // livepatch applies rather than the module loader.
 const shfRelaLivepatch = 0x00100000
+
+// SymbolAddrByName is the final address of the module's first symbol
+// named name (symbol table order), when the link resolved it.
+func (img *Image) SymbolAddrByName(name string) (uint64, bool) {
+	f := img.Module.f
+	for i := range f.Symbols {
+		if f.Symbols[i].Name == name {
+			return img.SymbolAddr(uint32(i))
+		}
+	}
+	return 0, false
+}
+
+// Export is a symbol the linked module exports, at its laid-out address.
+type Export struct {
+	Name string
+	Addr uint64
+	GPL  bool // EXPORT_SYMBOL_GPL (__ksymtab_gpl)
+}
+
+// Exports lists what the module exports (its __ksymtab and __ksymtab_gpl
+// entries, in the order verify_exported_symbols() walks them) at their
+// laid-out addresses. An entry whose symbol the module does not define as
+// global or weak, or whose address the link did not settle (a section
+// not loaded), is left out.
+func (img *Image) Exports() []Export {
+	f := img.Module.f
+	defined := map[string]uint32{}
+	for i := range f.Symbols {
+		s := &f.Symbols[i]
+		if b := s.Bind(); s.Name != "" && s.Shndx != uint16(elf.SHN_UNDEF) && (b == elf.STB_GLOBAL || b == elf.STB_WEAK) {
+			defined[s.Name] = uint32(s.Index)
+		}
+	}
+	var out []Export
+	for _, e := range f.Exports() {
+		i, ok := defined[e.Name]
+		if !ok {
+			continue
+		}
+		if v, ok := img.SymbolAddr(i); ok {
+			out = append(out, Export{Name: e.Name, Addr: v, GPL: e.GPL})
+		}
+	}
+	return out
+}

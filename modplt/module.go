@@ -12,6 +12,7 @@ import (
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/input"
 	"github.com/klpresolve/klpresolve/internal/modname"
+	"github.com/klpresolve/klpresolve/internal/objbridge"
 	"github.com/klpresolve/klpresolve/kgen"
 )
 
@@ -69,12 +70,18 @@ func Parse(name string, data []byte) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	return FromELF(f)
+	return fromELF(f)
 }
 
-// FromELF makes a Module of an object already parsed by the project's ELF
-// reader (klp.Module.ELF() returns one).
-func FromELF(f *elfobj.File) (*Module, error) {
+// init lends fromELF to package klp (klp.Module.LinkModule), through the
+// internal bridge: the object klp parsed is not parsed again.
+func init() {
+	objbridge.LinkModule = func(f *elfobj.File) (any, error) { return fromELF(f) }
+}
+
+// fromELF makes a Module of an object already parsed by the project's ELF
+// reader.
+func fromELF(f *elfobj.File) (*Module, error) {
 	if f.Type != elf.ET_REL {
 		return nil, fmt.Errorf("%s: %w (type %v)", f.Name, ErrNotRelocatable, f.Type)
 	}
@@ -119,8 +126,9 @@ func GPLCompatible(license string) bool {
 	return false
 }
 
-// ELF returns the parsed object.
-func (m *Module) ELF() *elfobj.File { return m.f }
+// ModInfo is the value of the module's first .modinfo entry key=value
+// (get_modinfo()), or "".
+func (m *Module) ModInfo(key string) string { return m.f.ModInfo(key) }
 
 // Region is where a section is loaded: the core of the module, which
 // stays, or its init part, which is freed once the module's init has run.
@@ -191,7 +199,8 @@ func InitSection(m elf.Machine, name string) bool {
 	return a.region(name, true) == Init
 }
 
-// MissingPLTSection names the section f lacks that its architecture's
+// MissingPLTSection names the section a module of machine lacks (has
+// says which sections it has) that its architecture's
 // module_frob_arch_sections() refuses a module without, and what the
 // loader then says after the module's name: powerpc's .stubs ("doesn't
 // contain .stubs.", on every kernel), arm's and arm64's .plt or .init.plt
@@ -199,9 +208,8 @@ func InitSection(m elf.Machine, name string) bool {
 // CONFIG_ARM_MODULE_PLTS, CONFIG_ARM64_MODULE_PLTS). Kbuild's module
 // linker script makes them, so only an object linked otherwise lacks
 // them. "" where nothing is missing.
-func MissingPLTSection(f *elfobj.File) (section, says string) {
-	has := func(name string) bool { return f.SectionByName(name) != nil }
-	switch f.Machine {
+func MissingPLTSection(machine elf.Machine, has func(section string) bool) (section, says string) {
+	switch machine {
 	case elf.EM_PPC64:
 		if !has(".stubs") {
 			return ".stubs", "doesn't contain .stubs."
@@ -224,23 +232,24 @@ const (
 )
 
 // MissingFtracePLT names the ftrace trampoline section (see
-// arm64FtraceTrampolines) that f, an arm64 module with its module PLT
-// sections (MissingPLTSection finds nothing), lacks for a kernel of
+// arm64FtraceTrampolines) that a module of machine, an arm64 one with its
+// module PLT sections (MissingPLTSection finds nothing; has says which
+// sections it has), lacks for a kernel of
 // generation g; kbuild's module linker script makes them beside the PLT
 // sections. arm64's module_finalize() (module_init_ftrace_plt()), once
 // the relocations are applied, refuses such a module with -ENOEXEC and
 // no message, where the kernel has dynamic ftrace. "" when there is
-// none, or f is no arm64 module.
-func MissingFtracePLT(f *elfobj.File, g kgen.Generation) string {
-	if f.Machine != elf.EM_AARCH64 {
+// none, or the module is no arm64 one.
+func MissingFtracePLT(machine elf.Machine, has func(section string) bool, g kgen.Generation) string {
+	if machine != elf.EM_AARCH64 {
 		return ""
 	}
-	if missing, _ := MissingPLTSection(f); missing != "" {
+	if missing, _ := MissingPLTSection(machine, has); missing != "" {
 		return ""
 	}
 	secs, _ := arm64FtraceTrampolines(g)
 	for _, name := range secs {
-		if f.SectionByName(name) == nil {
+		if !has(name) {
 			return name
 		}
 	}

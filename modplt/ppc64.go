@@ -346,7 +346,7 @@ func (m *Module) countPPC64(opts Options) (*Counts, error) {
 // ppc64NoStubs is module_frob_arch_sections()'s refusal of a module
 // without .stubs (one not built with the kernel's asm/module.h).
 func ppc64NoStubs(m *Module) error {
-	_, says := MissingPLTSection(m.f)
+	_, says := MissingPLTSection(m.f.Machine, m.f.HasSection)
 	return fmt.Errorf("%s: %w: no .stubs section (the module loader says \"%s: %s\")", m.f.Name, ErrNoPLT, m.Name, says)
 }
 

@@ -211,7 +211,7 @@ func TestPPC64CFix(t *testing.T) {
 	img := linkPPC(t, m)
 	text, stubs, toc := img.Section(".text"), img.Section(".stubs"), img.Section(".toc")
 	r2 := toc.Addr&^0xff + 0x8000
-	f := m.ELF()
+	f := m.f
 	addrOf := func(name string) uint64 {
 		for i := range f.Symbols {
 			if f.Symbols[i].Name == name {
@@ -424,7 +424,7 @@ func TestPPC64OrderMatchesSort(t *testing.T) {
 	for i := range 300 {
 		m, err := Parse(fmt.Sprintf("gen%d", i), genModule(r, elf.EM_PPC64))
 		require.NoError(t, err)
-		f := m.ELF()
+		f := m.f
 		for si := range f.Sections {
 			s := &f.Sections[si]
 			if s.Type != elf.SHT_RELA {

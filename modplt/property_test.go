@@ -138,7 +138,7 @@ func TestARM64KernelModeMatchesPort(t *testing.T) {
 		require.NoError(t, err)
 		c, err := m.Count(Options{})
 		require.NoError(t, err)
-		core, init, err := reference.KernelARM64PLTs(m.ELF())
+		core, init, err := reference.KernelARM64PLTs(m.f)
 		require.NoError(t, err)
 		require.Equal(t, core, c.PLTCore, "module %d core", i)
 		require.Equal(t, init, c.PLTInit, "module %d init", i)
@@ -154,7 +154,7 @@ func TestARM64KernelModeMatchesPortCorpus(t *testing.T) {
 		require.NoError(t, err)
 		c, err := m.Count(Options{})
 		require.NoError(t, err)
-		core, init, err := reference.KernelARM64PLTs(m.ELF())
+		core, init, err := reference.KernelARM64PLTs(m.f)
 		require.NoError(t, err)
 		require.Equal(t, []int{core, init}, []int{c.PLTCore, c.PLTInit}, p)
 	}

@@ -3,6 +3,7 @@
 package pipeline
 
 import (
+	"github.com/klpresolve/klpresolve/diag"
 	"github.com/klpresolve/klpresolve/internal/kconfig"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
@@ -10,7 +11,7 @@ import (
 
 // ErrMalformedConfig is wrapped by the error for a kernel configuration
 // line that does not parse (it names the file and the line).
-var ErrMalformedConfig = kconfig.ErrMalformed
+var ErrMalformedConfig = diag.ErrMalformedConfig
 
 // Config is a kernel's build configuration (its .config, as
 // /boot/config-RELEASE or /proc/config.gz): what it decides of how the

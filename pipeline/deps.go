@@ -3,11 +3,9 @@
 package pipeline
 
 import (
-	"debug/elf"
 	"errors"
 	"slices"
 
-	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/modplt"
@@ -64,13 +62,13 @@ type export struct {
 // not lay out (x86_64, arm64 and arm only) gets no dependencies: its link
 // fails before this, and without one the kernel's symbols are all there is.
 func loaderResolver(m *klp.Module, ix *kallsyms.Index, lo modplt.LinkOptions, mf *ModuleFiles) (find modplt.Resolver, deps []Dependency, next placement, err error) {
-	gplOK := modplt.GPLCompatible(m.ELF().ModInfo("license"))
+	gplOK := modplt.GPLCompatible(m.ModInfo("license"))
 	find = Resolver(ix, gplOK)
-	depends := m.ELF().ModInfo("depends")
+	depends := m.ModInfo("depends")
 	if mf == nil || depends == "" {
 		return find, nil, placement{}, nil
 	}
-	mod, err := modplt.FromELF(m.ELF())
+	mod, err := m.LinkModule()
 	if errors.Is(err, modplt.ErrUnsupportedArch) {
 		return find, nil, placement{}, nil
 	} else if err != nil {
@@ -120,7 +118,7 @@ func loadDependencies(depends string, ix *kallsyms.Index, mf *ModuleFiles, lo mo
 		if err != nil {
 			return err
 		}
-		if err := visitAll(mod.ELF().ModInfo("depends"), visit); err != nil {
+		if err := visitAll(mod.ModInfo("depends"), visit); err != nil {
 			return err
 		}
 		dlo := lo
@@ -178,34 +176,16 @@ func withExports(r modplt.Resolver, exports map[string]export, gplOK bool) modpl
 	}
 }
 
-// addExports adds what img's module exports (elfobj.File.Exports), at
-// its laid-out addresses, to exports (a name exported twice keeps its
-// first: the loader refuses the second module, "exports duplicate
-// symbol"); it returns how many it exports.
+// addExports adds what img's module exports (Image.Exports), at its
+// laid-out addresses, to exports (a name exported twice keeps its first:
+// the loader refuses the second module, "exports duplicate symbol"); it
+// returns how many it exports.
 func addExports(img *modplt.Image, exports map[string]export) int {
-	f := img.Module.ELF()
-	defined := map[string]*elfobj.Symbol{}
-	for i := range f.Symbols {
-		s := &f.Symbols[i]
-		if b := s.Bind(); s.Name != "" && s.Shndx != uint16(elf.SHN_UNDEF) && (b == elf.STB_GLOBAL || b == elf.STB_WEAK) {
-			defined[s.Name] = s
-		}
-	}
-	n := 0
-	for _, e := range f.Exports() {
-		s, ok := defined[e.Name]
-		if !ok {
-			continue
-		}
-		// (in a loaded section, or the module's per-cpu area)
-		v, ok := img.SymbolAddr(uint32(s.Index))
-		if !ok {
-			continue
-		}
-		n++
+	es := img.Exports()
+	for _, e := range es {
 		if _, dup := exports[e.Name]; !dup {
-			exports[e.Name] = export{v, e.GPL}
+			exports[e.Name] = export{e.Addr, e.GPL}
 		}
 	}
-	return n
+	return len(es)
 }

@@ -19,7 +19,7 @@
 // unchecked. The kernel build's Module.symvers (Options.Symvers) adds
 // what load_module() checks as well: check_modstruct_version() and
 // check_version() of the module's symbol versions, and its namespace
-// imports (package symvers; VersionsOf reads a module for it), and the
+// imports (package symvers; klp.Module.Versions reads a module for it), and the
 // kernel's vermagic (Options.Vermagic) check_modinfo()'s comparison.
 // LinkWith lays out first, from their files, the modules a module depends
 // on that the kernel's symbols lack, as modprobe loads them (Run does

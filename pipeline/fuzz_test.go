@@ -137,7 +137,7 @@ func FuzzRun(f *testing.F) {
 			}
 		}
 		g := rep.Vermagic
-		if g == nil || g.Kernel != vermagic || g.Forced != (len(m.ELF().ModInfoAll("vermagic")) == 0) || g.Forced && !g.OK() {
+		if g == nil || g.Kernel != vermagic || g.Forced != (len(m.ModInfoAll("vermagic")) == 0) || g.Forced && !g.OK() {
 			t.Fatalf("vermagic %+v", g)
 		}
 		if rep.OK(false) != (res.OK(false) && rep.Image.Linked() && g.OK()) {
@@ -160,7 +160,7 @@ func notLinked(t *testing.T, m *klp.Module, ix *kallsyms.Index, rep *pipeline.Re
 	if !slices.IsSorted(rep.LoaderMissing) || len(slices.Compact(slices.Clone(rep.LoaderMissing))) != len(rep.LoaderMissing) {
 		t.Fatalf("loader's missing symbols not sorted or repeated: %v", rep.LoaderMissing)
 	}
-	find := pipeline.Resolver(ix, modplt.GPLCompatible(m.ELF().ModInfo("license")))
+	find := pipeline.Resolver(ix, modplt.GPLCompatible(m.ModInfo("license")))
 	for _, name := range rep.LoaderMissing {
 		if _, ok := find(name); ok {
 			t.Fatalf("%s: the kernel exports it, yet it is missing", name)

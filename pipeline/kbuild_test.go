@@ -124,7 +124,7 @@ func TestKbuildModuleLinks(t *testing.T) {
 func TestKbuildModuleVersions(t *testing.T) {
 	m, err := klp.Open(repoFile("kbuild", "klp-demo.ko"))
 	require.NoError(t, err)
-	sm, err := VersionsOf(m)
+	sm, err := m.Versions()
 	require.NoError(t, err)
 	assert.Equal(t, "klp_demo", sm.Name)
 	assert.True(t, sm.HasVersions)
@@ -264,7 +264,7 @@ func TestKbuildModuleVermagic(t *testing.T) {
 	binary.LittleEndian.PutUint64(hidden[off:], uint64(vers.Flags&^elf.SHF_ALLOC))
 	m, err = klp.Parse(ko, hidden)
 	require.NoError(t, err)
-	sm, err := VersionsOf(m)
+	sm, err := m.Versions()
 	require.NoError(t, err)
 	assert.False(t, sm.HasVersions)
 	rep, err = Run(m, ix, Options{Vermagic: older})

@@ -165,7 +165,7 @@ func (mf *ModuleFiles) readFirst() *firstModule {
 			v.err = err
 			return
 		}
-		v.path, v.magic, v.structSize = p, m.ELF().ModInfo("vermagic"), m.ModuleStructSize()
+		v.path, v.magic, v.structSize = p, m.ModInfo("vermagic"), m.ModuleStructSize()
 	})
 	return v
 }

@@ -199,7 +199,7 @@ func TestModuleFilesVermagic(t *testing.T) {
 	demo := repoFile("kbuild", "klp-demo.ko") // Kbuild wrote its vermagic
 	m, err := klp.Open(demo)
 	require.NoError(t, err)
-	want := m.ELF().ModInfo("vermagic")
+	want := m.ModInfo("vermagic")
 	require.NotEmpty(t, want)
 
 	dir := t.TempDir()

@@ -490,7 +490,7 @@ func kernelOracle(t *testing.T, arch string) {
 				}
 				return nil
 			}
-			got := sites(t, m.ELF(), ours, mem, func(sec string, off uint64, _ []byte) bool {
+			got := sites(t, objectOf(t, m), ours, mem, func(sec string, off uint64, _ []byte) bool {
 				return o.changed[fmt.Sprintf("%s+%#x", sec, off)]
 			})
 			total := 0
@@ -653,7 +653,7 @@ func writeOracle(t *testing.T, dumps, dir, arch string, cases []oracleCase) {
 	for _, tc := range cases {
 		m, err := klp.Open(tc.path)
 		require.NoError(t, err)
-		f := m.ELF()
+		f := objectOf(t, m)
 		for _, s := range f.Symbols {
 			switch {
 			case s.Shndx == uint16(elf.SHN_UNDEF) && s.Name != "":

@@ -13,7 +13,6 @@ import (
 
 	"github.com/klpresolve/klpresolve/cfi"
 	"github.com/klpresolve/klpresolve/ftrace"
-	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/modname"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/kgen"
@@ -105,7 +104,7 @@ func UnloadedDepends(depends string, ix *kallsyms.Index, unresolved []string) []
 // Depends is the modules m depends on (.modinfo depends=: those whose
 // exports it uses, which modpost lists and modprobe loads first), named
 // as the kernel names them, in order, each once.
-func Depends(m *klp.Module) []string { return dependsNames(m.ELF().ModInfo("depends")) }
+func Depends(m *klp.Module) []string { return dependsNames(m.ModInfo("depends")) }
 
 // dependsNames splits a .modinfo depends= value into module names as the
 // kernel names them: modpost writes file names (i2c-algo-bit), the
@@ -317,11 +316,10 @@ type Explanation struct {
 // Image.Unresolved, or Report.LoaderMissing) may be unresolved:
 // NotExported, CodeOnly and UnloadedDepends for m's license and depends=.
 func Explain(m *klp.Module, ix *kallsyms.Index, unresolved []string) Explanation {
-	f := m.ELF()
 	return Explanation{
-		NotExported:     NotExported(ix, unresolved, modplt.GPLCompatible(f.ModInfo("license"))),
+		NotExported:     NotExported(ix, unresolved, modplt.GPLCompatible(m.ModInfo("license"))),
 		CodeOnly:        CodeOnly(ix, unresolved),
-		UnloadedDepends: UnloadedDepends(f.ModInfo("depends"), ix, unresolved),
+		UnloadedDepends: UnloadedDepends(m.ModInfo("depends"), ix, unresolved),
 		NoModules:       !listsModules(ix),
 	}
 }
@@ -373,24 +371,13 @@ func NotExported(ix *kallsyms.Index, unresolved []string, gplOK bool) map[string
 // (see Report.LoaderMissing), under the names the loader looks them up by
 // (modplt.LookupName). Weak ones are left out (simplify_symbols() takes 0
 // for them).
-func loaderMissing(f *elfobj.File, find modplt.Resolver) []string {
-	seen := map[string]bool{}
+func loaderMissing(m *klp.Module, find modplt.Resolver) []string {
 	var out []string
-	for i := range f.Symbols {
-		s := &f.Symbols[i]
-		if s.Shndx != uint16(elf.SHN_UNDEF) || s.Name == "" || s.Bind() == elf.STB_WEAK || strings.HasPrefix(s.Name, klp.SymPrefix) {
-			continue
-		}
-		name, ok := modplt.LookupName(f.Machine, s.Name)
-		if !ok || seen[name] {
-			continue
-		}
-		seen[name] = true
+	for _, name := range m.Undefined() {
 		if _, ok := find(name); !ok {
 			out = append(out, name)
 		}
 	}
-	slices.Sort(out)
 	return out
 }
 
@@ -441,7 +428,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 			return nil, err
 		}
 		rep.Dependencies = deps
-		rep.LoaderMissing = loaderMissing(m.ELF(), find)
+		rep.LoaderMissing = loaderMissing(m, find)
 		rep.Explanation = Explain(m, ix, rep.LoaderMissing)
 		rep.Explanation.LaidOut(deps)
 		rep.ResolveTime = time.Since(t0)
@@ -481,7 +468,7 @@ func CheckVersions(m *klp.Module, t *symvers.Table, kernel string, g kgen.Genera
 	if t == nil && kernel == "" {
 		return nil, nil, nil
 	}
-	sm, err := VersionsOf(m)
+	sm, err := m.Versions()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -517,7 +504,7 @@ func Link(m *klp.Module, res *klp.Resolution, ix *kallsyms.Index, lo modplt.Link
 // looks. The dependencies are returned in load order; one without a file
 // in mf has a nil Image, and its exports stay unresolved.
 func LinkWith(m *klp.Module, res *klp.Resolution, ix *kallsyms.Index, lo modplt.LinkOptions, mf *ModuleFiles) (*modplt.Image, []Dependency, error) {
-	mod, err := modplt.FromELF(m.ELF())
+	mod, err := m.LinkModule()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -582,7 +569,6 @@ type CFIReport struct {
 // cfi_module_add() would, and checks the function pointers it stores.
 func recordCFI(img *modplt.Image) (*CFIReport, error) {
 	m := img.Module
-	f := m.ELF()
 	rep := &CFIReport{TextStart: ^uint64(0)}
 	for _, p := range img.Sections {
 		// (s390's GOT and PLT open the text group: its text starts at
@@ -599,12 +585,8 @@ func recordCFI(img *modplt.Image) (*CFIReport, error) {
 		return rep, nil
 	}
 	rep.CheckFn = rep.TextStart
-	for i := range f.Symbols {
-		if f.Symbols[i].Name == "__cfi_check" {
-			if v, ok := img.SymbolAddr(uint32(i)); ok {
-				rep.CheckFn, rep.CheckFnSymbol = v, true
-			}
-		}
+	if v, ok := img.SymbolAddrByName("__cfi_check"); ok {
+		rep.CheckFn, rep.CheckFnSymbol = v, true
 	}
 	// One module, one update: the smallest backlog, and no shadow memory
 	// made ahead (faulting in the 1.8 MB a default Set keeps ready took
@@ -642,41 +624,4 @@ func recordCFI(img *modplt.Image) (*CFIReport, error) {
 		rep.Unknown = append(rep.Unknown, fmt.Sprintf("%s+%#x -> %s (%#x)", fp.Section, fp.Offset, fp.Symbol, fp.Target))
 	}
 	return rep, nil
-}
-
-// VersionsOf reads what symvers.Check and CheckVermagic need of m: its
-// name, its vermagic, its __versions section (if the loader sees it), its
-// .modinfo import_ns values and the undefined symbols the module loader
-// resolves (simplify_symbols(): every SHN_UNDEF one; livepatch symbols
-// are SHN_LIVEPATCH).
-func VersionsOf(m *klp.Module) (symvers.Module, error) {
-	f := m.ELF()
-	sm := symvers.Module{Name: m.KernelName(), Imports: f.ModInfoAll("import_ns")}
-	if vs := f.ModInfoAll("vermagic"); len(vs) > 0 {
-		sm.Vermagic, sm.HasVermagic = vs[0], true // get_modinfo(): the first
-	}
-	// find_sec(): a section without SHF_ALLOC is not there for the loader.
-	if s := f.SectionByName("__versions"); s != nil && s.Type != elf.SHT_NOBITS && s.Flags&elf.SHF_ALLOC != 0 {
-		vs, err := symvers.ParseVersions(f.SectionData(s), f.Order, f.Is64())
-		if err != nil {
-			return symvers.Module{}, fmt.Errorf("%s: %w", m.Path, err)
-		}
-		sm.Versions, sm.HasVersions = vs, true
-	}
-	// elf_validity_cache_index_versions() (7.2): both sections, or
-	// neither (klp.Module refuses one without the other).
-	crcs, names := f.SectionByName("__version_ext_crcs"), f.SectionByName("__version_ext_names")
-	if crcs != nil && names != nil && crcs.Flags&names.Flags&elf.SHF_ALLOC != 0 {
-		vs, err := symvers.ParseExtVersions(f.SectionData(crcs), f.SectionData(names), f.Order)
-		if err != nil {
-			return symvers.Module{}, fmt.Errorf("%s: %w", m.Path, err)
-		}
-		sm.ExtVersions, sm.HasExtVersions = vs, true
-	}
-	for i := 1; i < len(f.Symbols); i++ {
-		if s := &f.Symbols[i]; s.Shndx == uint16(elf.SHN_UNDEF) && s.Name != "" {
-			sm.Undefined = append(sm.Undefined, s.Name)
-		}
-	}
-	return sm, nil
 }

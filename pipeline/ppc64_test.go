@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
@@ -59,7 +60,7 @@ func TestRunPPC64(t *testing.T) {
 
 	// Each livepatch call reaches its stub, and the nop after it is
 	// ld r2,24(r1).
-	f := m.ELF()
+	f := objectOf(t, m)
 	text := img.Section(".text.livepatch_vfs_read")
 	require.NotNil(t, text)
 	for obj, stub := range map[string]uint64{"vmlinux": 3, "ext4": 4} {
@@ -125,7 +126,7 @@ func TestDebianPPC64ELModules(t *testing.T) {
 		require.Empty(t, img.Unresolved, p)
 		require.Less(t, img.PLTCoreUsed, img.PLTCoreMax, p)
 		want := 0
-		f := m.ELF()
+		f := objectOf(t, m)
 		for si := range f.Sections {
 			s := &f.Sections[si]
 			if s.Type == elf.SHT_RELA && f.Sections[s.Info].Flags&elf.SHF_ALLOC != 0 && f.Sections[s.Info].Name != ".modinfo" && f.Sections[s.Info].Name != "__versions" {
@@ -147,7 +148,7 @@ func TestDebianPPC64ELModules(t *testing.T) {
 // the modules xfs depends on, at their laid-out addresses) plus
 // ftrace_caller's and ftrace_regs_caller's.
 func checkXFSStubs(t *testing.T, m *klp.Module, img *modplt.Image, ix *kallsyms.Index) {
-	f := m.ELF()
+	f := objectOf(t, m)
 	targets := map[uint64]bool{}
 	for si := range f.Sections {
 		s := &f.Sections[si]
@@ -174,4 +175,15 @@ func checkXFSStubs(t *testing.T, m *klp.Module, img *modplt.Image, ix *kallsyms.
 	}
 	assert.Equal(t, len(targets), img.PLTCoreUsed, "xfs's stubs")
 	assert.Greater(t, img.PLTCoreUsed, 300)
+}
+
+// objectOf is m's ELF view, read again from its file (klp.Module keeps
+// its own to itself).
+func objectOf(t testing.TB, m *klp.Module) *elfobj.File {
+	t.Helper()
+	f, err := elfobj.Open(m.Path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -155,12 +155,12 @@ func moduleInfo(m *klp.Module) *infoOut {
 	for _, c := range m.Callbacks {
 		out.Callbacks = append(out.Callbacks, infoCallback{Object: c.Object, When: c.When, Func: c.Func})
 	}
-	out.Vermagic = m.ELF().ModInfo("vermagic")
+	out.Vermagic = m.ModInfo("vermagic")
 	if s := m.Signature; s != nil {
 		out.Signature = &signatureJSON{Bytes: s.Bytes, Problem: s.Problem}
 	}
 	out.Depends = pipeline.Depends(m)
-	if v, err := pipeline.VersionsOf(m); err != nil {
+	if v, err := m.Versions(); err != nil {
 		out.Warnings = append(out.Warnings, err.Error())
 	} else if v.HasVersions {
 		n := len(v.Versions)

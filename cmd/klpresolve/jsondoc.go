@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/klpresolve/klpresolve/diag"
 	"github.com/klpresolve/klpresolve/ftrace"
-	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/kconfig"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/symvers"
@@ -129,7 +129,7 @@ func errLocation(err error) (file string, line int) {
 		sle *symvers.LineError
 		cle *kconfig.LineError
 		fe  *ftrace.Error
-		ee  *elfobj.FormatError
+		ee  *diag.FormatError
 		ose *fs.PathError
 	)
 	switch {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/klp"
-	"github.com/klpresolve/klpresolve/pipeline"
 	"github.com/klpresolve/klpresolve/symvers"
 )
 
@@ -44,7 +43,7 @@ func TestSymversCLI(t *testing.T) {
 	ko := filepath.Join(testutil.RepoRoot(), "testdata", "kbuild", "klp-demo.ko")
 	m, err := klp.Open(ko)
 	require.NoError(t, err)
-	sm, err := pipeline.VersionsOf(m)
+	sm, err := m.Versions()
 	require.NoError(t, err)
 	dir := t.TempDir()
 	// What klp_demo needs of a kernel: its livepatch symbols and the
@@ -113,7 +112,7 @@ func TestSymversCLI(t *testing.T) {
 	// info says what it was built for.
 	code, out, _ = runCLI(t, "info", ko)
 	assert.Equal(t, 0, code)
-	assert.Contains(t, out, fmt.Sprintf("built for: vermagic %q (check it with --vermagic, or --modules), %d symbol versions (check them with --symvers)\n", m.ELF().ModInfo("vermagic"), len(sm.Versions)))
+	assert.Contains(t, out, fmt.Sprintf("built for: vermagic %q (check it with --vermagic, or --modules), %d symbol versions (check them with --symvers)\n", m.ModInfo("vermagic"), len(sm.Versions)))
 	code, out, _ = runCLI(t, "info", ko, "--format", "json")
 	assert.Equal(t, 0, code)
 	var info struct {
@@ -146,7 +145,7 @@ func TestLinkSymvers(t *testing.T) {
 	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
 	m, err := klp.Open(ko)
 	require.NoError(t, err)
-	sm, err := pipeline.VersionsOf(m)
+	sm, err := m.Versions()
 	require.NoError(t, err)
 	require.NotEmpty(t, sm.Versions)
 	dir := t.TempDir()
@@ -187,7 +186,7 @@ func TestVermagicCLI(t *testing.T) {
 	ko := filepath.Join(testutil.RepoRoot(), "testdata", "kbuild", "klp-demo.ko")
 	m, err := klp.Open(ko)
 	require.NoError(t, err)
-	sm, err := pipeline.VersionsOf(m)
+	sm, err := m.Versions()
 	require.NoError(t, err)
 	magic := sm.Vermagic
 	require.True(t, strings.HasPrefix(magic, "6.1.0-57-amd64 "), magic)

@@ -937,7 +937,7 @@ func (a *app) convertKpatch(name string, in []byte, out string, nrel int) error 
 	}
 	fmt.Fprintf(said, "wrote %s: %s in %s, as kpatch-build's create-klp-module writes them\n", out,
 		count(nrel, "livepatch relocation", "livepatch relocations"), count(len(m.Sections), ".klp.rela section", ".klp.rela sections"))
-	if m.NoModuleStruct == nil && m.ELF().SectionByName(".gnu.linkonce.this_module") == nil {
+	if m.NoModuleStruct == nil && !m.HasSection(".gnu.linkonce.this_module") {
 		fmt.Fprintf(said, "note: it is no module yet: kpatch-build links output.o with its livepatch hook (kmod/patch) into the patch module, then converts that module; klpresolve convert does both alike\n")
 	}
 	return nil

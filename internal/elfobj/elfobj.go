@@ -12,34 +12,21 @@ import (
 	"cmp"
 	"debug/elf"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"iter"
 	"slices"
 	"strings"
 
+	"github.com/klpresolve/klpresolve/diag"
 	"github.com/klpresolve/klpresolve/internal/input"
 )
 
-// ErrMalformed is wrapped by every *FormatError.
-var ErrMalformed = errors.New("malformed ELF")
+// ErrMalformed is wrapped by every *FormatError (diag.ErrMalformed).
+var ErrMalformed = diag.ErrMalformed
 
-// FormatError says what is wrong with a file, and where.
-type FormatError struct {
-	File    string
-	Section string // "" when the problem is not in one section
-	Msg     string
-}
-
-func (e *FormatError) Error() string {
-	if e.Section != "" {
-		return fmt.Sprintf("%s: section %s: %s", e.File, e.Section, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s", e.File, e.Msg)
-}
-
-// Unwrap makes errors.Is(err, ErrMalformed) hold.
-func (e *FormatError) Unwrap() error { return ErrMalformed }
+// FormatError says what is wrong with a file, and where: the public
+// diag.FormatError, so that callers of klpresolve's packages can name it.
+type FormatError = diag.FormatError
 
 // Section is one section header, validated.
 type Section struct {
@@ -584,6 +571,9 @@ type Export struct {
 	GPL  bool // EXPORT_SYMBOL_GPL: for GPL-compatible modules only
 }
 
+// HasSection reports whether f has a section named name.
+func (f *File) HasSection(name string) bool { return f.SectionByName(name) != nil }
+
 // Exports lists what the module exports: each __ksymtab_NAME symbol in
 // its __ksymtab section (EXPORT_SYMBOL) or __ksymtab_gpl
 // (EXPORT_SYMBOL_GPL), the tables Linux 6.1's find_symbol() and
@@ -623,4 +613,22 @@ func (f *File) Exports() []Export {
 		out[i] = p.Export
 	}
 	return out
+}
+
+// Open reads and parses the object at path, decompressed if its magic
+// says so, up to max bytes (input.DefaultMaxSize when max <= 0): for the
+// benchmark harness and tests, which need the ELF view of a module that
+// a public package opened.
+func Open(path string, max int64) (*File, error) {
+	if max <= 0 {
+		max = input.DefaultMaxSize
+	}
+	data, err := input.ReadFileChecked(path, max, CheckHead)
+	if err != nil {
+		return nil, err
+	}
+	if data, _, err = input.Decompress(path, data, max); err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
 }

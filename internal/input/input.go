@@ -19,6 +19,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/ulikunitz/xz"
+
+	"github.com/klpresolve/klpresolve/diag"
 )
 
 // Compression names the container format detected on an input.
@@ -56,13 +58,13 @@ func statOpened(path string, f *os.File) (size int64, regular bool, err error) {
 	return st.Size(), st.Mode().IsRegular(), nil
 }
 
-// ErrTooLarge is returned when an input grows past its size limit.
-var ErrTooLarge = errors.New("input larger than the limit")
+// ErrTooLarge is returned when an input grows past its size limit
+// (diag.ErrTooLarge).
+var ErrTooLarge = diag.ErrTooLarge
 
 // ErrCorrupt is wrapped by the error of a compressed input whose data does
-// not decode: cut short, damaged, or not what its magic bytes say. The
-// decoder's own error is wrapped too (io.ErrUnexpectedEOF for a cut one).
-var ErrCorrupt = errors.New("corrupt compressed data")
+// not decode (diag.ErrCorrupt).
+var ErrCorrupt = diag.ErrCorrupt
 
 // corruptError is a decoder's failure: "zstd: unexpected EOF".
 type corruptError struct {

@@ -10,11 +10,11 @@ package kconfig
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/klpresolve/klpresolve/diag"
 	"github.com/klpresolve/klpresolve/internal/input"
 )
 
@@ -31,7 +31,7 @@ type Config struct {
 
 // ErrMalformed is wrapped by every error about a line that does not
 // parse (LineError).
-var ErrMalformed = errors.New("malformed kernel configuration")
+var ErrMalformed = diag.ErrMalformedConfig
 
 // LineError is a line that is none of the forms confdata.c writes.
 type LineError struct {
