@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/klpresolve/klpresolve/internal/bench"
 	"github.com/klpresolve/klpresolve/internal/reference"
 	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/kallsyms"
@@ -90,14 +89,58 @@ func benchOpenSnapshot(b *testing.B, write func(*kallsyms.Index, string) error) 
 	}
 }
 
-func lookupSetup(b *testing.B) (*kallsyms.Index, *reference.Kernel, []bench.Query) {
+func lookupSetup(b *testing.B) (*kallsyms.Index, *reference.Kernel, []query) {
 	p := testutil.Corpus(b, benchFile)
 	ix, err := kallsyms.Open(p, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	d, _ := os.ReadFile(p)
-	return ix, reference.NewKernel(d), bench.Queries(ix, 4096)
+	return ix, reference.NewKernel(d), spreadQueries(b, ix, 4096)
+}
+
+// query is one lookup: object, name and the sympos it needs.
+type query struct {
+	Object, Name string
+	Pos          uint64
+}
+
+// spreadQueries takes n symbols of ix at an even stride through its
+// objects, each with the position among its namesakes that makes it
+// resolve (0 when it is unique). (klpresolve bench picks its queries at
+// random; these stay the same from one run to the next.)
+func spreadQueries(b *testing.B, ix *kallsyms.Index, n int) []query {
+	var all []query
+	for _, o := range ix.Objects() {
+		if o.Pseudo {
+			continue
+		}
+		ix.Symbols(o.Name, func(s kallsyms.Symbol) bool {
+			all = append(all, query{s.Object, s.Name, s.Address})
+			return true
+		})
+	}
+	stride := max(1, len(all)/n)
+	var q []query
+	for i := 0; i < len(all) && len(q) < n; i += stride {
+		x := all[i]
+		addr := x.Pos
+		x.Pos = 0
+		if c := ix.Candidates(x.Object, x.Name); len(c) > 1 {
+			for _, cand := range c {
+				if cand.Address == addr {
+					x.Pos = uint64(cand.Pos)
+				}
+			}
+		}
+		if _, err := ix.Lookup(x.Object, x.Name, x.Pos); err == nil {
+			q = append(q, x)
+		}
+	}
+	if len(q) == 0 {
+		b.Fatal("no symbol resolves")
+	}
+	return q
 }
 
 func kobj(o string) string {
@@ -113,7 +156,7 @@ func BenchmarkLookup(b *testing.B) {
 }
 
 // benchLookups looks up q's entries in ix, one after another.
-func benchLookups(b *testing.B, ix *kallsyms.Index, q []bench.Query) {
+func benchLookups(b *testing.B, ix *kallsyms.Index, q []query) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {

@@ -4,6 +4,8 @@ package klp_test
 
 import (
 	"fmt"
+	"log"
+	"os"
 	"strings"
 
 	"github.com/klpresolve/klpresolve/kallsyms"
@@ -51,4 +53,27 @@ func ExampleModule_ResolveWith() {
 	// error    xfs_igett,0 not_found
 	// error    xfs_mount,1 load_order
 	// deferred xfs_stats,0
+}
+
+// Turn a patch object into a livepatch module, as kpatch-build's
+// create-klp-module does: the calls to nfs's vfs_read become a livepatch
+// relocation, resolved when nfs loads.
+func ExampleConvert() {
+	obj, err := os.ReadFile("../testdata/klp/klp-patch-broken.o")
+	if err != nil {
+		log.Fatal(err)
+	}
+	ko, err := klp.Convert("klp-patch-broken.o", obj, []klp.ConvertSymbol{{Object: "nfs", Name: "vfs_read"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	m, err := klp.Parse("klp-patch-broken.ko", ko)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, s := range m.Sections {
+		fmt.Println(s.Name, len(s.Relocs))
+	}
+	// Output:
+	// .klp.rela.nfs..text.livepatch_vfs_read 1
 }

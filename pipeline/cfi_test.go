@@ -147,7 +147,7 @@ func TestUnloadedDepends(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "kallsyms")
 	require.NoError(t, os.WriteFile(path, []byte(kernel), 0o644))
-	rows := Fleet(m, []string{path}, FleetOptions{})
+	rows, _ := Fleet(t.Context(), m, KernelFiles([]string{path}...), FleetOptions{})
 	require.Len(t, rows, 1)
 	assert.Equal(t, []string{"xfrm_algo"}, rows[0].UnloadedDepends)
 
@@ -204,7 +204,7 @@ func TestCorpusFleetNotExported(t *testing.T) {
 	require.NoError(t, err)
 	m, err := klp.Parse("calls.ko", ko)
 	require.NoError(t, err)
-	rows := Fleet(m, []string{testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")}, FleetOptions{Run: Options{Link: true}})
+	rows, _ := Fleet(t.Context(), m, KernelFiles([]string{testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")}...), FleetOptions{Run: Options{Link: true}})
 	require.Len(t, rows, 1)
 	assert.False(t, rows[0].OK)
 	assert.Equal(t, "link: .rela.text+0x1: R_X86_64_PLT32 against vfs_read: unresolved symbol (vmlinux has it at 0xffffffff813669e0, T, but does not export it)", rows[0].FirstError)

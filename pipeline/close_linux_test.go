@@ -39,7 +39,7 @@ func TestFleetUnmapsSnapshots(t *testing.T) {
 	}
 	m, err := klp.Open(filepath.Join(testutil.RepoRoot(), "testdata", "klp", "livepatch-sample.ko"))
 	require.NoError(t, err)
-	rows := Fleet(m, kernels, FleetOptions{})
+	rows, _ := Fleet(t.Context(), m, KernelFiles(kernels...), FleetOptions{})
 	for _, r := range rows {
 		require.True(t, r.OK, "%s: %s", r.Kernel, r.FirstError)
 		require.Equal(t, 6, r.Resolved, r.Kernel)
@@ -49,7 +49,7 @@ func TestFleetUnmapsSnapshots(t *testing.T) {
 	for _, k := range kernels {
 		require.False(t, strings.Contains(string(maps), k), "%s is still mapped", k)
 	}
-	read := Fleet(m, kernels, FleetOptions{NoMap: true})
+	read, _ := Fleet(t.Context(), m, KernelFiles(kernels...), FleetOptions{NoMap: true})
 	for i := range rows {
 		rows[i].Time, read[i].Time = 0, 0
 	}

@@ -70,7 +70,7 @@ func pc32At(t *testing.T, img *modplt.Image, sec string, off, s uint64) {
 func TestLinkDependencies(t *testing.T) {
 	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), nil)
 	require.NoError(t, err)
-	mf, err := FindModules([]string{repoFile("kbuild", "deps")})
+	mf, err := FindModules(t.Context(), []string{repoFile("kbuild", "deps")})
 	require.NoError(t, err)
 	m, err := klp.Open(depsFile("klpdep-top.ko"))
 	require.NoError(t, err)
@@ -147,7 +147,7 @@ func relocAt(t *testing.T, path, rela, name string) uint64 {
 func TestLinkDependenciesGPL(t *testing.T) {
 	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), nil)
 	require.NoError(t, err)
-	mf, err := FindModules([]string{depsFile("klpdep-base.ko"), depsFile("klpdep-mid.ko")})
+	mf, err := FindModules(t.Context(), []string{depsFile("klpdep-base.ko"), depsFile("klpdep-mid.ko")})
 	require.NoError(t, err)
 	data, err := os.ReadFile(depsFile("klpdep-top.ko"))
 	require.NoError(t, err)
@@ -171,7 +171,7 @@ func TestLinkDependenciesPartial(t *testing.T) {
 	require.NoError(t, err)
 	ix, err := kallsyms.ParseBytes("System.map", smap, nil)
 	require.NoError(t, err)
-	mf, err := FindModules([]string{depsFile("klpdep-mid.ko"), depsFile("klpdep-top.ko")})
+	mf, err := FindModules(t.Context(), []string{depsFile("klpdep-mid.ko"), depsFile("klpdep-top.ko")})
 	require.NoError(t, err)
 	m, err := klp.Open(depsFile("klpdep-top.ko"))
 	require.NoError(t, err)
@@ -219,7 +219,7 @@ func TestRunDependencies(t *testing.T) {
 	assert.Equal(t, []string{"klpdep_base", "klpdep_mid"}, rep.UnloadedDepends)
 	assert.Empty(t, rep.Dependencies)
 
-	all, err := FindModules([]string{repoFile("kbuild", "deps")})
+	all, err := FindModules(t.Context(), []string{repoFile("kbuild", "deps")})
 	require.NoError(t, err)
 	rep, err = Run(m, ix, Options{Modules: all})
 	require.NoError(t, err)
@@ -233,7 +233,7 @@ func TestRunDependencies(t *testing.T) {
 	assert.True(t, rep.Dependencies[1].Image.Linked())
 	assert.Nil(t, rep.Image, "not linked")
 
-	mid, err := FindModules([]string{depsFile("klpdep-mid.ko")})
+	mid, err := FindModules(t.Context(), []string{depsFile("klpdep-mid.ko")})
 	require.NoError(t, err)
 	rep, err = Run(m, ix, Options{Modules: mid})
 	require.NoError(t, err)
@@ -263,7 +263,7 @@ func TestRunDependenciesOtherArch(t *testing.T) {
 	binary.LittleEndian.PutUint16(data[18:], uint16(elf.EM_RISCV))
 	m, err := klp.Parse("riscv64.ko", data)
 	require.NoError(t, err)
-	all, err := FindModules([]string{repoFile("kbuild", "deps")})
+	all, err := FindModules(t.Context(), []string{repoFile("kbuild", "deps")})
 	require.NoError(t, err)
 
 	rep, err := Run(m, ix, Options{Modules: all})

@@ -3,11 +3,13 @@
 package pipeline_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/kgen"
@@ -49,7 +51,7 @@ func ExampleFleet() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	rows := pipeline.Fleet(m, []string{"../testdata/kallsyms/example.txt", "../testdata/kallsyms/missing.txt"}, pipeline.FleetOptions{})
+	rows, _ := pipeline.Fleet(context.Background(), m, pipeline.KernelFiles("../testdata/kallsyms/example.txt", "../testdata/kallsyms/missing.txt"), pipeline.FleetOptions{})
 	for _, r := range rows {
 		fmt.Printf("%s ok=%v resolved=%d first error=%q\n", r.Kernel, r.OK, r.Resolved, r.FirstError)
 	}
@@ -60,8 +62,11 @@ func ExampleFleet() {
 
 // Check a patch against every kernel installed under a root, each with its
 // own files (here one kernel, with none: a real root has its modules and
-// Module.symvers, and the loader's checks then run too).
+// Module.symvers, and the loader's checks then run too), giving the whole
+// check a minute: a CI job's budget.
 func ExampleKernelsUnder() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	root, err := os.MkdirTemp("", "root")
 	if err != nil {
 		log.Fatal(err)
@@ -75,7 +80,7 @@ func ExampleKernelsUnder() {
 	if err := os.Symlink(example, kernel); err != nil {
 		log.Fatal(err)
 	}
-	kernels, err := pipeline.KernelsUnder(root)
+	kernels, err := pipeline.KernelsUnder(ctx, root)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -83,7 +88,11 @@ func ExampleKernelsUnder() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, r := range pipeline.FleetKernels(m, kernels, pipeline.FleetOptions{}) {
+	rows, err := pipeline.Fleet(ctx, m, kernels, pipeline.FleetOptions{})
+	if err != nil {
+		log.Fatal(err) // the minute ran out: the rows not checked say so
+	}
+	for _, r := range rows {
 		fmt.Printf("%s ok=%v resolved=%d versions checked=%v vermagic checked=%v\n", filepath.Base(r.Kernel), r.OK, r.Resolved, r.Versions != nil, r.Magic != nil)
 	}
 	// Output:
@@ -103,7 +112,7 @@ func ExampleLinkWith() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	mf, err := pipeline.FindModules([]string{"../testdata/kbuild/deps"})
+	mf, err := pipeline.FindModules(context.Background(), []string{"../testdata/kbuild/deps"})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -3,6 +3,7 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"runtime"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/klpresolve/klpresolve/ftrace"
+	"github.com/klpresolve/klpresolve/internal/par"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/kgen"
 	"github.com/klpresolve/klpresolve/klp"
@@ -100,53 +102,56 @@ type FleetOptions struct {
 	Progress   func(done, total int) // called after each kernel, from one goroutine at a time
 }
 
-// Fleet checks m against every kernel in parallel, sharing the parsed
-// module, and returns one row per kernel in the order given.
-func Fleet(m *klp.Module, kernels []string, o FleetOptions) []KernelResult {
-	ks := make([]Kernel, len(kernels))
-	for i, k := range kernels {
-		ks[i] = Kernel{Symbols: k}
+// KernelFiles is one Kernel for each symbol file (System.map,
+// /proc/kallsyms, a kernel image or a snapshot), with nothing else known
+// of it: Fleet's input where there are only symbol files.
+func KernelFiles(symbols ...string) []Kernel {
+	ks := make([]Kernel, len(symbols))
+	for i, p := range symbols {
+		ks[i] = Kernel{Symbols: p}
 	}
-	return FleetKernels(m, ks, o)
+	return ks
 }
 
-// FleetKernels is Fleet with each kernel's own files: each is also checked
-// as the module loader checks a module (its Module.symvers, its vermagic)
-// where they are given, and against its own modules.
-func FleetKernels(m *klp.Module, kernels []Kernel, o FleetOptions) []KernelResult {
+// Fleet checks m against every kernel in parallel, sharing the parsed
+// module, and returns one row per kernel in the order given. Each kernel
+// is also checked as the module loader checks a module (its
+// Module.symvers, its vermagic) where they are given, and against its
+// own modules.
+//
+// Once ctx is done no further kernel is started: the rows of those left
+// have Err set to ctx.Err(), which Fleet also returns (it is nil when
+// every kernel was checked). A kernel under way finishes first.
+func Fleet(ctx context.Context, m *klp.Module, kernels []Kernel, o FleetOptions) ([]KernelResult, error) {
 	workers := o.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	out := make([]KernelResult, len(kernels))
-	var next atomic.Int64
+	checked := make([]bool, len(kernels))
 	var done atomic.Int64
 	var progressMu sync.Mutex
-	var wg sync.WaitGroup
-	for range min(workers, len(kernels)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(kernels) {
-					return
-				}
-				out[i] = checkOne(m, kernels[i], o)
-				n := int(done.Add(1))
-				if o.Progress != nil {
-					progressMu.Lock()
-					o.Progress(n, len(kernels))
-					progressMu.Unlock()
-				}
+	err := par.ForContext(ctx, workers, len(kernels), func(i int) {
+		out[i] = checkOne(ctx, m, kernels[i], o)
+		checked[i] = true
+		n := int(done.Add(1))
+		if o.Progress != nil {
+			progressMu.Lock()
+			o.Progress(n, len(kernels))
+			progressMu.Unlock()
+		}
+	})
+	if err != nil {
+		for i, k := range kernels {
+			if !checked[i] {
+				out[i] = KernelResult{Kernel: k.Symbols, Release: k.Release, Err: err}
 			}
-		}()
+		}
 	}
-	wg.Wait()
-	return out
+	return out, err
 }
 
-func checkOne(m *klp.Module, k Kernel, o FleetOptions) KernelResult {
+func checkOne(ctx context.Context, m *klp.Module, k Kernel, o FleetOptions) KernelResult {
 	t := time.Now()
 	kr := KernelResult{Kernel: k.Symbols, Release: k.Release, Config: k.Config}
 	unreadable := func(err error) KernelResult {
@@ -155,7 +160,7 @@ func checkOne(m *klp.Module, k Kernel, o FleetOptions) KernelResult {
 		kr.Time = time.Since(t)
 		return kr
 	}
-	run, cfg, magicFrom, err := kernelOptions(k, o.Run)
+	run, cfg, magicFrom, err := kernelOptions(ctx, k, o.Run)
 	if err != nil {
 		return unreadable(err)
 	}
@@ -269,9 +274,9 @@ func checkOne(m *klp.Module, k Kernel, o FleetOptions) KernelResult {
 // its Module.symvers read, its configuration's link options, its vermagic
 // given or read from its own modules (magicFrom is then that module's
 // file).
-func kernelOptions(k Kernel, run Options) (_ Options, cfg *Config, magicFrom string, err error) {
+func kernelOptions(ctx context.Context, k Kernel, run Options) (_ Options, cfg *Config, magicFrom string, err error) {
 	if len(k.Modules) > 0 {
-		if run.Modules, err = FindModules(k.Modules); err != nil {
+		if run.Modules, err = FindModules(ctx, k.Modules); err != nil {
 			return run, nil, "", err
 		}
 	}

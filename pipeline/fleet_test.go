@@ -5,12 +5,15 @@ package pipeline
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -170,7 +173,7 @@ func TestFleet(t *testing.T) {
 		paths = append(paths, p)
 	}
 	progress := 0
-	rows := Fleet(m, paths, FleetOptions{Progress: func(done, total int) {
+	rows, _ := Fleet(t.Context(), m, KernelFiles(paths...), FleetOptions{Progress: func(done, total int) {
 		require.Equal(t, n, total)
 		progress = max(progress, done)
 	}})
@@ -200,7 +203,7 @@ func TestFleet(t *testing.T) {
 	t.Logf("fleet: %v", counts)
 
 	// Strict: deferred relocations fail the kernel.
-	strict := Fleet(m, paths[:10], FleetOptions{Strict: true, Workers: 3})
+	strict, _ := Fleet(t.Context(), m, KernelFiles(paths[:10]...), FleetOptions{Strict: true, Workers: 3})
 	for k, row := range strict {
 		_, def, errs, _ := expect(t, m, variantOf(k))
 		assert.Equal(t, errs == 0 && def == 0, row.OK, "kernel %d strict", k)
@@ -304,7 +307,7 @@ func TestArchMismatch(t *testing.T) {
 		assert.ErrorContains(t, err, k+": ")
 		assert.ErrorContains(t, err, "the module is x86_64, the kernel is ")
 	}
-	rows := Fleet(m, []string{arm64, amd64}, FleetOptions{})
+	rows, _ := Fleet(t.Context(), m, KernelFiles([]string{arm64, amd64}...), FleetOptions{})
 	require.Len(t, rows, 2)
 	assert.ErrorIs(t, rows[0].Err, ErrArchMismatch)
 	assert.Equal(t, "wrong_architecture", rows[0].FirstErrorKind)
@@ -314,11 +317,11 @@ func TestArchMismatch(t *testing.T) {
 	// A kernel that does not resolve the patch names the first failure's
 	// kind (the 6.18 kernel refuses every livepatch module first: it has
 	// no CONFIG_LIVEPATCH); one that cannot be read, "unreadable".
-	rows = Fleet(m, []string{testutil.Corpus(t, "host/kallsyms-6.18.44-firecracker.txt"), "/nonexistent"}, FleetOptions{})
+	rows, _ = Fleet(t.Context(), m, KernelFiles([]string{testutil.Corpus(t, "host/kallsyms-6.18.44-firecracker.txt"), "/nonexistent"}...), FleetOptions{})
 	assert.Equal(t, []string{"no_livepatch", "unreadable"}, []string{rows[0].FirstErrorKind, rows[1].FirstErrorKind})
 	nf, err := klp.Open(filepath.Join(testutil.RepoRoot(), "testdata", "klp", "err-not-found.ko"))
 	require.NoError(t, err)
-	rows = Fleet(nf, []string{amd64}, FleetOptions{})
+	rows, _ = Fleet(t.Context(), nf, KernelFiles([]string{amd64}...), FleetOptions{})
 	assert.Equal(t, "not_found", rows[0].FirstErrorKind)
 
 	ix, err := kallsyms.Open(amd64, nil)
@@ -353,4 +356,59 @@ func TestCodeOnly(t *testing.T) {
 			assert.Equal(t, tc.codeOnly, rep.CodeOnly, "%s link=%v", tc.kernel, link)
 		}
 	}
+}
+
+// TestFleetStopsOnCancel: over a 1,000-kernel root, a fleet whose context
+// is cancelled after its tenth kernel starts no other: at most the kernels
+// under way on the other workers finish, every other row says
+// context.Canceled, and so does Fleet. KernelsUnder and FindModules stop
+// at once on a done context.
+func TestFleetStopsOnCancel(t *testing.T) {
+	root := t.TempDir()
+	example, err := filepath.Abs(repoFile("kallsyms", "example.txt"))
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "boot"), 0o755))
+	const n = 1000
+	for i := range n {
+		require.NoError(t, os.Symlink(example, filepath.Join(root, "boot", fmt.Sprintf("System.map-6.1.%d-example", i))))
+	}
+	kernels, err := KernelsUnder(t.Context(), root)
+	require.NoError(t, err)
+	require.Len(t, kernels, n)
+	m, err := klp.Open(repoFile("klp", "livepatch-sample.ko"))
+	require.NoError(t, err)
+
+	const workers, stopAt = 2, 10
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var cancelled time.Time
+	rows, err := Fleet(ctx, m, kernels, FleetOptions{Workers: workers, Progress: func(done, _ int) {
+		if done == stopAt {
+			cancelled = time.Now()
+			cancel()
+		}
+	}})
+	stopped := time.Since(cancelled)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Len(t, rows, n)
+	checked := 0
+	for i, r := range rows {
+		assert.Equal(t, kernels[i].Symbols, r.Kernel)
+		if errors.Is(r.Err, context.Canceled) {
+			continue
+		}
+		require.NoError(t, r.Err)
+		assert.True(t, r.OK, r.Kernel)
+		checked++
+	}
+	assert.GreaterOrEqual(t, checked, stopAt)
+	assert.LessOrEqual(t, checked, stopAt+workers-1, "kernels started after the cancel")
+	t.Logf("%d of %d kernels checked; Fleet returned %v after the cancel", checked, n, stopped)
+
+	done, cancelDone := context.WithCancel(t.Context())
+	cancelDone()
+	_, err = KernelsUnder(done, root)
+	assert.ErrorIs(t, err, context.Canceled)
+	_, err = FindModules(done, []string{repoFile("kbuild", "deps")})
+	assert.ErrorIs(t, err, context.Canceled)
 }

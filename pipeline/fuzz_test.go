@@ -53,7 +53,7 @@ func FuzzRun(f *testing.F) {
 		f.Fatal(err)
 	}
 	// Module files a fuzzed module's depends= may name (LinkWith).
-	deps, err := pipeline.FindModules([]string{"../testdata/kbuild/deps"})
+	deps, err := pipeline.FindModules(f.Context(), []string{"../testdata/kbuild/deps"})
 	if err != nil {
 		f.Fatal(err)
 	}

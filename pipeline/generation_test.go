@@ -88,14 +88,14 @@ func TestMixedFleetOwnVerdicts(t *testing.T) {
 		testutil.LightKernel(t, gen, "amd64")
 		testutil.DebianKernelModules(t, gen, "amd64")
 		root, _ := testutil.DebianKernel(t, gen, "amd64")
-		ks, err := KernelsUnder(root)
+		ks, err := KernelsUnder(t.Context(), root)
 		require.NoError(t, err)
 		require.Len(t, ks, 1)
 		kernels = append(kernels, ks[0])
 	}
 	m, err := klp.Open(repoFile("kbuild", "klp-demo.ko"))
 	require.NoError(t, err)
-	rows := FleetKernels(m, kernels, FleetOptions{Workers: 2})
+	rows, _ := Fleet(t.Context(), m, kernels, FleetOptions{Workers: 2})
 	require.Len(t, rows, 3)
 	for i, want := range []kgen.Generation{kgen.Linux6_1, kgen.Linux6_12, kgen.Linux7_2} {
 		assert.Equal(t, want, rows[i].Generation.Generation)

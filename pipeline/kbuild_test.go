@@ -218,7 +218,7 @@ func TestKbuildModuleVermagic(t *testing.T) {
 	kos, err := filepath.Glob(filepath.Join(dir, "*.ko"))
 	require.NoError(t, err)
 	slices.SortFunc(kos, func(a, b string) int { return strings.Compare(klp.ModuleNameFromFile(a), klp.ModuleNameFromFile(b)) })
-	mf, err := FindModules([]string{dir})
+	mf, err := FindModules(t.Context(), []string{dir})
 	require.NoError(t, err)
 	kernel, from, err := mf.Vermagic()
 	require.NoError(t, err)

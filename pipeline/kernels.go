@@ -3,6 +3,7 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -84,8 +85,11 @@ var ErrWhichKernel = errors.New("several kernels installed")
 // and container images often ship none, Debian's a placeholder): its
 // symbols are then /proc/kallsyms, which needs root or
 // kernel.kptr_restrict=0 to show addresses.
-func KernelsUnder(root string) ([]Kernel, error) {
-	return kernelsUnder(root, thisHost)
+//
+// Once ctx is done it stops, between two steps of its search, with
+// ctx.Err().
+func KernelsUnder(ctx context.Context, root string) ([]Kernel, error) {
+	return kernelsUnder(ctx, root, thisHost)
 }
 
 // KernelUnder is the kernel of the given release among KernelsUnder(root);
@@ -93,12 +97,12 @@ func KernelsUnder(root string) ([]Kernel, error) {
 // kernel. A release that is not there is ErrNoKernels, a root with
 // several kernels and no release chosen ErrWhichKernel; both errors list
 // the releases the root has.
-func KernelUnder(root, release string) (Kernel, error) {
-	return kernelUnder(root, release, thisHost)
+func KernelUnder(ctx context.Context, root, release string) (Kernel, error) {
+	return kernelUnder(ctx, root, release, thisHost)
 }
 
-func kernelUnder(root, release string, h host) (Kernel, error) {
-	ks, err := kernelsUnder(root, h)
+func kernelUnder(ctx context.Context, root, release string, h host) (Kernel, error) {
+	ks, err := kernelsUnder(ctx, root, h)
 	if err != nil {
 		return Kernel{}, err
 	}
@@ -139,7 +143,7 @@ func runningKernel() (release, symbols string) {
 	return strings.TrimSpace(string(b)), "/proc/kallsyms"
 }
 
-func kernelsUnder(root string, h host) ([]Kernel, error) {
+func kernelsUnder(ctx context.Context, root string, h host) ([]Kernel, error) {
 	fi, err := os.Stat(root)
 	if err != nil {
 		return nil, err
@@ -167,6 +171,9 @@ func kernelsUnder(root string, h host) ([]Kernel, error) {
 		found[rel] = p
 	}
 	perRelease(root, "System.map", []string{"boot", "usr/lib/debug/boot"}, add)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	runningRel := ""
 	if filepath.Clean(root) == "/" {
 		rel, symbols := h.running()
@@ -185,6 +192,9 @@ func kernelsUnder(root string, h host) ([]Kernel, error) {
 		}
 	}
 	perRelease(root, "vmlinuz", []string{"boot"}, addImage)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	for rel, p := range images {
 		if found[rel] == "" {
 			found[rel] = p
@@ -200,6 +210,9 @@ func kernelsUnder(root string, h host) ([]Kernel, error) {
 	}
 	var out []Kernel
 	for _, rel := range slices.Sorted(maps.Keys(found)) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		k := Kernel{Release: rel, Symbols: found[rel]}
 		var modDir string
 		for _, dir := range moduleDirs {

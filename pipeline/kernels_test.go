@@ -85,7 +85,7 @@ func TestKernelsUnder(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "boot", "System.map-dir"), 0o755))
 	put(t, root, "boot/System.map-", sm)
 
-	ks, err := KernelsUnder(root)
+	ks, err := KernelsUnder(t.Context(), root)
 	require.NoError(t, err)
 	assert.Equal(t, []Kernel{
 		{Release: "5.14.0-427.el9.x86_64", Symbols: rhel, Modules: []string{filepath.Join(root, "lib/modules/5.14.0-427.el9.x86_64")}, Symvers: rhelDevel, Config: rhelConfig, Ftrace: rhelImage},
@@ -99,15 +99,15 @@ func TestKernelsUnder(t *testing.T) {
 
 	// Without kernel-devel, RHEL's boot/symvers-RELEASE.gz.
 	require.NoError(t, os.Remove(rhelDevel))
-	ks, err = KernelsUnder(root)
+	ks, err = KernelsUnder(t.Context(), root)
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(root, "boot/symvers-5.14.0-427.el9.x86_64.gz"), ks[0].Symvers)
 
-	_, err = KernelsUnder(t.TempDir())
+	_, err = KernelsUnder(t.Context(), t.TempDir())
 	assert.ErrorIs(t, err, ErrNoKernels)
-	_, err = KernelsUnder(deb)
+	_, err = KernelsUnder(t.Context(), deb)
 	assert.ErrorContains(t, err, "not a folder")
-	_, err = KernelsUnder(filepath.Join(root, "nothing"))
+	_, err = KernelsUnder(t.Context(), filepath.Join(root, "nothing"))
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 
@@ -122,28 +122,28 @@ func TestKernelUnder(t *testing.T) {
 	put(t, root, "lib/modules/6.1.0-57-amd64/modules.dep", "")
 	none := host{running: func() (string, string) { return "", "" }}
 
-	k, err := kernelUnder(root, "", none)
+	k, err := kernelUnder(t.Context(), root, "", none)
 	require.NoError(t, err)
 	assert.Equal(t, Kernel{Release: "6.1.0-57-amd64", Symbols: one, Modules: []string{mods}}, k)
-	_, err = kernelUnder(root, "6.1.0-47-amd64", none)
+	_, err = kernelUnder(t.Context(), root, "6.1.0-47-amd64", none)
 	assert.ErrorIs(t, err, ErrNoKernels)
 	assert.ErrorContains(t, err, "of release 6.1.0-47-amd64; it has 6.1.0-57-amd64")
 
 	two := put(t, root, "boot/System.map-6.1.0-47-amd64", sm)
-	_, err = kernelUnder(root, "", none)
+	_, err = kernelUnder(t.Context(), root, "", none)
 	assert.ErrorIs(t, err, ErrWhichKernel)
 	assert.ErrorContains(t, err, "several kernels installed: 6.1.0-47-amd64, 6.1.0-57-amd64; choose one")
-	k, err = kernelUnder(root, "6.1.0-47-amd64", none)
+	k, err = kernelUnder(t.Context(), root, "6.1.0-47-amd64", none)
 	require.NoError(t, err)
 	assert.Equal(t, Kernel{Release: "6.1.0-47-amd64", Symbols: two}, k)
 
 	// Under "/", the running kernel unless another is asked for.
-	k, err = kernelUnder("/", "", host{running: func() (string, string) { return "6.18.44-test", "/proc/kallsyms" }})
+	k, err = kernelUnder(t.Context(), "/", "", host{running: func() (string, string) { return "6.18.44-test", "/proc/kallsyms" }})
 	require.NoError(t, err)
 	assert.Equal(t, "6.18.44-test", k.Release)
 	assert.Equal(t, "/proc/kallsyms", k.Symbols)
 
-	_, err = kernelUnder(filepath.Join(root, "nothing"), "", none)
+	_, err = kernelUnder(t.Context(), filepath.Join(root, "nothing"), "", none)
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 
@@ -183,15 +183,15 @@ func TestFleetKernelsLoaderChecks(t *testing.T) {
 	require.NoError(t, zw.Close())
 	require.NoError(t, f.Close())
 
-	k57, err := KernelsUnder(filepath.Join(root, "57"))
+	k57, err := KernelsUnder(t.Context(), filepath.Join(root, "57"))
 	require.NoError(t, err)
-	k47, err := KernelsUnder(filepath.Join(root, "47"))
+	k47, err := KernelsUnder(t.Context(), filepath.Join(root, "47"))
 	require.NoError(t, err)
 	require.Len(t, k57, 1)
 	require.Len(t, k47, 1)
 	rt := Kernel{Symbols: smap, Vermagic: "6.1.0-57-rt-amd64 SMP preempt_rt mod_unload modversions ", Symvers: h47}
 	broken := Kernel{Symbols: smap, Symvers: put(t, root, "broken/Module.symvers", "0x1234\tnot enough fields\n")}
-	rows := FleetKernels(m, []Kernel{k57[0], k47[0], rt, broken, {Symbols: smap}}, FleetOptions{Workers: 2})
+	rows, _ := Fleet(t.Context(), m, []Kernel{k57[0], k47[0], rt, broken, {Symbols: smap}}, FleetOptions{Workers: 2})
 	require.Len(t, rows, 5)
 
 	ok := rows[0]
@@ -246,7 +246,7 @@ func TestFleetKernelsLoaderChecks(t *testing.T) {
 func TestKernelsUnderRunning(t *testing.T) {
 	tracefs := t.TempDir()
 	running := host{func() (string, string) { return "6.18.44-test", "/proc/kallsyms" }, []string{filepath.Join(tracefs, "none"), tracefs}}
-	got, err := kernelUnder("/", "6.18.44-test", running)
+	got, err := kernelUnder(t.Context(), "/", "6.18.44-test", running)
 	require.NoError(t, err)
 	assert.Equal(t, "/proc/kallsyms", got.Symbols)
 	if isDir("/lib/modules/6.18.44-test") {
@@ -258,17 +258,17 @@ func TestKernelsUnderRunning(t *testing.T) {
 	// Its call sites, without a vmlinux: tracefs's list, with addresses
 	// (against /proc/kallsyms) where the kernel has that list (6.5+).
 	names := put(t, tracefs, "available_filter_functions", "vfs_read\n")
-	got, err = kernelUnder("/", "6.18.44-test", running)
+	got, err = kernelUnder(t.Context(), "/", "6.18.44-test", running)
 	require.NoError(t, err)
 	assert.Equal(t, names, got.Ftrace)
 	addrs := put(t, tracefs, "available_filter_functions_addrs", "ffffffff81000000 vfs_read\n")
-	got, err = kernelUnder("/", "6.18.44-test", running)
+	got, err = kernelUnder(t.Context(), "/", "6.18.44-test", running)
 	require.NoError(t, err)
 	assert.Equal(t, addrs, got.Ftrace)
 
 	root := t.TempDir()
-	_, err = kernelsUnder(root, running)
+	_, err = kernelsUnder(t.Context(), root, running)
 	assert.ErrorIs(t, err, ErrNoKernels, "not the running system's root")
-	_, err = kernelsUnder(root, host{running: func() (string, string) { return "", "" }})
+	_, err = kernelsUnder(t.Context(), root, host{running: func() (string, string) { return "", "" }})
 	assert.ErrorIs(t, err, ErrNoKernels)
 }

@@ -3,6 +3,7 @@
 package pipeline
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -61,8 +62,9 @@ type targetOnce struct {
 // searched recursively for .ko files (also .ko.xz, .ko.zst, .ko.gz), as in
 // /lib/modules/VERSION; a file is taken as it is. A module's name is its
 // file's as kbuild makes it (KBUILD_MODNAME: dashes as underscores); the
-// module's own .modinfo name is checked when it is read.
-func FindModules(paths []string) (*ModuleFiles, error) {
+// module's own .modinfo name is checked when it is read. Once ctx is
+// done it stops with ctx.Err().
+func FindModules(ctx context.Context, paths []string) (*ModuleFiles, error) {
 	mf := &ModuleFiles{byName: map[string][]string{}, targets: map[targetKey]*targetOnce{}}
 	add := func(path string) {
 		if n := klp.ModuleNameFromFile(path); n != "" && !slices.Contains(mf.byName[n], path) {
@@ -70,6 +72,9 @@ func FindModules(paths []string) (*ModuleFiles, error) {
 		}
 	}
 	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		fi, err := os.Stat(p)
 		if err != nil {
 			return nil, err
@@ -83,6 +88,9 @@ func FindModules(paths []string) (*ModuleFiles, error) {
 		}
 		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
 			if err != nil {
+				return err
+			}
+			if err := ctx.Err(); err != nil {
 				return err
 			}
 			if d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0 {

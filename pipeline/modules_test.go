@@ -49,7 +49,7 @@ func TestModuleFiles(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "modules.dep"), []byte("kernel/fs/xfs/xfs.ko.zst:\n"), 0o644))
 	require.NoError(t, os.Symlink("/nonexistent", filepath.Join(dir, "build")))
 
-	mf, err := FindModules([]string{dir})
+	mf, err := FindModules(t.Context(), []string{dir})
 	require.NoError(t, err)
 	require.Equal(t, 2, mf.Len()) // modules.dep and the build link are no modules
 	p, err := mf.Path("xfs")
@@ -79,7 +79,7 @@ func TestModuleFiles(t *testing.T) {
 	// Another architecture's module.
 	arm := filepath.Join(t.TempDir(), "thumb.ko")
 	copyFile(t, repoFile("modplt", "thumb.o"), arm)
-	mf2, err := FindModules([]string{arm})
+	mf2, err := FindModules(t.Context(), []string{arm})
 	require.NoError(t, err)
 	_, err = mf2.Target("thumb", "x86_64", nil, true)
 	require.ErrorIs(t, err, ErrModuleFile)
@@ -87,22 +87,22 @@ func TestModuleFiles(t *testing.T) {
 
 	// Two kernels' trees: two files of one module. One file named twice
 	// (the file and its directory, or a link to it) is one.
-	mf3, err := FindModules([]string{dir, filepath.Dir(xfs)})
+	mf3, err := FindModules(t.Context(), []string{dir, filepath.Dir(xfs)})
 	require.NoError(t, err)
 	_, err = mf3.Path("xfs")
 	require.ErrorIs(t, err, ErrModuleFile)
 	require.ErrorContains(t, err, "2 files for module xfs")
 	link := filepath.Join(t.TempDir(), "xfs.ko")
 	require.NoError(t, os.Symlink(xfs, link))
-	mf4, err := FindModules([]string{xfs, filepath.Dir(xfs), link})
+	mf4, err := FindModules(t.Context(), []string{xfs, filepath.Dir(xfs), link})
 	require.NoError(t, err)
 	p, err = mf4.Path("xfs")
 	require.NoError(t, err)
 	require.Equal(t, xfs, p)
 
-	_, err = FindModules([]string{repoFile("klp", "order-patch.c")})
+	_, err = FindModules(t.Context(), []string{repoFile("klp", "order-patch.c")})
 	require.ErrorContains(t, err, "order-patch.c: not a module file")
-	_, err = FindModules([]string{filepath.Join(dir, "nope")})
+	_, err = FindModules(t.Context(), []string{filepath.Join(dir, "nope")})
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
 
@@ -112,7 +112,7 @@ func TestModuleFiles(t *testing.T) {
 func TestRunModules(t *testing.T) {
 	ix, err := kallsyms.Open(repoFile("kallsyms", "example.txt"), nil)
 	require.NoError(t, err)
-	mf, err := FindModules([]string{repoFile("klp", "modules")})
+	mf, err := FindModules(t.Context(), []string{repoFile("klp", "modules")})
 	require.NoError(t, err)
 
 	order, err := klp.Open(repoFile("klp", "order-patch.ko"))
@@ -163,7 +163,7 @@ func TestRunModules(t *testing.T) {
 	// A patch for another architecture's module file is refused.
 	arm := filepath.Join(t.TempDir(), "xfs.ko")
 	copyFile(t, repoFile("modplt", "thumb.o"), arm)
-	mfArm, err := FindModules([]string{arm})
+	mfArm, err := FindModules(t.Context(), []string{arm})
 	require.NoError(t, err)
 	_, err = Run(order, ix, Options{Modules: mfArm})
 	require.ErrorIs(t, err, ErrModuleFile)
@@ -172,7 +172,7 @@ func TestRunModules(t *testing.T) {
 // TestModuleFilesConcurrent: check's workers read a target at once; it is
 // read once, and all get it.
 func TestModuleFilesConcurrent(t *testing.T) {
-	mf, err := FindModules([]string{repoFile("klp", "modules")})
+	mf, err := FindModules(t.Context(), []string{repoFile("klp", "modules")})
 	require.NoError(t, err)
 	got := make(chan *klp.Target, 8)
 	for range 8 {
@@ -205,14 +205,14 @@ func TestModuleFilesVermagic(t *testing.T) {
 	dir := t.TempDir()
 	copyFile(t, demo, filepath.Join(dir, "b", "crc-t10dif.ko.zst"))
 	copyFile(t, repoFile("klp", "modules", "xfs.ko"), filepath.Join(dir, "a", "xfs.ko")) // no vermagic; sorts after
-	mf, err := FindModules([]string{dir})
+	mf, err := FindModules(t.Context(), []string{dir})
 	require.NoError(t, err)
 	magic, from, err := mf.Vermagic()
 	require.NoError(t, err)
 	assert.Equal(t, want, magic)
 	assert.Equal(t, filepath.Join(dir, "b", "crc-t10dif.ko.zst"), from)
 
-	none, err := FindModules([]string{filepath.Join(dir, "a")})
+	none, err := FindModules(t.Context(), []string{filepath.Join(dir, "a")})
 	require.NoError(t, err)
 	magic, from, err = none.Vermagic()
 	require.NoError(t, err)
@@ -220,7 +220,7 @@ func TestModuleFilesVermagic(t *testing.T) {
 	assert.Empty(t, from)
 
 	copyFile(t, demo, filepath.Join(dir, "c", "crc_t10dif.ko")) // a second crc_t10dif
-	two, err := FindModules([]string{dir})
+	two, err := FindModules(t.Context(), []string{dir})
 	require.NoError(t, err)
 	magic, _, err = two.Vermagic()
 	require.NoError(t, err)
@@ -228,7 +228,7 @@ func TestModuleFilesVermagic(t *testing.T) {
 
 	bad := filepath.Join(t.TempDir(), "af_key.ko")
 	require.NoError(t, os.WriteFile(bad, []byte("\x7fELF\x02\x01"), 0o644))
-	broken, err := FindModules([]string{bad, filepath.Join(dir, "a")})
+	broken, err := FindModules(t.Context(), []string{bad, filepath.Join(dir, "a")})
 	require.NoError(t, err)
 	_, _, err = broken.Vermagic()
 	require.Error(t, err)
@@ -268,7 +268,7 @@ func TestModuleFileByteOrder(t *testing.T) {
 		dir := t.TempDir()
 		ko := filepath.Join(dir, "foo.ko")
 		require.NoError(t, os.WriteFile(ko, arm64Module(c.module, "name=foo\x00", "foo_fn", "", ""), 0o644))
-		mf, err := FindModules([]string{dir})
+		mf, err := FindModules(t.Context(), []string{dir})
 		require.NoError(t, err)
 		p, err := klp.Parse("p.ko", arm64Module(c.patch, "name=p\x00livepatch=Y\x00", "p_fn", "foo", "foo_fn"))
 		require.NoError(t, err)

@@ -89,7 +89,7 @@ func TestRunPPC64(t *testing.T) {
 // address an external REL24 reaches, and the two ftrace stubs.
 func TestDebianPPC64ELModules(t *testing.T) {
 	root := testutil.PPC64EL(t)
-	k, err := KernelUnder(root, testutil.PPC64ELRelease)
+	k, err := KernelUnder(t.Context(), root, testutil.PPC64ELRelease)
 	require.NoError(t, err)
 	require.NotEmpty(t, k.Config)
 	c, err := OpenConfig(k.Config)
@@ -98,7 +98,7 @@ func TestDebianPPC64ELModules(t *testing.T) {
 	assert.Equal(t, uint64(64<<10), lo.PageSize, "CONFIG_PPC_64K_PAGES")
 	ix, err := kallsyms.Open(k.Symbols, nil)
 	require.NoError(t, err)
-	mf, err := FindModules(k.Modules)
+	mf, err := FindModules(t.Context(), k.Modules)
 	require.NoError(t, err)
 	var paths []string
 	require.NoError(t, filepath.WalkDir(k.Modules[0], func(p string, d fs.DirEntry, err error) error {

@@ -5,12 +5,13 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/klpresolve/klpresolve/internal/bench"
+	"github.com/klpresolve/klpresolve/cmd/klpresolve/internal/bench"
 )
 
 func newBenchCmd(a *app) *cobra.Command {
@@ -126,17 +127,23 @@ processes, which run as the commands do.`,
 	cfiCmd.Flags().DurationVar(&hold, "hold", 0, "one read-side section length (default: runs 0, 100us and 1ms)")
 	c.AddCommand(cfiCmd)
 
-	var repo, corpus string
+	var corpus string
+	var in bench.Inputs
 	allCmd := &cobra.Command{
 		Use:   "all",
 		Short: "Every benchmark, in one report (JSON for CI to compare)",
-		Args:  needArgs(0, 0, "no arguments (the report reads its inputs from --corpus)"),
+		Long: `Every benchmark, in one report (JSON for CI to compare). Each input has a
+flag; one left unset is taken from the shared corpus under --corpus (the
+project's standard inputs, docs/benchmarks.md), and a benchmark whose input
+is absent is skipped and listed under "skipped".`,
+		Args: needArgs(0, 0, "no arguments (the inputs are flags)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
 			setGC(goDefaultGC)
-			all, err := bench.RunAll(repo, corpus, onceCmd())
+			in.OneShotCommand = onceCmd()
+			all, err := bench.RunAll(benchInputs(cmd, in, corpus))
 			if err != nil {
 				return &exitError{exitUsage, fmt.Errorf("bench all: %w", err)}
 			}
@@ -176,10 +183,38 @@ processes, which run as the commands do.`,
 	}
 	allCmd.Flags().BoolVar(&withProc, "proc", false, "also run 'bench proc' (needs root, or kernel.kptr_restrict=0)")
 	allCmd.Flags().IntVar(&procRounds, "rounds", 30, "with --proc: runs of each command")
-	allCmd.Flags().StringVar(&repo, "repo", ".", "the klpresolve repository (for its fixtures)")
-	allCmd.Flags().StringVar(&corpus, "corpus", "../shared/corpus", "the shared corpus of real kernel data")
+	allCmd.Flags().StringVar(&corpus, "corpus", "../shared/corpus", "where unset inputs are taken from")
+	allCmd.Flags().StringVar(&in.Kallsyms, "kallsyms-file", "", "bench kallsyms's input (default: the corpus's 6.18 kallsyms)")
+	allCmd.Flags().StringVar(&in.Patch, "patch", "", "bench resolve's patch (default: testdata/klp/big.ko.zst)")
+	allCmd.Flags().StringVar(&in.PatchKallsyms, "patch-kallsyms", "", "what --patch resolves against (default: the corpus's 6.1 amd64 kallsyms)")
+	allCmd.Flags().StringSliceVar(&in.PLTModules, "plt", nil, "bench plt's modules (default: the corpus's arm64 amdgpu.ko)")
+	allCmd.Flags().StringSliceVar(&in.LinkModules, "link", nil, "bench link's modules (default: the corpus's arm64 amdgpu.ko and amd64 xfs.ko)")
 	c.AddCommand(allCmd)
 	return c
+}
+
+// benchInputs fills the inputs the flags left unset with the project's
+// standard ones: the shared corpus's files under corpus, and the
+// repository's big patch fixture.
+func benchInputs(cmd *cobra.Command, in bench.Inputs, corpus string) bench.Inputs {
+	c := func(rel string) string { return filepath.Join(corpus, rel) }
+	set := func(flag string) bool { return cmd.Flags().Changed(flag) }
+	if !set("kallsyms-file") {
+		in.Kallsyms = c("host/kallsyms-6.18.44-firecracker.txt")
+	}
+	if !set("patch") {
+		in.Patch = filepath.Join("testdata", "klp", "big.ko.zst")
+	}
+	if !set("patch-kallsyms") {
+		in.PatchKallsyms = c("amd64/kallsyms-6.1.0-57-amd64.txt")
+	}
+	if !set("plt") {
+		in.PLTModules = []string{c("arm64/modules/amdgpu.ko")}
+	}
+	if !set("link") {
+		in.LinkModules = []string{c("arm64/modules/amdgpu.ko"), c("amd64/modules/xfs.ko")}
+	}
+	return in
 }
 
 // onceCmd is the command that runs "bench once" in a fresh process: this

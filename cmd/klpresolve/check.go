@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -131,7 +132,7 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 				st    stage
 				drawn bool // the progress line
 			)
-			err := withDeadline(maxTime, &st, func() error {
+			err := withDeadline(cmd.Context(), maxTime, &st, func(ctx context.Context) error {
 				var err error
 				st.set("reading " + args[0])
 				m, err = openModule(a, args[0], klp.Parse)
@@ -154,7 +155,7 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 					o.Progress = func(done, total int) { drawProgress(a.stderr, done, total) }
 				}
 				st.set(fmt.Sprintf("checking %s against %s", args[0], count(len(kernels), "kernel", "kernels")))
-				rows = pipeline.FleetKernels(m, kernels, o)
+				rows, _ = pipeline.Fleet(ctx, m, kernels, o) // (cancelled only with --max-time, reported then)
 				return nil
 			})
 			if err != nil {
@@ -228,7 +229,7 @@ func rootsInside(root string, err error) []string {
 // pattern matches.
 func kernelsUnder(root string) ([]pipeline.Kernel, error) {
 	if !strings.ContainsAny(root, "*?[") {
-		ks, err := pipeline.KernelsUnder(root)
+		ks, err := pipeline.KernelsUnder(context.Background(), root)
 		if inner := rootsInside(root, err); len(inner) > 0 {
 			err = fmt.Errorf("%w (its folders hold kernels: give them all with a quoted pattern, --root '%s')", err, filepath.Join(root, "*"))
 		}
@@ -246,7 +247,7 @@ func kernelsUnder(root string) ([]pipeline.Kernel, error) {
 		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
 			continue
 		}
-		ks, err := pipeline.KernelsUnder(d)
+		ks, err := pipeline.KernelsUnder(context.Background(), d)
 		if err != nil && !errors.Is(err, pipeline.ErrNoKernels) {
 			return nil, err
 		}

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -23,14 +24,18 @@ func (s *stage) String() string {
 // withDeadline is --max-time: it runs work, and returns exitTooSlow when
 // work has not finished within limit (0: no limit), whatever work is
 // blocked on (a FIFO nobody writes to, a stalled network file system).
-// work then goes on unseen until the process exits; it must write
-// nothing that the caller reads after a timeout.
-func withDeadline(limit time.Duration, st *stage, work func() error) error {
+// work's context is then done, so that the library calls that take it
+// (a fleet's check) stop starting new work; what is blocked goes on
+// unseen until the process exits, and must write nothing that the caller
+// reads after a timeout.
+func withDeadline(ctx context.Context, limit time.Duration, st *stage, work func(ctx context.Context) error) error {
 	if limit <= 0 {
-		return work()
+		return work(ctx)
 	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- work() }()
+	go func() { done <- work(ctx) }()
 	t := time.NewTimer(limit)
 	defer t.Stop()
 	select {

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -105,7 +106,7 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 		t0, t1, t2, t3 time.Time
 		st             stage
 	)
-	err := withDeadline(o.maxTime, &st, func() error {
+	err := withDeadline(cmd.Context(), o.maxTime, &st, func(ctx context.Context) error {
 		var err error
 		st.set("reading the kernel's files")
 		if kf, err = o.kernel.files(a, cmd, o.modules, o.symvers, o.magic); err != nil {
@@ -518,7 +519,7 @@ func findModules(paths []string) (*pipeline.ModuleFiles, error) {
 	if len(paths) == 0 {
 		return nil, nil
 	}
-	mf, err := pipeline.FindModules(paths)
+	mf, err := pipeline.FindModules(context.Background(), paths)
 	if err != nil {
 		return nil, &exitError{exitUsage, fmt.Errorf("--modules: %w", err)}
 	}

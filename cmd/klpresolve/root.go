@@ -57,7 +57,7 @@ func (f *installedFlags) kernel(a *app, c *cobra.Command, modules *[]string, sym
 	if c.Flags().Changed("kallsyms") {
 		return nil, &exitError{exitUsage, errors.New("--root and --kallsyms both give the kernel's symbols: give one")}
 	}
-	k, err := pipeline.KernelUnder(f.root, f.release)
+	k, err := pipeline.KernelUnder(c.Context(), f.root, f.release)
 	if err != nil {
 		if errors.Is(err, pipeline.ErrWhichKernel) {
 			err = fmt.Errorf("%w (--release)", err)

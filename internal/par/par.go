@@ -4,6 +4,7 @@
 package par
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 )
@@ -44,4 +45,22 @@ func For(workers, n int, f func(i int)) {
 	}
 	work()
 	wg.Wait()
+}
+
+// ForContext is For that stops handing out iterations once ctx is done:
+// the calls under way finish, no new one starts, and it returns
+// ctx.Err() if any iteration was left uncalled (nil when every one ran).
+func ForContext(ctx context.Context, workers, n int, f func(i int)) error {
+	var skipped atomic.Bool
+	For(workers, n, func(i int) {
+		if ctx.Err() != nil {
+			skipped.Store(true)
+			return
+		}
+		f(i)
+	})
+	if skipped.Load() {
+		return ctx.Err()
+	}
+	return nil
 }
