@@ -10,6 +10,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/kimage"
 	"github.com/klpresolve/klpresolve/kallsyms"
 )
@@ -289,21 +290,11 @@ func fileOffset(f *elf.File, name string, addr, n uint64) (uint64, error) {
 	return 0, &Error{File: name, Err: ErrMalformed, Msg: fmt.Sprintf("the call-site table (%#x, %d bytes) is not within a loaded segment's file bytes: another kernel's image?", addr, n)}
 }
 
-// relativeTypes are each machine's R_*_RELATIVE: the relocation that
-// writes its addend (plus the load offset, 0 at link time).
-var relativeTypes = map[elf.Machine]uint32{
-	elf.EM_AARCH64: uint32(elf.R_AARCH64_RELATIVE),
-	elf.EM_X86_64:  uint32(elf.R_X86_64_RELATIVE),
-	elf.EM_PPC64:   uint32(elf.R_PPC64_RELATIVE),
-	elf.EM_S390:    uint32(elf.R_390_RELATIVE),
-	elf.EM_RISCV:   uint32(elf.R_RISCV_RELATIVE),
-}
-
 // relocated fills the zero words of the table at start from the image's
 // relative relocations (64-bit RELA sections, as .rela.dyn), read in
 // entries, not whole.
 func relocated(f *elf.File, name string, start uint64, words []uint64) error {
-	typ, ok := relativeTypes[f.Machine]
+	typ, ok := elfobj.RelativeReloc(f.Machine) // R_*_RELATIVE
 	if !ok || f.Class != elf.ELFCLASS64 {
 		return nil
 	}

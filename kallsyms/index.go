@@ -11,6 +11,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/hugepage"
 	"github.com/klpresolve/klpresolve/internal/par"
 )
@@ -274,36 +275,25 @@ func (ix *Index) ListsData() bool {
 	return data > 0 && data*100 >= int(o.end-o.start)
 }
 
-// archSymbols are vmlinux symbols that one architecture's entry code
-// defines and no other's: x86_64's head_64.S and head64.c, arm64's
-// head.S and entry.S, arm's entry-common.S, s390's head64.S and entry.S,
-// powerpc64's head_64.S. Names use the kernel's (and elf's machine
-// table's) architecture names.
-var archSymbols = []struct {
-	arch  string
-	names []string
-}{
-	{"x86_64", []string{"x86_64_start_kernel", "startup_64"}},
-	{"arm64", []string{"primary_entry", "el0t_64_sync", "__primary_switch"}},
-	{"arm", []string{"vector_swi"}},
-	{"s390", []string{"startup_continue", "mcck_int_handler", "pgm_check_handler"}},
-	{"ppc64", []string{"start_here_multiplatform", "__secondary_hold"}},
-}
-
 // Arch names the architecture the kernel was built for ("x86_64",
 // "arm64", "arm", "s390", "ppc64"), from symbols only that architecture's entry code
 // defines (the first found is evidence), or "" when vmlinux lists none of
 // them (another architecture, or a list without vmlinux). Code symbols
 // only: a kallsyms without CONFIG_KALLSYMS_ALL has them too.
+//
+// The symbols are the one table of architecture facts' (each
+// architecture's head.S and entry code).
 func (ix *Index) Arch() (arch, evidence string) {
-	for _, a := range archSymbols {
-		for _, n := range a.names {
+	elfobj.EntrySymbols(func(a string, names []string) bool {
+		for _, n := range names {
 			if _, ok := ix.Find(Vmlinux, n, 1); ok {
-				return a.arch, n
+				arch, evidence = a, n
+				return false
 			}
 		}
-	}
-	return "", ""
+		return true
+	})
+	return arch, evidence
 }
 
 // Objects lists the objects: vmlinux first, then the modules in input

@@ -124,22 +124,13 @@ func NewTarget(m *Module, kallsymsAll bool) (*Target, error) {
 		}
 		return fl
 	}
-	// isCore is is_core_symbol() (kernel/module/kallsyms.c); a livepatch
-	// module keeps every symbol (layout_symtab()).
+	// isCore is elfobj.File.CoreSymbol: a section is
+	// core when allocated and not init.
 	isCore := func(s int) bool {
-		sym := &f.Symbols[s]
-		sh := int(sym.Shndx)
-		if s == 0 || m.marked {
-			return true
-		}
-		if sym.Shndx == uint16(elf.SHN_UNDEF) || sh >= len(f.Sections) || sym.NameOff == 0 {
-			return false
-		}
-		if kallsymsAll && sh == pcpu && pcpu != 0 {
-			return true
-		}
-		fl := flags(sh)
-		return fl&elf.SHF_ALLOC != 0 && (kallsymsAll || fl&elf.SHF_EXECINSTR != 0) && !modplt.InitSection(m.Machine, f.Sections[sh].Name)
+		return f.CoreSymbol(s, m.marked, kallsymsAll, pcpu, func(sh int) (bool, bool) {
+			fl := flags(sh)
+			return fl&elf.SHF_ALLOC != 0 && !modplt.InitSection(m.Machine, f.Sections[sh].Name), fl&elf.SHF_EXECINSTR != 0
+		})
 	}
 	if err := t.readSites(m, base); err != nil {
 		return nil, err

@@ -32,7 +32,6 @@ var amd64Arch = newArch(arch{
 	pltEntry:     0,
 	pltSize:      func(int) uint64 { return 0 },
 	moduleArea:   func(uint64, uint64) uint64 { return amd64ModulesVaddr },
-	pageSizes:    []uint64{4096},
 	initPrefixes: []string{".init"},
 	exitPrefixes: []string{".exit"},
 	kind: func(t uint32) (relKind, uint8, uint8) {

@@ -38,11 +38,7 @@ type arch struct {
 	// Link uses for the core when LinkOptions.Base is 0. etext is the
 	// kernel's _etext (0 when not known), which arm64 places its modules
 	// below, and page its PAGE_SIZE.
-	moduleArea func(etext, page uint64) uint64
-	// pageSizes are the PAGE_SIZE values the architecture's kernels
-	// can be built with (LinkOptions.PageSize).
-	pageSizes []uint64
-
+	moduleArea   func(etext, page uint64) uint64
 	initPrefixes []string // module_init_section()
 	exitPrefixes []string // module_exit_section()
 
@@ -171,3 +167,8 @@ func archFor(m elf.Machine) *arch {
 	}
 	return nil
 }
+
+// pageSizes are the PAGE_SIZE values the architecture's kernels can be
+// built with (LinkOptions.PageSize), from the one table of architecture
+// facts (elfobj.PageSizes).
+func (a *arch) pageSizes() []uint64 { return elfobj.PageSizes(a.machine) }

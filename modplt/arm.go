@@ -48,7 +48,6 @@ var armArch = newArch(arch{
 		return (uint64(n)*armPLTEntry + armPLTBlock - 1) / armPLTBlock * armPLTBlock
 	},
 	moduleArea: func(uint64, uint64) uint64 { return armModulesVaddr },
-	pageSizes:  []uint64{4096}, // LPAE too
 	// arch/arm/kernel/module.c overrides module_init_section() and
 	// module_exit_section() to add the unwind tables' names.
 	initPrefixes: []string{".init", ".ARM.extab.init", ".ARM.exidx.init"},

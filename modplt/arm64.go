@@ -63,7 +63,6 @@ var arm64Arch = newArch(arch{
 	pltSize:    func(n int) uint64 { return uint64(n+1) * arm64PLTEntry },
 	moduleArea: arm64ModuleArea,
 	// CONFIG_ARM64_4K_PAGES, _16K_PAGES, _64K_PAGES (RHEL's kernel-64k).
-	pageSizes:    []uint64{4096, 16384, 65536},
 	initPrefixes: []string{".init"},
 	exitPrefixes: []string{".exit"},
 	kind: func(t uint32) (relKind, uint8, uint8) {

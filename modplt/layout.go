@@ -162,7 +162,7 @@ func (m *Module) layout(core, init, page, reserve uint64, sizes map[int]uint64, 
 // livepatch module; of others, the null symbol and each named one defined
 // in a core section, or in .data..percpu, with CONFIG_KALLSYMS_ALL (all,
 // as Debian's amd64 kernels have it), else in a core section of code
-// (is_core_symbol()). init follows core's end and its guard page, so this
+// (elfobj.File.CoreSymbol). init follows core's end and its guard page, so this
 // moves init; no section's address in core depends on it.
 func (m *Module) coreKallsymsEnd(off, page uint64, placed []*Placed, all bool) uint64 {
 	f := m.f
@@ -176,7 +176,7 @@ func (m *Module) coreKallsymsEnd(off, page uint64, placed []*Placed, all bool) u
 }
 
 // keptSymbols counts the symbols layout_symtab() keeps for kallsyms once
-// init is freed (is_core_symbol(); every symbol of a livepatch module),
+// init is freed (elfobj.File.CoreSymbol),
 // and the bytes of their names with their NULs.
 func (m *Module) keptSymbols(placed []*Placed, all bool) (n, names uint64) {
 	f := m.f
@@ -185,13 +185,13 @@ func (m *Module) keptSymbols(placed []*Placed, all bool) (n, names uint64) {
 	if s := f.SectionByName(percpuSection); s != nil && all {
 		pcpu = s.Index
 	}
+	core := func(sh int) (bool, bool) {
+		p := placed[sh]
+		return p != nil && p.Region == Core, p != nil && p.Flags&elf.SHF_EXECINSTR != 0
+	}
 	for i := range f.Symbols {
 		s := &f.Symbols[i]
-		keep := i == 0 || livepatch
-		if !keep && s.NameOff != 0 && s.Shndx != uint16(elf.SHN_UNDEF) && int(s.Shndx) < len(f.Sections) {
-			p := placed[s.Shndx]
-			keep = int(s.Shndx) == pcpu || p != nil && p.Region == Core && (all || p.Flags&elf.SHF_EXECINSTR != 0)
-		}
+		keep := f.CoreSymbol(i, livepatch, all, pcpu, core)
 		if keep {
 			n++
 			names += uint64(len(s.Name)) + 1

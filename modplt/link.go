@@ -390,7 +390,7 @@ func (m *Module) DefaultBase(opts LinkOptions) uint64 {
 // machine modplt does not link).
 func PageSizes(m elf.Machine) []uint64 {
 	if a := archFor(m); a != nil {
-		return slices.Clone(a.pageSizes)
+		return a.pageSizes()
 	}
 	return nil
 }
@@ -418,7 +418,7 @@ func frobPLT(m *Module, opts *LinkOptions, fr *frobbed) error {
 // distributions' usual one) when they give none.
 func (o *LinkOptions) pageSize(a *arch) uint64 {
 	if o.PageSize == 0 {
-		return a.pageSizes[0]
+		return a.pageSizes()[0]
 	}
 	return o.PageSize
 }
@@ -432,8 +432,8 @@ func (m *Module) Link(opts LinkOptions) (*Image, error) {
 	a := m.arch
 	f := m.f
 	page := opts.pageSize(a)
-	if !slices.Contains(a.pageSizes, page) {
-		return nil, fmt.Errorf("%s: %w: %d (%s kernels have %v)", f.Name, ErrBadPageSize, page, a.name, a.pageSizes)
+	if sizes := a.pageSizes(); !slices.Contains(sizes, page) {
+		return nil, fmt.Errorf("%s: %w: %d (%s kernels have %v)", f.Name, ErrBadPageSize, page, a.name, sizes)
 	}
 	if opts.Base == 0 {
 		opts.Base = m.DefaultBase(opts)

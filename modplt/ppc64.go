@@ -95,7 +95,6 @@ var ppc64Arch = newArch(arch{
 	},
 	// Debian's ppc64el kernels have 64 KiB pages (CONFIG_PPC_64K_PAGES),
 	// the default Link takes; 4 KiB ones exist.
-	pageSizes: []uint64{64 << 10, 4 << 10},
 	// module_init_section() is false: nothing goes to init ("We don't
 	// handle .init for the moment").
 	initPrefixes: nil,

@@ -50,7 +50,6 @@ var s390Arch = newArch(arch{
 	pltEntry:     0, // no .plt section: the PLT is part of core (s390Tables)
 	pltSize:      func(int) uint64 { return 0 },
 	moduleArea:   func(uint64, uint64) uint64 { return s390ModulesVaddr },
-	pageSizes:    []uint64{4096},
 	initPrefixes: []string{".init"},
 	exitPrefixes: []string{".exit"},
 	kind: func(t uint32) (relKind, uint8, uint8) {

@@ -131,8 +131,7 @@ func KernelPageSize(ix *kallsyms.Index) uint64 {
 	if !ok1 || !ok2 || swapper.Address < reserved.Address {
 		return 0
 	}
-	switch d := swapper.Address - reserved.Address; d {
-	case 4 << 10, 16 << 10, 64 << 10:
+	if d := swapper.Address - reserved.Address; slices.Contains(modplt.PageSizes(elf.EM_AARCH64), d) {
 		return d
 	}
 	return 0

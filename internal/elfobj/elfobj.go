@@ -632,3 +632,27 @@ func Open(path string, max int64) (*File, error) {
 	}
 	return Parse(path, data)
 }
+
+// CoreSymbol is is_core_symbol() (kernel/module/kallsyms.c), with
+// layout_symtab()'s rule for livepatch modules: whether the kernel's
+// kallsyms keeps f's symbol i once the module's init is freed. It keeps
+// the null symbol and every symbol of a livepatch module; of others, each
+// named symbol defined in a core section (core says whether section sh is
+// laid out in core, and whether it is code) that is code, or any with
+// CONFIG_KALLSYMS_ALL (all), and with it too those of the per-cpu section
+// (pcpu, its index; 0 or -1 when there is none).
+func (f *File) CoreSymbol(i int, livepatch, all bool, pcpu int, core func(sh int) (inCore, code bool)) bool {
+	if i == 0 || livepatch {
+		return true
+	}
+	s := &f.Symbols[i]
+	sh := int(s.Shndx)
+	if s.Shndx == uint16(elf.SHN_UNDEF) || sh >= len(f.Sections) || s.NameOff == 0 {
+		return false
+	}
+	if all && pcpu > 0 && sh == pcpu {
+		return true
+	}
+	inCore, code := core(sh)
+	return inCore && (all || code)
+}

@@ -6,26 +6,86 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 )
 
-// machines is the one table of what klpresolve knows of each architecture:
-// the kernel's name for it and debug/elf's relocation type names, which
-// are readelf's (R_X86_64_PLT32, R_AARCH64_CALL26, R_ARM_CALL,
-// R_PPC64_REL24, R_390_PC32DBL).
-var machines = map[elf.Machine]struct {
-	name   string
+// machine is what klpresolve knows of one architecture.
+type machine struct {
+	m      elf.Machine
+	name   string // the kernel's name for it
 	prefix string // of its relocation types' names
 	reloc  func(uint32) fmt.Stringer
-}{
-	elf.EM_X86_64:    {"x86_64", "R_X86_64", func(t uint32) fmt.Stringer { return elf.R_X86_64(t) }},
-	elf.EM_AARCH64:   {"arm64", "R_AARCH64", func(t uint32) fmt.Stringer { return elf.R_AARCH64(t) }},
-	elf.EM_ARM:       {"arm", "R_ARM", func(t uint32) fmt.Stringer { return elf.R_ARM(t) }},
-	elf.EM_PPC64:     {"ppc64", "R_PPC64", func(t uint32) fmt.Stringer { return elf.R_PPC64(t) }},
-	elf.EM_S390:      {"s390", "R_390", func(t uint32) fmt.Stringer { return elf.R_390(t) }},
-	elf.EM_386:       {"x86", "R_386", func(t uint32) fmt.Stringer { return elf.R_386(t) }},
-	elf.EM_LOONGARCH: {"loongarch", "R_LARCH", func(t uint32) fmt.Stringer { return elf.R_LARCH(t) }},
-	elf.EM_RISCV:     {"riscv", "R_RISCV", func(t uint32) fmt.Stringer { return elf.R_RISCV(t) }},
+	// relative is its R_*_RELATIVE (0: none known): the relocation that
+	// writes its addend plus the load offset, which a relocatable kernel
+	// image's .rela.dyn is made of.
+	relative uint32
+	// entry are vmlinux symbols that its entry code defines and no other
+	// architecture's: x86_64's head_64.S and head64.c, arm64's head.S and
+	// entry.S, arm's entry-common.S, s390's head64.S and entry.S,
+	// powerpc64's head_64.S.
+	entry []string
+	// pageSizes are the PAGE_SIZE values its kernels can be built with,
+	// the default first (nil: a machine klpresolve does not link).
+	pageSizes []uint64
+}
+
+// machineTable is the one table of what klpresolve knows of each
+// architecture, in the order Arch-style searches try them. Relocation
+// type names are debug/elf's, which are readelf's (R_X86_64_PLT32,
+// R_AARCH64_CALL26, R_ARM_CALL, R_PPC64_REL24, R_390_PC32DBL).
+var machineTable = []machine{
+	{elf.EM_X86_64, "x86_64", "R_X86_64", func(t uint32) fmt.Stringer { return elf.R_X86_64(t) },
+		uint32(elf.R_X86_64_RELATIVE), []string{"x86_64_start_kernel", "startup_64"}, []uint64{4096}},
+	{elf.EM_AARCH64, "arm64", "R_AARCH64", func(t uint32) fmt.Stringer { return elf.R_AARCH64(t) },
+		uint32(elf.R_AARCH64_RELATIVE), []string{"primary_entry", "el0t_64_sync", "__primary_switch"}, []uint64{4096, 16384, 65536}},
+	{elf.EM_ARM, "arm", "R_ARM", func(t uint32) fmt.Stringer { return elf.R_ARM(t) },
+		0, []string{"vector_swi"}, []uint64{4096}}, // LPAE too
+	{elf.EM_S390, "s390", "R_390", func(t uint32) fmt.Stringer { return elf.R_390(t) },
+		uint32(elf.R_390_RELATIVE), []string{"startup_continue", "mcck_int_handler", "pgm_check_handler"}, []uint64{4096}},
+	{elf.EM_PPC64, "ppc64", "R_PPC64", func(t uint32) fmt.Stringer { return elf.R_PPC64(t) },
+		uint32(elf.R_PPC64_RELATIVE), []string{"start_here_multiplatform", "__secondary_hold"}, []uint64{64 << 10, 4 << 10}},
+	{elf.EM_386, "x86", "R_386", func(t uint32) fmt.Stringer { return elf.R_386(t) }, 0, nil, nil},
+	{elf.EM_LOONGARCH, "loongarch", "R_LARCH", func(t uint32) fmt.Stringer { return elf.R_LARCH(t) }, 0, nil, nil},
+	{elf.EM_RISCV, "riscv", "R_RISCV", func(t uint32) fmt.Stringer { return elf.R_RISCV(t) },
+		uint32(elf.R_RISCV_RELATIVE), nil, nil},
+}
+
+// machines indexes machineTable by machine.
+var machines = func() map[elf.Machine]*machine {
+	out := make(map[elf.Machine]*machine, len(machineTable))
+	for i := range machineTable {
+		out[machineTable[i].m] = &machineTable[i]
+	}
+	return out
+}()
+
+// RelativeReloc is m's R_*_RELATIVE relocation type (false: none known).
+func RelativeReloc(m elf.Machine) (uint32, bool) {
+	if a, ok := machines[m]; ok && a.relative != 0 {
+		return a.relative, true
+	}
+	return 0, false
+}
+
+// PageSizes are the PAGE_SIZE values kernels of machine m can be built
+// with, the default first (nil: a machine klpresolve does not link).
+func PageSizes(m elf.Machine) []uint64 {
+	if a, ok := machines[m]; ok {
+		return slices.Clone(a.pageSizes)
+	}
+	return nil
+}
+
+// EntrySymbols calls fn with each architecture's kernel name and the
+// vmlinux symbols only its entry code defines, in the table's order,
+// until fn returns false.
+func EntrySymbols(fn func(arch string, names []string) bool) {
+	for i := range machineTable {
+		if a := &machineTable[i]; len(a.entry) > 0 && !fn(a.name, a.entry) {
+			return
+		}
+	}
 }
 
 // moreRelocNames are relocation types debug/elf does not name (it prints
