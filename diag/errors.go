@@ -5,6 +5,10 @@
 // package returned the error) and FormatError, which says in which file
 // and section the problem is (errors.As finds it).
 //
+// Diagnostic is the one model of what a check found (Kind, Severity,
+// Location, the kernel's message, help); pipeline.Report.Diagnostics lists
+// a check's in the loader's order.
+//
 // It imports nothing of klpresolve's, so every other package, internal
 // ones included, may use it.
 package diag

@@ -10,12 +10,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/klpresolve/klpresolve/diag"
 	"github.com/klpresolve/klpresolve/ftrace"
 	"github.com/klpresolve/klpresolve/internal/par"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/kgen"
 	"github.com/klpresolve/klpresolve/klp"
-	"github.com/klpresolve/klpresolve/modplt"
 	"github.com/klpresolve/klpresolve/symvers"
 )
 
@@ -79,6 +79,10 @@ type KernelResult struct {
 	// InitRefs: how many relocations resolve into vmlinux's init memory,
 	// freed after boot (klp.Resolution.InitRefs).
 	InitRefs int
+	// Diagnostics: Report.Diagnostics(Strict), everything the check
+	// found on this kernel in the loader's order; FirstError and
+	// FirstErrorKind are its first error's.
+	Diagnostics []diag.Diagnostic
 	// Err is set when the kernel's symbols could not be read, or are
 	// another architecture's (ErrArchMismatch): the row has no counts.
 	Err  error
@@ -156,7 +160,7 @@ func checkOne(ctx context.Context, m *klp.Module, k Kernel, o FleetOptions) Kern
 	kr := KernelResult{Kernel: k.Symbols, Release: k.Release, Config: k.Config}
 	unreadable := func(err error) KernelResult {
 		kr.Err = err
-		kr.FirstError, kr.FirstErrorKind = err.Error(), "unreadable"
+		kr.FirstError, kr.FirstErrorKind = err.Error(), string(diag.KindUnreadable)
 		kr.Time = time.Since(t)
 		return kr
 	}
@@ -190,9 +194,9 @@ func checkOne(ctx context.Context, m *klp.Module, k Kernel, o FleetOptions) Kern
 	rep, err := Run(m, ix, run)
 	if err != nil {
 		kr.Err = err
-		kr.FirstError, kr.FirstErrorKind = err.Error(), "unusable"
+		kr.FirstError, kr.FirstErrorKind = err.Error(), string(diag.KindUnusable)
 		if errors.Is(err, ErrArchMismatch) {
-			kr.FirstErrorKind = "wrong_architecture"
+			kr.FirstErrorKind = string(diag.KindWrongArchitecture)
 		}
 		kr.Time = time.Since(t)
 		return kr
@@ -202,68 +206,13 @@ func checkOne(ctx context.Context, m *klp.Module, k Kernel, o FleetOptions) Kern
 	kr.LoaderMissing, kr.CodeOnly, kr.UnloadedDepends, kr.NoModules = rep.LoaderMissing, rep.CodeOnly, rep.UnloadedDepends, rep.NoModules
 	kr.BuiltIn, kr.InitRefs = res.BuiltIn, len(res.InitRefs)
 	kr.Versions, kr.Magic = rep.Versions, rep.Vermagic
-	// The loader's order: the file's sections (LoadErrAtSetup),
-	// module_layout's version (check_modstruct_version()), the vermagic
-	// (check_modinfo()), the other symbols' versions (simplify_symbols()),
-	// then, once the module is loaded, livepatch.
-	if e := res.LoadErr; e != nil && res.LoadErrAtSetup {
-		kr.FirstError, kr.FirstErrorKind = e.Kernel, e.Kind()
-	}
-	v := rep.Versions
-	if kr.FirstError == "" && v != nil && len(v.Problems) > 0 && v.Problems[0].Symbol == "module_layout" {
-		kr.FirstError, kr.FirstErrorKind = v.Problems[0].Message, "symbol_version"
-	}
-	if g := rep.Vermagic; kr.FirstError == "" && g != nil && g.Problem != nil {
-		kr.FirstError, kr.FirstErrorKind = g.Problem.Message, "vermagic"
-	}
-	if kr.FirstError == "" && v != nil && len(v.Problems) > 0 {
-		kr.FirstError, kr.FirstErrorKind = v.Problems[0].Message, "symbol_version"
-	}
-	if e := res.LoadErr; kr.FirstError == "" && e != nil {
-		kr.FirstError, kr.FirstErrorKind = e.Kernel, e.Kind()
-	}
-	for _, r := range res.Results {
-		if kr.FirstError == "" && r.Err != nil {
-			kr.FirstError, kr.FirstErrorKind = r.Err.Kernel, r.Err.Kind()
-			break
-		}
-	}
-	for _, f := range res.Funcs {
-		if kr.FirstError == "" && f.Err != nil {
-			kr.FirstError, kr.FirstErrorKind = "patched function "+f.Object+":"+f.Name+": "+f.Err.Kernel, f.Err.Kind()
-		}
-	}
-	if kr.FirstError == "" && o.Strict && kr.Deferred > 0 && len(res.DeferredObjects) > 0 {
-		kr.FirstError = "deferred: module " + res.DeferredObjects[0] + " is not loaded (--strict)"
-		if len(res.BuiltIn) > 0 && res.BuiltIn[0].Object == res.DeferredObjects[0] {
-			kr.FirstError = "deferred: module " + res.DeferredObjects[0] + " looks built in, and would never load (--strict)"
-		}
-		kr.FirstErrorKind = "deferred"
-	}
-	if kr.FirstError == "" && o.Strict && len(res.Unanswered) > 0 {
-		kr.FirstError = "unanswered: the symbol list lists no module, and relocations applied at the patch's load use module " + res.Unanswered[0] + "'s symbols (--strict)"
-		kr.FirstErrorKind = "deferred"
-	}
 	if img := rep.Image; img != nil {
 		kr.Errors += len(img.Errors)
-		// A name the kernel has but does not export says so.
-		note := func(name string) string {
-			if h, ok := rep.NotExported[name]; ok {
-				return " (" + h.Why() + ")"
-			}
-			return ""
-		}
-		if kr.FirstError == "" && len(img.Errors) > 0 {
-			e := img.Errors[0]
-			kr.FirstError, kr.FirstErrorKind = "link: "+e.Error(), "link"
-			if errors.Is(e, modplt.ErrUnresolved) {
-				kr.FirstError += note(e.Symbol)
-			}
-		}
-		if kr.FirstError == "" && len(img.Unresolved) > 0 {
-			kr.FirstError = "link: unresolved symbol " + img.Unresolved[0] + note(img.Unresolved[0])
-			kr.FirstErrorKind = "link"
-		}
+	}
+	// The first error in the loader's order (Report.Diagnostics).
+	kr.Diagnostics = rep.Diagnostics(o.Strict)
+	if d, ok := diag.FirstError(kr.Diagnostics); ok {
+		kr.FirstError, kr.FirstErrorKind = d.Message, string(d.Kind)
 	}
 	kr.OK = rep.OK(o.Strict)
 	kr.Time = time.Since(t)

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: GPL-2.0-only
+
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/klpresolve/klpresolve/diag"
+	"github.com/klpresolve/klpresolve/klp"
+	"github.com/klpresolve/klpresolve/modplt"
+	"github.com/klpresolve/klpresolve/symvers"
+)
+
+// Diagnostics lists what the check found, once each: first the errors in
+// the order the kernel meets them, so that the first is the one insmod
+// reports, then the warnings and notes. With strict, a relocation that
+// waits for a module not loaded is an error (Report.OK(strict) agrees).
+//
+// The loader's order (load_module()): the file's own sections
+// (Resolution.LoadErrAtSetup), module_layout's version
+// (check_modstruct_version()), the vermagic (check_modinfo()), the other
+// symbols' versions (simplify_symbols()), the loader's other refusals;
+// then, once the module is loaded, livepatch's relocations and patched
+// functions; then the module loader's own relocations (the link).
+func (r *Report) Diagnostics(strict bool) []diag.Diagnostic {
+	var out []diag.Diagnostic
+	res := r.Resolution
+	relocErr := func(e *klp.RelocError, msg string) diag.Diagnostic {
+		return diag.Diagnostic{Kind: diag.Kind(e.Kind()), Severity: diag.Error, Message: msg, Kernel: e.Kernel, Help: e.Hint, Err: e,
+			Location: diag.Location{File: e.File, Section: e.Section, Offset: e.Offset, Symbol: e.Symbol}}
+	}
+	version := func(p *symvers.Problem) diag.Diagnostic {
+		return diag.Diagnostic{Kind: diag.KindSymbolVersion, Severity: diag.Error, Message: p.Message, Kernel: p.Message, Err: p,
+			Location: diag.Location{Symbol: p.Symbol}}
+	}
+	var problems []symvers.Problem
+	if r.Versions != nil {
+		problems = r.Versions.Problems
+	}
+	if e := res.LoadErr; e != nil && res.LoadErrAtSetup {
+		out = append(out, relocErr(e, e.Kernel))
+	}
+	if len(problems) > 0 && problems[0].Symbol == "module_layout" {
+		out = append(out, version(&problems[0]))
+		problems = problems[1:]
+	}
+	if g := r.Vermagic; g != nil && g.Problem != nil {
+		out = append(out, diag.Diagnostic{Kind: diag.KindVermagic, Severity: diag.Error, Message: g.Problem.Message, Kernel: g.Problem.Message, Err: g.Problem})
+	}
+	for i := range problems {
+		out = append(out, version(&problems[i]))
+	}
+	if e := res.LoadErr; e != nil && !res.LoadErrAtSetup {
+		out = append(out, relocErr(e, e.Kernel))
+	}
+	for _, x := range res.Results {
+		if x.Err != nil {
+			out = append(out, relocErr(x.Err, x.Err.Kernel))
+		}
+	}
+	for _, f := range res.Funcs {
+		if f.Err != nil {
+			d := relocErr(f.Err, "patched function "+f.Object+":"+f.Name+": "+f.Err.Kernel)
+			d.Location.Object, d.Location.Function = f.Object, f.Name
+			out = append(out, d)
+		}
+	}
+	deferred := res.Deferred + res.FuncDeferred
+	if deferred > 0 && len(res.DeferredObjects) > 0 {
+		obj := res.DeferredObjects[0]
+		d := diag.Diagnostic{Kind: diag.KindDeferred, Severity: diag.Note, Location: diag.Location{Object: obj},
+			Message: "deferred: module " + obj + " is not loaded"}
+		if len(res.BuiltIn) > 0 && res.BuiltIn[0].Object == obj {
+			d.Message = "deferred: module " + obj + " looks built in, and would never load"
+		}
+		if strict {
+			d.Severity, d.Message = diag.Error, d.Message+" (--strict)"
+			out = append(out, d)
+		}
+	}
+	if strict && len(res.Unanswered) > 0 {
+		out = append(out, diag.Diagnostic{Kind: diag.KindDeferred, Severity: diag.Error, Location: diag.Location{Object: res.Unanswered[0]},
+			Message: "unanswered: the symbol list lists no module, and relocations applied at the patch's load use module " + res.Unanswered[0] + "'s symbols (--strict)"})
+	}
+	if img := r.Image; img != nil {
+		// A name the kernel has but does not export says so.
+		note := func(name string) string {
+			if h, ok := r.NotExported[name]; ok {
+				return " (" + h.Why() + ")"
+			}
+			return ""
+		}
+		named := map[string]bool{}
+		for i := range img.Errors {
+			e := img.Errors[i]
+			msg := "link: " + e.Error()
+			if errors.Is(e, modplt.ErrUnresolved) {
+				msg += note(e.Symbol)
+				named[e.Symbol] = true
+			}
+			out = append(out, diag.Diagnostic{Kind: diag.KindLink, Severity: diag.Error, Message: msg, Kernel: e.Kernel, Err: e,
+				Location: diag.Location{File: img.Module.Path, Section: e.Section, Offset: e.Offset, Symbol: e.Symbol}})
+		}
+		for _, name := range img.Unresolved {
+			if !named[name] {
+				out = append(out, diag.Diagnostic{Kind: diag.KindLink, Severity: diag.Error, Message: "link: unresolved symbol " + name + note(name),
+					Location: diag.Location{File: img.Module.Path, Symbol: name}})
+			}
+		}
+	}
+	// Warnings and notes.
+	for _, b := range res.BuiltIn {
+		out = append(out, diag.Diagnostic{Kind: diag.KindBuiltIn, Severity: diag.Warning, Location: diag.Location{Object: b.Object},
+			Message: fmt.Sprintf("module %s looks built in (vmlinux has %s): its relocations would wait for a load that never comes", b.Object, b.Names)})
+	}
+	if n := len(res.InitRefs); n > 0 {
+		out = append(out, diag.Diagnostic{Kind: diag.KindInitMemory, Severity: diag.Warning,
+			Message: fmt.Sprintf("%d relocations resolve into vmlinux's init memory, freed after boot", n)})
+	}
+	for _, name := range r.LoaderMissing {
+		out = append(out, diag.Diagnostic{Kind: diag.KindLoaderMissing, Severity: diag.Note, Location: diag.Location{Symbol: name},
+			Message: "the module loader would not find " + name})
+	}
+	if !strict && deferred > 0 && len(res.DeferredObjects) > 0 {
+		for _, obj := range res.DeferredObjects {
+			out = append(out, diag.Diagnostic{Kind: diag.KindDeferred, Severity: diag.Note, Location: diag.Location{Object: obj},
+				Message: "deferred: module " + obj + " is not loaded: its relocations apply when it loads"})
+		}
+	}
+	return out
+}
