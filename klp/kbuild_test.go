@@ -56,7 +56,7 @@ func TestKbuildModule(t *testing.T) {
 	assert.Equal(t, "x86_64", m.Arch)
 	assert.Equal(t, FormatKLP, m.Format)
 	assert.Empty(t, m.Warnings)
-	assert.Nil(t, m.NotMarked)
+	assert.Nil(t, m.notMarked)
 
 	// One .klp.rela section per object for the one .text Kbuild makes
 	// (no -ffunction-sections), each call an R_X86_64_PLT32 to the symbol

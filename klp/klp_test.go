@@ -445,8 +445,8 @@ func TestNotMarkedLivepatch(t *testing.T) {
 	km, err := Parse("klp-patch.o", respelt(t, kp, "livepatch=Y\x00", "livepatcX=Y"))
 	require.NoError(t, err)
 	assert.Equal(t, FuncsStatic, km.FuncSource)
-	require.NotNil(t, km.NotMarked)
-	assert.Equal(t, "not_marked_livepatch", km.NotMarked.Kind())
+	require.NotNil(t, km.notMarked)
+	assert.Equal(t, "not_marked_livepatch", km.notMarked.Kind())
 
 	m, err = Parse("marked-n.ko", respelt(t, data, "livepatch=Y\x00", "livepatch=N"))
 	require.NoError(t, err)
@@ -561,7 +561,7 @@ func TestNoThisModule(t *testing.T) {
 	m, err := Parse("bare.ko", renamed)
 	require.NoError(t, err)
 	assert.Empty(t, m.Warnings, "an error, not a warning")
-	require.NotNil(t, m.NoModuleStruct)
+	require.NotNil(t, m.noModuleStruct)
 	res := m.Resolve(kernel)
 	require.NotNil(t, res.LoadErr)
 	require.ErrorIs(t, res.LoadErr, ErrNoModuleStruct)
@@ -572,7 +572,7 @@ func TestNoThisModule(t *testing.T) {
 	// The loader's refusal comes before klp_enable_patch()'s.
 	m, err = Parse("bare-unmarked.ko", respelt(t, renamed, "livepatch=Y\x00", "livepatcX=Y"))
 	require.NoError(t, err)
-	require.NotNil(t, m.NotMarked)
+	require.NotNil(t, m.notMarked)
 	require.ErrorIs(t, m.Resolve(kernel).LoadErr, ErrNoModuleStruct)
 
 	// An object without .modinfo is not told: kbuild has still to link
@@ -581,7 +581,7 @@ func TestNoThisModule(t *testing.T) {
 	require.NoError(t, err)
 	m, err = Parse("kpatch.ko", obj)
 	require.NoError(t, err)
-	assert.Nil(t, m.NoModuleStruct)
+	assert.Nil(t, m.noModuleStruct)
 }
 
 // TestUnanswered: a System.map lists no module, so it cannot say whether

@@ -81,10 +81,25 @@ func TestNoSymbols(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := Parse("fix.ko", loaderModule(tc.modinfo, tc.bare, stripped))
 			require.NoError(t, err)
-			require.NotNil(t, m.NoSymbols)
-			assert.Equal(t, tc.kernel, m.NoSymbols.Kernel)
-			assert.Contains(t, m.NoSymbols.Hint, "--strip-debug")
-			assert.Same(t, m.NoSymbols, m.Refused())
+			require.NotNil(t, m.noSymbols)
+			assert.Equal(t, tc.kernel, m.noSymbols.Kernel)
+			assert.Contains(t, m.noSymbols.Hint, "--strip-debug")
+			assert.Same(t, m.noSymbols, m.Refused())
+			assert.Same(t, m.noSymbols, m.Refusal(ErrNoSymbols))
+			kinds := []string{}
+			for _, r := range m.Refusals() {
+				kinds = append(kinds, r.Kind())
+			}
+			if tc.bare {
+				// The loader's order: the symbol table before struct
+				// module; livepatch's own refusal (the fixture has
+				// nothing for it to do) after the loader's.
+				assert.Equal(t, []string{"no_symbols", "no_module_struct", "not_livepatch"}, kinds)
+				assert.Same(t, m.noModuleStruct, m.Refusal(ErrNoModuleStruct))
+			} else {
+				assert.Equal(t, []string{"no_symbols", "not_livepatch"}, kinds)
+				assert.Nil(t, m.Refusal(ErrNoModuleStruct))
+			}
 			res := m.Resolve(ix)
 			require.NotNil(t, res.LoadErr)
 			require.ErrorIs(t, res.LoadErr, ErrNoSymbols)
@@ -94,8 +109,9 @@ func TestNoSymbols(t *testing.T) {
 	}
 	m, err := Parse("fix.ko", loaderModule("name=fix_patch\x00livepatch=Y\x00", false, nil))
 	require.NoError(t, err)
-	assert.Nil(t, m.NoSymbols)
+	assert.Nil(t, m.noSymbols)
 	assert.Nil(t, m.Refused())
+	assert.Empty(t, m.Refusals())
 	assert.Nil(t, m.Resolve(ix).LoadErr)
 }
 
@@ -125,9 +141,9 @@ func TestWriteExec(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := Parse("fix.ko", loaderModule("name=fix_patch\x00livepatch=Y\x00", false, addWX(tc.flags...)))
 			require.NoError(t, err)
-			require.NotNil(t, m.WriteExec)
-			assert.Equal(t, tc.kernel, m.WriteExec.Kernel)
-			assert.Contains(t, m.WriteExec.Hint, "CONFIG_STRICT_MODULE_RWX")
+			require.NotNil(t, m.writeExec)
+			assert.Equal(t, tc.kernel, m.writeExec.Kernel)
+			assert.Contains(t, m.writeExec.Hint, "CONFIG_STRICT_MODULE_RWX")
 			res := m.Resolve(ix)
 			require.ErrorIs(t, res.LoadErr, ErrWriteExec)
 			assert.Equal(t, "write_exec", res.LoadErr.Kind())
@@ -135,7 +151,7 @@ func TestWriteExec(t *testing.T) {
 	}
 	m, err := Parse("fix.ko", loaderModule("name=fix_patch\x00livepatch=Y\x00", false, addWX(elf.SHF_ALLOC|elf.SHF_EXECINSTR, elf.SHF_WRITE)))
 	require.NoError(t, err)
-	assert.Nil(t, m.WriteExec, "write or execute, not both")
+	assert.Nil(t, m.writeExec, "write or execute, not both")
 
 	// A kernel without CONFIG_LIVEPATCH refuses it in check_modinfo(),
 	// first; klp_enable_patch() would come after.
@@ -147,9 +163,9 @@ func TestWriteExec(t *testing.T) {
 	require.NoError(t, err)
 	m.Format = FormatKLP // checkMarked's condition, for a module with no relocations
 	m.checkMarked()
-	require.NotNil(t, m.NotMarked)
+	require.NotNil(t, m.notMarked)
 	require.ErrorIs(t, m.Resolve(ix).LoadErr, ErrWriteExec)
-	assert.Same(t, m.WriteExec, m.Refused())
+	assert.Same(t, m.writeExec, m.Refused())
 }
 
 // TestDuplicateExport: verify_exported_symbols() refuses the first export
@@ -280,7 +296,7 @@ func TestLoadErrConfig(t *testing.T) {
 		})
 	}
 	// The module's own record is left as it was read.
-	assert.NotContains(t, m.WriteExec.Hint, file)
+	assert.NotContains(t, m.writeExec.Hint, file)
 }
 
 // TestNoPLTSection: powerpc's module_frob_arch_sections() refuses a
@@ -305,9 +321,9 @@ func TestNoPLTSection(t *testing.T) {
 	}
 	m, err := Parse("fix.ko", ppc(false, true))
 	require.NoError(t, err)
-	require.NotNil(t, m.NoPLTSection)
-	assert.Equal(t, "fix_patch: doesn't contain .stubs.", m.NoPLTSection.Kernel)
-	assert.Same(t, m.NoPLTSection, m.Refused(), "before the W+X section")
+	require.NotNil(t, m.noPLTSection)
+	assert.Equal(t, "fix_patch: doesn't contain .stubs.", m.noPLTSection.Kernel)
+	assert.Same(t, m.noPLTSection, m.Refused(), "before the W+X section")
 	res := m.Resolve(ix)
 	require.ErrorIs(t, res.LoadErr, ErrNoPLTSection)
 	assert.Equal(t, "no_plt_section", res.LoadErr.Kind())
@@ -315,12 +331,12 @@ func TestNoPLTSection(t *testing.T) {
 
 	m, err = Parse("fix.ko", ppc(true, false))
 	require.NoError(t, err)
-	assert.Nil(t, m.NoPLTSection)
+	assert.Nil(t, m.noPLTSection)
 	assert.Nil(t, m.Resolve(ix).LoadErr)
 
 	m, err = Parse("fix.ko", loaderModule("name=fix_patch\x00livepatch=Y\x00", false, nil))
 	require.NoError(t, err)
-	assert.Nil(t, m.NoPLTSection, "x86_64 has no such section")
+	assert.Nil(t, m.noPLTSection, "x86_64 has no such section")
 
 	// arm64 (and arm): .plt and .init.plt, looked for by a kernel with
 	// module PLTs, assumed without a configuration.
@@ -342,9 +358,9 @@ func TestNoPLTSection(t *testing.T) {
 	}
 	m, err = Parse("fix.ko", a64(".plt"))
 	require.NoError(t, err)
-	require.NotNil(t, m.NoPLTSection)
-	assert.Equal(t, ".init.plt", m.NoPLTSection.Section)
-	assert.Equal(t, "fix_patch: module PLT section(s) missing", m.NoPLTSection.Kernel)
+	require.NotNil(t, m.noPLTSection)
+	assert.Equal(t, ".init.plt", m.noPLTSection.Section)
+	assert.Equal(t, "fix_patch: module PLT section(s) missing", m.noPLTSection.Kernel)
 	require.ErrorIs(t, m.Resolve(ix).LoadErr, ErrNoPLTSection)
 	withPLTs := &KernelConfig{File: "config", Livepatch: true, StrictModuleRWX: true, ModulePLTs: true}
 	require.ErrorIs(t, m.ResolveWith(ix, ResolveOptions{Config: withPLTs}).LoadErr, ErrNoPLTSection)
@@ -352,21 +368,21 @@ func TestNoPLTSection(t *testing.T) {
 	assert.Nil(t, m.ResolveWith(ix, ResolveOptions{Config: without}).LoadErr, "a kernel without module PLTs never looks")
 	m, err = Parse("fix.ko", a64(".plt", ".init.plt"))
 	require.NoError(t, err)
-	assert.Nil(t, m.NoPLTSection)
+	assert.Nil(t, m.noPLTSection)
 
 	// ... and .text.ftrace_trampoline, which module_finalize() looks for
 	// once the relocations are applied, with module PLTs and dynamic
 	// ftrace.
-	require.NotNil(t, m.NoFtracePLT)
-	assert.Same(t, m.NoFtracePLT, m.Refused())
-	assert.Equal(t, ".text.ftrace_trampoline", m.NoFtracePLT.Section)
-	assert.Equal(t, "fix_patch: module_finalize(): no .text.ftrace_trampoline: -ENOEXEC, with no message (insmod: Exec format error)", m.NoFtracePLT.Kernel)
+	require.NotNil(t, m.noFtracePLT)
+	assert.Same(t, m.noFtracePLT, m.Refused())
+	assert.Equal(t, ".text.ftrace_trampoline", m.noFtracePLT.Section)
+	assert.Equal(t, "fix_patch: module_finalize(): no .text.ftrace_trampoline: -ENOEXEC, with no message (insmod: Exec format error)", m.noFtracePLT.Kernel)
 	res = m.Resolve(ix)
 	require.ErrorIs(t, res.LoadErr, ErrNoPLTSection)
 	assert.Equal(t, "no_plt_section", res.LoadErr.Kind())
 	withFtrace := *withPLTs
 	withFtrace.DynamicFtrace = true
-	assert.Same(t, m.NoFtracePLT, m.ResolveWith(ix, ResolveOptions{Config: &withFtrace}).LoadErr)
+	assert.Same(t, m.noFtracePLT, m.ResolveWith(ix, ResolveOptions{Config: &withFtrace}).LoadErr)
 	assert.Nil(t, m.ResolveWith(ix, ResolveOptions{Config: withPLTs}).LoadErr, "a kernel without dynamic ftrace never looks")
 	noPLTs := withFtrace
 	noPLTs.ModulePLTs = false
@@ -374,10 +390,10 @@ func TestNoPLTSection(t *testing.T) {
 	// A W+X section is refused before (layout_and_allocate()).
 	m, err = Parse("fix.ko", a64(".plt", ".init.plt", ".wx"))
 	require.NoError(t, err)
-	require.NotNil(t, m.NoFtracePLT)
-	require.NotNil(t, m.WriteExec)
-	assert.Same(t, m.WriteExec, m.Refused())
-	assert.Same(t, m.WriteExec, m.Resolve(ix).LoadErr)
+	require.NotNil(t, m.noFtracePLT)
+	require.NotNil(t, m.writeExec)
+	assert.Same(t, m.writeExec, m.Refused())
+	assert.Same(t, m.writeExec, m.Resolve(ix).LoadErr)
 	m, err = Parse("fix.ko", a64(".plt", ".init.plt", ".text.ftrace_trampoline"))
 	require.NoError(t, err)
 	assert.Nil(t, m.Refused())
@@ -401,5 +417,5 @@ func TestNoPLTSection(t *testing.T) {
 	// Other architectures have no such section.
 	m, err = Parse("fix.ko", ppc(true, false))
 	require.NoError(t, err)
-	assert.Nil(t, m.NoFtracePLT)
+	assert.Nil(t, m.noFtracePLT)
 }

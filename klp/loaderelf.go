@@ -36,11 +36,11 @@ func (m *Module) builtModule() bool {
 // kernel's own build's and is not in its symbols: it is checked where
 // ResolveOptions.ModuleStructSize gives it.
 func (m *Module) elfRefusal(g kgen.Generation, opts *ResolveOptions) *RelocError {
-	if m.Intermediate != nil {
-		return m.Intermediate
+	if m.intermediate != nil {
+		return m.intermediate
 	}
 	if g <= kgen.Linux6_1 {
-		return cmp.Or(m.NoSymbols, m.NoModuleStruct)
+		return cmp.Or(m.noSymbols, m.noModuleStruct)
 	}
 	if m.builtModule() {
 		if e := m.checkIndexInfo(); e != nil {
@@ -60,7 +60,7 @@ func (m *Module) elfRefusal(g kgen.Generation, opts *ResolveOptions) *RelocError
 			Kernel: m.loaderName() + ": module has no symbols (stripped?)",
 			Hint:   fmt.Sprintf("the file has %d symbol tables (SHT_SYMTAB) and the loader takes exactly one from Linux 6.12 on (6.1 took the first): link the module with kbuild, which makes one", m.elf.SymtabCount)}
 	}
-	return m.NoSymbols
+	return m.noSymbols
 }
 
 // checkStrtab: elf_validity_cache_strtab() (7.2 and later) wants the
@@ -130,7 +130,7 @@ func (m *Module) checkIndexMod(opts *ResolveOptions) *RelocError {
 	name := m.loaderName()
 	n := m.countSections(thisModuleSection)
 	if n == 0 {
-		e := *m.NoModuleStruct
+		e := *m.noModuleStruct
 		e.Kernel = fmt.Sprintf("module %s: Exactly one %s section must exist.", name, thisModuleSection)
 		return &e
 	}

@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"debug/elf"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -77,50 +78,10 @@ type Module struct {
 	// allocated) or refuse when the patch is enabled (no livepatch=Y).
 	Warnings []string
 
-	// NotMarked is set for a built patch module without a livepatch key
-	// in its .modinfo: klp_enable_patch() refuses it on every kernel
-	// (ErrNotMarked; Resolution.LoadErr carries it).
-	NotMarked *RelocError
-	// NoModuleStruct is set for a patch module without
-	// .gnu.linkonce.this_module: the module loader refuses it on every
-	// kernel (ErrNoModuleStruct; Resolution.LoadErr carries it).
-	NoModuleStruct *RelocError
-	// Intermediate is set for kpatch-build's intermediate object
-	// (output.o): its relocations are in .kpatch.relocations, which no
-	// kernel reads, and it is no module yet (ErrKpatchIntermediate;
-	// Resolution.LoadErr carries it).
-	Intermediate *RelocError
-	// NoSymbols is set for a module file without a symbol table (strip
-	// --strip-all): the module loader refuses it on every kernel
-	// (ErrNoSymbols; Resolution.LoadErr carries it).
-	NoSymbols *RelocError
-	// NoPLTSection is set for a powerpc module without .stubs, and an arm
-	// or arm64 one without .plt or .init.plt: the module loader refuses
-	// it, powerpc's on every kernel, arm's and arm64's on every one with
-	// module PLTs (CONFIG_ARM_MODULE_PLTS, CONFIG_ARM64_MODULE_PLTS:
-	// Debian's, and every arm64 one with KASLR or erratum 843419's
-	// workaround) (ErrNoPLTSection; Resolution.LoadErr carries it).
-	NoPLTSection *RelocError
-	// NoFtracePLT is set for an arm64 module without
-	// .text.ftrace_trampoline, which kbuild's module linker script makes
-	// beside .plt and .init.plt: module_finalize() refuses it, after its
-	// relocations are applied, on every kernel with module PLTs and
-	// CONFIG_DYNAMIC_FTRACE (Debian's), and says nothing: insmod reports
-	// "Exec format error" (ErrNoPLTSection; Resolution.LoadErr carries
-	// it).
-	NoFtracePLT *RelocError
-	// NotLivepatch is set for a module marked livepatch in which
-	// klpresolve finds nothing for livepatch to do: no livepatch
-	// relocations, no kpatch-build content, no patched function and no
-	// call to klp_enable_patch(). The kernel loads it and livepatch does
-	// nothing: most often an object never converted (ErrNotLivepatch;
-	// Resolution.LoadErr carries it).
-	NotLivepatch *RelocError
-	// WriteExec is set for a module with a section both writable and
-	// executable: the module loader of a CONFIG_STRICT_MODULE_RWX kernel
-	// (every x86_64 and arm64 kernel, and armv7's by default) refuses it
-	// (ErrWriteExec; Resolution.LoadErr carries it).
-	WriteExec *RelocError
+	// The refusals the file alone decides (Refusals lists them, in the
+	// loader's order).
+	notMarked, noModuleStruct, intermediate, noSymbols *RelocError
+	noPLTSection, noFtracePLT, notLivepatch, writeExec *RelocError
 
 	elf *elfobj.File
 	// exports are the module's exports, in the kernel's order (read once:
@@ -240,17 +201,55 @@ func Parse(name string, data []byte) (*Module, error) {
 	return m, nil
 }
 
-// Refused is the first reason the module loader refuses the module on
-// every kernel (WriteExec: every kernel with CONFIG_STRICT_MODULE_RWX,
-// which all of livepatch's architectures have by default; arm's and
-// arm64's NoPLTSection: every one with module PLTs; NoFtracePLT: every
-// arm64 one with module PLTs and dynamic ftrace), in load_module()'s
-// order (setup_load_info(), then layout_and_allocate(), then
-// post_relocation(), then klp_enable_patch() from the module's init), or
-// nil.
-// Resolution.LoadErr adds what depends on the kernel.
+// Refusals lists what the module loader or livepatch refuses in the
+// module whatever the kernel, in the order load_module() meets them
+// (setup_load_info(), layout_and_allocate(), post_relocation(), then
+// klp_enable_patch() from the module's init). Each is a *RelocError whose
+// Err says its kind (errors.Is):
+//
+//	kind                   what the file lacks or has
+//	ErrKpatchIntermediate  kpatch-build's output.o: .kpatch.relocations, which no kernel reads
+//	ErrNoSymbols           no symbol table (strip --strip-all)
+//	ErrNoModuleStruct      no .gnu.linkonce.this_module
+//	ErrNoPLTSection        powerpc's .stubs, arm's and arm64's .plt or .init.plt (on a
+//	                       kernel with module PLTs); arm64's .text.ftrace_trampoline
+//	                       (module_finalize(), with module PLTs and dynamic ftrace)
+//	ErrWriteExec           a section writable and executable (CONFIG_STRICT_MODULE_RWX)
+//	ErrNotMarked           no livepatch key in .modinfo
+//	ErrNotLivepatch        nothing for livepatch to do (an object never converted)
+//
+// Resolution.LoadErr is the first that applies to a given kernel, with
+// what depends on the kernel.
+func (m *Module) Refusals() []*RelocError {
+	var out []*RelocError
+	for _, e := range m.refusalOrder() {
+		if e != nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Refusal is the first of Refusals whose kind is kind (errors.Is), or nil.
+func (m *Module) Refusal(kind error) *RelocError {
+	for _, e := range m.Refusals() {
+		if errors.Is(e, kind) {
+			return e
+		}
+	}
+	return nil
+}
+
+func (m *Module) refusalOrder() []*RelocError {
+	return []*RelocError{m.intermediate, m.noSymbols, m.noModuleStruct, m.noPLTSection, m.writeExec, m.noFtracePLT, m.notMarked, m.notLivepatch}
+}
+
+// Refused is the first of Refusals, or nil.
 func (m *Module) Refused() *RelocError {
-	return cmp.Or(m.Intermediate, m.NoSymbols, m.NoModuleStruct, m.NoPLTSection, m.WriteExec, m.NoFtracePLT, m.NotMarked, m.NotLivepatch)
+	if r := m.Refusals(); len(r) > 0 {
+		return r[0]
+	}
+	return nil
 }
 
 // loaderName is the name the loader gives the module in its first
@@ -272,7 +271,7 @@ func (m *Module) checkIntermediate() {
 	if n := len(m.Kpatch.Relocations); n != 1 {
 		what = fmt.Sprintf("%d relocations are", n)
 	}
-	m.Intermediate = &RelocError{File: m.Path, Section: kpatchRelocations, Err: ErrKpatchIntermediate,
+	m.intermediate = &RelocError{File: m.Path, Section: kpatchRelocations, Err: ErrKpatchIntermediate,
 		Kernel: m.loaderName() + ": No module found in object",
 		Hint: fmt.Sprintf("this is kpatch-build's intermediate object (output.o): its %s in %s, which no kernel reads; kpatch-build links it with its livepatch hook and create-klp-module moves them into .klp.rela sections: `klpresolve convert %s -o OUT.o` does that step, and OUT.o can be checked",
 			what, kpatchRelocations, m.Path)}
@@ -286,7 +285,7 @@ func (m *Module) checkSymtab() {
 	if m.elf.Symtab != 0 {
 		return
 	}
-	m.NoSymbols = &RelocError{File: m.Path, Section: ".symtab", Err: ErrNoSymbols,
+	m.noSymbols = &RelocError{File: m.Path, Section: ".symtab", Err: ErrNoSymbols,
 		Kernel: m.loaderName() + ": module has no symbols (stripped?)",
 		Hint:   "the file has no symbol table: the loader needs it to resolve and relocate anything; strip modules with --strip-debug (what INSTALL_MOD_STRIP=1 runs), never --strip-all"}
 }
@@ -301,7 +300,7 @@ func (m *Module) checkPLTSection() {
 	if missing == "" {
 		return
 	}
-	m.NoPLTSection = &RelocError{File: m.Path, Section: missing, Err: ErrNoPLTSection, Kernel: m.KernelName() + ": " + says,
+	m.noPLTSection = &RelocError{File: m.Path, Section: missing, Err: ErrNoPLTSection, Kernel: m.KernelName() + ": " + says,
 		Hint: "the loader puts the entries for the calls out of the module in sections kbuild's module linker script (module.lds) makes; the file has no " + missing + ": link the module with kbuild (ld -r -T scripts/module.lds)"}
 }
 
@@ -317,7 +316,7 @@ func (m *Module) checkFtracePLT() {
 	if tramp == "" {
 		return
 	}
-	m.NoFtracePLT = m.ftracePLTError(tramp)
+	m.noFtracePLT = m.ftracePLTError(tramp)
 }
 
 func (m *Module) ftracePLTError(tramp string) *RelocError {
@@ -331,7 +330,7 @@ func (m *Module) ftracePLTError(tramp string) *RelocError {
 // unless cfg says otherwise; and from 6.12, the init trampoline's
 // section missing too (modplt.MissingFtracePLT).
 func (m *Module) refusesFtracePLT(cfg *KernelConfig, g kgen.Generation) *RelocError {
-	refused := m.NoFtracePLT
+	refused := m.noFtracePLT
 	if refused == nil && g > kgen.Linux6_1 {
 		if tramp := modplt.MissingFtracePLT(m.elf.Machine, m.elf.HasSection, g); tramp != "" {
 			refused = m.ftracePLTError(tramp)
@@ -354,8 +353,8 @@ func modulePLTs(m *Module, cfg *KernelConfig, g kgen.Generation) bool {
 // always; arm and arm64 with module PLTs, assumed unless cfg says
 // otherwise (a kernel without them never looks for the sections).
 func (m *Module) refusesPLTSection(cfg *KernelConfig, g kgen.Generation) *RelocError {
-	if m.NoPLTSection == nil || m.Machine == elf.EM_PPC64 || cfg == nil || modulePLTs(m, cfg, g) {
-		return m.NoPLTSection
+	if m.noPLTSection == nil || m.Machine == elf.EM_PPC64 || cfg == nil || modulePLTs(m, cfg, g) {
+		return m.noPLTSection
 	}
 	return nil
 }
@@ -372,7 +371,7 @@ func (m *Module) findWriteExec() {
 		if s.Flags&wx != wx {
 			continue
 		}
-		m.WriteExec = &RelocError{File: m.Path, Section: s.Name, Err: ErrWriteExec,
+		m.writeExec = &RelocError{File: m.Path, Section: s.Name, Err: ErrWriteExec,
 			Kernel: fmt.Sprintf("%s: section %s (index %d) has invalid WRITE|EXEC flags", m.KernelName(), s.Name, i),
 			Hint:   "a section both writable and executable (an assembler .section with \"awx\" flags, or code and data given one section name) is refused by every kernel with CONFIG_STRICT_MODULE_RWX (x86_64, arm64, and ARMv7 by default): give code and data sections of their own"}
 		return
@@ -382,13 +381,13 @@ func (m *Module) findWriteExec() {
 // checkWriteExec is WriteExec where the kernel refuses it: every kernel
 // with CONFIG_STRICT_MODULE_RWX, assumed unless cfg says otherwise.
 func (m *Module) checkWriteExec(cfg *KernelConfig) *RelocError {
-	if m.WriteExec == nil || cfg == nil {
-		return m.WriteExec
+	if m.writeExec == nil || cfg == nil {
+		return m.writeExec
 	}
 	if !cfg.StrictModuleRWX {
 		return nil
 	}
-	e := *m.WriteExec
+	e := *m.writeExec
 	e.Hint += " (its configuration " + cfg.File + " sets CONFIG_STRICT_MODULE_RWX)"
 	return &e
 }
@@ -405,7 +404,7 @@ func (m *Module) checkMarked() {
 		(m.Format != FormatKLP && m.FuncSource != FuncsStatic && m.FuncSource != FuncsKlpBuild) {
 		return
 	}
-	m.NotMarked = &RelocError{File: m.Path, Section: ".modinfo", Symbol: "livepatch", Err: ErrNotMarked,
+	m.notMarked = &RelocError{File: m.Path, Section: ".modinfo", Symbol: "livepatch", Err: ErrNotMarked,
 		Kernel: fmt.Sprintf("module %s is not marked as a livepatch module", m.KernelName()),
 		Hint:   `its .modinfo has no livepatch=Y (MODULE_INFO(livepatch, "Y")), so klp_enable_patch() refuses it on every kernel`}
 }
@@ -420,7 +419,7 @@ func (m *Module) checkNotLivepatch() {
 	if !m.marked || m.Format != FormatNone || m.Kpatch != nil || len(m.Funcs) > 0 || m.callsEnablePatch() {
 		return
 	}
-	m.NotLivepatch = &RelocError{File: m.Path, Err: ErrNotLivepatch,
+	m.notLivepatch = &RelocError{File: m.Path, Err: ErrNotLivepatch,
 		Kernel: "(no message: the kernel loads the module, and livepatch does nothing with it)",
 		Hint:   fmt.Sprintf("the module is marked livepatch but has no livepatch relocations (.klp.rela sections), no patched functions (a static klp_patch, .init.klp_funcs, .kpatch.funcs) and no call to klp_enable_patch(): an object never converted, most often. `klpresolve convert %s -o OUT.ko --symbol NAME ...` makes livepatch relocations of the symbols it needs from the kernel (docs/commands.md)", m.Path)}
 }
@@ -446,7 +445,7 @@ func (m *Module) checkThisModule() {
 	if !m.builtModule() || m.elf.SectionByName(thisModuleSection) != nil {
 		return
 	}
-	m.NoModuleStruct = &RelocError{File: m.Path, Section: ".gnu.linkonce.this_module", Err: ErrNoModuleStruct,
+	m.noModuleStruct = &RelocError{File: m.Path, Section: ".gnu.linkonce.this_module", Err: ErrNoModuleStruct,
 		Kernel: m.loaderName() + ": No module found in object",
 		Hint:   fmt.Sprintf("the file has no .gnu.linkonce.this_module section, where the loader finds the module's struct module; modpost writes it in %s.mod.c and kbuild links %s.mod.o into every module: build the patch as a kbuild module (an object converted alone lacks it)", m.KernelName(), m.KernelName())}
 }

@@ -377,7 +377,7 @@ func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolutio
 		func() *RelocError { return m.checkExportSections(g) },
 		func() *RelocError { return m.refusesFtracePLT(opts.Config, g) },
 		func() *RelocError { return m.checkExports(ix, g) },
-		func() *RelocError { return cmp.Or(m.NotMarked, m.NotLivepatch) },
+		func() *RelocError { return cmp.Or(m.notMarked, m.notLivepatch) },
 	} {
 		if res.LoadErr = check(); res.LoadErr != nil {
 			res.LoadErrAtSetup = i == 0

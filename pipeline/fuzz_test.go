@@ -117,7 +117,7 @@ func FuzzRun(f *testing.F) {
 			notLinked(t, m, ix, rep)
 			return
 		}
-		if m.NoSymbols != nil || m.Machine == elf.EM_PPC64 && m.NoPLTSection != nil {
+		if m.Refusal(klp.ErrNoSymbols) != nil || m.Machine == elf.EM_PPC64 && m.Refusal(klp.ErrNoPLTSection) != nil {
 			// Refused before its layout: nothing is linked.
 			if rep.Image != nil || res.LoadErr == nil || rep.OK(false) ||
 				!errors.Is(res.LoadErr, klp.ErrNoSymbols) && !errors.Is(res.LoadErr, klp.ErrNoModuleStruct) && !errors.Is(res.LoadErr, klp.ErrNoPLTSection) {

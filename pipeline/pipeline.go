@@ -434,7 +434,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 		return rep, nil
 	}
 	rep.ResolveTime = time.Since(t0)
-	if m.NoSymbols != nil || m.Machine == elf.EM_PPC64 && m.NoPLTSection != nil {
+	if m.Refusal(klp.ErrNoSymbols) != nil || m.Machine == elf.EM_PPC64 && m.Refusal(klp.ErrNoPLTSection) != nil {
 		// Nothing to link: the loader refuses the module before its
 		// layout (Resolution.LoadErr says so), and there is no table or
 		// stub section to link with. (arm's PLT sections missing, the

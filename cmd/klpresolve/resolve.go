@@ -909,8 +909,8 @@ result has what kpatch-build's create-klp-module writes.`,
 			fmt.Fprintf(said, "wrote %s: %s\n", out, count(len(distinct), "livepatch symbol", "livepatch symbols"))
 			// An object compiled alone: kbuild has still to link it
 			// with its NAME.mod.o for the loader to take it.
-			if m, err := klp.Parse(out, b); err == nil && m.NoModuleStruct != nil {
-				fmt.Fprintf(said, "note: it has no .gnu.linkonce.this_module: the module loader refuses it (%q) until kbuild links it with its %s.mod.o\n", m.NoModuleStruct.Kernel, m.KernelName())
+			if m, err := klp.Parse(out, b); err == nil && m.Refusal(klp.ErrNoModuleStruct) != nil {
+				fmt.Fprintf(said, "note: it has no .gnu.linkonce.this_module: the module loader refuses it (%q) until kbuild links it with its %s.mod.o\n", m.Refusal(klp.ErrNoModuleStruct).Kernel, m.KernelName())
 			}
 			return nil
 		},
@@ -938,7 +938,7 @@ func (a *app) convertKpatch(name string, in []byte, out string, nrel int) error 
 	}
 	fmt.Fprintf(said, "wrote %s: %s in %s, as kpatch-build's create-klp-module writes them\n", out,
 		count(nrel, "livepatch relocation", "livepatch relocations"), count(len(m.Sections), ".klp.rela section", ".klp.rela sections"))
-	if m.NoModuleStruct == nil && !m.HasSection(".gnu.linkonce.this_module") {
+	if m.Refusal(klp.ErrNoModuleStruct) == nil && !m.HasSection(".gnu.linkonce.this_module") {
 		fmt.Fprintf(said, "note: it is no module yet: kpatch-build links output.o with its livepatch hook (kmod/patch) into the patch module, then converts that module; klpresolve convert does both alike\n")
 	}
 	return nil
