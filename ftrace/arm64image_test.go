@@ -30,7 +30,7 @@ func a64Index(t *testing.T, shift uint64, keep func(line string) bool) *kallsyms
 			out.WriteString(l)
 		}
 	}
-	ix, err := kallsyms.ParseBytes("System.map", out.Bytes(), nil)
+	ix, err := kallsyms.ParseBytes("System.map", out.Bytes(), kallsyms.Options{})
 	require.NoError(t, err)
 	return ix
 }
@@ -180,7 +180,7 @@ func TestARM64ImageBroken(t *testing.T) {
 	}
 	codeOnly := func(l string) bool { f := strings.Fields(l); return f[1] == "T" || f[1] == "t" }
 	lying := func(lines string) *kallsyms.Index {
-		ix, err := kallsyms.ParseBytes("lying", []byte(lines), nil)
+		ix, err := kallsyms.ParseBytes("lying", []byte(lines), kallsyms.Options{})
 		require.NoError(t, err)
 		return ix
 	}
@@ -230,7 +230,7 @@ func TestARM64ImageBroken(t *testing.T) {
 func TestDebianARM64Vmlinuz(t *testing.T) {
 	vmlinuz := testutil.Vmlinuz(t, "arm64")
 	smap := testutil.Corpus(t, "arm64/System.map-6.1.0-57-arm64")
-	ix, err := kallsyms.Open(smap, nil)
+	ix, err := kallsyms.Open(smap, kallsyms.Options{})
 	require.NoError(t, err)
 	s, err := Open(vmlinuz, ix)
 	require.NoError(t, err)
@@ -250,7 +250,7 @@ func TestDebianARM64Vmlinuz(t *testing.T) {
 	assert.Equal(t, s.Len(), m.Len())
 	assertVerdicts(t, m, moved, want)
 
-	code, err := kallsyms.Open(testutil.Corpus(t, "arm64/kallsyms-6.1.0-57-arm64.txt"), nil)
+	code, err := kallsyms.Open(testutil.Corpus(t, "arm64/kallsyms-6.1.0-57-arm64.txt"), kallsyms.Options{})
 	require.NoError(t, err)
 	_, err = Open(vmlinuz, code)
 	require.ErrorIs(t, err, ErrNoTable)

@@ -14,7 +14,7 @@ import (
 // ftrace call site in it, which the kernel image's __mcount_loc table
 // lists.
 func ExampleOpen() {
-	ix, err := kallsyms.Open("../testdata/ftrace/System.map", nil)
+	ix, err := kallsyms.Open("../testdata/ftrace/System.map", kallsyms.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

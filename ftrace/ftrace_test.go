@@ -38,7 +38,7 @@ func fixtureIndex(t *testing.T, shift uint64) *kallsyms.Index {
 	if shift != 0 {
 		data = shifted(t, data, shift)
 	}
-	ix, err := kallsyms.ParseBytes("System.map", data, nil)
+	ix, err := kallsyms.ParseBytes("System.map", data, kallsyms.Options{})
 	require.NoError(t, err)
 	return ix
 }
@@ -147,7 +147,7 @@ func TestImageKASLR(t *testing.T) {
 			code.WriteString(l + "\n")
 		}
 	}
-	codeOnly, err := kallsyms.ParseBytes("kallsyms", code.Bytes(), nil)
+	codeOnly, err := kallsyms.ParseBytes("kallsyms", code.Bytes(), kallsyms.Options{})
 	require.NoError(t, err)
 	s, err = Open(fixture("vmlinux"), codeOnly)
 	require.NoError(t, err)
@@ -179,7 +179,7 @@ func TestTracefs(t *testing.T) {
 
 	// Modules' lines, and a disabled record's, which says nothing.
 	mods, err := kallsyms.ParseBytes("kallsyms", []byte(
-		"ffffffff81000000 T _text\nffffffff81000010 T vfs_read\nffffffffc0001000 t xfs_iget\t[xfs]\nffffffffc0001100 t xfs_notrace\t[xfs]\nffffffffc0001200 t xfs_end\t[xfs]\n"), nil)
+		"ffffffff81000000 T _text\nffffffff81000010 T vfs_read\nffffffffc0001000 t xfs_iget\t[xfs]\nffffffffc0001100 t xfs_notrace\t[xfs]\nffffffffc0001200 t xfs_end\t[xfs]\n"), kallsyms.Options{})
 	require.NoError(t, err)
 	s, err := ParseTracefs("addrs", strings.NewReader("ffffffff81000010 vfs_read\nffffffffc0001004 xfs_iget [xfs]\nffffffffc0001180 __ftrace_invalid_address___128\n"), mods)
 	require.NoError(t, err)
@@ -200,7 +200,7 @@ func TestTracefs(t *testing.T) {
 // are refused rather than taken to say that nothing is traceable.
 func TestMismatch(t *testing.T) {
 	index := func(name, lines string) *kallsyms.Index {
-		ix, err := kallsyms.ParseBytes(name, []byte(lines), nil)
+		ix, err := kallsyms.ParseBytes(name, []byte(lines), kallsyms.Options{})
 		require.NoError(t, err)
 		return ix
 	}
@@ -285,12 +285,12 @@ func TestImageInputs(t *testing.T) {
 	require.ErrorIs(t, err, ErrMalformed)
 	assert.ErrorContains(t, err, fmt.Sprintf("reading the call-site table at file offset %#x: injected", off))
 	// Bounds that are no table.
-	bad, err := kallsyms.ParseBytes("bad", []byte("ffffffff81000000 T _text\nffffffff81002000 R __start_mcount_loc\nffffffff81002007 R __stop_mcount_loc\n"), nil)
+	bad, err := kallsyms.ParseBytes("bad", []byte("ffffffff81000000 T _text\nffffffff81002000 R __start_mcount_loc\nffffffff81002007 R __stop_mcount_loc\n"), kallsyms.Options{})
 	require.NoError(t, err)
 	_, err = NewImage(bytes.NewReader(img), "vmlinux", bad)
 	require.ErrorIs(t, err, ErrMalformed)
 	assert.ErrorContains(t, err, "is no table of 8-byte addresses")
-	past, err := kallsyms.ParseBytes("past", []byte("ffffffff81000000 T _text\nffffffff81002000 R __start_mcount_loc\nffffffff81003000 R __stop_mcount_loc\n"), nil)
+	past, err := kallsyms.ParseBytes("past", []byte("ffffffff81000000 T _text\nffffffff81002000 R __start_mcount_loc\nffffffff81003000 R __stop_mcount_loc\n"), kallsyms.Options{})
 	require.NoError(t, err)
 	_, err = NewImage(bytes.NewReader(img), "vmlinux", past)
 	require.ErrorIs(t, err, ErrMalformed)
@@ -348,7 +348,7 @@ func TestTracefsMalformed(t *testing.T) {
 func TestDebianPPC64EL(t *testing.T) {
 	root := testutil.PPC64EL(t)
 	boot := filepath.Join(root, "boot")
-	ix, err := kallsyms.Open(filepath.Join(boot, "System.map-"+testutil.PPC64ELRelease), nil)
+	ix, err := kallsyms.Open(filepath.Join(boot, "System.map-"+testutil.PPC64ELRelease), kallsyms.Options{})
 	require.NoError(t, err)
 	s, err := Open(filepath.Join(boot, "vmlinux-"+testutil.PPC64ELRelease), ix)
 	require.NoError(t, err)
@@ -374,7 +374,7 @@ func elfNewFile(data []byte) (*elf.File, error) { return elf.NewFile(bytes.NewRe
 func TestCovers(t *testing.T) {
 	mods, err := kallsyms.ParseBytes("kallsyms", []byte(
 		"ffffffff81000000 T _text\nffffffff81000060 t type_show\nffffffff81000070 T vfs_read\nffffffff81000080 T ring_buffer_lock_reserve\nffffffff81000090 T cmdline_proc_show\nffffffff810000a0 T tracing_on\nffffffff810000b0 T klp_enable_patch\nffffffff810000c0 T __fentry__\nffffffff810000d0 t type_show\nffffffff810000e0 T twin_call\nffffffff81001000 D jiffies\nffffffff81002000 R __start_mcount_loc\nffffffff81002028 R __stop_mcount_loc\n"+
-			"ffffffffc0001000 t ext4_iget\t[ext4]\nffffffffc0001100 t ext4_end\t[ext4]\nffffffffc0002000 t xfs_iget\t[xfs]\nffffffffc0002100 t xfs_end\t[xfs]\n"), nil)
+			"ffffffffc0001000 t ext4_iget\t[ext4]\nffffffffc0001100 t ext4_end\t[ext4]\nffffffffc0002000 t xfs_iget\t[xfs]\nffffffffc0002100 t xfs_end\t[xfs]\n"), kallsyms.Options{})
 	require.NoError(t, err)
 	img, err := Open(fixture("vmlinux"), mods)
 	require.NoError(t, err)
@@ -398,7 +398,7 @@ func TestCovers(t *testing.T) {
 // the call sites (the kernel writes them at boot): a function is traceable
 // exactly where the disassembly shows a patchable entry's two NOPs.
 func TestImageArm64(t *testing.T) {
-	ix, err := kallsyms.Open(fixture("arm64/System.map"), nil)
+	ix, err := kallsyms.Open(fixture("arm64/System.map"), kallsyms.Options{})
 	require.NoError(t, err)
 	img := mustRead(t, fixture("arm64/vmlinux"))
 	f, err := elfNewFile(img)
@@ -421,7 +421,7 @@ func TestImageArm64(t *testing.T) {
 // the disassembly's (whose list names _stext for type_show's NOPs before
 // it).
 func TestImageArm64CallOps(t *testing.T) {
-	ix, err := kallsyms.Open(fixture("arm64-callops/System.map"), nil)
+	ix, err := kallsyms.Open(fixture("arm64-callops/System.map"), kallsyms.Options{})
 	require.NoError(t, err)
 	want := traced(t, "arm64-callops/available_filter_functions_addrs")
 	stext := symAddr(t, ix, stextSym)
@@ -447,7 +447,7 @@ func TestImageArm64CallOps(t *testing.T) {
 	assert.Equal(t, 11, matchesOracle(t, s, ix, want))
 
 	// Sites at their functions' starts are not moved.
-	arm64, err := kallsyms.Open(fixture("arm64/System.map"), nil)
+	arm64, err := kallsyms.Open(fixture("arm64/System.map"), kallsyms.Options{})
 	require.NoError(t, err)
 	plain, err := Open(fixture("arm64/vmlinux"), arm64)
 	require.NoError(t, err)
@@ -459,7 +459,7 @@ func TestImageArm64CallOps(t *testing.T) {
 // the image's own symbols place it, KASLR offset and all.
 func TestImageArm64CodeOnly(t *testing.T) {
 	const shift = 0x2c0000
-	full, err := kallsyms.Open(fixture("arm64/System.map"), nil)
+	full, err := kallsyms.Open(fixture("arm64/System.map"), kallsyms.Options{})
 	require.NoError(t, err)
 	s0, err := Open(fixture("arm64/vmlinux"), full)
 	require.NoError(t, err)
@@ -472,7 +472,7 @@ func TestImageArm64CodeOnly(t *testing.T) {
 			code.WriteString(l + "\n")
 		}
 	}
-	ix, err := kallsyms.ParseBytes("kallsyms", code.Bytes(), nil)
+	ix, err := kallsyms.ParseBytes("kallsyms", code.Bytes(), kallsyms.Options{})
 	require.NoError(t, err)
 	_, ok := ix.Find(kallsyms.Vmlinux, "_text", 1)
 	require.False(t, ok)
@@ -493,7 +493,7 @@ func TestImageArm64CodeOnly(t *testing.T) {
 			bare.WriteString(l + "\n")
 		}
 	}
-	ix, err = kallsyms.ParseBytes("kallsyms", bare.Bytes(), nil)
+	ix, err = kallsyms.ParseBytes("kallsyms", bare.Bytes(), kallsyms.Options{})
 	require.NoError(t, err)
 	_, err = Open(fixture("arm64/vmlinux"), ix)
 	require.ErrorIs(t, err, ErrNoTable)
@@ -584,7 +584,7 @@ func TestDebianAMD64Vmlinuz(t *testing.T) {
 	}
 	vmlinuz := testutil.Vmlinuz(t, "amd64")
 	smap := testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64")
-	ix, err := kallsyms.Open(smap, nil)
+	ix, err := kallsyms.Open(smap, kallsyms.Options{})
 	require.NoError(t, err)
 	s, err := Open(vmlinuz, ix)
 	require.NoError(t, err)
@@ -618,7 +618,7 @@ func assertVerdicts(t *testing.T, s *Sites, ix *kallsyms.Index, want map[string]
 // moved by shift, as a running kernel's kallsyms is by its KASLR offset.
 func openMoved(t *testing.T, path, smap string, shift uint64) (*Sites, *kallsyms.Index) {
 	t.Helper()
-	moved, err := kallsyms.ParseBytes("kallsyms", shifted(t, mustRead(t, smap), shift), nil)
+	moved, err := kallsyms.ParseBytes("kallsyms", shifted(t, mustRead(t, smap), shift), kallsyms.Options{})
 	require.NoError(t, err)
 	s, err := Open(path, moved)
 	require.NoError(t, err)

@@ -18,7 +18,7 @@ func fuzzIndex(f *testing.F, smap string) *kallsyms.Index {
 	if err != nil {
 		f.Fatal(err)
 	}
-	ix, err := kallsyms.ParseBytes(smap, data, nil)
+	ix, err := kallsyms.ParseBytes(smap, data, kallsyms.Options{})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func BenchmarkOpen(b *testing.B) {
 	p := testutil.Corpus(b, benchFile)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := kallsyms.Open(p, nil); err != nil {
+		if _, err := kallsyms.Open(p, kallsyms.Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -73,7 +73,7 @@ func BenchmarkOpenSnapshotRaw(b *testing.B) {
 // benchOpenSnapshot opens the snapshot write makes of the corpus file.
 func benchOpenSnapshot(b *testing.B, write func(*kallsyms.Index, string) error) {
 	p := testutil.Corpus(b, benchFile)
-	ix, err := kallsyms.Open(p, nil)
+	ix, err := kallsyms.Open(p, kallsyms.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func benchOpenSnapshot(b *testing.B, write func(*kallsyms.Index, string) error) 
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := kallsyms.Open(snap, nil); err != nil {
+		if _, err := kallsyms.Open(snap, kallsyms.Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -91,7 +91,7 @@ func benchOpenSnapshot(b *testing.B, write func(*kallsyms.Index, string) error) 
 
 func lookupSetup(b *testing.B) (*kallsyms.Index, *reference.Kernel, []query) {
 	p := testutil.Corpus(b, benchFile)
-	ix, err := kallsyms.Open(p, nil)
+	ix, err := kallsyms.Open(p, kallsyms.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func BenchmarkOpenMapText(b *testing.B) {
 	p := testutil.Corpus(b, benchFile)
 	b.ReportAllocs()
 	for b.Loop() {
-		ix, err := kallsyms.Open(p, &kallsyms.Options{MapText: true})
+		ix, err := kallsyms.Open(p, kallsyms.Options{MapText: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -214,7 +214,7 @@ func BenchmarkLookupSnapshot(b *testing.B) {
 	if err := ix.WriteSnapshotFile(snap); err != nil {
 		b.Fatal(err)
 	}
-	s, err := kallsyms.Open(snap, nil)
+	s, err := kallsyms.Open(snap, kallsyms.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

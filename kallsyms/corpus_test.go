@@ -51,7 +51,7 @@ func TestCorpusCounts(t *testing.T) {
 				}
 				want[l.Object]++
 			}
-			ix, err := Open(path, nil)
+			ix, err := Open(path, Options{})
 			require.NoError(t, err)
 			assert.Equal(t, len(raw), ix.Len())
 			objs := ix.Objects()
@@ -84,7 +84,7 @@ func TestCorpusFastPathMatchesSlowPath(t *testing.T) {
 		t.Run(filepath.Base(rel), func(t *testing.T) {
 			data, err := os.ReadFile(testutil.Corpus(t, rel))
 			require.NoError(t, err)
-			ix, err := ParseBytes(rel, data, nil)
+			ix, err := ParseBytes(rel, data, Options{})
 			require.NoError(t, err)
 			sameAsSlowPath(t, data, ix, err)
 		})
@@ -114,14 +114,14 @@ func TestCorpusStreamedMatchesWhole(t *testing.T) {
 	for _, rel := range corpusSymbolFiles {
 		t.Run(filepath.Base(rel), func(t *testing.T) {
 			path := testutil.Corpus(t, rel)
-			whole, err := Open(path, nil)
+			whole, err := Open(path, Options{})
 			require.NoError(t, err)
 			data, err := os.ReadFile(path)
 			require.NoError(t, err)
-			streamed, err := Parse(rel, &pieceReader{data: data, n: 4096}, nil)
+			streamed, err := Parse(rel, &pieceReader{data: data, n: 4096}, Options{})
 			require.NoError(t, err)
 			sameIndex(t, whole, streamed)
-			mapped, err := Open(path, &Options{MapText: true})
+			mapped, err := Open(path, Options{MapText: true})
 			require.NoError(t, err)
 			sameIndex(t, whole, mapped)
 			require.NoError(t, mapped.Close())
@@ -132,7 +132,7 @@ func TestCorpusStreamedMatchesWhole(t *testing.T) {
 			require.NoError(t, zw.Close())
 			gzPath := filepath.Join(t.TempDir(), "k.gz")
 			require.NoError(t, os.WriteFile(gzPath, gz.Bytes(), 0o644))
-			fromGz, err := Open(gzPath, nil)
+			fromGz, err := Open(gzPath, Options{})
 			require.NoError(t, err)
 			sameIndex(t, whole, fromGz)
 		})
@@ -149,7 +149,7 @@ func TestCorpusSymposOnRealDuplicates(t *testing.T) {
 		}
 	}
 	require.Greater(t, len(addrs), 100, "__func__.0 should appear hundreds of times")
-	ix, err := Open(path, nil)
+	ix, err := Open(path, Options{})
 	require.NoError(t, err)
 	for i, a := range addrs {
 		s, err := ix.Lookup("vmlinux", "__func__.0", uint64(i+1))
@@ -205,7 +205,7 @@ func TestCorpusSymposOnRealDuplicates(t *testing.T) {
 func TestCorpusReverseLookup(t *testing.T) {
 	path := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
 	raw := testutil.ReadSymbolLines(t, path)
-	ix, err := Open(path, nil)
+	ix, err := Open(path, Options{})
 	require.NoError(t, err)
 	// Distinct text addresses with the next higher address in the object.
 	checked := 0
@@ -250,7 +250,7 @@ func TestCorpusKptrRestrict(t *testing.T) {
 		}
 		b.WriteByte('\n')
 	}
-	_, err = ParseBytes(path, b.Bytes(), nil)
+	_, err = ParseBytes(path, b.Bytes(), Options{})
 	require.ErrorIs(t, err, ErrRestricted)
 }
 
@@ -259,14 +259,14 @@ func TestCorpusKptrRestrict(t *testing.T) {
 func TestCorpusSnapshot(t *testing.T) {
 	for _, rel := range corpusSymbolFiles {
 		t.Run(filepath.Base(rel), func(t *testing.T) {
-			ix, err := Open(testutil.Corpus(t, rel), nil)
+			ix, err := Open(testutil.Corpus(t, rel), Options{})
 			require.NoError(t, err)
 			for format, write := range writers {
 				var buf bytes.Buffer
 				require.NoError(t, write(ix, &buf), format)
 				snap := filepath.Join(t.TempDir(), "k.snap")
 				require.NoError(t, os.WriteFile(snap, buf.Bytes(), 0o644))
-				six, err := Open(snap, nil)
+				six, err := Open(snap, Options{})
 				require.NoError(t, err, format)
 				sameIndex(t, ix, six)
 				for _, o := range ix.Objects() {
@@ -287,7 +287,7 @@ func TestCorpusSnapshot(t *testing.T) {
 			}
 		})
 	}
-	ix, err := Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	ix, err := Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), Options{})
 	require.NoError(t, err)
 	a, err := ix.Lookup("vmlinux", "__func__.0", 17)
 	require.NoError(t, err)
@@ -297,7 +297,7 @@ func TestCorpusSnapshot(t *testing.T) {
 // A lookup that resolves allocates nothing, for unique names, for
 // positions in long chains, in vmlinux and in modules.
 func TestCorpusLookupAllocatesNothing(t *testing.T) {
-	ix, err := Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	ix, err := Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), Options{})
 	require.NoError(t, err)
 	queries := []struct {
 		obj, name string
@@ -314,7 +314,7 @@ func TestCorpusLookupAllocatesNothing(t *testing.T) {
 // Find and FindName answer as Lookup and LookupName do on a real kernel's
 // symbols: every name of every object (a sample of vmlinux's), and misses.
 func TestCorpusFindAgreesWithLookup(t *testing.T) {
-	ix, err := Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	ix, err := Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), Options{})
 	require.NoError(t, err)
 	var objects []string
 	for _, o := range ix.Objects() {
@@ -347,11 +347,11 @@ func TestCorpusExports(t *testing.T) {
 		"armhf/System.map-6.1.0-50-armmp":       true,
 		"host/kallsyms-6.18.44-firecracker.txt": false,
 	} {
-		ix, err := Open(testutil.Corpus(t, rel), nil)
+		ix, err := Open(testutil.Corpus(t, rel), Options{})
 		require.NoError(t, err)
 		require.Equal(t, lists, ix.ListsExports(), rel)
 	}
-	ix, err := Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	ix, err := Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), Options{})
 	require.NoError(t, err)
 	_, ok := ix.FindExport("vfs_read", true) // not exported in 6.1
 	require.False(t, ok)
@@ -379,7 +379,7 @@ func TestCorpusArch(t *testing.T) {
 	want := map[string]string{"amd64": "x86_64", "arm64": "arm64", "armhf": "arm", "host": "x86_64"}
 	for _, p := range corpusSymbolFiles {
 		t.Run(p, func(t *testing.T) {
-			ix, err := Open(testutil.Corpus(t, p), nil)
+			ix, err := Open(testutil.Corpus(t, p), Options{})
 			require.NoError(t, err)
 			arch, evidence := ix.Arch()
 			assert.Equal(t, want[strings.Split(p, "/")[0]], arch)
@@ -401,12 +401,12 @@ func TestCorpusArch(t *testing.T) {
 // TestArchUnknown: no entry symbol in vmlinux, no architecture; a module's
 // symbol of that name does not count.
 func TestArchUnknown(t *testing.T) {
-	ix, err := ParseBytes("t", []byte("ffffffff81000000 T vfs_read\nffffffffc0000000 t primary_entry\t[mymod]\n"), nil)
+	ix, err := ParseBytes("t", []byte("ffffffff81000000 T vfs_read\nffffffffc0000000 t primary_entry\t[mymod]\n"), Options{})
 	require.NoError(t, err)
 	arch, evidence := ix.Arch()
 	assert.Empty(t, arch)
 	assert.Empty(t, evidence)
-	ix, err = ParseBytes("t", []byte("ffffffff81000000 T vfs_read\nffffffff81000100 T startup_64\n"), nil)
+	ix, err = ParseBytes("t", []byte("ffffffff81000000 T vfs_read\nffffffff81000100 T startup_64\n"), Options{})
 	require.NoError(t, err)
 	arch, evidence = ix.Arch()
 	assert.Equal(t, "x86_64", arch)
@@ -416,7 +416,7 @@ func TestArchUnknown(t *testing.T) {
 		"0000000000100000 T startup_continue\n0000000000200000 T vfs_read\n": "s390",
 		"c000000000000100 T __secondary_hold\nc000000000200000 T vfs_read\n": "ppc64",
 	} {
-		ix, err = ParseBytes("t", []byte(text), nil)
+		ix, err = ParseBytes("t", []byte(text), Options{})
 		require.NoError(t, err)
 		arch, _ = ix.Arch()
 		assert.Equal(t, want, arch)
@@ -433,7 +433,7 @@ func TestArchUnknown(t *testing.T) {
 func TestCorpusAddrExtent(t *testing.T) {
 	path := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
 	raw := testutil.ReadSymbolLines(t, path)
-	ix, err := Open(path, nil)
+	ix, err := Open(path, Options{})
 	require.NoError(t, err)
 	// Each object's highest non-absolute address, from the raw lines.
 	high := map[string]uint64{}
@@ -482,7 +482,7 @@ func TestCorpusAddrExtent(t *testing.T) {
 func TestCorpusListsData(t *testing.T) {
 	listed := 0
 	for _, p := range allCorpusSymbolFiles { // all: the count below is theirs
-		ix, err := Open(testutil.Corpus(t, p), nil)
+		ix, err := Open(testutil.Corpus(t, p), Options{})
 		require.NoError(t, err)
 		_, jiffies := ix.Find("vmlinux", "jiffies", 0)
 		assert.Equal(t, jiffies, ix.ListsData(), p)

@@ -18,7 +18,7 @@ ffffffff81000200 T vfs_read
 ffffffff81000300 t helper
 ffffffffc0001000 t helper	[xfs]
 `
-	ix, _ := kallsyms.Parse("example", strings.NewReader(text), nil)
+	ix, _ := kallsyms.Parse("example", strings.NewReader(text), kallsyms.Options{})
 	s, _ := ix.Lookup("vmlinux", "helper", 2)
 	fmt.Printf("%s %#x position %d\n", s.Name, s.Address, s.Pos)
 	_, err := ix.Lookup("vmlinux", "helper", 0)
@@ -35,11 +35,11 @@ func ExampleIndex_Close() {
 	dir, _ := os.MkdirTemp("", "example")
 	defer os.RemoveAll(dir)
 	text := "ffffffff81000200 T vfs_read\nffffffffc0001000 t helper\t[xfs]\n"
-	ix, _ := kallsyms.Parse("kernel-1", strings.NewReader(text), nil)
+	ix, _ := kallsyms.Parse("kernel-1", strings.NewReader(text), kallsyms.Options{})
 	_ = ix.WriteSnapshotRawFile(filepath.Join(dir, "kernel-1.snap"))
 
 	for _, p := range []string{filepath.Join(dir, "kernel-1.snap")} {
-		ix, err := kallsyms.Open(p, nil)
+		ix, err := kallsyms.Open(p, kallsyms.Options{})
 		if err != nil {
 			fmt.Println(err)
 			continue
@@ -62,11 +62,11 @@ func ExampleIndex_DecodeAll() {
 	dir, _ := os.MkdirTemp("", "example")
 	defer os.RemoveAll(dir)
 	text := "ffffffff81000200 T vfs_read\nffffffffc0001000 t helper\t[xfs]\n"
-	ix, _ := kallsyms.Parse("kernel", strings.NewReader(text), nil)
+	ix, _ := kallsyms.Parse("kernel", strings.NewReader(text), kallsyms.Options{})
 	p := filepath.Join(dir, "kernel.snap")
 	_ = ix.WriteSnapshotFile(p)
 
-	snap, err := kallsyms.Open(p, nil)
+	snap, err := kallsyms.Open(p, kallsyms.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -86,7 +86,7 @@ func ExampleIndex_DecodeAll() {
 // diagnostics (candidates, nearest names) for each miss.
 func ExampleIndex_Find() {
 	text := "ffffffff81000200 T vfs_read\nffffffffc0001000 t helper\t[xfs]\n"
-	ix, _ := kallsyms.Parse("kernel", strings.NewReader(text), nil)
+	ix, _ := kallsyms.Parse("kernel", strings.NewReader(text), kallsyms.Options{})
 	for _, name := range []string{"vfs_read", "xfs:helper", "vfs_reed"} {
 		if s, ok := ix.FindName(name); ok {
 			fmt.Printf("%s %#x\n", name, s.Address)
@@ -114,7 +114,7 @@ ffffffff8200000c R __start___ksymtab_gpl
 ffffffff8200000c r __ksymtab_call_rcu
 ffffffff82000018 R __stop___ksymtab_gpl
 `
-	ix, _ := kallsyms.Parse("System.map", strings.NewReader(text), nil)
+	ix, _ := kallsyms.Parse("System.map", strings.NewReader(text), kallsyms.Options{})
 	for _, name := range []string{"_printk", "vfs_read", "call_rcu"} {
 		_, gpl := ix.FindExport(name, true)
 		_, other := ix.FindExport(name, false)
@@ -136,7 +136,7 @@ func ExampleIndex_Addr() {
 ffffffff81000300 T vfs_write
 ffffffffc0001000 t helper	[xfs]
 `
-	ix, _ := kallsyms.Parse("kernel", strings.NewReader(text), nil)
+	ix, _ := kallsyms.Parse("kernel", strings.NewReader(text), kallsyms.Options{})
 	for _, addr := range []uint64{0xffffffff81000105, 0xffffffffc0001010, 0xffffffffc0002000} {
 		if a, ok := ix.Addr(addr); ok {
 			fmt.Printf("%#x: %s\n", addr, a)

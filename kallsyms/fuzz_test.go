@@ -25,7 +25,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("ffffffff81000000 T a\x02b\nffffffff81000000 T c \t [m] \n"))
 	f.Add([]byte("ffffffffffffffff B The real System.map is in the linux-image-<version>-dbg package\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ix, err := ParseBytes("fuzz", data, nil)
+		ix, err := ParseBytes("fuzz", data, Options{})
 		if (ix == nil) == (err == nil) {
 			t.Fatalf("index %v with error %v", ix, err)
 		}
@@ -48,7 +48,7 @@ func FuzzParse(f *testing.F) {
 // and changes nothing else, and checks that both give the same result.
 func sameAsSlowPath(t testing.TB, data []byte, ix *Index, err error) {
 	slow := append(bytes.ReplaceAll(data, []byte("\n"), []byte(" \n")), ' ')
-	ix2, err2 := ParseBytes("fuzz", slow, nil)
+	ix2, err2 := ParseBytes("fuzz", slow, Options{})
 	if (err == nil) != (err2 == nil) || (err != nil && err.Error() != err2.Error()) {
 		t.Fatalf("fast path: %v; slow path: %v", err, err2)
 	}
@@ -88,7 +88,7 @@ func sameIndex(t testing.TB, ix, ix2 *Index) {
 
 // seedSnapshot is the sample (LTO mode) written by write: a fuzz seed.
 func seedSnapshot(f *testing.F, write func(*Index, io.Writer) error) []byte {
-	ix, err := Parse("seed", bytes.NewReader([]byte(sample)), &Options{LTO: true})
+	ix, err := Parse("seed", bytes.NewReader([]byte(sample)), Options{LTO: true})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func FuzzSnapshot(f *testing.F) {
 	b := seedSnapshot(f, (*Index).WriteSnapshot)
 	f.Add(b)
 	f.Add(b[:40])
-	ix, err := ParseBytes("seed", []byte(sample), nil)
+	ix, err := ParseBytes("seed", []byte(sample), Options{})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func FuzzSnapshot(f *testing.F) {
 		copy(d, snapshotMagic)
 		binary.LittleEndian.PutUint32(d[8:], snapshotVersion)
 		binary.LittleEndian.PutUint64(d[24:], compactChecksum(d))
-		ix, err := ParseBytes("fuzz", d, nil)
+		ix, err := ParseBytes("fuzz", d, Options{})
 		if (ix == nil) == (err == nil) {
 			t.Fatalf("index %v with error %v", ix, err)
 		}
@@ -205,7 +205,7 @@ func FuzzRawSnapshot(f *testing.F) {
 		d := append([]byte(nil), data...)
 		copy(d, snapshotMagic)
 		binary.LittleEndian.PutUint32(d[8:], rawVersion)
-		ix, err := ParseBytes("fuzz", rawWithChecksum(d), nil)
+		ix, err := ParseBytes("fuzz", rawWithChecksum(d), Options{})
 		if (ix == nil) == (err == nil) {
 			t.Fatalf("index %v with error %v", ix, err)
 		}
@@ -230,7 +230,7 @@ func FuzzImage(f *testing.F) {
 	f.Add(fakeImage(LayoutTablesLast, append([]fakeSym{{0, 'A', "fixed_percpu_data"}}, fakeSyms(40)...), true))
 	f.Add(fakeARM64Image(LayoutBaseRelative, fakeSymsAt(fakeARM64Text, 100), true))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ix, err := ParseBytes("fuzz", data, nil)
+		ix, err := ParseBytes("fuzz", data, Options{})
 		if err != nil {
 			if !maybeImage(data[:min(len(data), 1024)]) {
 				return // a text's error: FuzzParse's
@@ -278,7 +278,7 @@ func FuzzParseStream(f *testing.F) {
 		f.Add(zs.Bytes())
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ix, err := Parse("fuzz", bytes.NewReader(data), &Options{MaxSymbols: bound})
+		ix, err := Parse("fuzz", bytes.NewReader(data), Options{MaxSymbols: bound})
 		if (ix == nil) == (err == nil) {
 			t.Fatalf("index %v with error %v", ix, err)
 		}

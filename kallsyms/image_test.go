@@ -72,7 +72,7 @@ func TestImageDebian61(t *testing.T) {
 			}
 			img := testutil.Vmlinuz(t, tc.arch)
 			want := vmlinuxInOrder(t, testutil.Corpus(t, fmt.Sprintf("%s/kallsyms-%s.txt", tc.arch, testutil.VmlinuzRelease(tc.arch))))
-			ix, err := Open(img, nil)
+			ix, err := Open(img, Options{})
 			require.NoError(t, err)
 			info, ok := ix.Image()
 			require.True(t, ok)
@@ -95,7 +95,7 @@ func TestImageNotKernel(t *testing.T) {
 	copy(img[56:], "ARM\x64")
 	p := filepath.Join(dir, "Image")
 	require.NoError(t, os.WriteFile(p, img, 0o644))
-	_, err := Open(p, nil)
+	_, err := Open(p, Options{})
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, ErrNoKallsyms), "%v", err)
 	assert.ErrorContains(t, err, p+": no kallsyms tables in the kernel image: no kallsyms token table (a kernel built without CONFIG_KALLSYMS has none")
@@ -140,7 +140,7 @@ func TestImageDebianGenerations(t *testing.T) {
 				_, _, err = im.decode(tab)
 				require.NoError(t, err)
 
-				ix, err := ParseBytes(path, data, nil)
+				ix, err := ParseBytes(path, data, Options{})
 				require.NoError(t, err)
 				info, ok := ix.Image()
 				require.True(t, ok)
@@ -201,7 +201,7 @@ func TestImageLayouts(t *testing.T) {
 				// from 0, stored as they are.
 				in = append([]fakeSym{{0, 'A', "fixed_percpu_data"}, {0x1000, 'A', "cpu_tss_rw"}}, syms...)
 			}
-			ix, err := ParseBytes("fake", fakeImage(tc.layout, in, tc.percpu), nil)
+			ix, err := ParseBytes("fake", fakeImage(tc.layout, in, tc.percpu), Options{})
 			require.NoError(t, err)
 			info, ok := ix.Image()
 			require.True(t, ok)
@@ -228,7 +228,7 @@ func TestImageARM64(t *testing.T) {
 		rela   bool
 	}{{LayoutBaseRelative, true}, {LayoutTablesLast, false}, {LayoutPCRelative, false}, {LayoutPCRelative, true}} {
 		t.Run(fmt.Sprintf("%s/rela=%v", tc.layout, tc.rela), func(t *testing.T) {
-			ix, err := ParseBytes("Image", fakeARM64Image(tc.layout, syms, tc.rela), nil)
+			ix, err := ParseBytes("Image", fakeARM64Image(tc.layout, syms, tc.rela), Options{})
 			require.NoError(t, err)
 			info, _ := ix.Image()
 			assert.Equal(t, "arm64 Image", info.Kind)
@@ -245,7 +245,7 @@ func TestImageARM64(t *testing.T) {
 	// fits them all.
 	b := fakeARM64Image(LayoutBaseRelative, syms, true)
 	b[len(b)-101*24-8] = 1 // the last zero word
-	_, err := ParseBytes("Image", b, nil)
+	_, err := ParseBytes("Image", b, Options{})
 	assert.ErrorIs(t, err, ErrImage)
 	assert.ErrorContains(t, err, "Image: kernel image not readable: no address puts its 101 relocations on zero words")
 }
@@ -256,7 +256,7 @@ func TestImageARM64(t *testing.T) {
 func TestImageBroken(t *testing.T) {
 	syms := fakeSyms(700)
 	good := fakeImage(LayoutTablesLast, syms, false)
-	_, err := ParseBytes("fake", good, nil)
+	_, err := ParseBytes("fake", good, Options{})
 	require.NoError(t, err)
 	find := func(b []byte) tables {
 		im := &vmImage{name: "fake", b: b}
@@ -282,7 +282,7 @@ func TestImageBroken(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := bytes.Clone(good)
 			tc.spoil(b)
-			_, err := ParseBytes("fake", b, nil)
+			_, err := ParseBytes("fake", b, Options{})
 			require.Error(t, err)
 			assert.True(t, errors.Is(err, tc.err), "%v", err)
 			assert.ErrorContains(t, err, "fake: ")
@@ -301,11 +301,11 @@ func TestImageAgainstDbgMap(t *testing.T) {
 	testutil.LightKernel(t, "6.12", "amd64")
 	mapPath := testutil.DebianDbgMap(t, "6.12", "amd64")
 	_, img := testutil.DebianKernel(t, "6.12", "amd64")
-	m, err := Open(mapPath, nil)
+	m, err := Open(mapPath, Options{})
 	require.NoError(t, err)
 	k := m.KernelKallsyms()
 	require.Equal(t, kgen.Linux6_12, k.Generation)
-	ix, err := Open(img, nil)
+	ix, err := Open(img, Options{})
 	require.NoError(t, err)
 	info, _ := ix.Image()
 	assert.Equal(t, info.Symbols, k.Symbols)
@@ -347,7 +347,7 @@ func TestSlide(t *testing.T) {
 	const d = 0x1c000000
 	in := append([]fakeSym{{0, 'A', "fixed_percpu_data"}}, fakeSyms(40)...)
 	img := fakeImage(LayoutTablesLast, in, true)
-	for _, o := range []*Options{{Slide: d}, {SlideTo: fakeText + d}} {
+	for _, o := range []Options{{Slide: d}, {SlideTo: fakeText + d}} {
 		ix, err := ParseBytes("fake", img, o)
 		require.NoError(t, err)
 		s, ok := ix.Find(Vmlinux, "_text", 1)
@@ -358,17 +358,17 @@ func TestSlide(t *testing.T) {
 		info, _ := ix.Find(Vmlinux, "fn_3_read", 1)
 		assert.Equal(t, uint64(fakeText+d+0x30), info.Address)
 	}
-	_, err := ParseBytes("fake", img, &Options{Slide: 1, SlideTo: 2})
+	_, err := ParseBytes("fake", img, Options{Slide: 1, SlideTo: 2})
 	assert.ErrorIs(t, err, ErrSlide)
 	text := "ffffffff81000000 T foo\n"
-	_, err = ParseBytes("map", []byte(text), &Options{SlideTo: 0xffffffff9c000000})
+	_, err = ParseBytes("map", []byte(text), Options{SlideTo: 0xffffffff9c000000})
 	assert.ErrorIs(t, err, ErrSlide)
 	assert.ErrorContains(t, err, "map: cannot slide the kernel's addresses: it lists no _text nor _stext")
-	ix, err := ParseBytes("map", []byte(text), nil)
+	ix, err := ParseBytes("map", []byte(text), Options{})
 	require.NoError(t, err)
 	snap := filepath.Join(t.TempDir(), "k.snap")
 	require.NoError(t, ix.WriteSnapshotFile(snap))
-	_, err = Open(snap, &Options{Slide: d})
+	_, err = Open(snap, Options{Slide: d})
 	assert.ErrorIs(t, err, ErrSlide)
 	assert.ErrorContains(t, err, "a snapshot keeps the addresses it was written with")
 }
@@ -386,23 +386,23 @@ func TestImageHostile(t *testing.T) {
 	require.NoError(t, w.Close())
 	payload := binary.LittleEndian.AppendUint32(z.Bytes(), uint32(len(img)))
 	bz := kimage.BzImageOf(payload)
-	ix, err := ParseBytes("vmlinuz", bz, nil)
+	ix, err := ParseBytes("vmlinuz", bz, Options{})
 	require.NoError(t, err, "the whole bzImage reads")
 	info, _ := ix.Image()
 	assert.Equal(t, "bzImage", info.Kind)
 
-	_, err = ParseBytes("vmlinuz", bz[:len(bz)-len(payload)/2], nil)
+	_, err = ParseBytes("vmlinuz", bz[:len(bz)-len(payload)/2], Options{})
 	assert.ErrorIs(t, err, ErrImage)
 	assert.ErrorContains(t, err, "vmlinuz: kernel image not readable: its payload (")
 	cut := kimage.BzImageOf(append(z.Bytes()[:z.Len()/2], 0, 0, 0, 0))
-	_, err = ParseBytes("vmlinuz", cut, nil)
+	_, err = ParseBytes("vmlinuz", cut, Options{})
 	assert.ErrorIs(t, err, ErrImage)
 	assert.ErrorContains(t, err, "vmlinuz: kernel image not readable: its payload: ")
 
 	// 300 tokens of "_read": 1,500 bytes from a record the markers accept.
 	long := fakeSymsAt(fakeText, 40)
 	long[20].name = strings.Repeat("_read", 300)
-	_, err = ParseBytes("fake", fakeImage(LayoutTablesLast, long, false), nil)
+	_, err = ParseBytes("fake", fakeImage(LayoutTablesLast, long, false), Options{})
 	assert.ErrorIs(t, err, ErrImage)
 	assert.ErrorContains(t, err, "fake: kernel image not readable: kallsyms symbol 20 decodes to a name of 1500 bytes, longer than the kernel's KSYM_NAME_LEN-1 (511)")
 }
@@ -425,10 +425,10 @@ func TestMaxSymbols(t *testing.T) {
 	}
 	require.NoError(t, w.Close())
 	bound := blocks * 1000 / 2
-	_, err = Parse("bomb.zst", bytes.NewReader(z.Bytes()), &Options{MaxSymbols: bound})
+	_, err = Parse("bomb.zst", bytes.NewReader(z.Bytes()), Options{MaxSymbols: bound})
 	assert.ErrorIs(t, err, ErrTooLarge)
 	assert.ErrorContains(t, err, fmt.Sprintf("bomb.zst: input larger than the limit: more than %d lines", bound))
-	ix, err := Parse("bomb.zst", bytes.NewReader(z.Bytes()), &Options{MaxSymbols: 2 * blocks * 1000})
+	ix, err := Parse("bomb.zst", bytes.NewReader(z.Bytes()), Options{MaxSymbols: 2 * blocks * 1000})
 	require.NoError(t, err)
 	assert.Equal(t, blocks*1000, ix.Len())
 }
@@ -442,12 +442,12 @@ func TestHostileLines(t *testing.T) {
 		{"ffffffff81000000 T a\x00b\n", "a NUL byte in the symbol name"},
 		{"ffffffff81000000 T a\rffffffff81000010 T b\r", "a carriage return inside the line: the file's lines end in CR alone"},
 	} {
-		_, err := ParseBytes("k", []byte(tc.text), nil)
+		_, err := ParseBytes("k", []byte(tc.text), Options{})
 		require.Error(t, err, tc.msg)
 		assert.ErrorIs(t, err, ErrMalformed)
 		assert.ErrorContains(t, err, tc.msg)
 	}
-	ix, err := ParseBytes("k", []byte("ffffffffc0000000 t f\t["+strings.Repeat("m", 55)+"]\n"), nil)
+	ix, err := ParseBytes("k", []byte("ffffffffc0000000 t f\t["+strings.Repeat("m", 55)+"]\n"), Options{})
 	require.NoError(t, err, "55 bytes is the most")
 	assert.True(t, ix.HasObject(strings.Repeat("m", 55)))
 }
@@ -455,7 +455,7 @@ func TestHostileLines(t *testing.T) {
 // An ambiguity keeps MaxCandidates candidates and counts them all: a
 // name with millions of copies costs the error no more.
 func TestCandidatesBounded(t *testing.T) {
-	ix, err := ParseBytes("dups", bytes.Repeat([]byte("ffffffff81000000 t dup_name\n"), 100000), nil)
+	ix, err := ParseBytes("dups", bytes.Repeat([]byte("ffffffff81000000 t dup_name\n"), 100000), Options{})
 	require.NoError(t, err)
 	for _, pos := range []uint64{0, 100001} {
 		_, err = ix.Lookup(Vmlinux, "dup_name", pos)

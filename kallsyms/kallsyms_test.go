@@ -41,7 +41,7 @@ ffffffffc0003000 t ftrace_trampoline	[__builtin__ftrace]
 ffffffffc0004000 t bpf_prog_x	[bpf]
 `
 
-func mustParse(t *testing.T, text string, opts *Options) *Index {
+func mustParse(t *testing.T, text string, opts Options) *Index {
 	t.Helper()
 	ix, err := Parse("sample", strings.NewReader(text), opts)
 	require.NoError(t, err)
@@ -49,7 +49,7 @@ func mustParse(t *testing.T, text string, opts *Options) *Index {
 }
 
 func TestLookupRules(t *testing.T) {
-	ix := mustParse(t, sample, nil)
+	ix := mustParse(t, sample, Options{})
 	tests := []struct {
 		obj, name string
 		pos       uint64
@@ -93,7 +93,7 @@ func TestLookupRules(t *testing.T) {
 }
 
 func TestLookupMessages(t *testing.T) {
-	ix := mustParse(t, sample, nil)
+	ix := mustParse(t, sample, Options{})
 	_, err := ix.Lookup("vmlinux", "helper", 0)
 	assert.Equal(t, "unresolvable ambiguity for symbol 'helper' in object '(null)' (2 symbols named \"helper\" in vmlinux; give a sympos: [1] 0xffffffff81000100 t; [2] 0xffffffff81000300 t)", err.Error())
 	_, err = ix.Lookup("xfs", "helper", 5)
@@ -114,15 +114,15 @@ func TestLookupMessages(t *testing.T) {
 
 func TestLookupZeroAddressIsNotFound(t *testing.T) {
 	// klp_find_object_symbol() checks the address before the count.
-	ix := mustParse(t, sample+"0000000000000000 d per_cpu_thing\n", nil)
+	ix := mustParse(t, sample+"0000000000000000 d per_cpu_thing\n", Options{})
 	_, err := ix.Lookup("vmlinux", "per_cpu_thing", 0)
 	require.ErrorIs(t, err, ErrNotFound)
 	assert.Contains(t, err.Error(), "address 0")
 }
 
 func TestLTOMode(t *testing.T) {
-	exact := mustParse(t, sample, nil)
-	lto := mustParse(t, sample, &Options{LTO: true})
+	exact := mustParse(t, sample, Options{})
+	lto := mustParse(t, sample, Options{LTO: true})
 	s, err := exact.Lookup("vmlinux", "c_stop.llvm.1234", 0)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(0xffffffff81000600), s.Address)
@@ -138,7 +138,7 @@ func TestLTOMode(t *testing.T) {
 }
 
 func TestObjects(t *testing.T) {
-	ix := mustParse(t, sample, nil)
+	ix := mustParse(t, sample, Options{})
 	objs := ix.Objects()
 	require.Len(t, objs, 5)
 	assert.Equal(t, ObjectInfo{Name: "vmlinux", Symbols: 9, Low: 0xffffffff81000000, High: 0xffffffff81000800}, objs[0])
@@ -151,7 +151,7 @@ func TestObjects(t *testing.T) {
 }
 
 func TestLookupName(t *testing.T) {
-	ix := mustParse(t, sample, nil)
+	ix := mustParse(t, sample, Options{})
 	s, err := ix.LookupName("xfs:helper")
 	require.NoError(t, err)
 	assert.Equal(t, uint64(0xffffffffc0002000), s.Address)
@@ -198,7 +198,7 @@ func TestParseSpec(t *testing.T) {
 }
 
 func TestAddr(t *testing.T) {
-	ix := mustParse(t, sample, nil)
+	ix := mustParse(t, sample, Options{})
 	a, ok := ix.Addr(0xffffffff81000210)
 	require.True(t, ok)
 	assert.Equal(t, "vfs_read", a.Name)
@@ -236,7 +236,7 @@ func TestParseErrors(t *testing.T) {
 		{"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00>\x00", 1, "an ELF file (a module?), not a symbol list: give /proc/kallsyms, a System.map, a kernel image"},
 	}
 	for _, tt := range tests {
-		_, err := Parse("in.txt", strings.NewReader(tt.text), nil)
+		_, err := Parse("in.txt", strings.NewReader(tt.text), Options{})
 		var pe *ParseError
 		require.ErrorAs(t, err, &pe, tt.text)
 		assert.ErrorIs(t, err, ErrMalformed)
@@ -245,7 +245,7 @@ func TestParseErrors(t *testing.T) {
 		assert.Contains(t, pe.Msg, tt.msg)
 	}
 	// 511 bytes is the longest name allowed.
-	_, err := Parse("in", strings.NewReader("ffffffff81000000 T "+strings.Repeat("x", 511)+"\n"), nil)
+	_, err := Parse("in", strings.NewReader("ffffffff81000000 T "+strings.Repeat("x", 511)+"\n"), Options{})
 	assert.NoError(t, err)
 }
 
@@ -262,11 +262,11 @@ func TestCompressedInputCorrupt(t *testing.T) {
 	cut := gz.Bytes()[:gz.Len()/2]
 	path := filepath.Join(t.TempDir(), "kallsyms.gz")
 	require.NoError(t, os.WriteFile(path, cut, 0o644))
-	_, err = Open(path, nil)
+	_, err = Open(path, Options{})
 	require.ErrorIs(t, err, ErrCorrupt)
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
 	assert.EqualError(t, err, path+": gzip: unexpected EOF")
-	_, err = Parse("in.gz", bytes.NewReader(cut), nil)
+	_, err = Parse("in.gz", bytes.NewReader(cut), Options{})
 	require.ErrorIs(t, err, ErrCorrupt)
 	assert.EqualError(t, err, "in.gz: gzip: unexpected EOF")
 }
@@ -284,7 +284,7 @@ func (zeros) Read(p []byte) (int, error) {
 // 4 GiB limit, 5 GB resident after 20 s), with its line number, after a
 // good part too.
 func TestStreamWithoutLineEnds(t *testing.T) {
-	_, err := Parse("/dev/zero", zeros{}, nil)
+	_, err := Parse("/dev/zero", zeros{}, Options{})
 	var pe *ParseError
 	require.ErrorAs(t, err, &pe)
 	require.ErrorIs(t, err, ErrMalformed)
@@ -294,7 +294,7 @@ func TestStreamWithoutLineEnds(t *testing.T) {
 
 	text, err := os.ReadFile("../testdata/kallsyms/example.txt")
 	require.NoError(t, err)
-	_, err = Parse("in", io.MultiReader(bytes.NewReader(text), zeros{}), nil)
+	_, err = Parse("in", io.MultiReader(bytes.NewReader(text), zeros{}), Options{})
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, bytes.Count(text, []byte{'\n'})+1, pe.Line)
 	assert.Equal(t, "in", pe.File)
@@ -305,25 +305,25 @@ func TestStreamWithoutLineEnds(t *testing.T) {
 // header followed by zeros, it is refused at once instead of read to the
 // 4 GiB input limit; on its own it loads as from a file (every format).
 func TestSnapshotStreamBounded(t *testing.T) {
-	ix := mustParse(t, sample, nil)
+	ix := mustParse(t, sample, Options{})
 	for format, write := range writers {
 		var b bytes.Buffer
 		require.NoError(t, write(ix, &b), format)
-		got, err := Parse("stdin", bytes.NewReader(b.Bytes()), nil)
+		got, err := Parse("stdin", bytes.NewReader(b.Bytes()), Options{})
 		require.NoError(t, err, format)
 		assert.Equal(t, ix.Len(), got.Len(), format)
 		if format == "zstd v1" {
 			continue // it declares no size: read to the end
 		}
-		_, err = Parse("stdin", io.MultiReader(bytes.NewReader(b.Bytes()), zeros{}), nil)
+		_, err = Parse("stdin", io.MultiReader(bytes.NewReader(b.Bytes()), zeros{}), Options{})
 		require.ErrorIs(t, err, ErrMalformed, format)
-		_, err = Parse("stdin", io.MultiReader(bytes.NewReader(b.Bytes()[:12]), zeros{}), nil)
+		_, err = Parse("stdin", io.MultiReader(bytes.NewReader(b.Bytes()[:12]), zeros{}), Options{})
 		require.ErrorIs(t, err, ErrMalformed, format)
 	}
 }
 
 func TestParseAcceptsCRLFAndBlanks(t *testing.T) {
-	ix := mustParse(t, "ffffffff81000000 T a \r\n\r\nffffffffc0000000 t b\t[m]  \r\n", nil)
+	ix := mustParse(t, "ffffffff81000000 T a \r\n\r\nffffffffc0000000 t b\t[m]  \r\n", Options{})
 	s, err := ix.Lookup("m", "b", 0)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(0xffffffffc0000000), s.Address)
@@ -334,10 +334,10 @@ func TestParseAcceptsCRLFAndBlanks(t *testing.T) {
 
 func TestRestrictedAndEmpty(t *testing.T) {
 	zeroed := "0000000000000000 T _stext\n0000000000000000 t helper\n0000000000000000 t x\t[m]\n"
-	_, err := Parse("/proc/kallsyms", strings.NewReader(zeroed), nil)
+	_, err := Parse("/proc/kallsyms", strings.NewReader(zeroed), Options{})
 	require.ErrorIs(t, err, ErrRestricted)
 	assert.Contains(t, err.Error(), "kptr_restrict=0")
-	_, err = Parse("e", strings.NewReader("\n\n"), nil)
+	_, err = Parse("e", strings.NewReader("\n\n"), Options{})
 	require.ErrorIs(t, err, ErrEmpty)
 }
 
@@ -348,26 +348,26 @@ func TestRestrictedAndEmpty(t *testing.T) {
 func TestPlaceholder(t *testing.T) {
 	const stub = "ffffffffffffffff B The real System.map is in the linux-image-<version>-dbg package\n"
 	assert.True(t, IsPlaceholder([]byte(stub)))
-	_, err := ParseBytes("/boot/System.map-6.1.0-57-amd64", []byte(stub), nil)
+	_, err := ParseBytes("/boot/System.map-6.1.0-57-amd64", []byte(stub), Options{})
 	require.ErrorIs(t, err, ErrPlaceholder)
 	assert.Equal(t, "/boot/System.map-6.1.0-57-amd64: "+ErrPlaceholder.Error(), err.Error())
 	assert.NotErrorIs(t, err, ErrMalformed)
-	_, err = Parse("<stdin>", strings.NewReader(stub), nil)
+	_, err = Parse("<stdin>", strings.NewReader(stub), Options{})
 	require.ErrorIs(t, err, ErrPlaceholder)
 	path := filepath.Join(t.TempDir(), "System.map-6.1.0-57-amd64")
 	require.NoError(t, os.WriteFile(path, []byte(stub), 0o644))
-	for _, o := range []*Options{nil, {MapText: true}, {NoMap: true}} {
+	for _, o := range []Options{{}, {MapText: true}, {NoMap: true}} {
 		_, err = Open(path, o)
 		require.ErrorIs(t, err, ErrPlaceholder, "%+v", o)
 	}
 	// The test is on the words, whatever follows "in the": the fast path
 	// and the line-by-line one must agree (FuzzParse found them apart).
 	for _, s := range []string{"ffffffffffffffff B The real System.map is in the\n", "ffffffffffffffff B The real System.map is in the"} {
-		_, err = ParseBytes("map", []byte(s), nil)
+		_, err = ParseBytes("map", []byte(s), Options{})
 		require.ErrorIs(t, err, ErrPlaceholder, "%q", s)
 	}
 	// The same line after a real one is a malformed line 2.
-	_, err = ParseBytes("map", []byte("ffffffff81000000 T _stext\n"+stub), nil)
+	_, err = ParseBytes("map", []byte("ffffffff81000000 T _stext\n"+stub), Options{})
 	var pe *ParseError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, 2, pe.Line)
@@ -376,7 +376,7 @@ func TestPlaceholder(t *testing.T) {
 
 func TestUnsortedVmlinuxIsSortedByAddress(t *testing.T) {
 	// sympos counts in address order, whatever the file order.
-	ix := mustParse(t, "ffffffff81000300 t dup\nffffffff81000100 t dup\nffffffff81000200 T x\n", nil)
+	ix := mustParse(t, "ffffffff81000300 t dup\nffffffff81000100 t dup\nffffffff81000200 T x\n", Options{})
 	s, err := ix.Lookup("", "dup", 1)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(0xffffffff81000100), s.Address)
@@ -384,7 +384,7 @@ func TestUnsortedVmlinuxIsSortedByAddress(t *testing.T) {
 
 func TestModuleLinesSplitAcrossTheFile(t *testing.T) {
 	// Not what the kernel prints, but an index must still group them.
-	ix := mustParse(t, "ffffffff81000000 T a\nffffffffc0000000 t h\t[m]\nffffffffc1000000 t h\t[n]\nffffffffc0000100 t h\t[m]\n", nil)
+	ix := mustParse(t, "ffffffff81000000 T a\nffffffffc0000000 t h\t[m]\nffffffffc1000000 t h\t[n]\nffffffffc0000100 t h\t[m]\n", Options{})
 	s, err := ix.Lookup("m", "h", 2)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(0xffffffffc0000100), s.Address)
@@ -398,10 +398,10 @@ var writers = map[string]func(*Index, io.Writer) error{"zstd": (*Index).WriteSna
 func TestSnapshotRoundTrip(t *testing.T) {
 	for _, lto := range []bool{false, true} {
 		for format, write := range writers {
-			ix := mustParse(t, sample, &Options{LTO: lto})
+			ix := mustParse(t, sample, Options{LTO: lto})
 			var buf bytes.Buffer
 			require.NoError(t, write(ix, &buf), format)
-			snap, err := Parse("snap", bytes.NewReader(buf.Bytes()), nil)
+			snap, err := Parse("snap", bytes.NewReader(buf.Bytes()), Options{})
 			require.NoError(t, err)
 			assert.Equal(t, ix.Objects(), snap.Objects())
 			assert.Equal(t, lto, snap.LTO())
@@ -431,16 +431,16 @@ func TestSnapshotRoundTrip(t *testing.T) {
 // that reads a snapshot (a file mapped or read, a stream, bytes) agrees.
 // A snapshot written with LTO matches that way without the option.
 func TestSnapshotLTOOption(t *testing.T) {
-	exact := mustParse(t, sample, nil)
+	exact := mustParse(t, sample, Options{})
 	for format, write := range writers {
 		var buf bytes.Buffer
 		require.NoError(t, write(exact, &buf))
 		path := filepath.Join(t.TempDir(), "k.snap")
 		require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
-		opts := &Options{LTO: true}
+		opts := Options{LTO: true}
 		for how, load := range map[string]func() (*Index, error){
 			"mapped": func() (*Index, error) { return Open(path, opts) },
-			"read":   func() (*Index, error) { return Open(path, &Options{LTO: true, NoMap: true}) },
+			"read":   func() (*Index, error) { return Open(path, Options{LTO: true, NoMap: true}) },
 			"stream": func() (*Index, error) { return Parse("k.snap", bytes.NewReader(buf.Bytes()), opts) },
 			"bytes":  func() (*Index, error) { return ParseBytes("k.snap", bytes.Clone(buf.Bytes()), opts) },
 		} {
@@ -455,15 +455,15 @@ func TestSnapshotLTOOption(t *testing.T) {
 			_, err = ix.Lookup("vmlinux", "c_stop", 0)
 			require.ErrorIs(t, err, ErrAmbiguous, "%s: c_stop and c_stop.llvm.1234", how)
 		}
-		ix, err := Open(path, nil)
+		ix, err := Open(path, Options{})
 		require.NoError(t, err)
 		require.False(t, ix.LTO())
 	}
-	lto := mustParse(t, sample, &Options{LTO: true})
+	lto := mustParse(t, sample, Options{LTO: true})
 	for format, write := range writers {
 		var buf bytes.Buffer
 		require.NoError(t, write(lto, &buf))
-		ix, err := ParseBytes("k.snap", buf.Bytes(), nil)
+		ix, err := ParseBytes("k.snap", buf.Bytes(), Options{})
 		require.NoError(t, err, format)
 		require.True(t, ix.LTO(), format)
 	}
@@ -476,18 +476,18 @@ func TestSnapshotCorruption(t *testing.T) {
 }
 
 func snapshotCorruption(t *testing.T, write func(*Index, io.Writer) error) {
-	ix := mustParse(t, sample, nil)
+	ix := mustParse(t, sample, Options{})
 	var buf bytes.Buffer
 	require.NoError(t, write(ix, &buf))
 	good := buf.Bytes()
 	for n := 0; n < len(good); n += 7 {
-		_, err := ParseBytes("trunc", append([]byte(nil), good[:n]...), nil)
+		_, err := ParseBytes("trunc", append([]byte(nil), good[:n]...), Options{})
 		require.Error(t, err, "truncated at %d", n)
 	}
 	for i := 8; i < len(good); i++ {
 		b := append([]byte(nil), good...)
 		b[i] ^= 0x40
-		got, err := ParseBytes("flip", b, nil)
+		got, err := ParseBytes("flip", b, Options{})
 		if err == nil {
 			// Some zstd header bits do not change the content; then the
 			// index must be exactly the original.
@@ -508,7 +508,7 @@ func rawWithChecksum(b []byte) []byte {
 // rawSample is the sample's raw snapshot, with the payload offset of its
 // symbol records and their number.
 func rawSample(t *testing.T) (good []byte, symAt, nsym uint64) {
-	ix := mustParse(t, sample, nil)
+	ix := mustParse(t, sample, Options{})
 	var buf bytes.Buffer
 	require.NoError(t, ix.WriteSnapshotRaw(&buf))
 	good = buf.Bytes()
@@ -531,11 +531,11 @@ func (w *writeCalls) Write(p []byte) (int, error) {
 // first, to one Write (so that the page cache holds it in large folios, see
 // WriteSnapshotRaw), from a buffer sized exactly by rawSize.
 func TestRawSnapshotOneWrite(t *testing.T) {
-	lto := mustParse(t, sample, &Options{LTO: true})
+	lto := mustParse(t, sample, Options{LTO: true})
 	for name, ix := range map[string]*Index{
-		"sample": mustParse(t, sample, nil),
+		"sample": mustParse(t, sample, Options{}),
 		"lto":    lto,
-		"one":    mustParse(t, "ffffffff81000000 T _stext\n", nil),
+		"one":    mustParse(t, "ffffffff81000000 T _stext\n", Options{}),
 	} {
 		var w writeCalls
 		require.NoError(t, ix.WriteSnapshotRaw(&w), name)
@@ -544,7 +544,7 @@ func TestRawSnapshotOneWrite(t *testing.T) {
 		assert.Equal(t, []int{buf.Len()}, w.sizes, name)
 		assert.Equal(t, buf.Len(), ix.rawSize(), name)
 		assert.Equal(t, snapshotMagic, buf.Bytes()[:8], name)
-		back, err := ParseBytes(name, buf.Bytes(), nil)
+		back, err := ParseBytes(name, buf.Bytes(), Options{})
 		require.NoError(t, err, name)
 		sameIndex(t, ix, back)
 	}
@@ -574,14 +574,14 @@ func TestRawSnapshotForged(t *testing.T) {
 	// A chain that points back: a cycle.
 	b := append([]byte(nil), good...)
 	le.PutUint32(b[rawHeaderSize+nextAt+4:], 1)
-	_, err := ParseBytes("cycle", rawWithChecksum(b), nil)
+	_, err := ParseBytes("cycle", rawWithChecksum(b), Options{})
 	require.ErrorIs(t, err, ErrMalformed)
 	assert.Contains(t, err.Error(), "chain to 1 leaves object")
 
 	// A symbol name past the names.
 	b = append([]byte(nil), good...)
 	le.PutUint32(b[rawHeaderSize+symAt+8:], 1<<30)
-	_, err = ParseBytes("name", rawWithChecksum(b), nil)
+	_, err = ParseBytes("name", rawWithChecksum(b), Options{})
 	require.ErrorIs(t, err, ErrMalformed)
 	assert.Contains(t, err.Error(), "name out of range")
 }
@@ -606,7 +606,7 @@ func TestFillSplit(t *testing.T) {
 		fmt.Fprintf(&b, "%016x t %s\n", addr, name)
 		all = append(all, want{name, seen[name], addr})
 	}
-	ix, err := ParseBytes("split", []byte(b.String()), nil)
+	ix, err := ParseBytes("split", []byte(b.String()), Options{})
 	require.NoError(t, err)
 	hashes := ix.hashAll()
 	o := &ix.objs[0]
@@ -655,7 +655,7 @@ func parseChunks(t *testing.T, text []byte) []*chunk {
 // does) is refused, and the stored ones say what the chains say.
 func TestRawSnapshotFlagsChecked(t *testing.T) {
 	good, symAt, nsym := rawSample(t)
-	ix, err := ParseBytes("good", good, nil)
+	ix, err := ParseBytes("good", good, Options{})
 	require.NoError(t, err)
 	set := 0
 	for i := range nsym {
@@ -671,7 +671,7 @@ func TestRawSnapshotFlagsChecked(t *testing.T) {
 		for i := range nsym {
 			b[rawHeaderSize+symAt+i*symRecord+15] = fl
 		}
-		_, err := ParseBytes("flags", rawWithChecksum(b), nil)
+		_, err := ParseBytes("flags", rawWithChecksum(b), Options{})
 		require.ErrorIs(t, err, ErrMalformed, "flags %#x", fl)
 		require.Contains(t, err.Error(), "its chain says", "flags %#x", fl)
 	}
@@ -685,9 +685,9 @@ func TestRawSnapshotOpenFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "k.raw")
 	require.NoError(t, os.WriteFile(path, good, 0o644))
-	whole, err := ParseBytes("bytes", good, nil)
+	whole, err := ParseBytes("bytes", good, Options{})
 	require.NoError(t, err)
-	split, err := Open(path, nil)
+	split, err := Open(path, Options{})
 	require.NoError(t, err)
 	sameIndex(t, whole, split)
 
@@ -698,9 +698,9 @@ func TestRawSnapshotOpenFile(t *testing.T) {
 		le.PutUint32(b[44:], forged)
 		b = rawWithChecksum(b)
 		require.NoError(t, os.WriteFile(path, b, 0o644))
-		_, err := Open(path, nil)
+		_, err := Open(path, Options{})
 		require.ErrorIs(t, err, ErrMalformed, "names length %d", forged)
-		_, err = ParseBytes("forged", b, nil)
+		_, err = ParseBytes("forged", b, Options{})
 		require.ErrorIs(t, err, ErrMalformed, "names length %d", forged)
 	}
 }
@@ -733,7 +733,7 @@ func findAgrees(t testing.TB, ix *Index, objects []string, name string) {
 
 func TestFindAgreesWithLookup(t *testing.T) {
 	for _, lto := range []bool{false, true} {
-		ix := mustParse(t, sample, &Options{LTO: lto})
+		ix := mustParse(t, sample, Options{LTO: lto})
 		objects := []string{"", "vmlinux", "xfs", "libcrc32c", "__builtin__ftrace", "bpf", "nope"}
 		for _, name := range []string{"helper", "vfs_read", "c_stop", "c_stop.llvm.1234", "zero_sym", "show_stat",
 			"show_stat.isra.0", "__func__.0", "crc32c", "xfs_iget", "ftrace_trampoline", "bpf_prog_x", "missing", ""} {
@@ -778,7 +778,7 @@ ffffffffc0002000 t xfrm_aalg_get_byid	[xfrm_algo]
 ffffffffc0002100 r __ksymtab_xfrm_aalg_get_byid	[xfrm_algo]
 ffffffffc0003000 T ftrace_only	[__builtin__ftrace]
 `
-	ix := mustParse(t, text, nil)
+	ix := mustParse(t, text, Options{})
 	require.True(t, ix.ListsExports())
 	for _, tc := range []struct {
 		name   string
@@ -815,7 +815,7 @@ ffffffffc0003000 T ftrace_only	[__builtin__ftrace]
 			code = append(code, l)
 		}
 	}
-	ix = mustParse(t, strings.Join(code, ""), nil)
+	ix = mustParse(t, strings.Join(code, ""), Options{})
 	require.False(t, ix.ListsExports())
 	require.False(t, ix.GPLOnly("call_rcu"))
 	s, ok := ix.FindExport("vfs_read", false)
@@ -860,7 +860,7 @@ func TestRawSnapshotPieces(t *testing.T) {
 		return rawWithChecksum(b)
 	}
 	for _, i := range []uint64{cross, lay.nsym - 1} {
-		_, err := ParseBytes("name", forge(lay.symAt+i*symRecord+8, 1<<30), nil)
+		_, err := ParseBytes("name", forge(lay.symAt+i*symRecord+8, 1<<30), Options{})
 		require.ErrorIs(t, err, ErrMalformed)
 		assert.Contains(t, err.Error(), fmt.Sprintf("symbol %d: name out of range", i))
 	}
@@ -870,7 +870,7 @@ func TestRawSnapshotPieces(t *testing.T) {
 	le.PutUint32(b[rawHeaderSize+lay.symAt+5*symRecord+8:], 1<<30)
 	b = rawWithChecksum(b)
 	for range 20 {
-		_, err := ParseBytes("two", b, nil)
+		_, err := ParseBytes("two", b, Options{})
 		require.ErrorIs(t, err, ErrMalformed)
 		require.Contains(t, err.Error(), "symbol 5: name out of range")
 	}
@@ -878,11 +878,11 @@ func TestRawSnapshotPieces(t *testing.T) {
 	for _, at := range []int{0, rawChunk + 3, len(p) - 1} {
 		b := append([]byte(nil), good...)
 		b[rawHeaderSize+at] ^= 1
-		_, err := ParseBytes("flip", b, nil)
+		_, err := ParseBytes("flip", b, Options{})
 		require.ErrorIs(t, err, ErrMalformed)
 		assert.Contains(t, err.Error(), "checksum mismatch", "byte %d", at)
 	}
-	ix2, err := ParseBytes("big.raw", good, nil)
+	ix2, err := ParseBytes("big.raw", good, Options{})
 	require.NoError(t, err)
 	sameIndex(t, ix, ix2)
 }
@@ -894,7 +894,7 @@ func rawBig(t *testing.T) ([]byte, *Index, rawSections) {
 	for i := range 40000 {
 		fmt.Fprintf(&text, "%016x t sym_%d\n", 0xffffffff81000000+uint64(i)*16, i%30000)
 	}
-	ix, err := ParseBytes("big", []byte(text.String()), nil)
+	ix, err := ParseBytes("big", []byte(text.String()), Options{})
 	require.NoError(t, err)
 	var buf bytes.Buffer
 	require.NoError(t, ix.WriteSnapshotRaw(&buf))
@@ -940,7 +940,7 @@ func TestRawSnapshotForgedTables(t *testing.T) {
 				at := rawHeaderSize + slotAt + i*8 + 4
 				le.PutUint32(b[at:], f.forge(le.Uint32(b[at:]), i))
 			}
-			got, err := ParseBytes(name, rawWithChecksum(b), nil)
+			got, err := ParseBytes(name, rawWithChecksum(b), Options{})
 			require.NoError(t, err)
 			found, asked := 0, 0
 			for i := 0; i < 30000; i += 97 {
@@ -988,18 +988,18 @@ ffffffffc0000300 t baz.llvm.3333	[mymod]
 // zstd one written without it, rebuilt for LTO); a raw LTO snapshot from
 // before the rule, its modules keyed without suffixes, is refused.
 func TestLTOModeVmlinuxOnly(t *testing.T) {
-	text := mustParse(t, ltoModText, &Options{LTO: true})
+	text := mustParse(t, ltoModText, Options{LTO: true})
 	indexes := map[string]*Index{"text": text}
 	for format, write := range writers {
 		var buf bytes.Buffer
 		require.NoError(t, write(text, &buf))
-		ix, err := ParseBytes("k.snap", buf.Bytes(), nil)
+		ix, err := ParseBytes("k.snap", buf.Bytes(), Options{})
 		require.NoError(t, err, format)
 		indexes[format] = ix
 	}
 	var buf bytes.Buffer
-	require.NoError(t, mustParse(t, ltoModText, nil).WriteSnapshot(&buf))
-	rebuilt, err := ParseBytes("k.snap", buf.Bytes(), &Options{LTO: true})
+	require.NoError(t, mustParse(t, ltoModText, Options{}).WriteSnapshot(&buf))
+	rebuilt, err := ParseBytes("k.snap", buf.Bytes(), Options{LTO: true})
 	require.NoError(t, err)
 	indexes["zstd rebuilt"] = rebuilt
 
@@ -1026,7 +1026,7 @@ func TestLTOModeVmlinuxOnly(t *testing.T) {
 	require.NoError(t, text.WriteSnapshotRaw(&buf))
 	old := bytes.Clone(buf.Bytes())
 	binary.LittleEndian.PutUint32(old[12:], rawFlagLTO)
-	_, err = ParseBytes("old.snap", rawWithChecksum(old), nil)
+	_, err = ParseBytes("old.snap", rawWithChecksum(old), Options{})
 	require.ErrorIs(t, err, ErrMalformed)
 	assert.ErrorContains(t, err, "old.snap: snapshot: malformed input: written with --lto by an older klpresolve")
 }

@@ -44,7 +44,7 @@ func TestKernelKallsymsCorpus(t *testing.T) {
 		{"arm64", "arm64/System.map-6.1.0-57-arm64", "arm64/kallsyms-6.1.0-57-arm64.txt", false, 50336},
 	} {
 		t.Run(c.arch, func(t *testing.T) {
-			ix, err := Open(testutil.Corpus(t, c.mapFile), nil)
+			ix, err := Open(testutil.Corpus(t, c.mapFile), Options{})
 			require.NoError(t, err)
 			k := ix.KernelKallsyms()
 			require.True(t, k.FromMap)
@@ -65,7 +65,7 @@ func TestKernelKallsymsCorpus(t *testing.T) {
 			}
 
 			// The kallsyms itself is the table.
-			kx, err := Open(testutil.Corpus(t, c.kallsyms), nil)
+			kx, err := Open(testutil.Corpus(t, c.kallsyms), Options{})
 			require.NoError(t, err)
 			kk := kx.KernelKallsyms()
 			require.False(t, kk.FromMap)
@@ -74,7 +74,7 @@ func TestKernelKallsymsCorpus(t *testing.T) {
 			require.True(t, kk.Lists(Symbol{Name: "kallsyms_offsets", Type: 'D'}))
 		})
 	}
-	ix, err := Open(testutil.Corpus(t, "armhf/System.map-6.1.0-50-armmp"), nil)
+	ix, err := Open(testutil.Corpus(t, "armhf/System.map-6.1.0-50-armmp"), Options{})
 	require.NoError(t, err)
 	// Debian's armmp kernel keeps code only too: its table's size is what
 	// the code ranges of the map hold.
@@ -116,9 +116,9 @@ func firstDiffs(a, b []string, n int) []string {
 // find it there, and a name whose occurrences are partly data is counted
 // without them; the kallsyms of the same build answers alike with Lookup.
 func TestLookupListed(t *testing.T) {
-	sm, err := Open(testutil.Corpus(t, "arm64/System.map-6.1.0-57-arm64"), nil)
+	sm, err := Open(testutil.Corpus(t, "arm64/System.map-6.1.0-57-arm64"), Options{})
 	require.NoError(t, err)
-	ks, err := Open(testutil.Corpus(t, "arm64/kallsyms-6.1.0-57-arm64.txt"), nil)
+	ks, err := Open(testutil.Corpus(t, "arm64/kallsyms-6.1.0-57-arm64.txt"), Options{})
 	require.NoError(t, err)
 
 	s, err := sm.Lookup(Vmlinux, "jiffies", 0)
@@ -193,7 +193,7 @@ ffffffff82000000 D kallsyms_offsets
 ffffffff82000010 D kallsyms_relative_base
 ffffffff82000100 d foo
 ffffffff82000200 D jiffies
-`), nil)
+`), Options{})
 	require.NoError(t, err)
 	k := ix.KernelKallsyms()
 	require.Equal(t, KernelKallsyms{All: false, Symbols: 4, FromMap: true,
@@ -234,13 +234,13 @@ func TestKallsymsWithTablesAndModules(t *testing.T) {
 		"ffffffff81000000 T _stext\nffffffff81200000 T vfs_read\nffffffff81400000 T _etext\n" +
 		"ffffffff81600000 D kallsyms_offsets\nffffffff81700000 D kallsyms_relative_base\n" +
 		"ffffffffa0000000 t ext4_statfs\t[ext4]\n"
-	ix := mustParse(t, text, nil)
+	ix := mustParse(t, text, Options{})
 	s, err := ix.LookupListed(Vmlinux, "last_ino", 1)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(0x25ee8), s.Address)
 	assert.False(t, ix.KernelKallsyms().FromMap)
 	// The same lines without the module are a System.map's: there the
 	// absolute symbol is one scripts/kallsyms.c leaves out.
-	ix = mustParse(t, strings.TrimSuffix(text, "ffffffffa0000000 t ext4_statfs\t[ext4]\n"), nil)
+	ix = mustParse(t, strings.TrimSuffix(text, "ffffffffa0000000 t ext4_statfs\t[ext4]\n"), Options{})
 	assert.True(t, ix.KernelKallsyms().FromMap)
 }

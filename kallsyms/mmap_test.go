@@ -35,12 +35,12 @@ import (
 func TestMappedSnapshotNamesOutliveIndex(t *testing.T) {
 	mapsRaw(t)
 	for _, lto := range []bool{false, true} {
-		opts := &Options{LTO: lto}
+		opts := Options{LTO: lto}
 		path := filepath.Join(t.TempDir(), "k.raw")
 		require.NoError(t, mustParse(t, sample, opts).WriteSnapshotRawFile(path))
 		text := mustParse(t, sample, opts)
 
-		ix, err := Open(path, nil)
+		ix, err := Open(path, Options{})
 		require.NoError(t, err)
 		require.NotNil(t, ix.mapping, "lto %v: the raw snapshot was read, not mapped", lto)
 		require.Equal(t, lto, ix.LTO())
@@ -118,10 +118,10 @@ func TestMappedSnapshotNamesOutliveIndex(t *testing.T) {
 // NoMap reads a raw snapshot file instead; the index is the same.
 func TestRawSnapshotNoMap(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "k.raw")
-	require.NoError(t, mustParse(t, sample, nil).WriteSnapshotRawFile(path))
-	mapped, err := Open(path, nil)
+	require.NoError(t, mustParse(t, sample, Options{}).WriteSnapshotRawFile(path))
+	mapped, err := Open(path, Options{})
 	require.NoError(t, err)
-	read, err := Open(path, &Options{NoMap: true})
+	read, err := Open(path, Options{NoMap: true})
 	require.NoError(t, err)
 	// Mapped on a little-endian host only (the arrays are used in
 	// place); a big-endian one reads the file and converts them.
@@ -198,10 +198,10 @@ func within(b []byte, p unsafe.Pointer) bool {
 // built from the whole text, and the mapping goes once the Index does.
 func TestStreamAdoptsItsMapping(t *testing.T) {
 	text := bigText(120_000) // 5 MB: five chunks and the rest
-	whole, err := ParseBytes("k", text, nil)
+	whole, err := ParseBytes("k", text, Options{})
 	require.NoError(t, err)
 	for _, workers := range []int{1, 2, 3, 8} {
-		ix, err := Parse("k", &pieceReader{data: text, n: 4096}, &Options{Workers: workers})
+		ix, err := Parse("k", &pieceReader{data: text, n: 4096}, Options{Workers: workers})
 		require.NoError(t, err)
 		require.True(t, ix.anon != nil, "workers %d: the records were copied, not adopted", workers)
 		require.True(t, within(ix.anon, unsafe.Pointer(unsafe.SliceData(ix.syms))), "workers %d", workers)
@@ -231,7 +231,7 @@ func TestStreamAdoptsItsMapping(t *testing.T) {
 // otherwise the mapping is released before the parse returns.
 func TestStreamCopiesAndUnmaps(t *testing.T) {
 	text := bigText(120_000)
-	whole, err := ParseBytes("k", text, nil)
+	whole, err := ParseBytes("k", text, Options{})
 	require.NoError(t, err)
 	blank := bytes.Replace(text, []byte("sym_999\n"), []byte("sym_999\n\n"), 1)
 	for _, tt := range []struct {
@@ -330,8 +330,8 @@ func TestStreamMatchesWholeOnOddInputs(t *testing.T) {
 			ls = edits[e](ls)
 		}
 		text := bytes.Join(ls, nil)
-		whole, werr := ParseBytes("k", text, nil)
-		opts := &Options{Workers: 1 + r.IntN(4)}
+		whole, werr := ParseBytes("k", text, Options{})
+		opts := Options{Workers: 1 + r.IntN(4)}
 		streamed, serr := Parse("k", &pieceReader{data: text, n: 1 + r.IntN(64<<10)}, opts)
 		if werr != nil || serr != nil {
 			require.Error(t, werr, "round %d edits %v", round, what)
@@ -414,8 +414,8 @@ func closedIndex(t *testing.T, ix *Index, source string) {
 func TestCloseUnmapsSnapshot(t *testing.T) {
 	mapsRaw(t)
 	path := filepath.Join(t.TempDir(), "k.raw")
-	require.NoError(t, mustParse(t, sample, nil).WriteSnapshotRawFile(path))
-	ix, err := Open(path, nil)
+	require.NoError(t, mustParse(t, sample, Options{}).WriteSnapshotRawFile(path))
+	ix, err := Open(path, Options{})
 	require.NoError(t, err)
 	require.NotNil(t, ix.mapping)
 	lo, size := uintptr(unsafe.Pointer(unsafe.SliceData(ix.mapping))), len(ix.mapping)
@@ -459,7 +459,7 @@ func TestCloseUnmapsSnapshot(t *testing.T) {
 // memory closes too (the collector frees its memory).
 func TestCloseStreamAndHeap(t *testing.T) {
 	text := bigText(120_000)
-	ix, err := Parse("k", &pieceReader{data: text, n: 4096}, nil)
+	ix, err := Parse("k", &pieceReader{data: text, n: 4096}, Options{})
 	require.NoError(t, err)
 	require.NotNil(t, ix.anon)
 	lo := uintptr(unsafe.Pointer(unsafe.SliceData(ix.anon)))
@@ -470,7 +470,7 @@ func TestCloseStreamAndHeap(t *testing.T) {
 	require.Equal(t, "sym_7", s.Name)
 	closedIndex(t, ix, "k")
 
-	ix = mustParse(t, sample, nil)
+	ix = mustParse(t, sample, Options{})
 	require.Nil(t, ix.mapping)
 	require.Nil(t, ix.anon)
 	require.NoError(t, ix.Close())
@@ -484,9 +484,9 @@ func TestCloseStreamAndHeap(t *testing.T) {
 func TestStreamBufferMapped(t *testing.T) {
 	text := bigText(200_000) // over mapStreamFrom
 	require.GreaterOrEqual(t, len(text), mapStreamFrom)
-	want, err := ParseBytes("k", text, nil)
+	want, err := ParseBytes("k", text, Options{})
 	require.NoError(t, err)
-	ix, err := Parse("k", &pieceReader{data: text, n: 4096}, nil)
+	ix, err := Parse("k", &pieceReader{data: text, n: 4096}, Options{})
 	require.NoError(t, err)
 	sameIndex(t, want, ix)
 	require.NotNil(t, ix.text)
@@ -506,7 +506,7 @@ func TestStreamBufferMapped(t *testing.T) {
 	require.Equal(t, "sym_9", c[199].Name)
 
 	small := bigText(1000)
-	ix, err = Parse("small", &pieceReader{data: small, n: 4096}, nil)
+	ix, err = Parse("small", &pieceReader{data: small, n: 4096}, Options{})
 	require.NoError(t, err)
 	require.Nil(t, ix.text)
 	require.Nil(t, ix.mapping)
@@ -517,10 +517,10 @@ func TestStreamBufferMapped(t *testing.T) {
 	if !testutil.Light {
 		huge := bigText(streamReserve/26 + 1000)
 		require.Greater(t, len(huge), streamReserve)
-		ix, err = Parse("huge", &pieceReader{data: huge, n: 1 << 20}, nil)
+		ix, err = Parse("huge", &pieceReader{data: huge, n: 1 << 20}, Options{})
 		require.NoError(t, err)
 		require.Nil(t, ix.text)
-		whole, err := ParseBytes("huge", huge, nil)
+		whole, err := ParseBytes("huge", huge, Options{})
 		require.NoError(t, err)
 		sameIndex(t, whole, ix)
 	}
@@ -529,14 +529,14 @@ func TestStreamBufferMapped(t *testing.T) {
 	var raw bytes.Buffer
 	require.NoError(t, want.WriteSnapshotRaw(&raw))
 	require.GreaterOrEqual(t, raw.Len(), mapStreamFrom)
-	ix, err = Parse("snap", &pieceReader{data: raw.Bytes(), n: 4096}, nil)
+	ix, err = Parse("snap", &pieceReader{data: raw.Bytes(), n: 4096}, Options{})
 	require.NoError(t, err)
 	sameIndex(t, want, ix)
 	require.Nil(t, ix.text)
 
 	// An error late in a large stream names its line.
 	bad := append(bytes.Clone(text), "ffffffff8100zz00 T broken\n"...)
-	_, err = Parse("bad", &pieceReader{data: bad, n: 4096}, nil)
+	_, err = Parse("bad", &pieceReader{data: bad, n: 4096}, Options{})
 	require.ErrorIs(t, err, ErrMalformed)
 	require.ErrorContains(t, err, fmt.Sprintf("bad:%d:", 200_000+500+1))
 }
@@ -572,9 +572,9 @@ func TestMapTextMatchesRead(t *testing.T) {
 	} {
 		path := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-"))
 		require.NoError(t, os.WriteFile(path, tt.data, 0o644))
-		want, werr := ParseBytes(path, tt.data, nil)
+		want, werr := ParseBytes(path, tt.data, Options{})
 		for _, workers := range workerCounts(1, 2, 5) {
-			ix, err := Open(path, &Options{MapText: true, Workers: workers})
+			ix, err := Open(path, Options{MapText: true, Workers: workers})
 			if werr != nil {
 				require.EqualError(t, err, werr.Error(), "%s, workers %d", tt.name, workers)
 				continue
@@ -600,7 +600,7 @@ func TestMapTextMatchesRead(t *testing.T) {
 	}
 	// Options.NoMap wins; a compressed file is streamed, not mapped.
 	path := filepath.Join(dir, "kallsyms")
-	ix, err := Open(path, &Options{MapText: true, NoMap: true})
+	ix, err := Open(path, Options{MapText: true, NoMap: true})
 	require.NoError(t, err)
 	require.Nil(t, ix.mapping)
 	var gz bytes.Buffer
@@ -608,7 +608,7 @@ func TestMapTextMatchesRead(t *testing.T) {
 	_, _ = zw.Write(text)
 	require.NoError(t, zw.Close())
 	require.NoError(t, os.WriteFile(path+".gz", gz.Bytes(), 0o644))
-	ix2, err := Open(path+".gz", &Options{MapText: true})
+	ix2, err := Open(path+".gz", Options{MapText: true})
 	require.NoError(t, err)
 	require.Nil(t, ix2.mapping)
 	sameIndex(t, ix, ix2)
@@ -618,7 +618,7 @@ func TestMapTextMatchesRead(t *testing.T) {
 func TestMapTextUnmappedWithIndex(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "k")
 	require.NoError(t, os.WriteFile(path, bigText(120_000), 0o644))
-	ix, err := Open(path, &Options{MapText: true})
+	ix, err := Open(path, Options{MapText: true})
 	require.NoError(t, err)
 	require.NotNil(t, ix.anon)
 	file := uintptr(unsafe.Pointer(unsafe.SliceData(ix.mapping)))
@@ -692,8 +692,8 @@ func TestMappedSnapshotHugePageAdvice(t *testing.T) {
 		hg    bool
 	}{{1000, false}, {80000, true}} {
 		path := filepath.Join(t.TempDir(), "k.raw")
-		require.NoError(t, mustParse(t, string(bigText(tc.lines)), nil).WriteSnapshotRawFile(path))
-		ix, err := Open(path, nil)
+		require.NoError(t, mustParse(t, string(bigText(tc.lines)), Options{}).WriteSnapshotRawFile(path))
+		ix, err := Open(path, Options{})
 		require.NoError(t, err)
 		require.NotNil(t, ix.mapping)
 		flags := testutil.VmFlags(t, uintptr(unsafe.Pointer(unsafe.SliceData(ix.mapping))))
@@ -711,9 +711,9 @@ func TestOpenKeepsOnlyTheMappingsItUses(t *testing.T) {
 	mapsRaw(t)
 	dir := t.TempDir()
 	text := bigText(80000) // more than 2 MiB: the mapping is advised
-	ix := mustParse(t, string(text), nil)
+	ix := mustParse(t, string(text), Options{})
 	// (bigText repeats itself too much for the compact form)
-	small := mustParse(t, sample, nil)
+	small := mustParse(t, sample, Options{})
 	files := map[string]func(string) error{
 		"k.txt":  func(p string) error { return os.WriteFile(p, text, 0o644) },
 		"k.snap": small.WriteSnapshotFile,
@@ -728,20 +728,20 @@ func TestOpenKeepsOnlyTheMappingsItUses(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		file string
-		opts *Options
+		opts Options
 		maps int
 	}{
-		{"k.txt", nil, 0},
-		{"k.txt", &Options{MapText: true}, 1},
-		{"k.txt", &Options{MapText: true, NoMap: true}, 0},
+		{"k.txt", Options{}, 0},
+		{"k.txt", Options{MapText: true}, 1},
+		{"k.txt", Options{MapText: true, NoMap: true}, 0},
 		// A compact snapshot's chunks are decoded from its mapping,
 		// when first needed: the index keeps it.
-		{"k.snap", &Options{MapText: true}, 1},
-		{"k.snap", nil, 1},
-		{"k.snap", &Options{NoMap: true}, 0},
-		{"k.raw", nil, 1},
-		{"k.raw", &Options{NoMap: true}, 0},
-		{"k.txt.gz", &Options{MapText: true}, 0},
+		{"k.snap", Options{MapText: true}, 1},
+		{"k.snap", Options{}, 1},
+		{"k.snap", Options{NoMap: true}, 0},
+		{"k.raw", Options{}, 1},
+		{"k.raw", Options{NoMap: true}, 0},
+		{"k.txt.gz", Options{MapText: true}, 0},
 	} {
 		path := filepath.Join(dir, tc.file)
 		if _, err := os.Stat(path); err != nil {
@@ -765,7 +765,7 @@ func TestOpenKeepsOnlyTheMappingsItUses(t *testing.T) {
 	b[len(b)-1] ^= 1
 	bad := filepath.Join(dir, "bad.snap")
 	require.NoError(t, os.WriteFile(bad, b, 0o644))
-	_, err = Open(bad, nil)
+	_, err = Open(bad, Options{})
 	require.ErrorIs(t, err, ErrMalformed)
 	assert.Contains(t, err.Error(), "checksum mismatch")
 	assert.Zero(t, mappingsOf(t, bad))
@@ -794,7 +794,7 @@ func mappingsOf(t *testing.T, path string) int {
 // of 2 MiB or more.
 func TestRawSnapshotPadded(t *testing.T) {
 	// About 4 MB of raw snapshot: under a quarter of padding to 4 MiB.
-	ix := mustParse(t, string(bigText(104000)), nil)
+	ix := mustParse(t, string(bigText(104000)), Options{})
 	var buf bytes.Buffer
 	require.NoError(t, ix.WriteSnapshotRaw(&buf))
 	b := buf.Bytes()
@@ -809,7 +809,7 @@ func TestRawSnapshotPadded(t *testing.T) {
 	require.Greater(t, pad, 4096, "the padding")
 	path := filepath.Join(t.TempDir(), "k.raw")
 	require.NoError(t, os.WriteFile(path, b, 0o644))
-	for _, opts := range []*Options{nil, {NoMap: true}} {
+	for _, opts := range []Options{{}, {NoMap: true}} {
 		got, err := Open(path, opts)
 		require.NoError(t, err)
 		sameIndex(t, ix, got)
@@ -820,16 +820,16 @@ func TestRawSnapshotPadded(t *testing.T) {
 	small, _, _ := rawSample(t)
 	v4 := bytes.Clone(small)
 	le.PutUint32(v4[8:], 4)
-	_, err := ParseBytes("v4", rawWithChecksum(v4), nil)
+	_, err := ParseBytes("v4", rawWithChecksum(v4), Options{})
 	require.ErrorIs(t, err, ErrMalformed)
 	assert.Contains(t, err.Error(), "version 4, which this build does not read")
 	long := append(bytes.Clone(small), make([]byte, hugepage.Size)...)
 	le.PutUint64(long[16:], uint64(len(long)-rawHeaderSize))
-	_, err = ParseBytes("long", rawWithChecksum(long), nil)
+	_, err = ParseBytes("long", rawWithChecksum(long), Options{})
 	require.ErrorIs(t, err, ErrMalformed)
 	assert.Contains(t, err.Error(), fmt.Sprintf("(%d bytes of padding)", hugepage.Size))
 	long = long[:len(long)-1]
 	le.PutUint64(long[16:], uint64(len(long)-rawHeaderSize))
-	_, err = ParseBytes("long", rawWithChecksum(long), nil)
+	_, err = ParseBytes("long", rawWithChecksum(long), Options{})
 	require.NoError(t, err, "just under 2 MiB of padding")
 }

@@ -56,7 +56,7 @@ func nearQueries(ix *Index, every int) []string {
 
 func TestNearMatchesScan(t *testing.T) {
 	for _, lto := range []bool{false, true} {
-		ix := mustParse(t, sample+"ffffffff81000900 t helper.isra.0\nffffffff81000a00 t helper.part.0.cold\nffffffff81000b00 t helper\nffffffffc0002400 t helper.constprop.3\t[xfs]\n", &Options{LTO: lto})
+		ix := mustParse(t, sample+"ffffffff81000900 t helper.isra.0\nffffffff81000a00 t helper.part.0.cold\nffffffff81000b00 t helper\nffffffffc0002400 t helper.constprop.3\t[xfs]\n", Options{LTO: lto})
 		for _, name := range append(nearQueries(ix, 1), "helper.isra.9", "c_stop.llvm.99", "show_stat", "nope") {
 			for oi := range ix.objs {
 				require.Equal(t, ix.nearScan(oi, name), ix.near(oi, name), "lto %v: %q in %s", lto, name, ix.objs[oi].name)
@@ -66,7 +66,7 @@ func TestNearMatchesScan(t *testing.T) {
 }
 
 func TestCorpusNearMatchesScan(t *testing.T) {
-	ix, err := Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	ix, err := Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), Options{})
 	require.NoError(t, err)
 	// A real kernel's variants: names with many clones, and modules'.
 	q := append(nearQueries(ix, 2003), "memcpy", "ext4_read_inode_bitmap.isra.0", "__func__.0", "type_show.part.0")
@@ -94,7 +94,7 @@ func TestCorpusNearMatchesScan(t *testing.T) {
 // what they give one at a time. go test -race checks the lazy parts.
 func TestConcurrentReaders(t *testing.T) {
 	text := sample + "ffffffff81000900 t helper.isra.0\nffffffff81000a00 t vfs_read.part.0\n"
-	ref := mustParse(t, text, nil)
+	ref := mustParse(t, text, Options{})
 	type answer struct {
 		sym  Symbol
 		err  string
@@ -128,9 +128,9 @@ func TestConcurrentReaders(t *testing.T) {
 	snap, err := compactSnapshot(ref.snapshotParts(8), false)
 	require.NoError(t, err)
 	for round := range 10 {
-		ix := mustParse(t, text, nil)
+		ix := mustParse(t, text, Options{})
 		if round%2 == 1 {
-			ix, err = ParseBytes("k.snap", snap, nil)
+			ix, err = ParseBytes("k.snap", snap, Options{})
 			require.NoError(t, err)
 			require.NotNil(t, ix.lazy)
 		}
@@ -157,7 +157,7 @@ func TestConcurrentReaders(t *testing.T) {
 //
 //	go test ./kallsyms -run '^$' -bench Near
 func benchNear(b *testing.B, f func(ix *Index, oi int, name string) []Symbol) {
-	ix, err := Open(testutil.Corpus(b, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	ix, err := Open(testutil.Corpus(b, "amd64/kallsyms-6.1.0-57-amd64.txt"), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func BenchmarkNearScan(b *testing.B) { benchNear(b, (*Index).nearScan) }
 // matches as module names get written (brackets, .ko, dashes, case);
 // Find's miss builds nothing.
 func TestNearObject(t *testing.T) {
-	ix, err := ParseBytes("k.txt", []byte("ffffffff81000000 T vfs_read\nffffffffc0000000 t nf_conntrack_in\t[nf_conntrack]\nffffffffc0100000 t ext4_iget\t[ext4]\n"), nil)
+	ix, err := ParseBytes("k.txt", []byte("ffffffff81000000 T vfs_read\nffffffffc0000000 t nf_conntrack_in\t[nf_conntrack]\nffffffffc0100000 t ext4_iget\t[ext4]\n"), Options{})
 	require.NoError(t, err)
 	for obj, want := range map[string]string{
 		"[ext4]":       "ext4",
@@ -213,7 +213,7 @@ func TestNearObject(t *testing.T) {
 func TestNearWrappers(t *testing.T) {
 	ix := mustParse(t, "ffffffff81000000 T _stext\nffffffff81000100 T _printk\nffffffff81000200 T __x64_sys_read\n"+
 		"ffffffff81000300 T __ia32_sys_read\nffffffff81000400 t __do_sys_read\nffffffff81000500 T vfs_read\n"+
-		"ffffffffc0001000 t __ext4_iget\t[ext4]\nffffffffc0002000 t printk\t[xfs]\n", nil)
+		"ffffffffc0001000 t __ext4_iget\t[ext4]\nffffffffc0002000 t printk\t[xfs]\n", Options{})
 	near := func(object, name string) []string {
 		_, err := ix.Lookup(object, name, 0)
 		var le *LookupError
@@ -242,7 +242,7 @@ func TestNearWrappers(t *testing.T) {
 }
 
 func TestNearRespellings(t *testing.T) {
-	ix := mustParse(t, sample+"ffffffff81000900 t xfs_iget.isra.0\n", nil)
+	ix := mustParse(t, sample+"ffffffff81000900 t xfs_iget.isra.0\n", Options{})
 	names := func(e error) []string {
 		var le *LookupError
 		require.ErrorAs(t, e, &le)
@@ -275,7 +275,7 @@ func TestNearRespellings(t *testing.T) {
 // TestNearAbsentObject: a symbol asked of a module that is not loaded is
 // shown where it is; vmlinux having it says the module may be built in.
 func TestNearAbsentObject(t *testing.T) {
-	ix, err := Parse("k", strings.NewReader("ffffffff81000000 T ext4_iget\nffffffffc0000000 t xfs_iget\t[xfs]\n"), nil)
+	ix, err := Parse("k", strings.NewReader("ffffffff81000000 T ext4_iget\nffffffffc0000000 t xfs_iget\t[xfs]\n"), Options{})
 	require.NoError(t, err)
 	_, err = ix.Lookup("ext4", "ext4_iget", 0)
 	var le *LookupError
@@ -305,7 +305,7 @@ func nearNames(ss []Symbol) []string {
 // build: a patch built elsewhere asks for count.2 where this kernel has
 // count.5. The error says so, and names the kernel's own.
 func TestNumberedLocal(t *testing.T) {
-	ix := mustParse(t, sample+"ffffffff81000b00 b count.5\nffffffff81000c00 t helper.isra.0\n", nil)
+	ix := mustParse(t, sample+"ffffffff81000b00 b count.5\nffffffff81000c00 t helper.isra.0\n", Options{})
 	_, err := ix.Lookup(Vmlinux, "count.2", 0)
 	var le *LookupError
 	require.ErrorAs(t, err, &le)

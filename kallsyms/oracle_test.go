@@ -83,7 +83,7 @@ func TestImageOracle(t *testing.T) {
 				} else {
 					_, img = testutil.DebianKernel(t, gen, arch)
 				}
-				ix, err := Open(img, nil)
+				ix, err := Open(img, Options{})
 				require.NoError(t, err)
 				var syms []Symbol
 				ix.Symbols(Vmlinux, func(s Symbol) bool { syms = append(syms, s); return true })

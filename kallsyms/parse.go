@@ -108,8 +108,8 @@ func (o *Options) mapText() bool { return o != nil && o.MapText && !o.NoMap }
 // file is mapped, not read (see Options.NoMap); the mapping is released
 // once the Index is unreachable. With Options.MapText, so is a plain
 // text file.
-func Open(path string, opts *Options) (*Index, error) {
-	ix, err := open(path, opts)
+func Open(path string, opts Options) (*Index, error) {
+	ix, err := open(path, &opts)
 	return opts.slid(ix, err)
 }
 
@@ -162,8 +162,8 @@ func open(path string, opts *Options) (*Index, error) {
 
 // Parse reads a kallsyms or System.map text (or a snapshot) from r. name is
 // used in error messages.
-func Parse(name string, r io.Reader, opts *Options) (*Index, error) {
-	ix, err := parse(name, r, opts)
+func Parse(name string, r io.Reader, opts Options) (*Index, error) {
+	ix, err := parse(name, r, &opts)
 	return opts.slid(ix, err)
 }
 
@@ -178,8 +178,8 @@ func parse(name string, r io.Reader, opts *Options) (*Index, error) {
 
 // ParseBytes builds an index from an in-memory text. The index keeps data
 // (its names point into it): the caller must not modify it afterwards.
-func ParseBytes(name string, data []byte, opts *Options) (*Index, error) {
-	ix, err := parseBytes(name, data, opts)
+func ParseBytes(name string, data []byte, opts Options) (*Index, error) {
+	ix, err := parseBytes(name, data, &opts)
 	return opts.slid(ix, err)
 }
 

@@ -47,7 +47,7 @@ func chunkyText() string {
 func TestSnapshotChunks(t *testing.T) {
 	text := chunkyText()
 	for _, lto := range []bool{false, true} {
-		ix := mustParse(t, text, &Options{LTO: lto})
+		ix := mustParse(t, text, Options{LTO: lto})
 		chunks := []int{1000, chunkNameBytes}
 		if lto {
 			chunks = []int{77777}
@@ -55,7 +55,7 @@ func TestSnapshotChunks(t *testing.T) {
 		for _, chunk := range chunks {
 			b, err := compactSnapshot(ix.snapshotParts(chunk), lto)
 			require.NoError(t, err)
-			snap, err := ParseBytes("k.snap", b, nil)
+			snap, err := ParseBytes("k.snap", b, Options{})
 			require.NoError(t, err, "chunks of %d", chunk)
 			sameIndex(t, ix, snap)
 			require.Equal(t, ix.Objects(), snap.Objects())
@@ -71,12 +71,12 @@ func TestSnapshotChunks(t *testing.T) {
 			require.Equal(t, uint64(0xffffffff81000000+uint64(splitFill-100+7)*0x30), s.Address)
 		}
 		// A chunk per symbol.
-		small := mustParse(t, sample, &Options{LTO: lto})
+		small := mustParse(t, sample, Options{LTO: lto})
 		parts := small.snapshotParts(1)
 		require.Len(t, parts.frames, 1+2*small.Len())
 		b, err := compactSnapshot(parts, lto)
 		require.NoError(t, err)
-		snap, err := ParseBytes("k.snap", b, nil)
+		snap, err := ParseBytes("k.snap", b, Options{})
 		require.NoError(t, err)
 		sameIndex(t, small, snap)
 	}
@@ -87,7 +87,7 @@ func TestSnapshotChunks(t *testing.T) {
 // highest level (the columns compress better apart); with its tables it
 // is less than two thirds of the text.
 func TestSnapshotSmallerThanText(t *testing.T) {
-	ix := mustParse(t, chunkyText(), nil)
+	ix := mustParse(t, chunkyText(), Options{})
 	var snap bytes.Buffer
 	require.NoError(t, ix.WriteSnapshot(&snap))
 	text := []byte(chunkyText())
@@ -115,10 +115,10 @@ func countZero(a []uint32) int {
 // chunks; a lookup decodes the chunks of the symbols it reads (a chain's
 // across chunks too), and DecodeAll the rest; the answers are the text's.
 func TestSnapshotLazy(t *testing.T) {
-	ref := mustParse(t, sample, nil)
+	ref := mustParse(t, sample, Options{})
 	b, err := compactSnapshot(ref.snapshotParts(20), false)
 	require.NoError(t, err)
-	ix, err := ParseBytes("k.snap", b, nil)
+	ix, err := ParseBytes("k.snap", b, Options{})
 	require.NoError(t, err)
 	l := ix.lazy
 	require.NotNil(t, l)
@@ -159,11 +159,11 @@ func TestSnapshotLazy(t *testing.T) {
 	// Written again, in every form, from an index none of whose chunks
 	// is decoded yet: the writers decode them first.
 	for format, write := range writers {
-		fresh, err := ParseBytes("k.snap", b, nil)
+		fresh, err := ParseBytes("k.snap", b, Options{})
 		require.NoError(t, err)
 		var buf bytes.Buffer
 		require.NoError(t, write(fresh, &buf), format)
-		again, err := ParseBytes("again", buf.Bytes(), nil)
+		again, err := ParseBytes("again", buf.Bytes(), Options{})
 		require.NoError(t, err, format)
 		sameIndex(t, ref, again)
 	}
@@ -171,7 +171,7 @@ func TestSnapshotLazy(t *testing.T) {
 	require.NoError(t, ref.DecodeAll())
 	// Nor has one asked for LTO matching that the file was not written
 	// with: its tables are rebuilt, every chunk decoded on load.
-	lto, err := ParseBytes("k.snap", b, &Options{LTO: true})
+	lto, err := ParseBytes("k.snap", b, Options{LTO: true})
 	require.NoError(t, err)
 	require.Nil(t, lto.lazy)
 	require.True(t, lto.LTO())
@@ -183,7 +183,7 @@ func TestSnapshotLazy(t *testing.T) {
 // function that lays out a snapshot from parts with a right checksum:
 // what a forger (not a disk error) produces.
 func compactSample(t *testing.T) (compactParts, func(compactParts) []byte) {
-	ix := mustParse(t, sample, nil)
+	ix := mustParse(t, sample, Options{})
 	return ix.snapshotParts(40), func(parts compactParts) []byte {
 		b, err := compactSnapshot(parts, false)
 		require.NoError(t, err)
@@ -260,7 +260,7 @@ func TestSnapshotForged(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, good.links, uint32(2), "chains to forge")
 	for name, c := range cases {
-		_, err := ParseBytes("k.snap", c.file, nil)
+		_, err := ParseBytes("k.snap", c.file, Options{})
 		require.ErrorIs(t, err, ErrMalformed, name)
 		require.ErrorContains(t, err, "k.snap: snapshot: malformed input: ", name)
 		require.ErrorContains(t, err, c.want, name)
@@ -300,7 +300,7 @@ func TestSnapshotForged(t *testing.T) {
 			le.PutUint64(b[24:], compactChecksum(b))
 			c.file = b
 		}
-		ix, err := ParseBytes("k.snap", c.file, nil)
+		ix, err := ParseBytes("k.snap", c.file, Options{})
 		require.NoError(t, err, name)
 		// The chunk's symbols are not found; the note says why.
 		_, err = ix.Lookup("vmlinux", "_stext", 0)
@@ -325,7 +325,7 @@ func TestSnapshotForged(t *testing.T) {
 	for i := range nobj {
 		clear(record(&p, i)[16:32])
 	}
-	_, err := ParseBytes("k.snap", build(p), nil)
+	_, err := ParseBytes("k.snap", build(p), Options{})
 	require.ErrorIs(t, err, ErrRestricted)
 }
 
@@ -366,7 +366,7 @@ func TestSnapshotForgedFrames(t *testing.T) {
 		var ms0, ms1 runtime.MemStats
 		runtime.ReadMemStats(&ms0)
 		var ix *Index
-		ix, err = ParseBytes("k.snap", c.file, nil)
+		ix, err = ParseBytes("k.snap", c.file, Options{})
 		if err == nil {
 			err = ix.DecodeAll() // a frame's content: found when it is decoded
 		}
@@ -375,7 +375,7 @@ func TestSnapshotForgedFrames(t *testing.T) {
 		require.ErrorContains(t, err, c.want, name)
 		require.Less(t, ms1.TotalAlloc-ms0.TotalAlloc, uint64(4<<20), name)
 	}
-	_, err := ParseBytes("k.snap", b, nil)
+	_, err := ParseBytes("k.snap", b, Options{})
 	require.NoError(t, err)
 }
 
@@ -383,20 +383,20 @@ func TestSnapshotForgedFrames(t *testing.T) {
 // version 6; any other version, an older one (1-5, which no release
 // wrote) or a newer one, is refused with what to do.
 func TestSnapshotVersions(t *testing.T) {
-	ix := mustParse(t, chunkyText(), nil)
+	ix := mustParse(t, chunkyText(), Options{})
 	var buf bytes.Buffer
 	require.NoError(t, ix.WriteSnapshot(&buf))
 	require.Equal(t, uint32(7), binary.LittleEndian.Uint32(buf.Bytes()[8:]))
 	for _, v := range []uint32{1, 3, 4, 5} {
 		b := bytes.Clone(buf.Bytes())
 		binary.LittleEndian.PutUint32(b[8:], v)
-		_, err := ParseBytes("old.snap", b, nil)
+		_, err := ParseBytes("old.snap", b, Options{})
 		require.ErrorIs(t, err, ErrMalformed)
 		require.ErrorContains(t, err, fmt.Sprintf("old.snap: snapshot: malformed input: version %d, which this build does not read (it reads 7 and 6): write the snapshot again with this build", v))
 	}
 	b := bytes.Clone(buf.Bytes())
 	binary.LittleEndian.PutUint32(b[8:], 8)
-	_, err := ParseBytes("new.snap", b, nil)
+	_, err := ParseBytes("new.snap", b, Options{})
 	require.ErrorIs(t, err, ErrMalformed)
 	require.ErrorContains(t, err, "new.snap: snapshot: malformed input: version 8, from a newer klpresolve (this build reads 7 and 6): use that klpresolve, or write the snapshot again with this one")
 }
@@ -407,10 +407,10 @@ func TestSnapshotVersions(t *testing.T) {
 // the loader's bound on what the frames decode to counts.
 func TestSnapshotTooRepetitive(t *testing.T) {
 	text := strings.Repeat("ffffffff81000000 t a\n", 200000)
-	ix := mustParse(t, text, nil)
+	ix := mustParse(t, text, Options{})
 	var buf bytes.Buffer
 	require.NoError(t, ix.WriteSnapshot(&buf))
-	snap, err := ParseBytes("k.snap", buf.Bytes(), nil)
+	snap, err := ParseBytes("k.snap", buf.Bytes(), Options{})
 	require.NoError(t, err)
 	s, err := snap.Lookup("", "a", 200000)
 	require.NoError(t, err)
@@ -425,7 +425,7 @@ func TestSnapshotTooRepetitive(t *testing.T) {
 // text, a raw snapshot), so snapshots can be compared
 // and cached by content.
 func TestSnapshotDeterministic(t *testing.T) {
-	text := mustParse(t, chunkyText(), nil)
+	text := mustParse(t, chunkyText(), Options{})
 	write := func(ix *Index, procs int) []byte {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 		var buf bytes.Buffer
@@ -438,7 +438,7 @@ func TestSnapshotDeterministic(t *testing.T) {
 	for format, w := range map[string]func(*Index, io.Writer) error{"raw": (*Index).WriteSnapshotRaw} {
 		var buf bytes.Buffer
 		require.NoError(t, w(text, &buf))
-		from, err := ParseBytes("sample", buf.Bytes(), nil)
+		from, err := ParseBytes("sample", buf.Bytes(), Options{})
 		require.NoError(t, err)
 		require.Equal(t, want, write(from, 2), "from %s", format)
 	}
@@ -452,7 +452,7 @@ func TestSnapshotTruncated(t *testing.T) {
 	table := headerSize + 8*nframe
 	// (Cut inside its magic, it is not a snapshot: read as a text.)
 	for n := len(snapshotMagic); n < len(b); n++ {
-		_, err := ParseBytes("cut.snap", b[:n:n], nil)
+		_, err := ParseBytes("cut.snap", b[:n:n], Options{})
 		require.ErrorIs(t, err, ErrMalformed, "cut at %d", n)
 		switch {
 		case n < headerSize:
@@ -465,7 +465,7 @@ func TestSnapshotTruncated(t *testing.T) {
 	}
 	raw, _, _ := rawSample(t)
 	for n := rawHeaderSize; n < len(raw); n += 7 {
-		_, err := ParseBytes("cut.raw", raw[:n:n], nil)
+		_, err := ParseBytes("cut.raw", raw[:n:n], Options{})
 		require.ErrorIs(t, err, ErrMalformed, "cut at %d", n)
 		require.ErrorContains(t, err, fmt.Sprintf("cut.raw: snapshot: malformed input: truncated: %d bytes, its header says %d", n, len(raw)))
 	}

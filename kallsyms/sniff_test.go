@@ -17,7 +17,7 @@ func TestSniff(t *testing.T) {
 	w := gzip.NewWriter(&gz)
 	_, _ = w.Write([]byte("anything"))
 	require.NoError(t, w.Close())
-	ix, err := Parse("k", strings.NewReader("ffffffff81000000 T _stext\n"), nil)
+	ix, err := Parse("k", strings.NewReader("ffffffff81000000 T _stext\n"), Options{})
 	require.NoError(t, err)
 	var snap, raw bytes.Buffer
 	require.NoError(t, ix.WriteSnapshot(&snap))
@@ -68,7 +68,7 @@ func TestSniff(t *testing.T) {
 // bracket is part of the name (the parser trims CRs at line ends only).
 func TestSniffCutLineCR(t *testing.T) {
 	line := "ffffffff81000000 0 \r [" + strings.Repeat("h", ModuleNameLen-1) + "]" + strings.Repeat(" ", SniffLen) + "\n"
-	_, err := ParseBytes("k", []byte(line), nil)
+	_, err := ParseBytes("k", []byte(line), Options{})
 	require.NoError(t, err, "the parser takes it")
 	assert.True(t, Sniff([]byte(line[:SniffLen])))
 }

@@ -71,7 +71,7 @@ func TestForRelease(t *testing.T) {
 // span holds it).
 func TestFromSymbols(t *testing.T) {
 	check := func(t *testing.T, path string, want kgen.Generation) {
-		ix, err := kallsyms.Open(path, nil)
+		ix, err := kallsyms.Open(path, kallsyms.Options{})
 		require.NoError(t, err)
 		e, ok := kgen.FromSymbols(func(name string) bool { _, ok := ix.Find(kallsyms.Vmlinux, name, 1); return ok })
 		require.True(t, ok)

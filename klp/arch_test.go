@@ -24,7 +24,7 @@ import (
 // written by the project's ELF builder: one call and one data reference
 // to kernel symbols, with each architecture's usual relocation types.
 func TestArchitectures(t *testing.T) {
-	ix, err := kallsyms.Parse("k", strings.NewReader("ffffffff81000100 T vfs_read\nffffffff82000000 D jiffies\n"), nil)
+	ix, err := kallsyms.Parse("k", strings.NewReader("ffffffff81000100 T vfs_read\nffffffff82000000 D jiffies\n"), kallsyms.Options{})
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		name         string
@@ -84,7 +84,7 @@ func TestCompressedModules(t *testing.T) {
 	_, err = xw.Write(plain)
 	require.NoError(t, err)
 	require.NoError(t, xw.Close())
-	ix, err := kallsyms.Open("../testdata/kallsyms/example.txt", nil)
+	ix, err := kallsyms.Open("../testdata/kallsyms/example.txt", kallsyms.Options{})
 	require.NoError(t, err)
 	want := mustParse(t, "plain.ko", plain).Resolve(ix)
 	for name, data := range map[string][]byte{"sample.ko.gz": gz.Bytes(), "sample.ko.xz": xzb.Bytes()} {

@@ -15,7 +15,7 @@ import (
 // functions (make fixtures builds it from a generated C source).
 func bigSetup(b *testing.B) (*Module, *kallsyms.Index, string) {
 	k := testutil.Corpus(b, "amd64/kallsyms-6.1.0-57-amd64.txt")
-	ix, err := kallsyms.Open(k, nil)
+	ix, err := kallsyms.Open(k, kallsyms.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

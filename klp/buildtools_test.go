@@ -125,7 +125,7 @@ func TestBuildToolsOracle(t *testing.T) {
 
 func buildToolsOracle(t *testing.T, dir string) {
 	o := readToolOracle(t, filepath.Join(dir, "oracle"))
-	ix, err := kallsyms.Open(filepath.Join(dir, "oracle", "kallsyms.xz"), nil)
+	ix, err := kallsyms.Open(filepath.Join(dir, "oracle", "kallsyms.xz"), kallsyms.Options{})
 	require.NoError(t, err)
 	mods, err := filepath.Glob(filepath.Join(dir, "*.ko"))
 	require.NoError(t, err)
@@ -271,7 +271,7 @@ func TestBuildToolsImagePercpu(t *testing.T) {
 func debianIndex(t *testing.T, gen string) *kallsyms.Index {
 	t.Helper()
 	_, image := testutil.DebianKernel(t, gen, "amd64")
-	ix, err := kallsyms.Open(image, nil)
+	ix, err := kallsyms.Open(image, kallsyms.Options{})
 	require.NoError(t, err)
 	return ix
 }

@@ -13,7 +13,7 @@ import (
 )
 
 func ExampleModule_Resolve() {
-	ix, _ := kallsyms.Open("../testdata/kallsyms/example.txt", nil)
+	ix, _ := kallsyms.Open("../testdata/kallsyms/example.txt", kallsyms.Options{})
 	m, _ := klp.Open("../testdata/klp/livepatch-sample.ko")
 	res := m.Resolve(ix)
 	for _, r := range res.Results {
@@ -32,7 +32,7 @@ func ExampleModule_Resolve() {
 // A module that the kernel's symbols lack (here xfs) is checked against
 // its file, as the kernel will resolve the patch when it loads.
 func ExampleModule_ResolveWith() {
-	ix, _ := kallsyms.Open("../testdata/kallsyms/example.txt", nil)
+	ix, _ := kallsyms.Open("../testdata/kallsyms/example.txt", kallsyms.Options{})
 	m, _ := klp.Open("../testdata/klp/order-patch.ko")
 	xfs, _ := klp.Open("../testdata/klp/modules/xfs.ko")
 	target, _ := klp.NewTarget(xfs, ix.ListsData())

@@ -204,7 +204,7 @@ func TestStaticPatchNeedsSizes(t *testing.T) {
 // livepatch, before livepatch sees it (check_modinfo_livepatch()).
 func TestNoLivepatchSupport(t *testing.T) {
 	index := func(text string) *kallsyms.Index {
-		ix, err := kallsyms.Parse("k", strings.NewReader(text), nil)
+		ix, err := kallsyms.Parse("k", strings.NewReader(text), kallsyms.Options{})
 		require.NoError(t, err)
 		return ix
 	}
@@ -228,7 +228,7 @@ func TestNoLivepatchSupport(t *testing.T) {
 	// The corpus: Debian's 6.1 has livepatch, the 6.18 firecracker
 	// kernel does not.
 	assert.Nil(t, lp.Resolve(amd64Index(t)).LoadErr)
-	fc, err := kallsyms.Open(testutil.Corpus(t, "host/kallsyms-6.18.44-firecracker.txt"), nil)
+	fc, err := kallsyms.Open(testutil.Corpus(t, "host/kallsyms-6.18.44-firecracker.txt"), kallsyms.Options{})
 	require.NoError(t, err)
 	res = lp.Resolve(fc)
 	require.NotNil(t, res.LoadErr)
@@ -307,7 +307,7 @@ func TestObjectsDeclared(t *testing.T) {
 	// klp-patch.c's vfs_read call made a relocation against nfs's
 	// symbol: klp-patch.ko has no nfs object, the broken one has.
 	ix := amd64Index(t)
-	ix2, err := kallsyms.Parse("k", strings.NewReader("ffffffff81000000 T start_kernel\nffffffff81020000 T klp_enable_patch\nffffffffc0100000 t vfs_read\t[nfs]\n"), nil)
+	ix2, err := kallsyms.Parse("k", strings.NewReader("ffffffff81000000 T start_kernel\nffffffff81020000 T klp_enable_patch\nffffffffc0100000 t vfs_read\t[nfs]\n"), kallsyms.Options{})
 	require.NoError(t, err)
 	for file, kind := range map[string]string{"klp-patch.o": "no_klp_object", "klp-patch-broken.o": ""} {
 		obj, err := readFixture(file)
@@ -380,7 +380,7 @@ func TestLoadTimeSection(t *testing.T) {
 		kinds[s.Name] = k
 	}
 	assert.Equal(t, map[string]string{".klp.rela.ext4.__jump_table": "load_time_section", ".klp.rela.vmlinux.__jump_table": ""}, kinds)
-	ix, err := kallsyms.Parse("k", strings.NewReader("ffffffff81000000 D vmlinux_key\nffffffffc0000000 d ext4_key\t[ext4]\n"), nil)
+	ix, err := kallsyms.Parse("k", strings.NewReader("ffffffff81000000 D vmlinux_key\nffffffffc0000000 d ext4_key\t[ext4]\n"), kallsyms.Options{})
 	require.NoError(t, err)
 	res := m.Resolve(ix)
 	assert.Equal(t, []int{1, 0, 1}, []int{res.Resolved, res.Deferred, res.Errors}, "failed, loaded or not")

@@ -166,7 +166,7 @@ func TestKbuildModuleResolves(t *testing.T) {
 		require.True(t, ok, "%s:%s,%d not in %s", object, name, pos, path)
 		return a
 	}
-	ix, err := kallsyms.Open(path, nil)
+	ix, err := kallsyms.Open(path, kallsyms.Options{})
 	require.NoError(t, err)
 	m, err := Open(kbuildModule)
 	require.NoError(t, err)

@@ -26,7 +26,7 @@ import (
 
 func amd64Index(t *testing.T) *kallsyms.Index {
 	t.Helper()
-	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), kallsyms.Options{})
 	require.NoError(t, err)
 	return ix
 }
@@ -431,7 +431,7 @@ func TestNotMarkedLivepatch(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, m.Livepatch)
 	assert.Empty(t, m.Warnings)
-	ix, err := kallsyms.Parse("k", strings.NewReader("ffffffff81000000 T vfs_read\n"), nil)
+	ix, err := kallsyms.Parse("k", strings.NewReader("ffffffff81000000 T vfs_read\n"), kallsyms.Options{})
 	require.NoError(t, err)
 	res := m.Resolve(ix)
 	require.NotNil(t, res.LoadErr)
@@ -490,7 +490,7 @@ func TestBuiltIn(t *testing.T) {
 		}
 	}
 	index := func(text string) *kallsyms.Index {
-		ix, err := kallsyms.Parse("k", strings.NewReader(text), nil)
+		ix, err := kallsyms.Parse("k", strings.NewReader(text), kallsyms.Options{})
 		require.NoError(t, err)
 		return ix
 	}
@@ -550,7 +550,7 @@ func TestBuiltIn(t *testing.T) {
 func TestNoThisModule(t *testing.T) {
 	data, err := readFixture("livepatch-sample.ko")
 	require.NoError(t, err)
-	kernel, err := kallsyms.Parse("k", strings.NewReader("ffffffff81000000 T start_kernel\nffffffff81000100 T klp_enable_patch\nffffffff81010180 T vfs_read\n"), nil)
+	kernel, err := kallsyms.Parse("k", strings.NewReader("ffffffff81000000 T start_kernel\nffffffff81000100 T klp_enable_patch\nffffffff81010180 T vfs_read\n"), kallsyms.Options{})
 	require.NoError(t, err)
 	sample, err := Parse("sample.ko", data)
 	require.NoError(t, err)
@@ -602,7 +602,7 @@ func TestUnanswered(t *testing.T) {
 	m, err := Parse("fix.ko", b.Bytes())
 	require.NoError(t, err)
 
-	smap, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), nil)
+	smap, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), kallsyms.Options{})
 	require.NoError(t, err)
 	res := m.Resolve(smap)
 	assert.Equal(t, []int{0, 2, 0}, []int{res.Resolved, res.Deferred, res.Errors})

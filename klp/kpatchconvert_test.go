@@ -64,7 +64,7 @@ func readKlpParts(t *testing.T, f *elfobj.File) klpParts {
 // .ko's relocations resolved to.
 func TestConvertKpatchBuildTools(t *testing.T) {
 	dir := "../testdata/buildtools/kpatch-build"
-	ix, err := kallsyms.Open(filepath.Join(dir, "oracle", "kallsyms.xz"), nil)
+	ix, err := kallsyms.Open(filepath.Join(dir, "oracle", "kallsyms.xz"), kallsyms.Options{})
 	require.NoError(t, err)
 	objs, err := filepath.Glob(filepath.Join(dir, "*.output.o"))
 	require.NoError(t, err)

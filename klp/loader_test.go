@@ -58,7 +58,7 @@ ffffffffc0100100 t ext4_fill_super	[ext4]
 
 func loaderIndex(t *testing.T, text string) *kallsyms.Index {
 	t.Helper()
-	ix, err := kallsyms.Parse("kernel", strings.NewReader(text), nil)
+	ix, err := kallsyms.Parse("kernel", strings.NewReader(text), kallsyms.Options{})
 	require.NoError(t, err)
 	return ix
 }
@@ -242,13 +242,13 @@ func TestCorpusDuplicateExport(t *testing.T) {
 	m, err := Open(mod)
 	require.NoError(t, err)
 	assert.Equal(t, []elfobj.Export{{Name: "crc_t10dif", GPL: false}, {Name: "crc_t10dif_update", GPL: false}}, m.elf.Exports())
-	ix, err := kallsyms.Parse("kallsyms", bytes.NewReader(text), nil)
+	ix, err := kallsyms.Parse("kallsyms", bytes.NewReader(text), kallsyms.Options{})
 	require.NoError(t, err)
 	require.True(t, ix.HasObject("crc_t10dif"))
 	assert.Nil(t, m.Resolve(ix).LoadErr)
 
 	renamed := bytes.ReplaceAll(text, []byte("\t[crc_t10dif]\n"), []byte("\t[crc_t10dif_old]\n"))
-	ix, err = kallsyms.Parse("kallsyms", bytes.NewReader(renamed), nil)
+	ix, err = kallsyms.Parse("kallsyms", bytes.NewReader(renamed), kallsyms.Options{})
 	require.NoError(t, err)
 	e := m.Resolve(ix).LoadErr
 	require.ErrorIs(t, e, ErrDuplicateExport)

@@ -280,7 +280,7 @@ func targetIndex(name string, lines []byte) (*kallsyms.Index, error) {
 	if len(lines) == 0 {
 		return nil, nil
 	}
-	ix, err := kallsyms.ParseBytes(name, lines, nil)
+	ix, err := kallsyms.ParseBytes(name, lines, kallsyms.Options{})
 	if err != nil {
 		return nil, &targetError{name: name, err: err}
 	}

@@ -69,7 +69,7 @@ func TestTargetCorpus(t *testing.T) {
 			// The whole table has more: init code, .modinfo's strings.
 			require.Greater(t, tg.Coming.Len(), tg.Loaded.Len())
 			// The file is the build the kallsyms lists.
-			ix, err := kallsyms.Open(testutil.Corpus(t, c.arch+"/kallsyms-6.1.0-57-"+c.arch+".txt"), nil)
+			ix, err := kallsyms.Open(testutil.Corpus(t, c.arch+"/kallsyms-6.1.0-57-"+c.arch+".txt"), kallsyms.Options{})
 			require.NoError(t, err)
 			require.True(t, tg.Matches(ix))
 			if !c.all {
@@ -91,7 +91,7 @@ func TestTargetCorpus(t *testing.T) {
 func TestTargetResolve(t *testing.T) {
 	m, err := Open(fixture("order-patch.ko"))
 	require.NoError(t, err)
-	ix, err := kallsyms.Open(filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt"), nil)
+	ix, err := kallsyms.Open(filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt"), kallsyms.Options{})
 	require.NoError(t, err)
 	require.False(t, ix.HasObject("xfs"))
 	xfs, err := Open(fixture("modules/xfs.ko"))
@@ -184,7 +184,7 @@ func TestTargetNotTraceable(t *testing.T) {
 		{Index: 1, Name: "nfs_fast", Object: "nfs", Section: ".data", Offset: 0x20},
 		{Index: 2, Name: "nfs_calls", Object: "nfs", Section: ".data", Offset: 0x30},
 	}
-	ix, err := kallsyms.Open(filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt"), nil)
+	ix, err := kallsyms.Open(filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt"), kallsyms.Options{})
 	require.NoError(t, err)
 	res := m.ResolveWith(ix, ResolveOptions{Targets: map[string]*Target{"nfs": tg}})
 	require.Len(t, res.Funcs, 3)
@@ -202,7 +202,7 @@ func TestTargetNotTraceable(t *testing.T) {
 	// nfs loaded: the kernel's symbols resolve its functions, and the
 	// file tells which ftrace can patch.
 	loaded, err := kallsyms.ParseBytes("loaded", []byte("ffffffff81000000 T start_kernel\nffffffff81000100 T klp_enable_patch\n"+
-		"ffffffff82000000 D jiffies\nffffffffc0100000 T nfs_fast\t[nfs]\nffffffffc0100010 T nfs_open\t[nfs]\nffffffffc0102000 b nfs_calls\t[nfs]\n"), nil)
+		"ffffffff82000000 D jiffies\nffffffffc0100000 T nfs_fast\t[nfs]\nffffffffc0100010 T nfs_open\t[nfs]\nffffffffc0102000 b nfs_calls\t[nfs]\n"), kallsyms.Options{})
 	require.NoError(t, err)
 	res = m.ResolveWith(loaded, ResolveOptions{Targets: map[string]*Target{"nfs": tg}})
 	require.Equal(t, Resolved, res.Funcs[0].Status)

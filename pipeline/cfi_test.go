@@ -25,7 +25,7 @@ import (
 // slow path knows: its own core text (the shadow), its init text (the
 // module struct's init, which __module_address() finds), or the kernel's.
 func TestCorpusFunctionPointersKnown(t *testing.T) {
-	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), kallsyms.Options{})
 	require.NoError(t, err)
 	m, err := modplt.Open(testutil.Corpus(t, "amd64/modules/xfs.ko"))
 	require.NoError(t, err)
@@ -43,7 +43,7 @@ func TestCorpusFunctionPointersKnown(t *testing.T) {
 // with 64 KiB pages, covers a sixteenth as many shadow pages (rounded
 // out) as with 4 KiB ones.
 func TestCFIPageSize(t *testing.T) {
-	ix, err := kallsyms.Open(testutil.Corpus(t, "arm64/kallsyms-6.1.0-57-arm64.txt"), nil)
+	ix, err := kallsyms.Open(testutil.Corpus(t, "arm64/kallsyms-6.1.0-57-arm64.txt"), kallsyms.Options{})
 	require.NoError(t, err)
 	m, err := modplt.Open(testutil.Corpus(t, "arm64/modules/btrfs.ko"))
 	require.NoError(t, err)
@@ -128,7 +128,7 @@ func modinfoCallsTo(modinfo string, names ...string) []byte {
 func TestUnloadedDepends(t *testing.T) {
 	kernel := "ffffffff81000000 T _stext\nffffffff81001000 T _printk\nffffffff81002000 r __ksymtab__printk\n" +
 		"ffffffffc0001000 T crc32c\t[libcrc32c]\n"
-	ix, err := kallsyms.ParseBytes("kallsyms", []byte(kernel), nil)
+	ix, err := kallsyms.ParseBytes("kallsyms", []byte(kernel), kallsyms.Options{})
 	require.NoError(t, err)
 	obj := modinfoCallsTo("license=GPL\x00depends=xfrm_algo,libcrc32c,xfrm_algo\x00name=calls\x00", "_printk", "crc32c", "xfrm_probe_algs")
 	ko, err := klp.Convert("calls.ko", obj, nil)
@@ -167,7 +167,7 @@ func TestUnloadedDepends(t *testing.T) {
 	assert.Equal(t, []string{"a", "b"}, UnloadedDepends(" a,,b ,libcrc32c", ix, []string{"x"}))
 	// modpost writes file names, with dashes; kallsyms has the module's
 	// name, with underscores.
-	ix, err = kallsyms.ParseBytes("kallsyms", []byte(kernel+"ffffffffc0003000 T i2c_bit_add_bus\t[i2c_algo_bit]\n"), nil)
+	ix, err = kallsyms.ParseBytes("kallsyms", []byte(kernel+"ffffffffc0003000 T i2c_bit_add_bus\t[i2c_algo_bit]\n"), kallsyms.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ttm", "gpu_sched"}, UnloadedDepends("ttm,i2c-algo-bit,gpu-sched,gpu_sched", ix, []string{"x"}))
 }
@@ -179,7 +179,7 @@ func TestUnloadedDepends(t *testing.T) {
 func TestCorpusResolverExportsOnly(t *testing.T) {
 	m, err := modplt.Parse("calls.ko", callsTo("vfs_read", "_printk", "no_such_function"))
 	require.NoError(t, err)
-	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), kallsyms.Options{})
 	require.NoError(t, err)
 	img, err := m.Link(modplt.LinkOptions{Resolve: Resolver(ix, true)})
 	require.NoError(t, err)
@@ -188,7 +188,7 @@ func TestCorpusResolverExportsOnly(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, map[string]Hidden{"vfs_read": {Symbol: vfsRead}}, NotExported(ix, img.Unresolved, true))
 
-	arm64, err := kallsyms.Open(testutil.Corpus(t, "arm64/kallsyms-6.1.0-57-arm64.txt"), nil)
+	arm64, err := kallsyms.Open(testutil.Corpus(t, "arm64/kallsyms-6.1.0-57-arm64.txt"), kallsyms.Options{})
 	require.NoError(t, err)
 	img, err = m.Link(modplt.LinkOptions{Resolve: Resolver(arm64, true)})
 	require.NoError(t, err)
@@ -214,7 +214,7 @@ func TestCorpusFleetNotExported(t *testing.T) {
 // GPL-compatible does not get it (find_symbol()'s gplok), and is told why;
 // a GPL one does. _printk is for everyone.
 func TestCorpusResolverGPLOnly(t *testing.T) {
-	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), nil)
+	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), kallsyms.Options{})
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		license    string
@@ -262,7 +262,7 @@ func TestCorpusLoaderMissing(t *testing.T) {
 	b.AddRelocs(".rela.text", true, text, rs)
 	m, err := klp.Parse("calls.ko", b.Bytes())
 	require.NoError(t, err)
-	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), nil)
+	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), kallsyms.Options{})
 	require.NoError(t, err)
 	rep, err := Run(m, ix, Options{})
 	require.NoError(t, err)
@@ -283,10 +283,10 @@ func TestCorpusLoaderMissing(t *testing.T) {
 // kernel-64k's does), nothing for x86_64 or a list without them.
 func TestKernelPageSize(t *testing.T) {
 	arm64 := testutil.Corpus(t, "arm64/System.map-6.1.0-57-arm64")
-	ix, err := kallsyms.Open(arm64, nil)
+	ix, err := kallsyms.Open(arm64, kallsyms.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(4096), KernelPageSize(ix))
-	amd64, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), nil)
+	amd64, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), kallsyms.Options{})
 	require.NoError(t, err)
 	assert.Zero(t, KernelPageSize(amd64))
 
@@ -303,7 +303,7 @@ func TestKernelPageSize(t *testing.T) {
 	} {
 		b := bytes.Replace(text, []byte("ffff800009658000 T swapper_pg_dir\n"), []byte(tc.swapper+" T swapper_pg_dir\n"), 1)
 		require.NotEqual(t, text, b)
-		ix, err := kallsyms.ParseBytes("map", b, nil)
+		ix, err := kallsyms.ParseBytes("map", b, kallsyms.Options{})
 		require.NoError(t, err)
 		assert.Equal(t, tc.want, KernelPageSize(ix), tc.swapper)
 		if tc.want != 64<<10 {
@@ -328,7 +328,7 @@ func TestKernelPageSize(t *testing.T) {
 // looks it up (Unknown symbol); powerpc64 defines .TOC. and looks .name
 // up as name (dedotify()).
 func TestLoaderLookupNames(t *testing.T) {
-	ix, err := kallsyms.Parse("kernel", strings.NewReader("ffffffff81000000 T start_kernel\nffffffff81010180 T vfs_read\n"), nil)
+	ix, err := kallsyms.Parse("kernel", strings.NewReader("ffffffff81000000 T start_kernel\nffffffff81010180 T vfs_read\n"), kallsyms.Options{})
 	require.NoError(t, err)
 	module := func(machine elf.Machine, order binary.ByteOrder, undef ...string) *klp.Module {
 		b := &elfobj.Builder{Class: elf.ELFCLASS64, Order: order, Machine: machine}

@@ -21,7 +21,7 @@ import (
 // stayed mapped: 6.4 GB resident). With NoMap the rows are the same.
 func TestFleetUnmapsSnapshots(t *testing.T) {
 	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
-	text, err := kallsyms.Open(example, nil)
+	text, err := kallsyms.Open(example, kallsyms.Options{})
 	require.NoError(t, err)
 	dir := t.TempDir()
 	var kernels []string

@@ -103,14 +103,14 @@ func TestConfigApply(t *testing.T) {
 func TestS390ExpolinesFromSymbols(t *testing.T) {
 	text, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "testdata", "oracle", "s390x", "kallsyms"))
 	require.NoError(t, err)
-	ix, err := kallsyms.ParseBytes("s390x kallsyms", text, nil)
+	ix, err := kallsyms.ParseBytes("s390x kallsyms", text, kallsyms.Options{})
 	require.NoError(t, err)
 	assert.False(t, S390Expolines(ix))
 	assert.True(t, kernelLinkOptions(elf.EM_S390, ix, modplt.LinkOptions{}).NoExpoline)
 	assert.False(t, kernelLinkOptions(elf.EM_AARCH64, ix, modplt.LinkOptions{}).NoExpoline, "s390 only")
 
 	with := append([]byte("0000000000abc000 T __s390_indirect_jump_r14\n0000000000abc100 t __s390_indirect_jump_r14\n"), text...)
-	ix, err = kallsyms.ParseBytes("s390x kallsyms with expolines", with, nil)
+	ix, err = kallsyms.ParseBytes("s390x kallsyms with expolines", with, kallsyms.Options{})
 	require.NoError(t, err)
 	assert.True(t, S390Expolines(ix), "two copies of the thunk count too")
 	assert.False(t, kernelLinkOptions(elf.EM_S390, ix, modplt.LinkOptions{}).NoExpoline)

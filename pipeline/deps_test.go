@@ -68,7 +68,7 @@ func pc32At(t *testing.T, img *modplt.Image, sec string, off, s uint64) {
 // calls into them hold the addresses the tests compute from debug/elf's
 // reading of the dependencies' files.
 func TestLinkDependencies(t *testing.T) {
-	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), nil)
+	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), kallsyms.Options{})
 	require.NoError(t, err)
 	mf, err := FindModules(t.Context(), []string{repoFile("kbuild", "deps")})
 	require.NoError(t, err)
@@ -145,7 +145,7 @@ func relocAt(t *testing.T, path, rela, name string) uint64 {
 // not GPL-compatible gets klpdep_mid_twice (EXPORT_SYMBOL) and not
 // klpdep_base_secret (EXPORT_SYMBOL_GPL), as find_symbol() gives them.
 func TestLinkDependenciesGPL(t *testing.T) {
-	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), nil)
+	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), kallsyms.Options{})
 	require.NoError(t, err)
 	mf, err := FindModules(t.Context(), []string{depsFile("klpdep-base.ko"), depsFile("klpdep-mid.ko")})
 	require.NoError(t, err)
@@ -169,7 +169,7 @@ func TestLinkDependenciesGPL(t *testing.T) {
 func TestLinkDependenciesPartial(t *testing.T) {
 	smap, err := os.ReadFile(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"))
 	require.NoError(t, err)
-	ix, err := kallsyms.ParseBytes("System.map", smap, nil)
+	ix, err := kallsyms.ParseBytes("System.map", smap, kallsyms.Options{})
 	require.NoError(t, err)
 	mf, err := FindModules(t.Context(), []string{depsFile("klpdep-mid.ko"), depsFile("klpdep-top.ko")})
 	require.NoError(t, err)
@@ -190,7 +190,7 @@ func TestLinkDependenciesPartial(t *testing.T) {
 	var b strings.Builder
 	b.Write(smap)
 	b.WriteString("ffffffffc1000000 T klpdep_base_add\t[klpdep_base]\nffffffffc1000010 T klpdep_base_secret\t[klpdep_base]\n")
-	ix, err = kallsyms.ParseBytes("kallsyms", []byte(b.String()), nil)
+	ix, err = kallsyms.ParseBytes("kallsyms", []byte(b.String()), kallsyms.Options{})
 	require.NoError(t, err)
 	img, deps, err = LinkWith(m, m.Resolve(ix), ix, modplt.LinkOptions{}, mf)
 	require.NoError(t, err)
@@ -208,7 +208,7 @@ func TestLinkDependenciesPartial(t *testing.T) {
 // dependency without a file still explains the rest, and a GPL-only
 // export is not one for a module under another license.
 func TestRunDependencies(t *testing.T) {
-	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), nil)
+	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), kallsyms.Options{})
 	require.NoError(t, err)
 	m, err := klp.Open(depsFile("klpdep-top.ko"))
 	require.NoError(t, err)
@@ -256,7 +256,7 @@ func TestRunDependencies(t *testing.T) {
 // runs without a link, its note what the kernel's symbols lack, as it
 // did before dependencies were laid out; with a link it is refused.
 func TestRunDependenciesOtherArch(t *testing.T) {
-	ix, err := kallsyms.Open(repoFile("kallsyms", "example.txt"), nil)
+	ix, err := kallsyms.Open(repoFile("kallsyms", "example.txt"), kallsyms.Options{})
 	require.NoError(t, err)
 	data, err := os.ReadFile(depsFile("klpdep-top.ko"))
 	require.NoError(t, err)

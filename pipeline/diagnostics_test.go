@@ -19,7 +19,7 @@ import (
 // the deferral an error after it. The first error is what a fleet's row
 // says.
 func TestDiagnostics(t *testing.T) {
-	ix, err := kallsyms.Open(repoFile("kallsyms", "example.txt"), nil)
+	ix, err := kallsyms.Open(repoFile("kallsyms", "example.txt"), kallsyms.Options{})
 	require.NoError(t, err)
 	m, err := klp.Open(repoFile("klp", "err-not-found.ko"))
 	require.NoError(t, err)

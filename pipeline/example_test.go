@@ -21,7 +21,7 @@ import (
 // Resolve a livepatch module against a kernel's symbols, link it and
 // record it in a CFI shadow: what a build tool's test does in a few lines.
 func Example() {
-	ix, err := kallsyms.Open("../testdata/kallsyms/example.txt", nil)
+	ix, err := kallsyms.Open("../testdata/kallsyms/example.txt", kallsyms.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func ExampleKernelsUnder() {
 // loads them. (The small example kallsyms lacks some of the kernel
 // functions Kbuild's code calls: those stay unresolved.)
 func ExampleLinkWith() {
-	ix, err := kallsyms.Open("../testdata/kallsyms/example.txt", nil)
+	ix, err := kallsyms.Open("../testdata/kallsyms/example.txt", kallsyms.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func ExampleLinkWith() {
 // every kernel), and the answer would be about the wrong kernel.
 func ExampleCheckArch() {
 	arm64 := "ffff800008010000 T _stext\nffff800008010040 T primary_entry\nffff8000083ab520 T vfs_read\n"
-	ix, err := kallsyms.ParseBytes("arm64-kallsyms", []byte(arm64), nil)
+	ix, err := kallsyms.ParseBytes("arm64-kallsyms", []byte(arm64), kallsyms.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func ExampleCheckArch() {
 // rest of a Run: the .klp.rela section for xfs, which this kernel has not
 // loaded, waits for xfs, and only the call to no_such_function fails.
 func ExampleLink() {
-	ix, err := kallsyms.Open("../testdata/kallsyms/example.txt", nil)
+	ix, err := kallsyms.Open("../testdata/kallsyms/example.txt", kallsyms.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func ExampleLink() {
 // kernel has not loaded; i2c-algo-bit has been, as i2c_algo_bit.
 func ExampleUnloadedDepends() {
 	kernel := "ffffffff81000000 T _stext\nffffffffc0003000 T i2c_bit_add_bus\t[i2c_algo_bit]\n"
-	ix, err := kallsyms.ParseBytes("kallsyms", []byte(kernel), nil)
+	ix, err := kallsyms.ParseBytes("kallsyms", []byte(kernel), kallsyms.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func ExampleConfig_Apply() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	ix, err := kallsyms.Open("../testdata/kallsyms/example.txt", nil)
+	ix, err := kallsyms.Open("../testdata/kallsyms/example.txt", kallsyms.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

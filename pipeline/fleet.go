@@ -171,7 +171,7 @@ func checkOne(ctx context.Context, m *klp.Module, k Kernel, o FleetOptions) Kern
 	kr.VermagicFrom = magicFrom
 	// An index per kernel, for one patch's lookups and then closed: the
 	// profile MapText is for (a text file is mapped, not read).
-	ix, err := kallsyms.Open(k.Symbols, &kallsyms.Options{LTO: o.LTO, MapText: true, NoMap: o.NoMap, MaxSymbols: o.MaxSymbols})
+	ix, err := kallsyms.Open(k.Symbols, kallsyms.Options{LTO: o.LTO, MapText: true, NoMap: o.NoMap, MaxSymbols: o.MaxSymbols})
 	if err != nil {
 		return unreadable(err)
 	}

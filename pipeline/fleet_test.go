@@ -166,7 +166,7 @@ func TestFleet(t *testing.T) {
 	var paths []string
 	for k := range n {
 		text := kernelText(base, variantOf(k))
-		ix, err := kallsyms.Parse(fmt.Sprintf("kernel-%03d", k), strings.NewReader(text), nil)
+		ix, err := kallsyms.Parse(fmt.Sprintf("kernel-%03d", k), strings.NewReader(text), kallsyms.Options{})
 		require.NoError(t, err)
 		p := filepath.Join(dir, fmt.Sprintf("kernel-%03d.snap", k))
 		require.NoError(t, write(ix, p))
@@ -215,7 +215,7 @@ func TestFleet(t *testing.T) {
 // later, and the one ordinary relocation against a function no kernel
 // has fails the link.
 func TestRunLink(t *testing.T) {
-	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), kallsyms.Options{})
 	require.NoError(t, err)
 	m, err := klp.Open(filepath.Join(testutil.RepoRoot(), "testdata", "klp", "livepatch-sample.ko"))
 	require.NoError(t, err)
@@ -251,9 +251,9 @@ func TestRunLink(t *testing.T) {
 // where every one of the kernel's functions is in a BL's reach, so no
 // call to vmlinux takes a PLT entry.
 func TestRunLinkARM64ModuleArea(t *testing.T) {
-	ix, err := kallsyms.Open(testutil.Corpus(t, "arm64/kallsyms-6.1.0-57-arm64.txt"), nil)
+	ix, err := kallsyms.Open(testutil.Corpus(t, "arm64/kallsyms-6.1.0-57-arm64.txt"), kallsyms.Options{})
 	require.NoError(t, err)
-	sm, err := kallsyms.Open(testutil.Corpus(t, "arm64/System.map-6.1.0-57-arm64"), nil)
+	sm, err := kallsyms.Open(testutil.Corpus(t, "arm64/System.map-6.1.0-57-arm64"), kallsyms.Options{})
 	require.NoError(t, err)
 	etext := KernelEtext(ix)
 	assert.Equal(t, KernelEtext(sm), etext)
@@ -297,7 +297,7 @@ func TestArchMismatch(t *testing.T) {
 	armhf := testutil.Corpus(t, "armhf/System.map-6.1.0-50-armmp")
 	amd64 := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
 	for _, k := range []string{arm64, armhf} {
-		ix, err := kallsyms.Open(k, nil)
+		ix, err := kallsyms.Open(k, kallsyms.Options{})
 		require.NoError(t, err)
 		_, ok := ix.Find("vmlinux", "vfs_read", 0)
 		require.True(t, ok, "a name the patch uses is there")
@@ -324,12 +324,12 @@ func TestArchMismatch(t *testing.T) {
 	rows, _ = Fleet(t.Context(), nf, KernelFiles([]string{amd64}...), FleetOptions{})
 	assert.Equal(t, "not_found", rows[0].FirstErrorKind)
 
-	ix, err := kallsyms.Open(amd64, nil)
+	ix, err := kallsyms.Open(amd64, kallsyms.Options{})
 	require.NoError(t, err)
 	err = CheckArch("arm64", ix)
 	assert.EqualError(t, err, amd64+": the module and the kernel are for different architectures: the module is arm64, the kernel is x86_64 (its vmlinux has x86_64_start_kernel)")
 	assert.NoError(t, CheckArch("x86_64", ix))
-	unknown, err := kallsyms.ParseBytes("k", []byte("ffffffff81000000 T vfs_read\n"), nil)
+	unknown, err := kallsyms.ParseBytes("k", []byte("ffffffff81000000 T vfs_read\n"), kallsyms.Options{})
 	require.NoError(t, err)
 	assert.NoError(t, CheckArch("arm64", unknown))
 }
@@ -348,7 +348,7 @@ func TestCodeOnly(t *testing.T) {
 		{"host/kallsyms-6.18.44-firecracker.txt", true},
 		{"amd64/kallsyms-6.1.0-57-amd64.txt", false},
 	} {
-		ix, err := kallsyms.Open(testutil.Corpus(t, tc.kernel), nil)
+		ix, err := kallsyms.Open(testutil.Corpus(t, tc.kernel), kallsyms.Options{})
 		require.NoError(t, err)
 		for _, link := range []bool{false, true} {
 			rep, err := Run(m, ix, Options{Link: link})

@@ -48,7 +48,7 @@ func FuzzRun(f *testing.F) {
 		b.AddSymbol(elfobj.BuildSymbol{Name: "__ksymtab_vfs_read", Info: elf.ST_INFO(elf.STB_GLOBAL, elf.STT_OBJECT), Shndx: uint16(wx)})
 		f.Add(b.Bytes())
 	}
-	ix, err := kallsyms.Open("../testdata/kallsyms/example.txt", nil)
+	ix, err := kallsyms.Open("../testdata/kallsyms/example.txt", kallsyms.Options{})
 	if err != nil {
 		f.Fatal(err)
 	}

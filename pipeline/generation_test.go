@@ -22,9 +22,9 @@ import (
 // with none of them, 6.1's rules, assumed, with a note.
 func TestTellGeneration(t *testing.T) {
 	dir := t.TempDir()
-	plain, err := kallsyms.Open(filepath.Join(testutil.RepoRoot(), "testdata/kallsyms/example.txt"), nil)
+	plain, err := kallsyms.Open(filepath.Join(testutil.RepoRoot(), "testdata/kallsyms/example.txt"), kallsyms.Options{})
 	require.NoError(t, err)
-	corpus61, err := kallsyms.Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	corpus61, err := kallsyms.Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), kallsyms.Options{})
 	require.NoError(t, err)
 	cfgPath := filepath.Join(dir, "config")
 	require.NoError(t, os.WriteFile(cfgPath, []byte("#\n# Automatically generated file; DO NOT EDIT.\n# Linux/x86 6.6.30 Kernel Configuration\n#\nCONFIG_LIVEPATCH=y\n"), 0o644))
@@ -51,7 +51,7 @@ func TestTellGeneration(t *testing.T) {
 
 	testutil.LightKernel(t, "6.12", "amd64")
 	_, img := testutil.DebianKernel(t, "6.12", "amd64")
-	ix, err := kallsyms.Open(img, nil)
+	ix, err := kallsyms.Open(img, kallsyms.Options{})
 	require.NoError(t, err)
 	e = TellGeneration(ix, GenerationHints{Release: "7.2.13"})
 	assert.Equal(t, kgen.Evidence{Generation: kgen.Linux6_12, Release: testutil.DebianKernelRelease("6.12", "amd64"), Source: kgen.FromImage, Exact: true}, e, "the image's banner first")

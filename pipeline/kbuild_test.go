@@ -33,7 +33,7 @@ import (
 func TestKbuildModuleLinks(t *testing.T) {
 	path := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
 	ko := repoFile("kbuild", "klp-demo.ko")
-	ix, err := kallsyms.Open(path, nil)
+	ix, err := kallsyms.Open(path, kallsyms.Options{})
 	require.NoError(t, err)
 	m, err := klp.Open(ko)
 	require.NoError(t, err)
@@ -153,7 +153,7 @@ func TestKbuildModuleVersions(t *testing.T) {
 		require.NoError(t, err)
 		return tb
 	}
-	ix, err := kallsyms.Open(repoFile("kallsyms", "example.txt"), nil)
+	ix, err := kallsyms.Open(repoFile("kallsyms", "example.txt"), kallsyms.Options{})
 	require.NoError(t, err)
 	rep, err := Run(m, ix, Options{Symvers: write("")})
 	require.NoError(t, err)
@@ -169,7 +169,7 @@ func TestKbuildModuleVersions(t *testing.T) {
 	assert.False(t, rep.OK(false), "the loader refuses the module")
 
 	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
-	ix, err = kallsyms.Open(k, nil)
+	ix, err = kallsyms.Open(k, kallsyms.Options{})
 	require.NoError(t, err)
 	tb, err := symvers.Open(testutil.Headers(t, "6.1.0-57-amd64"))
 	require.NoError(t, err)
@@ -211,7 +211,7 @@ func TestKbuildModuleVermagic(t *testing.T) {
 
 	m, err := klp.Parse(ko, data)
 	require.NoError(t, err)
-	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), nil)
+	ix, err := kallsyms.Open(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"), kallsyms.Options{})
 	require.NoError(t, err)
 
 	dir := testutil.Corpus(t, "amd64/modules")

@@ -110,7 +110,7 @@ func TestModuleFiles(t *testing.T) {
 // lacks against the module's file, and names the modules it has no file
 // for.
 func TestRunModules(t *testing.T) {
-	ix, err := kallsyms.Open(repoFile("kallsyms", "example.txt"), nil)
+	ix, err := kallsyms.Open(repoFile("kallsyms", "example.txt"), kallsyms.Options{})
 	require.NoError(t, err)
 	mf, err := FindModules(t.Context(), []string{repoFile("klp", "modules")})
 	require.NoError(t, err)
@@ -130,7 +130,7 @@ func TestRunModules(t *testing.T) {
 	// without modules; ext4 has no file here.
 	sample, err := klp.Open(repoFile("klp", "livepatch-sample.ko"))
 	require.NoError(t, err)
-	noMods, err := kallsyms.ParseBytes("vmlinux-only", []byte("ffffffff81000000 T start_kernel\nffffffff81010180 T vfs_read\nffffffff81020000 D jiffies\n"), nil)
+	noMods, err := kallsyms.ParseBytes("vmlinux-only", []byte("ffffffff81000000 T start_kernel\nffffffff81010180 T vfs_read\nffffffff81020000 D jiffies\n"), kallsyms.Options{})
 	require.NoError(t, err)
 	rep, err = Run(sample, noMods, Options{Modules: mf})
 	require.NoError(t, err)
@@ -143,7 +143,7 @@ func TestRunModules(t *testing.T) {
 	require.NoError(t, err)
 	lp.Funcs = []klp.Func{{Name: "nfs_open", Object: "nfs", Section: ".data"}, {Index: 1, Name: "nfs_fast", Object: "nfs", Section: ".data", Offset: 8}}
 	loaded, err := kallsyms.ParseBytes("loaded", []byte("ffffffff81000000 T start_kernel\nffffffff81000100 T klp_enable_patch\nffffffff81010180 T vfs_read\n"+
-		"ffffffffc0100000 T nfs_fast\t[nfs]\nffffffffc0100010 T nfs_open\t[nfs]\n"), nil)
+		"ffffffffc0100000 T nfs_fast\t[nfs]\nffffffffc0100010 T nfs_open\t[nfs]\n"), kallsyms.Options{})
 	require.NoError(t, err)
 	rep, err = Run(lp, loaded, Options{Modules: mf})
 	require.NoError(t, err)
@@ -153,7 +153,7 @@ func TestRunModules(t *testing.T) {
 
 	// A loaded nfs whose lines are not nfs.ko's: another build, left out.
 	otherNfs, err := kallsyms.ParseBytes("other", []byte("ffffffff81000000 T start_kernel\nffffffff81000100 T klp_enable_patch\nffffffff81010180 T vfs_read\n"+
-		"ffffffffc0100000 T nfs_fast\t[nfs]\nffffffffc0100010 T nfs_open\t[nfs]\nffffffffc0100040 t nfs_new_helper\t[nfs]\n"), nil)
+		"ffffffffc0100000 T nfs_fast\t[nfs]\nffffffffc0100010 T nfs_open\t[nfs]\nffffffffc0100040 t nfs_new_helper\t[nfs]\n"), kallsyms.Options{})
 	require.NoError(t, err)
 	rep, err = Run(lp, otherNfs, Options{Modules: mf})
 	require.NoError(t, err)
@@ -255,7 +255,7 @@ func arm64Module(o binary.ByteOrder, modinfo, fn, obj, callee string) []byte {
 // Arch; the kernel never loads both (elf_check_arch()), and the file is
 // refused as the patch's module, whichever way round.
 func TestModuleFileByteOrder(t *testing.T) {
-	ix, err := kallsyms.ParseBytes("kallsyms", []byte("ffff800008000000 T _stext\nffff800008010000 T klp_enable_patch\n"), nil)
+	ix, err := kallsyms.ParseBytes("kallsyms", []byte("ffff800008000000 T _stext\nffff800008010000 T klp_enable_patch\n"), kallsyms.Options{})
 	require.NoError(t, err)
 	for _, c := range []struct {
 		patch, module binary.ByteOrder
@@ -299,7 +299,7 @@ func TestAlreadyLoaded(t *testing.T) {
 		{"ffffffffc0300000 t livepatch_vfs_read\t[livepatch_sample]\n", true},
 		{"ffffffffc0300000 t livepatch_vfs_read\t[livepatch_other]\n", false},
 	} {
-		ix, err := kallsyms.ParseBytes("k", append(slices.Clone(example), c.extra...), nil)
+		ix, err := kallsyms.ParseBytes("k", append(slices.Clone(example), c.extra...), kallsyms.Options{})
 		require.NoError(t, err)
 		rep, err := Run(m, ix, Options{})
 		require.NoError(t, err)

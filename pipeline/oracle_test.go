@@ -417,7 +417,7 @@ func kernelOracle(t *testing.T, arch string) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := readOracle(t, filepath.Join(dir, tc.name+".oracle"))
 			require.Equal(t, tc.module, o.module)
-			ix, err := kallsyms.ParseBytes("oracle kallsyms", withoutObjects(text, tc.absent), nil)
+			ix, err := kallsyms.ParseBytes("oracle kallsyms", withoutObjects(text, tc.absent), kallsyms.Options{})
 			require.NoError(t, err)
 			m, err := klp.Open(tc.path)
 			require.NoError(t, err)
@@ -638,7 +638,7 @@ func writeOracle(t *testing.T, dumps, dir, arch string, cases []oracleCase) {
 	}
 	secs, err := os.ReadFile(filepath.Join(dumps, "sections"))
 	require.NoError(t, err)
-	ix, err := kallsyms.ParseBytes("kallsyms", ks, nil)
+	ix, err := kallsyms.ParseBytes("kallsyms", ks, kallsyms.Options{})
 	require.NoError(t, err)
 	end, _ := ix.Find(kallsyms.Vmlinux, "_end", 0)
 	imageEnd := end.Address

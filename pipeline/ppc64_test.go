@@ -27,7 +27,7 @@ import (
 // then module_finalize()'s ftrace_caller and ftrace_regs_caller, then
 // livepatch's (vfs_read, ext4's helper), each call's nop restoring r2.
 func TestRunPPC64(t *testing.T) {
-	ix, err := kallsyms.Open(repoFile("klp", "ppc64le-kallsyms.txt"), nil)
+	ix, err := kallsyms.Open(repoFile("klp", "ppc64le-kallsyms.txt"), kallsyms.Options{})
 	require.NoError(t, err)
 	arch, _ := ix.Arch()
 	assert.Equal(t, "ppc64", arch)
@@ -96,7 +96,7 @@ func TestDebianPPC64ELModules(t *testing.T) {
 	require.NoError(t, err)
 	lo := c.LinkOptions(modplt.LinkOptions{})
 	assert.Equal(t, uint64(64<<10), lo.PageSize, "CONFIG_PPC_64K_PAGES")
-	ix, err := kallsyms.Open(k.Symbols, nil)
+	ix, err := kallsyms.Open(k.Symbols, kallsyms.Options{})
 	require.NoError(t, err)
 	mf, err := FindModules(t.Context(), k.Modules)
 	require.NoError(t, err)

@@ -262,8 +262,8 @@ func (a *app) kallsymsPath() string {
 // process opens one (check: one per kernel, closed after use) and makes a
 // few thousand lookups at most, so its text input is mapped, not read,
 // unless --no-map says the file may change while klpresolve runs.
-func (a *app) indexOptions() *kallsyms.Options {
-	return &kallsyms.Options{LTO: a.lto, MapText: true, NoMap: a.noMap, Slide: a.slide, SlideTo: a.slideTo, MaxSymbols: a.maxSymbols}
+func (a *app) indexOptions() kallsyms.Options {
+	return kallsyms.Options{LTO: a.lto, MapText: true, NoMap: a.noMap, Slide: a.slide, SlideTo: a.slideTo, MaxSymbols: a.maxSymbols}
 }
 
 // kaslr reads --kaslr-offset and --kaslr-from: the offset, or the running
@@ -280,7 +280,7 @@ func (a *app) kaslr() error {
 		a.slide = v
 	}
 	if a.kaslrFrom != "" {
-		live, err := kallsyms.Open(a.kaslrFrom, &kallsyms.Options{NoMap: true})
+		live, err := kallsyms.Open(a.kaslrFrom, kallsyms.Options{NoMap: true})
 		if err != nil {
 			return &exitError{exitUsage, fmt.Errorf("--kaslr-from: %w", err)}
 		}

@@ -138,7 +138,7 @@ func TestOutputToStdout(t *testing.T) {
 		}
 		// The size is what went to standard output.
 		assert.Equal(t, fmt.Sprintf("wrote -: 3 objects, 27 symbols, %d bytes (%s)\n", len(out), form), errs)
-		ix, err := kallsyms.ParseBytes("stdout", []byte(out), nil)
+		ix, err := kallsyms.ParseBytes("stdout", []byte(out), kallsyms.Options{})
 		require.NoError(t, err, "raw %v", raw)
 		s, err := ix.Lookup("vmlinux", "vfs_read", 0)
 		require.NoError(t, err)
@@ -222,7 +222,7 @@ func TestStdoutBuffered(t *testing.T) {
 	require.Equal(t, 0, code)
 	i := strings.Index(both.String(), "wrote -:")
 	require.Positive(t, i, "the report is written after the snapshot")
-	ix, err := kallsyms.ParseBytes("snap", both.Bytes()[:i], nil)
+	ix, err := kallsyms.ParseBytes("snap", both.Bytes()[:i], kallsyms.Options{})
 	require.NoError(t, err)
 	text, err := os.ReadFile(example)
 	require.NoError(t, err)

@@ -250,7 +250,7 @@ func TestMainJobJSONErrorsAndFuncs(t *testing.T) {
 	assert.Equal(t, "type_show", j.Funcs[1].Name)
 	assert.Equal(t, uint64(2), j.Funcs[1].Sympos)
 	require.NotNil(t, j.Funcs[1].Address)
-	ix, err := kallsyms.Open(k, nil)
+	ix, err := kallsyms.Open(k, kallsyms.Options{})
 	require.NoError(t, err)
 	want, err := ix.Lookup(kallsyms.Vmlinux, "type_show", 2)
 	require.NoError(t, err)

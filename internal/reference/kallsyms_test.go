@@ -95,7 +95,7 @@ func TestKernelLookupsCorpus(t *testing.T) {
 	p := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
 	d, err := os.ReadFile(p)
 	require.NoError(t, err)
-	ix, err := kallsyms.ParseBytes(p, d, nil)
+	ix, err := kallsyms.ParseBytes(p, d, kallsyms.Options{})
 	require.NoError(t, err)
 	k := reference.NewKernel(d)
 	checked := 0

@@ -52,7 +52,7 @@ func Image(path string) (*Report, error) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		t = time.Now()
-		ix, err := kallsyms.Open(path, nil)
+		ix, err := kallsyms.Open(path, kallsyms.Options{})
 		if err != nil {
 			return nil, err
 		}

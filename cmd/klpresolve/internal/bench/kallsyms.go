@@ -60,7 +60,7 @@ func Kallsyms(path string, self []string) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix, err := kallsyms.Open(path, nil)
+	ix, err := kallsyms.Open(path, kallsyms.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func Kallsyms(path string, self []string) (*Report, error) {
 	rep.add("input_lines", float64(lines), "lines", "")
 
 	read := minTime(15, func() { _, _ = os.ReadFile(path) })
-	parse := minTime(15, func() { _, _ = kallsyms.Open(path, nil) })
+	parse := minTime(15, func() { _, _ = kallsyms.Open(path, kallsyms.Options{}) })
 	naive := minTime(5, func() { d, _ := os.ReadFile(path); _ = reference.NaiveParse(d) })
 	rep.add("read_file_ms", ms(read), "ms", "os.ReadFile of the input")
 	rep.add("parse_index_ms", ms(parse), "ms", "kallsyms.Open: read, parse, index")
@@ -97,7 +97,7 @@ func Kallsyms(path string, self []string) (*Report, error) {
 
 	_, allocs := nsPerOp(func(b *testing.B) {
 		for b.Loop() {
-			_, _ = kallsyms.Open(path, nil)
+			_, _ = kallsyms.Open(path, kallsyms.Options{})
 		}
 	})
 	rep.addTarget("allocs_per_10k_lines", allocs*10000/float64(lines), "allocs", "<", 10, "")
@@ -156,7 +156,7 @@ func Kallsyms(path string, self []string) (*Report, error) {
 		return nil, err
 	}
 	st, _ := os.Stat(snap.Name())
-	load := minTime(15, func() { _, _ = kallsyms.Open(snap.Name(), nil) })
+	load := minTime(15, func() { _, _ = kallsyms.Open(snap.Name(), kallsyms.Options{}) })
 	rep.add("snapshot_bytes", float64(st.Size()), "bytes", "compact (version 7): names and columns in zstd frames, tables stored")
 	rep.add("snapshot_vs_input", float64(st.Size())/float64(len(data)), "x", "its size against the text's")
 	rep.add("snapshot_load_ms", ms(load), "ms", "checked whole, its chunks decoded when first needed")
@@ -171,17 +171,17 @@ func Kallsyms(path string, self []string) (*Report, error) {
 		}
 	}
 	loadSome := minTime(15, func() {
-		if s, err := kallsyms.Open(snap.Name(), nil); err == nil {
+		if s, err := kallsyms.Open(snap.Name(), kallsyms.Options{}); err == nil {
 			some(s)
 		}
 	})
 	parseSome := minTime(15, func() {
-		if s, err := kallsyms.Open(path, nil); err == nil {
+		if s, err := kallsyms.Open(path, kallsyms.Options{}); err == nil {
 			some(s)
 		}
 	})
 	all := minTime(15, func() {
-		if s, err := kallsyms.Open(snap.Name(), nil); err == nil {
+		if s, err := kallsyms.Open(snap.Name(), kallsyms.Options{}); err == nil {
 			_ = s.DecodeAll()
 		}
 	})
@@ -190,7 +190,7 @@ func Kallsyms(path string, self []string) (*Report, error) {
 	rep.add("parse_vs_snapshot_load_100_lookups", ratio(parseSome, loadSome), "x", "")
 	rep.add("snapshot_decode_all_ms", ms(all), "ms", "the load, then every chunk decoded on every core (DecodeAll)")
 	rep.add("parse_vs_snapshot_decode_all", ratio(parse, all), "x", "")
-	if s, err := kallsyms.Open(snap.Name(), nil); err == nil && s.DecodeAll() == nil {
+	if s, err := kallsyms.Open(snap.Name(), kallsyms.Options{}); err == nil && s.DecodeAll() == nil {
 		sns, _ := nsPerOp(lookups(s))
 		rep.add("snapshot_lookup_ns", sns, "ns", "lookups in the snapshot's index, every chunk decoded")
 		s.Close()
@@ -199,8 +199,8 @@ func Kallsyms(path string, self []string) (*Report, error) {
 		return nil, err
 	}
 	st, _ = os.Stat(snap.Name())
-	raw := minTime(15, func() { _, _ = kallsyms.Open(snap.Name(), nil) })
-	rawRead := minTime(15, func() { _, _ = kallsyms.Open(snap.Name(), &kallsyms.Options{NoMap: true}) })
+	raw := minTime(15, func() { _, _ = kallsyms.Open(snap.Name(), kallsyms.Options{}) })
+	rawRead := minTime(15, func() { _, _ = kallsyms.Open(snap.Name(), kallsyms.Options{NoMap: true}) })
 	rep.add("snapshot_raw_bytes", float64(st.Size()), "bytes", "raw (version 6): tables stored, used in place")
 	rep.add("snapshot_raw_load_ms", ms(raw), "ms", "mapped (the default)")
 	rep.addTarget("parse_vs_snapshot_raw_load", ratio(parse, raw), "x", ">=", 5, "")

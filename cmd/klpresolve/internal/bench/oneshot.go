@@ -81,7 +81,7 @@ func OneShot(o OneShotOptions) (*Report, error) {
 
 // Once performs op ("read": os.ReadFile; "open": kallsyms.Open with opts)
 // on path and returns its time: the child side of OneShot.
-func Once(op, path string, opts *kallsyms.Options) (time.Duration, error) {
+func Once(op, path string, opts kallsyms.Options) (time.Duration, error) {
 	var t time.Time
 	switch op {
 	case "read":

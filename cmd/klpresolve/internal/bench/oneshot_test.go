@@ -90,19 +90,19 @@ func TestOneShotChildErrors(t *testing.T) {
 func TestOnce(t *testing.T) {
 	p := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
 	for _, op := range []string{"read", "open"} {
-		for _, opts := range []*kallsyms.Options{nil, {MapText: true}} {
+		for _, opts := range []kallsyms.Options{{}, {MapText: true}} {
 			d, err := Once(op, p, opts)
 			require.NoError(t, err, op)
 			require.Positive(t, d, op)
 			require.Less(t, d, time.Minute, op)
 		}
 	}
-	_, err := Once("open", filepath.Join(t.TempDir(), "absent"), nil)
+	_, err := Once("open", filepath.Join(t.TempDir(), "absent"), kallsyms.Options{})
 	require.ErrorIs(t, err, os.ErrNotExist)
 	empty := filepath.Join(t.TempDir(), "empty")
 	require.NoError(t, os.WriteFile(empty, []byte("\n"), 0o644))
-	_, err = Once("open", empty, &kallsyms.Options{MapText: true})
+	_, err = Once("open", empty, kallsyms.Options{MapText: true})
 	require.ErrorIs(t, err, kallsyms.ErrEmpty)
-	_, err = Once("parse", p, nil)
+	_, err = Once("parse", p, kallsyms.Options{})
 	require.ErrorContains(t, err, `unknown operation "parse"`)
 }

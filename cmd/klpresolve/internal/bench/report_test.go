@@ -94,7 +94,7 @@ func TestKallsymsReport(t *testing.T) {
 	f := values(t, rep)
 	data, err := os.ReadFile(in)
 	require.NoError(t, err)
-	ix, err := kallsyms.Open(in, nil)
+	ix, err := kallsyms.Open(in, kallsyms.Options{})
 	require.NoError(t, err)
 	require.Equal(t, float64(len(data)), f["input_bytes"])
 	require.Equal(t, 27.0, f["input_lines"])

@@ -19,7 +19,7 @@ import (
 // of relocations because a full run takes seconds), and the whole check
 // (read and index kallsyms, read the module, resolve).
 func Resolve(module, kallsymsPath string) (*Report, error) {
-	ix, err := kallsyms.Open(kallsymsPath, nil)
+	ix, err := kallsyms.Open(kallsymsPath, kallsyms.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func Resolve(module, kallsymsPath string) (*Report, error) {
 	}
 	old := float64(time.Since(t).Nanoseconds()) / float64(max(len(sample), 1))
 	whole := minTime(10, func() {
-		ix2, _ := kallsyms.Open(kallsymsPath, nil)
+		ix2, _ := kallsyms.Open(kallsymsPath, kallsyms.Options{})
 		m2, _ := klp.Open(module)
 		_ = m2.Resolve(ix2)
 	})
