@@ -110,26 +110,20 @@ type query struct {
 // resolve (0 when it is unique). (klpresolve bench picks its queries at
 // random; these stay the same from one run to the next.)
 func spreadQueries(b *testing.B, ix *kallsyms.Index, n int) []query {
-	var all []query
+	var all []kallsyms.Symbol
 	for _, o := range ix.Objects() {
-		if o.Pseudo {
-			continue
+		if !o.Pseudo {
+			ix.Symbols(o.Name, func(s kallsyms.Symbol) bool { all = append(all, s); return true })
 		}
-		ix.Symbols(o.Name, func(s kallsyms.Symbol) bool {
-			all = append(all, query{s.Object, s.Name, s.Address})
-			return true
-		})
 	}
-	stride := max(1, len(all)/n)
 	var q []query
-	for i := 0; i < len(all) && len(q) < n; i += stride {
-		x := all[i]
-		addr := x.Pos
-		x.Pos = 0
-		if c := ix.Candidates(x.Object, x.Name); len(c) > 1 {
-			for _, cand := range c {
-				if cand.Address == addr {
-					x.Pos = uint64(cand.Pos)
+	for i := 0; i < len(all) && len(q) < n; i += max(1, len(all)/n) {
+		s := all[i]
+		x := query{Object: s.Object, Name: s.Name}
+		if cands := ix.Candidates(s.Object, s.Name); len(cands) > 1 {
+			for _, c := range cands {
+				if c.Address == s.Address {
+					x.Pos = uint64(c.Pos)
 				}
 			}
 		}

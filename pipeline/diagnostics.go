@@ -67,17 +67,13 @@ func (r *Report) Diagnostics(strict bool) []diag.Diagnostic {
 		}
 	}
 	deferred := res.Deferred + res.FuncDeferred
-	if deferred > 0 && len(res.DeferredObjects) > 0 {
+	if strict && deferred > 0 && len(res.DeferredObjects) > 0 {
 		obj := res.DeferredObjects[0]
-		d := diag.Diagnostic{Kind: diag.KindDeferred, Severity: diag.Note, Location: diag.Location{Object: obj},
-			Message: "deferred: module " + obj + " is not loaded"}
+		msg := "deferred: module " + obj + " is not loaded (--strict)"
 		if len(res.BuiltIn) > 0 && res.BuiltIn[0].Object == obj {
-			d.Message = "deferred: module " + obj + " looks built in, and would never load"
+			msg = "deferred: module " + obj + " looks built in, and would never load (--strict)"
 		}
-		if strict {
-			d.Severity, d.Message = diag.Error, d.Message+" (--strict)"
-			out = append(out, d)
-		}
+		out = append(out, diag.Diagnostic{Kind: diag.KindDeferred, Severity: diag.Error, Location: diag.Location{Object: obj}, Message: msg})
 	}
 	if strict && len(res.Unanswered) > 0 {
 		out = append(out, diag.Diagnostic{Kind: diag.KindDeferred, Severity: diag.Error, Location: diag.Location{Object: res.Unanswered[0]},

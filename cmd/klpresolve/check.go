@@ -116,7 +116,7 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 				kernels = append(kernels, k)
 			}
 			for _, r := range roots {
-				found, err := kernelsUnder(r)
+				found, err := kernelsUnder(cmd.Context(), r)
 				if err != nil {
 					return &exitError{exitUsage, err}
 				}
@@ -142,7 +142,7 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 				if err := checkPageSize(m, lo.PageSize); err != nil {
 					return err
 				}
-				mf, err := findModules(modules)
+				mf, err := findModules(ctx, modules)
 				if err != nil {
 					return err
 				}
@@ -227,9 +227,9 @@ func rootsInside(root string, err error) []string {
 
 // kernelsUnder is pipeline.KernelsUnder of root, or of each folder a glob
 // pattern matches.
-func kernelsUnder(root string) ([]pipeline.Kernel, error) {
+func kernelsUnder(ctx context.Context, root string) ([]pipeline.Kernel, error) {
 	if !strings.ContainsAny(root, "*?[") {
-		ks, err := pipeline.KernelsUnder(context.Background(), root)
+		ks, err := pipeline.KernelsUnder(ctx, root)
 		if inner := rootsInside(root, err); len(inner) > 0 {
 			err = fmt.Errorf("%w (its folders hold kernels: give them all with a quoted pattern, --root '%s')", err, filepath.Join(root, "*"))
 		}
@@ -247,7 +247,7 @@ func kernelsUnder(root string) ([]pipeline.Kernel, error) {
 		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
 			continue
 		}
-		ks, err := pipeline.KernelsUnder(context.Background(), d)
+		ks, err := pipeline.KernelsUnder(ctx, d)
 		if err != nil && !errors.Is(err, pipeline.ErrNoKernels) {
 			return nil, err
 		}

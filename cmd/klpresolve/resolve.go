@@ -515,11 +515,11 @@ func addModulesFlag(c *cobra.Command, paths *[]string) {
 }
 
 // findModules indexes the --modules paths (nil when none).
-func findModules(paths []string) (*pipeline.ModuleFiles, error) {
+func findModules(ctx context.Context, paths []string) (*pipeline.ModuleFiles, error) {
 	if len(paths) == 0 {
 		return nil, nil
 	}
-	mf, err := pipeline.FindModules(context.Background(), paths)
+	mf, err := pipeline.FindModules(ctx, paths)
 	if err != nil {
 		return nil, &exitError{exitUsage, fmt.Errorf("--modules: %w", err)}
 	}

@@ -114,7 +114,7 @@ func (f *installedFlags) files(a *app, c *cobra.Command, modules []string, symve
 			return nil, &exitError{exitUsage, fmt.Errorf("--root: %w", err)}
 		}
 	}
-	if kf.modules, err = findModules(modules); err != nil {
+	if kf.modules, err = findModules(c.Context(), modules); err != nil {
 		return nil, err
 	}
 	if kf.symvers, err = openSymvers(symversPath); err != nil {
