@@ -57,7 +57,7 @@ func TestArchitectures(t *testing.T) {
 			assert.Equal(t, FormatKLP, m.Format)
 			assert.Equal(t, tc.class, m.Class)
 			require.Len(t, m.Sections, 2)
-			res := m.Resolve(ix)
+			res := m.Resolve(ix, ResolveOptions{})
 			require.Equal(t, 2, res.Resolved, "%+v", res.Results)
 			want := map[string]uint64{"vfs_read": 0xffffffff81000100, "jiffies": 0xffffffff82000000}
 			types := map[string]string{"vfs_read": tc.callN, "jiffies": tc.dataN}
@@ -86,10 +86,10 @@ func TestCompressedModules(t *testing.T) {
 	require.NoError(t, xw.Close())
 	ix, err := kallsyms.Open("../testdata/kallsyms/example.txt", kallsyms.Options{})
 	require.NoError(t, err)
-	want := mustParse(t, "plain.ko", plain).Resolve(ix)
+	want := mustParse(t, "plain.ko", plain).Resolve(ix, ResolveOptions{})
 	for name, data := range map[string][]byte{"sample.ko.gz": gz.Bytes(), "sample.ko.xz": xzb.Bytes()} {
 		m := mustParse(t, name, data)
-		got := m.Resolve(ix)
+		got := m.Resolve(ix, ResolveOptions{})
 		assert.Equal(t, want.Resolved, got.Resolved, name)
 		assert.Equal(t, want.Deferred, got.Deferred, name)
 		for i := range want.Results {

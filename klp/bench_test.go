@@ -30,7 +30,7 @@ func BenchmarkResolve20k(b *testing.B) {
 	m, ix, _ := bigSetup(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		if r := m.Resolve(ix); r.Resolved != 20000 {
+		if r := m.Resolve(ix, ResolveOptions{}); r.Resolved != 20000 {
 			b.Fatal(r.Resolved)
 		}
 	}

@@ -138,7 +138,7 @@ func buildToolsOracle(t *testing.T, dir string) {
 			require.Equal(t, "enabled=1 transition=0 forced", o.verdicts[name], "the kernel's verdict")
 			m, err := Open(path)
 			require.NoError(t, err)
-			res := m.Resolve(ix)
+			res := m.Resolve(ix, ResolveOptions{})
 			require.True(t, res.OK(true), "%d errors, %d deferred: %+v", res.Errors, res.Deferred, res.Results)
 			assert.Empty(t, res.InitRefs, "no reference to freed init memory")
 			// The shadow patch's callback frees its shadow variables.
@@ -209,7 +209,7 @@ func TestBuildToolsOtherBuild(t *testing.T) {
 		t.Run(tool, func(t *testing.T) {
 			m, err := Open("../testdata/buildtools/" + tool + "/livepatch-static-local.ko")
 			require.NoError(t, err)
-			res := m.Resolve(ix)
+			res := m.Resolve(ix, ResolveOptions{})
 			require.Equal(t, 1, res.Errors)
 			assert.Empty(t, res.InitRefs, "last_ino is per-cpu")
 			var failed *Result
@@ -235,7 +235,7 @@ func TestBuildToolsOtherBuild(t *testing.T) {
 // with a help that says to build against that kernel.
 func TestBuildToolsInlinedAway(t *testing.T) {
 	ix := debianIndex(t, "7.2")
-	res := buildToolModule(t, "klp-build", "livepatch-meminfo.ko").Resolve(ix)
+	res := buildToolModule(t, "klp-build", "livepatch-meminfo.ko").Resolve(ix, ResolveOptions{})
 	assert.Equal(t, 0, res.Errors, "its relocations resolve")
 	require.Len(t, res.Funcs, 1)
 	f := res.Funcs[0]
@@ -254,7 +254,7 @@ func TestBuildToolsInlinedAway(t *testing.T) {
 // find, as the fixtures' booted 6.12 found last_ino.
 func TestBuildToolsImagePercpu(t *testing.T) {
 	ix := debianIndex(t, "6.12")
-	res := buildToolModule(t, "kpatch-build", "livepatch-static-local.ko").Resolve(ix)
+	res := buildToolModule(t, "kpatch-build", "livepatch-static-local.ko").Resolve(ix, ResolveOptions{})
 	require.True(t, res.OK(true), "%+v", res.Results)
 	found := 0
 	for _, r := range res.Results {

@@ -42,7 +42,7 @@
 //     deferred module's, from its file's __mcount_loc (Target).
 //   - kernel/module/kallsyms.c: what a deferred relocation or patched
 //     function will be resolved against when its module loads, read from
-//     the module's file (Target, Module.ResolveWith): while the module is
+//     the module's file (Target, Module.Resolve): while the module is
 //     COMING, klp_module_coming() counts in its whole symbol table
 //     (add_kallsyms() points mod->kallsyms at it); once its init is done,
 //     do_init_module() switches to the core symbols add_kallsyms() kept

@@ -15,7 +15,7 @@ import (
 func ExampleModule_Resolve() {
 	ix, _ := kallsyms.Open("../testdata/kallsyms/example.txt", kallsyms.Options{})
 	m, _ := klp.Open("../testdata/klp/livepatch-sample.ko")
-	res := m.Resolve(ix)
+	res := m.Resolve(ix, klp.ResolveOptions{})
 	for _, r := range res.Results {
 		fmt.Printf("%-8s %-22s %#x\n", r.Status, r.Name, r.Address)
 	}
@@ -31,12 +31,12 @@ func ExampleModule_Resolve() {
 
 // A module that the kernel's symbols lack (here xfs) is checked against
 // its file, as the kernel will resolve the patch when it loads.
-func ExampleModule_ResolveWith() {
+func ExampleModule_Resolve_targets() {
 	ix, _ := kallsyms.Open("../testdata/kallsyms/example.txt", kallsyms.Options{})
 	m, _ := klp.Open("../testdata/klp/order-patch.ko")
 	xfs, _ := klp.Open("../testdata/klp/modules/xfs.ko")
 	target, _ := klp.NewTarget(xfs, ix.ListsData())
-	res := m.ResolveWith(ix, klp.ResolveOptions{Targets: map[string]*klp.Target{"xfs": target}})
+	res := m.Resolve(ix, klp.ResolveOptions{Targets: map[string]*klp.Target{"xfs": target}})
 	for _, r := range res.Results {
 		kind := ""
 		if r.Err != nil {

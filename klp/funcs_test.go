@@ -56,7 +56,7 @@ func TestPatchedFuncs(t *testing.T) {
 			m, err := Open(fixture(tc.file))
 			require.NoError(t, err)
 			assert.Equal(t, tc.source, m.FuncSource)
-			res := m.Resolve(ix)
+			res := m.Resolve(ix, ResolveOptions{})
 			var got []want
 			for i, f := range res.Funcs {
 				assert.Equal(t, i, f.Index)
@@ -106,7 +106,7 @@ func TestPatchedFuncErrors(t *testing.T) {
 	ix := amd64Index(t)
 	m, err := Open(fixture("klp-patch-broken.ko"))
 	require.NoError(t, err)
-	res := m.Resolve(ix)
+	res := m.Resolve(ix, ResolveOptions{})
 	assert.Equal(t, []int{3, 1, 3}, []int{res.FuncResolved, res.FuncDeferred, res.FuncErrors})
 	assert.False(t, res.OK(false))
 	assert.Equal(t, 0, res.Errors, "the relocations resolve")
@@ -213,7 +213,7 @@ func TestNoLivepatchSupport(t *testing.T) {
 	kp, err := Open(fixture("kpatch-sample.ko"))
 	require.NoError(t, err)
 	const base = "ffffffff81000000 T start_kernel\nffffffff81010180 T vfs_read\n"
-	res := lp.Resolve(index(base))
+	res := lp.Resolve(index(base), ResolveOptions{})
 	require.NotNil(t, res.LoadErr)
 	assert.True(t, errors.Is(res.LoadErr, ErrNoLivepatch))
 	assert.Equal(t, "no_livepatch", res.LoadErr.Kind())
@@ -221,22 +221,22 @@ func TestNoLivepatchSupport(t *testing.T) {
 	assert.False(t, res.OK(false))
 	assert.Equal(t, 1, res.Resolved, "the relocations are resolved all the same")
 
-	assert.Nil(t, lp.Resolve(index(base+"ffffffff81020000 T klp_enable_patch\n")).LoadErr)
-	assert.Nil(t, lp.Resolve(index("ffffffff81010180 T vfs_read\n")).LoadErr, "no start_kernel: no whole kernel's list")
-	assert.Nil(t, kp.Resolve(index(base)).LoadErr, "a legacy kpatch module is not marked livepatch")
+	assert.Nil(t, lp.Resolve(index(base+"ffffffff81020000 T klp_enable_patch\n"), ResolveOptions{}).LoadErr)
+	assert.Nil(t, lp.Resolve(index("ffffffff81010180 T vfs_read\n"), ResolveOptions{}).LoadErr, "no start_kernel: no whole kernel's list")
+	assert.Nil(t, kp.Resolve(index(base), ResolveOptions{}).LoadErr, "a legacy kpatch module is not marked livepatch")
 
 	// The corpus: Debian's 6.1 has livepatch, the 6.18 firecracker
 	// kernel does not.
-	assert.Nil(t, lp.Resolve(amd64Index(t)).LoadErr)
+	assert.Nil(t, lp.Resolve(amd64Index(t), ResolveOptions{}).LoadErr)
 	fc, err := kallsyms.Open(testutil.Corpus(t, "host/kallsyms-6.18.44-firecracker.txt"), kallsyms.Options{})
 	require.NoError(t, err)
-	res = lp.Resolve(fc)
+	res = lp.Resolve(fc, ResolveOptions{})
 	require.NotNil(t, res.LoadErr)
 	assert.Equal(t, "no_livepatch", res.LoadErr.Kind())
 	// Its kallsyms holds code only, which says so too; the made-up
 	// kernel above lists too little to tell.
 	assert.Contains(t, res.LoadErr.Hint, "and its kallsyms holds code only: no CONFIG_KALLSYMS_ALL, which CONFIG_LIVEPATCH depends on")
-	assert.NotContains(t, lp.Resolve(index(base+"ffffffff82000000 D jiffies\n")).LoadErr.Hint, "KALLSYMS_ALL")
+	assert.NotContains(t, lp.Resolve(index(base+"ffffffff82000000 D jiffies\n"), ResolveOptions{}).LoadErr.Hint, "KALLSYMS_ALL")
 }
 
 // TestInitMemory: vmlinux's init code and data are freed after boot. A
@@ -248,7 +248,7 @@ func TestInitMemory(t *testing.T) {
 	require.NoError(t, err)
 	m.Funcs = append([]Func(nil), m.Funcs...)
 	m.Funcs[0].Name = "start_kernel" // __init, at 0xffffffff83079e46
-	res := m.Resolve(ix)
+	res := m.Resolve(ix, ResolveOptions{})
 	require.NotNil(t, res.Funcs[0].Err)
 	assert.Equal(t, "init_function", res.Funcs[0].Err.Kind())
 	assert.Equal(t, "failed to find location for function 'start_kernel'", res.Funcs[0].Err.Kernel)
@@ -259,7 +259,7 @@ func TestInitMemory(t *testing.T) {
 	// do_syscall_64 is noinstr (no ftrace call site), entry_SYSCALL_64
 	// entry code: neither can be patched either.
 	m.Funcs[0].Name, m.Funcs[1].Name, m.Funcs[1].Pos = "do_syscall_64", "entry_SYSCALL_64", 0
-	res = m.Resolve(ix)
+	res = m.Resolve(ix, ResolveOptions{})
 	require.NotNil(t, res.Funcs[0].Err)
 	require.NotNil(t, res.Funcs[1].Err)
 	assert.Equal(t, []string{"not_traceable", "not_traceable"}, []string{res.Funcs[0].Err.Kind(), res.Funcs[1].Err.Kind()})
@@ -279,7 +279,7 @@ func TestInitMemory(t *testing.T) {
 	require.NoError(t, err)
 	mm, err := Parse("init.ko", ko)
 	require.NoError(t, err)
-	res = mm.Resolve(ix)
+	res = mm.Resolve(ix, ResolveOptions{})
 	assert.True(t, res.OK(false), "the kernel applies them")
 	var refs []string
 	for _, i := range res.InitRefs {
@@ -318,7 +318,7 @@ func TestObjectsDeclared(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, m.Sections, 1)
 		assert.Equal(t, "nfs", m.Sections[0].Object)
-		res := m.Resolve(ix2)
+		res := m.Resolve(ix2, ResolveOptions{})
 		if kind == "" {
 			assert.Equal(t, 1, res.Resolved, file)
 			continue
@@ -330,7 +330,7 @@ func TestObjectsDeclared(t *testing.T) {
 		assert.Contains(t, res.Results[0].Err.Hint, "the patch declares no klp_object for nfs (its objects: vmlinux, ext4, xfs)")
 		// Against a kernel without nfs it fails all the same: the
 		// section would never be applied anywhere.
-		assert.Equal(t, 1, m.Resolve(ix).Errors)
+		assert.Equal(t, 1, m.Resolve(ix, ResolveOptions{}).Errors)
 	}
 }
 
@@ -382,7 +382,7 @@ func TestLoadTimeSection(t *testing.T) {
 	assert.Equal(t, map[string]string{".klp.rela.ext4.__jump_table": "load_time_section", ".klp.rela.vmlinux.__jump_table": ""}, kinds)
 	ix, err := kallsyms.Parse("k", strings.NewReader("ffffffff81000000 D vmlinux_key\nffffffffc0000000 d ext4_key\t[ext4]\n"), kallsyms.Options{})
 	require.NoError(t, err)
-	res := m.Resolve(ix)
+	res := m.Resolve(ix, ResolveOptions{})
 	assert.Equal(t, []int{1, 0, 1}, []int{res.Resolved, res.Deferred, res.Errors}, "failed, loaded or not")
 }
 
@@ -480,7 +480,7 @@ func TestFtraceSites(t *testing.T) {
 		addr("vmlinux", "type_show", 3), addr("ext4", "ext4_read_inode_bitmap", 1)+4)
 	sites, err := ftrace.ParseTracefs("available_filter_functions_addrs", strings.NewReader(text), ix)
 	require.NoError(t, err)
-	res := m.ResolveWith(ix, ResolveOptions{Ftrace: sites})
+	res := m.Resolve(ix, ResolveOptions{Ftrace: sites})
 	var got []string
 	for _, f := range res.Funcs {
 		got = append(got, f.Name+" "+string(f.Status))
@@ -495,7 +495,7 @@ func TestFtraceSites(t *testing.T) {
 	// Names only: type_show is listed once, for 17 functions of the name.
 	sites, err = ftrace.ParseTracefs("available_filter_functions", strings.NewReader("type_show\next4_read_inode_bitmap [ext4]\n"), ix)
 	require.NoError(t, err)
-	res = m.ResolveWith(ix, ResolveOptions{Ftrace: sites})
+	res = m.Resolve(ix, ResolveOptions{Ftrace: sites})
 	got = nil
 	for _, f := range res.Funcs {
 		got = append(got, f.Name+" "+string(f.Status))

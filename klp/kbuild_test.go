@@ -171,7 +171,7 @@ func TestKbuildModuleResolves(t *testing.T) {
 	m, err := Open(kbuildModule)
 	require.NoError(t, err)
 
-	res := m.Resolve(ix)
+	res := m.Resolve(ix, ResolveOptions{})
 	require.Nil(t, res.LoadErr)
 	want := map[string]uint64{
 		"kallsyms_lookup_name":   addr("vmlinux", "kallsyms_lookup_name", 1),
@@ -205,7 +205,7 @@ func TestKbuildModuleResolves(t *testing.T) {
 	tg, err := NewTarget(xm, ix.ListsData())
 	require.NoError(t, err)
 	require.Equal(t, "xfs", tg.Name)
-	res = m.ResolveWith(ix, ResolveOptions{Targets: map[string]*Target{"xfs": tg}})
+	res = m.Resolve(ix, ResolveOptions{Targets: map[string]*Target{"xfs": tg}})
 	require.Len(t, res.Checked, 1)
 	assert.Equal(t, CheckedObject{Object: "xfs", Path: xfsPath, OK: 2}, res.Checked[0])
 	assert.Equal(t, 0, res.Errors)

@@ -121,7 +121,7 @@ func TestResolveSample(t *testing.T) {
 	ix := amd64Index(t)
 	m, err := Open(fixture("livepatch-sample.ko"))
 	require.NoError(t, err)
-	res := m.Resolve(ix)
+	res := m.Resolve(ix, ResolveOptions{})
 	assert.Equal(t, 6, res.Resolved)
 	assert.Equal(t, 1, res.Deferred)
 	assert.Equal(t, 0, res.Errors)
@@ -165,7 +165,7 @@ func TestResolveErrorFixtures(t *testing.T) {
 		t.Run(tt.file, func(t *testing.T) {
 			m, err := Open(fixture(tt.file))
 			require.NoError(t, err)
-			res := m.Resolve(ix)
+			res := m.Resolve(ix, ResolveOptions{})
 			require.Equal(t, 1, res.Errors, "exactly one relocation fails")
 			for _, r := range res.Results {
 				if r.Status != Failed {
@@ -200,7 +200,7 @@ func TestNotMarkedMessage7_2(t *testing.T) {
 		{kgen.Linux6_12, "symbol .klp.sym.vmlinux.vfs_read,0 is not marked as a livepatch symbol"},
 		{kgen.Linux7_2, fmt.Sprintf("symbol .klp.sym.vmlinux.vfs_read,0 at rela sec %d idx 1 is not marked as a livepatch symbol", m.elf.Symtab)},
 	} {
-		res := m.ResolveWith(ix, ResolveOptions{Generation: tc.gen})
+		res := m.Resolve(ix, ResolveOptions{Generation: tc.gen})
 		var msgs []string
 		for _, r := range res.Results {
 			if r.Err != nil {
@@ -227,7 +227,7 @@ func TestConvertRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	m, err := Parse("converted", out)
 	require.NoError(t, err)
-	res := m.Resolve(ix)
+	res := m.Resolve(ix, ResolveOptions{})
 	assert.Equal(t, 4, res.Resolved) // jiffies x3, vfs_read x1
 	for _, r := range res.Results {
 		assert.Equal(t, ix.Candidates("vmlinux", r.Name)[0].Address, r.Address)
@@ -246,7 +246,7 @@ func TestBigCompressedModule(t *testing.T) {
 	m, err := Open(fixture("big.ko.zst"))
 	require.NoError(t, err)
 	assert.Equal(t, "zstd", string(m.Compression))
-	res := m.Resolve(ix)
+	res := m.Resolve(ix, ResolveOptions{})
 	assert.Equal(t, 20000, res.Resolved)
 	// Every relocation answers the unique symbol's own address.
 	for i, r := range res.Results {
@@ -270,7 +270,7 @@ func TestKpatchModule(t *testing.T) {
 	assert.Equal(t, Dynrela{Index: 1, Dest: ".text.patched_code+0x8", Offset: 8, Type: 1, TypeName: "R_X86_64_64", Pos: 5, Name: "type_show", Object: "vmlinux"}, d)
 	assert.True(t, m.Kpatch.Dynrelas[4].External)
 	assert.Equal(t, int64(-4), m.Kpatch.Dynrelas[0].Addend)
-	res := m.Resolve(ix)
+	res := m.Resolve(ix, ResolveOptions{})
 	assert.Equal(t, []int{3, 1, 1}, []int{res.Resolved, res.Deferred, res.Errors})
 	assert.Equal(t, []string{"xfs"}, res.DeferredObjects)
 	assert.Equal(t, wantAddr(t, ix, "vmlinux", "type_show", 5), res.Results[1].Address)
@@ -295,7 +295,7 @@ func TestKpatchModule(t *testing.T) {
 	data[i+1] = '-'
 	m, err = Parse("dashed.ko", data)
 	require.NoError(t, err)
-	res = m.Resolve(ix)
+	res = m.Resolve(ix, ResolveOptions{})
 	assert.Equal(t, []int{3, 0, 2}, []int{res.Resolved, res.Deferred, res.Errors})
 	bad := failures(res)
 	require.Len(t, bad, 2)
@@ -319,7 +319,7 @@ func TestKpatchCoreRules(t *testing.T) {
 	data[dyn.Offset+64+16] = byte(elf.R_X86_64_PC64) // entry 1's type
 	m, err := Parse("k.ko", data)
 	require.NoError(t, err)
-	res := m.Resolve(ix)
+	res := m.Resolve(ix, ResolveOptions{})
 	d1 := res.Results[1]
 	require.Equal(t, Failed, d1.Status, "R_X86_64_PC64")
 	assert.ErrorIs(t, d1.Err, ErrDynrelaType)
@@ -328,7 +328,7 @@ func TestKpatchCoreRules(t *testing.T) {
 
 	// The external dynrela naming kernel_read, which 6.1 exports.
 	m.Kpatch.Dynrelas[4].Name = "kernel_read"
-	res = m.Resolve(ix)
+	res = m.Resolve(ix, ResolveOptions{})
 	s, ok := ix.FindExport("kernel_read", true)
 	require.True(t, ok)
 	assert.Equal(t, Resolved, res.Results[4].Status)
@@ -433,7 +433,7 @@ func TestNotMarkedLivepatch(t *testing.T) {
 	assert.Empty(t, m.Warnings)
 	ix, err := kallsyms.Parse("k", strings.NewReader("ffffffff81000000 T vfs_read\n"), kallsyms.Options{})
 	require.NoError(t, err)
-	res := m.Resolve(ix)
+	res := m.Resolve(ix, ResolveOptions{})
 	require.NotNil(t, res.LoadErr)
 	assert.Equal(t, "not_marked_livepatch", res.LoadErr.Kind())
 	assert.Equal(t, "module livepatch_sample is not marked as a livepatch module", res.LoadErr.Kernel)
@@ -450,7 +450,7 @@ func TestNotMarkedLivepatch(t *testing.T) {
 
 	m, err = Parse("marked-n.ko", respelt(t, data, "livepatch=Y\x00", "livepatch=N"))
 	require.NoError(t, err)
-	assert.Nil(t, m.Resolve(ix).LoadErr, "is_livepatch_module(): the key is there")
+	assert.Nil(t, m.Resolve(ix, ResolveOptions{}).LoadErr, "is_livepatch_module(): the key is there")
 
 	obj, err := readFixture("patch.o")
 	require.NoError(t, err)
@@ -516,7 +516,7 @@ func TestBuiltIn(t *testing.T) {
 			[]BuiltIn{{Object: "xfs", Names: []string{"xfs_iget"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := tc.m.Resolve(index(tc.kernel))
+			res := tc.m.Resolve(index(tc.kernel), ResolveOptions{})
 			assert.Equal(t, tc.deferred, res.DeferredObjects)
 			assert.Equal(t, tc.want, res.BuiltIn)
 			for _, b := range res.BuiltIn {
@@ -537,10 +537,10 @@ func TestBuiltIn(t *testing.T) {
 	require.NoError(t, err)
 	two, err := Parse("two.ko", ko)
 	require.NoError(t, err)
-	one := two.Resolve(index(string(example) + "ffffffff81400000 t xfs_iget\n"))
+	one := two.Resolve(index(string(example)+"ffffffff81400000 t xfs_iget\n"), ResolveOptions{})
 	assert.Equal(t, []string{"xfs"}, one.DeferredObjects)
 	assert.Empty(t, one.BuiltIn, "xfs_ilock is not in vmlinux")
-	both := two.Resolve(index(string(example) + "ffffffff81400000 t xfs_iget\nffffffff81400100 t xfs_ilock\n"))
+	both := two.Resolve(index(string(example)+"ffffffff81400000 t xfs_iget\nffffffff81400100 t xfs_ilock\n"), ResolveOptions{})
 	assert.Equal(t, []BuiltIn{{Object: "xfs", Names: []string{"xfs_iget", "xfs_ilock"}}}, both.BuiltIn)
 }
 
@@ -554,7 +554,7 @@ func TestNoThisModule(t *testing.T) {
 	require.NoError(t, err)
 	sample, err := Parse("sample.ko", data)
 	require.NoError(t, err)
-	require.Nil(t, sample.Resolve(kernel).LoadErr)
+	require.Nil(t, sample.Resolve(kernel, ResolveOptions{}).LoadErr)
 
 	// The same bytes with the section renamed.
 	renamed := respelt(t, data, ".gnu.linkonce.this_module\x00", ".gnu.linkonce.that_module")
@@ -562,7 +562,7 @@ func TestNoThisModule(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, m.Warnings, "an error, not a warning")
 	require.NotNil(t, m.noModuleStruct)
-	res := m.Resolve(kernel)
+	res := m.Resolve(kernel, ResolveOptions{})
 	require.NotNil(t, res.LoadErr)
 	require.ErrorIs(t, res.LoadErr, ErrNoModuleStruct)
 	assert.Equal(t, "no_module_struct", res.LoadErr.Kind())
@@ -573,7 +573,7 @@ func TestNoThisModule(t *testing.T) {
 	m, err = Parse("bare-unmarked.ko", respelt(t, renamed, "livepatch=Y\x00", "livepatcX=Y"))
 	require.NoError(t, err)
 	require.NotNil(t, m.notMarked)
-	require.ErrorIs(t, m.Resolve(kernel).LoadErr, ErrNoModuleStruct)
+	require.ErrorIs(t, m.Resolve(kernel, ResolveOptions{}).LoadErr, ErrNoModuleStruct)
 
 	// An object without .modinfo is not told: kbuild has still to link
 	// it (with its .mod.o, which brings both).
@@ -604,7 +604,7 @@ func TestUnanswered(t *testing.T) {
 
 	smap, err := kallsyms.Open(testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64"), kallsyms.Options{})
 	require.NoError(t, err)
-	res := m.Resolve(smap)
+	res := m.Resolve(smap, ResolveOptions{})
 	assert.Equal(t, []int{0, 2, 0}, []int{res.Resolved, res.Deferred, res.Errors})
 	assert.Equal(t, []string{"xfs"}, res.Unanswered)
 	assert.Empty(t, res.DeferredObjects, "the sections are vmlinux's: they do not wait for xfs")
@@ -616,11 +616,11 @@ func TestUnanswered(t *testing.T) {
 	require.NoError(t, err)
 	xfs, err := NewTarget(xm, true)
 	require.NoError(t, err)
-	res = m.ResolveWith(smap, ResolveOptions{Targets: map[string]*Target{"xfs": xfs}})
+	res = m.Resolve(smap, ResolveOptions{Targets: map[string]*Target{"xfs": xfs}})
 	assert.Equal(t, []int{0, 1, 1}, []int{res.Resolved, res.Deferred, res.Errors})
 
 	// A kallsyms that lists modules, not xfs: the kernel's answer.
-	res = m.Resolve(amd64Index(t))
+	res = m.Resolve(amd64Index(t), ResolveOptions{})
 	assert.Equal(t, 2, res.Errors)
 	assert.Empty(t, res.Unanswered)
 }

@@ -103,7 +103,7 @@ func TestConvertKpatchBuildTools(t *testing.T) {
 			m, err := Parse("converted.o", out)
 			require.NoError(t, err)
 			assert.Nil(t, m.Refused())
-			res, kres := m.Resolve(ix), ko.Resolve(ix)
+			res, kres := m.Resolve(ix, ResolveOptions{}), ko.Resolve(ix, ResolveOptions{})
 			require.Equal(t, len(kres.Results), len(res.Results))
 			for i, r := range res.Results {
 				k := kres.Results[i]

@@ -100,7 +100,7 @@ func TestNoSymbols(t *testing.T) {
 				assert.Equal(t, []string{"no_symbols", "not_livepatch"}, kinds)
 				assert.Nil(t, m.Refusal(ErrNoModuleStruct))
 			}
-			res := m.Resolve(ix)
+			res := m.Resolve(ix, ResolveOptions{})
 			require.NotNil(t, res.LoadErr)
 			require.ErrorIs(t, res.LoadErr, ErrNoSymbols)
 			assert.Equal(t, "no_symbols", res.LoadErr.Kind())
@@ -112,7 +112,7 @@ func TestNoSymbols(t *testing.T) {
 	assert.Nil(t, m.noSymbols)
 	assert.Nil(t, m.Refused())
 	assert.Empty(t, m.Refusals())
-	assert.Nil(t, m.Resolve(ix).LoadErr)
+	assert.Nil(t, m.Resolve(ix, ResolveOptions{}).LoadErr)
 }
 
 // TestWriteExec: module_enforce_rwx_sections() refuses the first section
@@ -144,7 +144,7 @@ func TestWriteExec(t *testing.T) {
 			require.NotNil(t, m.writeExec)
 			assert.Equal(t, tc.kernel, m.writeExec.Kernel)
 			assert.Contains(t, m.writeExec.Hint, "CONFIG_STRICT_MODULE_RWX")
-			res := m.Resolve(ix)
+			res := m.Resolve(ix, ResolveOptions{})
 			require.ErrorIs(t, res.LoadErr, ErrWriteExec)
 			assert.Equal(t, "write_exec", res.LoadErr.Kind())
 		})
@@ -158,13 +158,13 @@ func TestWriteExec(t *testing.T) {
 	noKLP := loaderIndex(t, "ffffffff81000000 T start_kernel\n")
 	m, err = Parse("fix.ko", loaderModule("name=fix_patch\x00livepatch=Y\x00", false, addWX(elf.SHF_ALLOC|wx)))
 	require.NoError(t, err)
-	require.ErrorIs(t, m.Resolve(noKLP).LoadErr, ErrNoLivepatch)
+	require.ErrorIs(t, m.Resolve(noKLP, ResolveOptions{}).LoadErr, ErrNoLivepatch)
 	m, err = Parse("fix.ko", respelt(t, loaderModule("name=fix_patch\x00livepatch=Y\x00", false, addWX(elf.SHF_ALLOC|wx)), "livepatch=Y\x00", "livepatcX=Y"))
 	require.NoError(t, err)
 	m.Format = FormatKLP // checkMarked's condition, for a module with no relocations
 	m.checkMarked()
 	require.NotNil(t, m.notMarked)
-	require.ErrorIs(t, m.Resolve(ix).LoadErr, ErrWriteExec)
+	require.ErrorIs(t, m.Resolve(ix, ResolveOptions{}).LoadErr, ErrWriteExec)
 	assert.Same(t, m.writeExec, m.Refused())
 }
 
@@ -200,7 +200,7 @@ func TestDuplicateExport(t *testing.T) {
 			m, err := Parse("fix.ko", exporting(tc.export...))
 			require.NoError(t, err)
 			assert.Nil(t, m.Refused(), "depends on the kernel")
-			e := m.Resolve(ix).LoadErr
+			e := m.Resolve(ix, ResolveOptions{}).LoadErr
 			if tc.kernel == "" {
 				assert.Nil(t, e)
 				return
@@ -217,16 +217,16 @@ func TestDuplicateExport(t *testing.T) {
 	// vfs_read may or may not be exported; ext4's still is.
 	codeOnly := loaderIndex(t, "ffffffff81000000 T start_kernel\nffffffff81000100 T klp_enable_patch\nffffffff81010180 T vfs_read\nffffffffc0100000 T ext4_iget\t[ext4]\n")
 	require.False(t, codeOnly.ListsExports())
-	assert.Equal(t, "fix_patch: exports duplicate symbol ext4_iget (owned by ext4)", m.Resolve(codeOnly).LoadErr.Kernel)
+	assert.Equal(t, "fix_patch: exports duplicate symbol ext4_iget (owned by ext4)", m.Resolve(codeOnly, ResolveOptions{}).LoadErr.Kernel)
 	m, err = Parse("fix.ko", exporting("vfs_read"))
 	require.NoError(t, err)
-	assert.Nil(t, m.Resolve(codeOnly).LoadErr)
+	assert.Nil(t, m.Resolve(codeOnly, ResolveOptions{}).LoadErr)
 	// The patch itself loaded: its exports are its own.
 	loaded := loaderIndex(t, loaderKernel+"ffffffffc0200000 T fix_new\t[fix_patch]\n")
 	m, err = Parse("fix.ko", exporting("fix_new"))
 	require.NoError(t, err)
-	assert.Nil(t, m.Resolve(loaded).LoadErr)
-	assert.Equal(t, "fix_patch: exports duplicate symbol fix_new (owned by fix_patch_v2)", m.Resolve(loaderIndex(t, loaderKernel+"ffffffffc0200000 T fix_new\t[fix_patch_v2]\n")).LoadErr.Kernel)
+	assert.Nil(t, m.Resolve(loaded, ResolveOptions{}).LoadErr)
+	assert.Equal(t, "fix_patch: exports duplicate symbol fix_new (owned by fix_patch_v2)", m.Resolve(loaderIndex(t, loaderKernel+"ffffffffc0200000 T fix_new\t[fix_patch_v2]\n"), ResolveOptions{}).LoadErr.Kernel)
 }
 
 // TestCorpusDuplicateExport: Debian's crc-t10dif.ko exports crc_t10dif
@@ -245,12 +245,12 @@ func TestCorpusDuplicateExport(t *testing.T) {
 	ix, err := kallsyms.Parse("kallsyms", bytes.NewReader(text), kallsyms.Options{})
 	require.NoError(t, err)
 	require.True(t, ix.HasObject("crc_t10dif"))
-	assert.Nil(t, m.Resolve(ix).LoadErr)
+	assert.Nil(t, m.Resolve(ix, ResolveOptions{}).LoadErr)
 
 	renamed := bytes.ReplaceAll(text, []byte("\t[crc_t10dif]\n"), []byte("\t[crc_t10dif_old]\n"))
 	ix, err = kallsyms.Parse("kallsyms", bytes.NewReader(renamed), kallsyms.Options{})
 	require.NoError(t, err)
-	e := m.Resolve(ix).LoadErr
+	e := m.Resolve(ix, ResolveOptions{}).LoadErr
 	require.ErrorIs(t, e, ErrDuplicateExport)
 	assert.Equal(t, "crc_t10dif: exports duplicate symbol crc_t10dif (owned by crc_t10dif_old)", e.Kernel)
 }
@@ -286,7 +286,7 @@ func TestLoadErrConfig(t *testing.T) {
 		{"LIVEPATCH not set, whatever the symbols", ix, &KernelConfig{File: file}, ErrNoLivepatch, "its configuration " + file + " does not set it"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := m.ResolveWith(tc.ix, ResolveOptions{Config: tc.cfg}).LoadErr
+			e := m.Resolve(tc.ix, ResolveOptions{Config: tc.cfg}).LoadErr
 			if tc.want == nil {
 				assert.Nil(t, e)
 				return
@@ -324,7 +324,7 @@ func TestNoPLTSection(t *testing.T) {
 	require.NotNil(t, m.noPLTSection)
 	assert.Equal(t, "fix_patch: doesn't contain .stubs.", m.noPLTSection.Kernel)
 	assert.Same(t, m.noPLTSection, m.Refused(), "before the W+X section")
-	res := m.Resolve(ix)
+	res := m.Resolve(ix, ResolveOptions{})
 	require.ErrorIs(t, res.LoadErr, ErrNoPLTSection)
 	assert.Equal(t, "no_plt_section", res.LoadErr.Kind())
 	assert.False(t, res.OK(false))
@@ -332,7 +332,7 @@ func TestNoPLTSection(t *testing.T) {
 	m, err = Parse("fix.ko", ppc(true, false))
 	require.NoError(t, err)
 	assert.Nil(t, m.noPLTSection)
-	assert.Nil(t, m.Resolve(ix).LoadErr)
+	assert.Nil(t, m.Resolve(ix, ResolveOptions{}).LoadErr)
 
 	m, err = Parse("fix.ko", loaderModule("name=fix_patch\x00livepatch=Y\x00", false, nil))
 	require.NoError(t, err)
@@ -361,11 +361,11 @@ func TestNoPLTSection(t *testing.T) {
 	require.NotNil(t, m.noPLTSection)
 	assert.Equal(t, ".init.plt", m.noPLTSection.Section)
 	assert.Equal(t, "fix_patch: module PLT section(s) missing", m.noPLTSection.Kernel)
-	require.ErrorIs(t, m.Resolve(ix).LoadErr, ErrNoPLTSection)
+	require.ErrorIs(t, m.Resolve(ix, ResolveOptions{}).LoadErr, ErrNoPLTSection)
 	withPLTs := &KernelConfig{File: "config", Livepatch: true, StrictModuleRWX: true, ModulePLTs: true}
-	require.ErrorIs(t, m.ResolveWith(ix, ResolveOptions{Config: withPLTs}).LoadErr, ErrNoPLTSection)
+	require.ErrorIs(t, m.Resolve(ix, ResolveOptions{Config: withPLTs}).LoadErr, ErrNoPLTSection)
 	without := &KernelConfig{File: "config", Livepatch: true, StrictModuleRWX: true}
-	assert.Nil(t, m.ResolveWith(ix, ResolveOptions{Config: without}).LoadErr, "a kernel without module PLTs never looks")
+	assert.Nil(t, m.Resolve(ix, ResolveOptions{Config: without}).LoadErr, "a kernel without module PLTs never looks")
 	m, err = Parse("fix.ko", a64(".plt", ".init.plt"))
 	require.NoError(t, err)
 	assert.Nil(t, m.noPLTSection)
@@ -377,42 +377,42 @@ func TestNoPLTSection(t *testing.T) {
 	assert.Same(t, m.noFtracePLT, m.Refused())
 	assert.Equal(t, ".text.ftrace_trampoline", m.noFtracePLT.Section)
 	assert.Equal(t, "fix_patch: module_finalize(): no .text.ftrace_trampoline: -ENOEXEC, with no message (insmod: Exec format error)", m.noFtracePLT.Kernel)
-	res = m.Resolve(ix)
+	res = m.Resolve(ix, ResolveOptions{})
 	require.ErrorIs(t, res.LoadErr, ErrNoPLTSection)
 	assert.Equal(t, "no_plt_section", res.LoadErr.Kind())
 	withFtrace := *withPLTs
 	withFtrace.DynamicFtrace = true
-	assert.Same(t, m.noFtracePLT, m.ResolveWith(ix, ResolveOptions{Config: &withFtrace}).LoadErr)
-	assert.Nil(t, m.ResolveWith(ix, ResolveOptions{Config: withPLTs}).LoadErr, "a kernel without dynamic ftrace never looks")
+	assert.Same(t, m.noFtracePLT, m.Resolve(ix, ResolveOptions{Config: &withFtrace}).LoadErr)
+	assert.Nil(t, m.Resolve(ix, ResolveOptions{Config: withPLTs}).LoadErr, "a kernel without dynamic ftrace never looks")
 	noPLTs := withFtrace
 	noPLTs.ModulePLTs = false
-	assert.Nil(t, m.ResolveWith(ix, ResolveOptions{Config: &noPLTs}).LoadErr, "nor one without module PLTs")
+	assert.Nil(t, m.Resolve(ix, ResolveOptions{Config: &noPLTs}).LoadErr, "nor one without module PLTs")
 	// A W+X section is refused before (layout_and_allocate()).
 	m, err = Parse("fix.ko", a64(".plt", ".init.plt", ".wx"))
 	require.NoError(t, err)
 	require.NotNil(t, m.noFtracePLT)
 	require.NotNil(t, m.writeExec)
 	assert.Same(t, m.writeExec, m.Refused())
-	assert.Same(t, m.writeExec, m.Resolve(ix).LoadErr)
+	assert.Same(t, m.writeExec, m.Resolve(ix, ResolveOptions{}).LoadErr)
 	m, err = Parse("fix.ko", a64(".plt", ".init.plt", ".text.ftrace_trampoline"))
 	require.NoError(t, err)
 	assert.Nil(t, m.Refused())
-	assert.Nil(t, m.Resolve(ix).LoadErr)
+	assert.Nil(t, m.Resolve(ix, ResolveOptions{}).LoadErr)
 	// From 6.12, module_init_ftrace_plt() wants .init.text.ftrace_trampoline
 	// too, and every arm64 kernel has module PLTs (6.5 removed
 	// CONFIG_ARM64_MODULE_PLTS): a 6.1 module's missing section refuses it,
 	// whatever the configuration says of module PLTs.
-	res = m.ResolveWith(ix, ResolveOptions{Generation: kgen.Linux6_12})
+	res = m.Resolve(ix, ResolveOptions{Generation: kgen.Linux6_12})
 	require.ErrorIs(t, res.LoadErr, ErrNoPLTSection)
 	assert.Equal(t, ".init.text.ftrace_trampoline", res.LoadErr.Section)
 	assert.Equal(t, "fix_patch: module_finalize(): no .init.text.ftrace_trampoline: -ENOEXEC, with no message (insmod: Exec format error)", res.LoadErr.Kernel)
-	assert.Equal(t, ErrNoPLTSection, m.ResolveWith(ix, ResolveOptions{Generation: kgen.Linux7_2, Config: &noPLTs}).LoadErr.Err)
+	assert.Equal(t, ErrNoPLTSection, m.Resolve(ix, ResolveOptions{Generation: kgen.Linux7_2, Config: &noPLTs}).LoadErr.Err)
 	m, err = Parse("fix.ko", a64(".plt", ".init.plt", ".text.ftrace_trampoline", ".init.text.ftrace_trampoline"))
 	require.NoError(t, err)
-	assert.Nil(t, m.ResolveWith(ix, ResolveOptions{Generation: kgen.Linux6_12}).LoadErr)
+	assert.Nil(t, m.Resolve(ix, ResolveOptions{Generation: kgen.Linux6_12}).LoadErr)
 	m, err = Parse("fix.ko", a64(".plt"))
 	require.NoError(t, err)
-	require.ErrorIs(t, m.ResolveWith(ix, ResolveOptions{Generation: kgen.Linux6_12, Config: without}).LoadErr, ErrNoPLTSection,
+	require.ErrorIs(t, m.Resolve(ix, ResolveOptions{Generation: kgen.Linux6_12, Config: without}).LoadErr, ErrNoPLTSection,
 		"a 6.12 kernel always looks for the PLT sections")
 	// Other architectures have no such section.
 	m, err = Parse("fix.ko", ppc(true, false))

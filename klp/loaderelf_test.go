@@ -132,7 +132,7 @@ func TestLoaderELFGenerations(t *testing.T) {
 				if g == kgen.Linux7_2 && on72 != "" {
 					kernel, kind = on72, ErrMalformed
 				}
-				res := m.ResolveWith(ix, ResolveOptions{Generation: g})
+				res := m.Resolve(ix, ResolveOptions{Generation: g})
 				if kind == nil {
 					assert.Nil(t, res.LoadErr, "%s", g)
 					continue
@@ -166,7 +166,7 @@ func TestExportSections7_2(t *testing.T) {
 	load := func(data []byte, g kgen.Generation) *RelocError {
 		m, err := Parse("fix.ko", data)
 		require.NoError(t, err)
-		return m.ResolveWith(ix, ResolveOptions{Generation: g}).LoadErr
+		return m.Resolve(ix, ResolveOptions{Generation: g}).LoadErr
 	}
 
 	noFlags := exporting("__ksymtab", "fix_helper", false)
@@ -208,7 +208,7 @@ func TestModuleStructSize(t *testing.T) {
 	opts := ResolveOptions{ModuleStructSize: 1280, ModuleStructFrom: "md4.ko"}
 	for _, g := range kgen.Known() {
 		opts.Generation = g
-		e := m.ResolveWith(ix, opts).LoadErr
+		e := m.Resolve(ix, opts).LoadErr
 		if g == kgen.Linux6_1 {
 			assert.Nil(t, e)
 			continue
@@ -219,6 +219,6 @@ func TestModuleStructSize(t *testing.T) {
 		assert.Equal(t, "module fix_patch: .gnu.linkonce.this_module section size must match the kernel's built struct module size at run time", e.Kernel)
 		assert.Contains(t, e.Hint, "struct module is 64 bytes and the kernel's 1280 (as its module md4.ko has it)")
 	}
-	assert.Nil(t, m.ResolveWith(ix, ResolveOptions{Generation: kgen.Linux7_2, ModuleStructSize: 64}).LoadErr)
-	assert.Nil(t, m.ResolveWith(ix, ResolveOptions{Generation: kgen.Linux7_2}).LoadErr)
+	assert.Nil(t, m.Resolve(ix, ResolveOptions{Generation: kgen.Linux7_2, ModuleStructSize: 64}).LoadErr)
+	assert.Nil(t, m.Resolve(ix, ResolveOptions{Generation: kgen.Linux7_2}).LoadErr)
 }

@@ -107,7 +107,7 @@ type CheckedObject struct {
 	OK, Failed int
 }
 
-// ResolveOptions are ResolveWith's choices.
+// ResolveOptions are Resolve's choices.
 type ResolveOptions struct {
 	// Targets are modules' symbols read from their files, by module
 	// name. The deferred relocations and patched functions of an object
@@ -194,15 +194,11 @@ func (r *Resolution) OK(strict bool) bool {
 // Resolve answers every livepatch relocation and every patched function
 // of m against ix, as the kernel would when the patch (and later each
 // patched module) loads, and checks what the kernel would refuse of the
-// module as a whole. Each distinct symbol is looked up once. It is safe
+// module as a whole. Each distinct symbol is looked up once. The deferred
+// relocations and patched functions of the objects opts.Targets has are
+// checked against them; the zero ResolveOptions checks none. It is safe
 // to call concurrently on one module with different indexes.
-func (m *Module) Resolve(ix *kallsyms.Index) *Resolution {
-	return m.ResolveWith(ix, ResolveOptions{})
-}
-
-// ResolveWith is Resolve with opts: the deferred relocations and patched
-// functions of the objects opts.Targets has are checked against them.
-func (m *Module) ResolveWith(ix *kallsyms.Index, opts ResolveOptions) *Resolution {
+func (m *Module) Resolve(ix *kallsyms.Index, opts ResolveOptions) *Resolution {
 	res := &Resolution{Module: m, Source: ix.Source(), Results: make([]Result, 0, m.NumRelocs())}
 	type answer struct {
 		done bool

@@ -119,7 +119,7 @@ func TestTargetResolve(t *testing.T) {
 			"xfs_stats,0":  stats,
 			"xfs_mount,1":  {ErrLoadOrder, "xfs_mount,1 is .init.text+0x0 if xfs loads after the patch, but .text+0x50 if it was loaded first"},
 		}
-		res := m.ResolveWith(ix, ResolveOptions{Targets: map[string]*Target{"xfs": tg}})
+		res := m.Resolve(ix, ResolveOptions{Targets: map[string]*Target{"xfs": tg}})
 		require.Len(t, res.Results, len(cases))
 		failed := 0
 		for _, r := range res.Results {
@@ -143,7 +143,7 @@ func TestTargetResolve(t *testing.T) {
 	// The kernel's messages: the order that fails says it.
 	tg, err := NewTarget(xfs, true)
 	require.NoError(t, err)
-	res := m.ResolveWith(ix, ResolveOptions{Targets: map[string]*Target{"xfs": tg}})
+	res := m.Resolve(ix, ResolveOptions{Targets: map[string]*Target{"xfs": tg}})
 	msgs := map[string]string{}
 	for _, r := range res.Results {
 		if r.Err != nil {
@@ -159,7 +159,7 @@ func TestTargetResolve(t *testing.T) {
 	}, msgs)
 
 	// Without a target, all eight wait for xfs, unchecked.
-	res = m.Resolve(ix)
+	res = m.Resolve(ix, ResolveOptions{})
 	require.Equal(t, 8, res.Deferred)
 	require.Empty(t, res.Checked)
 	require.True(t, res.OK(false))
@@ -186,7 +186,7 @@ func TestTargetNotTraceable(t *testing.T) {
 	}
 	ix, err := kallsyms.Open(filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt"), kallsyms.Options{})
 	require.NoError(t, err)
-	res := m.ResolveWith(ix, ResolveOptions{Targets: map[string]*Target{"nfs": tg}})
+	res := m.Resolve(ix, ResolveOptions{Targets: map[string]*Target{"nfs": tg}})
 	require.Len(t, res.Funcs, 3)
 	require.Equal(t, Deferred, res.Funcs[0].Status, "%+v", res.Funcs[0].Err)
 	require.Equal(t, Failed, res.Funcs[1].Status)
@@ -204,7 +204,7 @@ func TestTargetNotTraceable(t *testing.T) {
 	loaded, err := kallsyms.ParseBytes("loaded", []byte("ffffffff81000000 T start_kernel\nffffffff81000100 T klp_enable_patch\n"+
 		"ffffffff82000000 D jiffies\nffffffffc0100000 T nfs_fast\t[nfs]\nffffffffc0100010 T nfs_open\t[nfs]\nffffffffc0102000 b nfs_calls\t[nfs]\n"), kallsyms.Options{})
 	require.NoError(t, err)
-	res = m.ResolveWith(loaded, ResolveOptions{Targets: map[string]*Target{"nfs": tg}})
+	res = m.Resolve(loaded, ResolveOptions{Targets: map[string]*Target{"nfs": tg}})
 	require.Equal(t, Resolved, res.Funcs[0].Status)
 	require.Equal(t, uint64(0xffffffffc0100010), res.Funcs[0].Address)
 	require.Equal(t, Failed, res.Funcs[1].Status)
@@ -214,7 +214,7 @@ func TestTargetNotTraceable(t *testing.T) {
 	require.Equal(t, [3]int{1, 0, 2}, [3]int{res.FuncResolved, res.FuncDeferred, res.FuncErrors})
 	require.Empty(t, res.Checked, "nothing deferred")
 	// Without the file, the kernel's symbols alone: all three resolve.
-	res = m.Resolve(loaded)
+	res = m.Resolve(loaded, ResolveOptions{})
 	require.Equal(t, 3, res.FuncResolved)
 
 	// xfs.ko lists no call sites: nothing to check.

@@ -311,12 +311,12 @@ func TestKernelPageSize(t *testing.T) {
 		}
 		m, err := klp.Open(testutil.Corpus(t, "arm64/modules/md4.ko"))
 		require.NoError(t, err)
-		img, err := Link(m, m.Resolve(ix), ix, modplt.LinkOptions{})
+		img, _, err := Link(m, m.Resolve(ix, klp.ResolveOptions{}), ix, modplt.LinkOptions{}, nil)
 		require.NoError(t, err)
 		assert.Equal(t, uint64(64<<10), img.PageSize)
 		assert.Zero(t, img.Section(".init.text").Addr%(64<<10))
 		// Given, it wins.
-		img, err = Link(m, m.Resolve(ix), ix, modplt.LinkOptions{PageSize: 4096})
+		img, _, err = Link(m, m.Resolve(ix, klp.ResolveOptions{}), ix, modplt.LinkOptions{PageSize: 4096}, nil)
 		require.NoError(t, err)
 		assert.Equal(t, uint64(4096), img.PageSize)
 	}

@@ -37,7 +37,7 @@ func (d *Dependency) Base() uint64 {
 }
 
 // LaidOut drops from e.UnloadedDepends the dependencies that deps laid
-// out from their files (LinkWith): their exports were there to resolve
+// out from their files (Link with module files): their exports were there to resolve
 // against, so they do not explain what is still unresolved.
 func (e *Explanation) LaidOut(deps []Dependency) {
 	e.UnloadedDepends = slices.DeleteFunc(e.UnloadedDepends, func(name string) bool {

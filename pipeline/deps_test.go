@@ -75,11 +75,11 @@ func TestLinkDependencies(t *testing.T) {
 	m, err := klp.Open(depsFile("klpdep-top.ko"))
 	require.NoError(t, err)
 
-	img, err := Link(m, m.Resolve(ix), ix, modplt.LinkOptions{})
+	img, _, err := Link(m, m.Resolve(ix, klp.ResolveOptions{}), ix, modplt.LinkOptions{}, nil)
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"klpdep_base_secret", "klpdep_mid_twice"}, img.Unresolved, "without the files")
 
-	img, deps, err := LinkWith(m, m.Resolve(ix), ix, modplt.LinkOptions{}, mf)
+	img, deps, err := Link(m, m.Resolve(ix, klp.ResolveOptions{}), ix, modplt.LinkOptions{}, mf)
 	require.NoError(t, err)
 	require.Len(t, deps, 2)
 	base, mid := deps[0], deps[1]
@@ -117,7 +117,7 @@ func TestLinkDependencies(t *testing.T) {
 
 	// An explicit base is the caller's: the dependencies still go from the
 	// area's start.
-	img, deps, err = LinkWith(m, m.Resolve(ix), ix, modplt.LinkOptions{Base: 0xffffffffd0000000}, mf)
+	img, deps, err = Link(m, m.Resolve(ix, klp.ResolveOptions{}), ix, modplt.LinkOptions{Base: 0xffffffffd0000000}, mf)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(0xffffffffd0000000), img.Sections[0].Addr)
 	assert.Equal(t, uint64(0xffffffffc0000000), deps[0].Image.Sections[0].Addr)
@@ -156,7 +156,7 @@ func TestLinkDependenciesGPL(t *testing.T) {
 	require.NoError(t, os.WriteFile(bsd, bytes.Replace(data, []byte("license=GPL\x00"), []byte("license=BSD\x00"), 1), 0o644))
 	m, err := klp.Open(bsd)
 	require.NoError(t, err)
-	img, deps, err := LinkWith(m, m.Resolve(ix), ix, modplt.LinkOptions{}, mf)
+	img, deps, err := Link(m, m.Resolve(ix, klp.ResolveOptions{}), ix, modplt.LinkOptions{}, mf)
 	require.NoError(t, err)
 	require.Len(t, deps, 2)
 	assert.Equal(t, []string{"klpdep_base_secret"}, img.Unresolved)
@@ -175,7 +175,7 @@ func TestLinkDependenciesPartial(t *testing.T) {
 	require.NoError(t, err)
 	m, err := klp.Open(depsFile("klpdep-top.ko"))
 	require.NoError(t, err)
-	img, deps, err := LinkWith(m, m.Resolve(ix), ix, modplt.LinkOptions{}, mf)
+	img, deps, err := Link(m, m.Resolve(ix, klp.ResolveOptions{}), ix, modplt.LinkOptions{}, mf)
 	require.NoError(t, err)
 	require.Len(t, deps, 2)
 	assert.Equal(t, "klpdep_base", deps[0].Name)
@@ -192,7 +192,7 @@ func TestLinkDependenciesPartial(t *testing.T) {
 	b.WriteString("ffffffffc1000000 T klpdep_base_add\t[klpdep_base]\nffffffffc1000010 T klpdep_base_secret\t[klpdep_base]\n")
 	ix, err = kallsyms.ParseBytes("kallsyms", []byte(b.String()), kallsyms.Options{})
 	require.NoError(t, err)
-	img, deps, err = LinkWith(m, m.Resolve(ix), ix, modplt.LinkOptions{}, mf)
+	img, deps, err = Link(m, m.Resolve(ix, klp.ResolveOptions{}), ix, modplt.LinkOptions{}, mf)
 	require.NoError(t, err)
 	require.Len(t, deps, 1)
 	assert.Equal(t, "klpdep_mid", deps[0].Name)

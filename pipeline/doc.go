@@ -21,9 +21,9 @@
 // check_version() of the module's symbol versions, and its namespace
 // imports (package symvers; klp.Module.Versions reads a module for it), and the
 // kernel's vermagic (Options.Vermagic) check_modinfo()'s comparison.
-// LinkWith lays out first, from their files, the modules a module depends
+// Link, given module files, first lays out the modules a module depends
 // on that the kernel's symbols lack, as modprobe loads them (Run does
-// with Options.Modules, linked or not). FleetKernels gives each kernel of
+// with Options.Modules, linked or not). Fleet gives each kernel of
 // a fleet its own such files, KernelsUnder finds them where distributions
 // install them, and KernelUnder picks one kernel there. A kernel's
 // configuration (Kernel.Config, its .config; OpenConfig) decides what its

@@ -103,7 +103,7 @@ func ExampleKernelsUnder() {
 // lists no module): they are laid out first from their files, as modprobe
 // loads them. (The small example kallsyms lacks some of the kernel
 // functions Kbuild's code calls: those stay unresolved.)
-func ExampleLinkWith() {
+func ExampleLink_dependencies() {
 	ix, err := kallsyms.Open("../testdata/kallsyms/example.txt", kallsyms.Options{})
 	if err != nil {
 		log.Fatal(err)
@@ -116,7 +116,7 @@ func ExampleLinkWith() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	img, deps, err := pipeline.LinkWith(m, m.Resolve(ix), ix, modplt.LinkOptions{}, mf)
+	img, deps, err := pipeline.Link(m, m.Resolve(ix, klp.ResolveOptions{}), ix, modplt.LinkOptions{}, mf)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func ExampleLink() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	img, err := pipeline.Link(m, m.Resolve(ix), ix, modplt.LinkOptions{})
+	img, _, err := pipeline.Link(m, m.Resolve(ix, klp.ResolveOptions{}), ix, modplt.LinkOptions{}, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

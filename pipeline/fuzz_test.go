@@ -52,7 +52,7 @@ func FuzzRun(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	// Module files a fuzzed module's depends= may name (LinkWith).
+	// Module files a fuzzed module's depends= may name (Link with module files).
 	deps, err := pipeline.FindModules(f.Context(), []string{"../testdata/kbuild/deps"})
 	if err != nil {
 		f.Fatal(err)

@@ -17,7 +17,7 @@ import (
 	"github.com/klpresolve/klpresolve/kallsyms"
 )
 
-// Kernel is one kernel of a fleet check (FleetKernels): its symbols and,
+// Kernel is one kernel of a fleet check (Fleet): its symbols and,
 // where they are known, the files of its build that the module loader's
 // own checks need.
 type Kernel struct {

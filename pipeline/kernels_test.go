@@ -147,7 +147,7 @@ func TestKernelUnder(t *testing.T) {
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 
-// TestFleetKernelsLoaderChecks checks the Kbuild-made klp_demo against
+// TestFleetLoaderChecks checks the Kbuild-made klp_demo against
 // kernels laid out as installed, each with its own files: the corpus's
 // 6.1.0-57 (its modules, and the Module.symvers of the headers it was
 // built with: taken); a kernel with 6.1.0-47's Module.symvers, gzipped as
@@ -158,7 +158,7 @@ func TestKernelUnder(t *testing.T) {
 // check_modstruct_version() runs before check_modinfo(), which checks
 // the vermagic before the other symbols' CRCs); and a kernel whose
 // Module.symvers is unreadable.
-func TestFleetKernelsLoaderChecks(t *testing.T) {
+func TestFleetLoaderChecks(t *testing.T) {
 	smap := testutil.Corpus(t, "amd64/System.map-6.1.0-57-amd64")
 	mods := testutil.Corpus(t, "amd64/modules")
 	h57 := testutil.Headers(t, "6.1.0-57-amd64")

@@ -456,7 +456,7 @@ func kernelOracle(t *testing.T, arch string) {
 			if !tc.firstPercpu {
 				lo.PercpuBase = o.percpu
 			}
-			img, _, err := LinkWith(m, m.Resolve(ix), ix, lo, nil)
+			img, _, err := Link(m, m.Resolve(ix, klp.ResolveOptions{}), ix, lo, nil)
 			require.NoError(t, err)
 			require.True(t, img.Linked(), "%v %v", img.Errors, img.Unresolved)
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/klpresolve/klpresolve/cfi"
 	"github.com/klpresolve/klpresolve/ftrace"
+	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/modname"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/kgen"
@@ -177,7 +178,7 @@ func kernelLinkOptions(machine elf.Machine, ix *kallsyms.Index, lo modplt.LinkOp
 // kernel then turned them off (nospec, or a machine with etokens) the
 // symbols cannot say: --no-expoline does.
 func S390Expolines(ix *kallsyms.Index) bool {
-	for _, name := range []string{"__s390_indirect_jump_r14", "__s390_indirect_jump_r1"} {
+	for _, name := range elfobj.ThunkSymbols(elf.EM_S390) {
 		if _, ok := ix.Find(kallsyms.Vmlinux, name, 1); ok {
 			return true
 		}
@@ -248,7 +249,7 @@ type Report struct {
 	Image *modplt.Image
 	// Dependencies, with Options.Modules: the modules the module depends
 	// on that the kernel's symbols lack, laid out first as modprobe loads
-	// them (LinkWith); linked or not, their exports resolve the module's
+	// them (Link with module files); linked or not, their exports resolve the module's
 	// symbols.
 	Dependencies []Dependency
 	CFI          *CFIReport // when linked and recorded
@@ -412,7 +413,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	rep.Resolution = m.ResolveWith(ix, ro)
+	rep.Resolution = m.Resolve(ix, ro)
 	rep.AlreadyLoaded = m.KernelName() != kallsyms.Vmlinux && ix.HasObject(m.KernelName())
 	var err error
 	if rep.Versions, rep.Vermagic, err = CheckVersions(m, opts.Symvers, opts.Vermagic, rep.Kernel.Generation); err != nil {
@@ -442,7 +443,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 		return rep, nil
 	}
 	t1 := time.Now()
-	img, deps, err := LinkWith(m, rep.Resolution, ix, opts.LinkOptions, opts.Modules)
+	img, deps, err := Link(m, rep.Resolution, ix, opts.LinkOptions, opts.Modules)
 	if err != nil {
 		return nil, err
 	}
@@ -484,25 +485,21 @@ func CheckVersions(m *klp.Module, t *symvers.Table, kernel string, g kgen.Genera
 
 // Link links m against ix as the kernel's module loader and livepatch
 // would (lo's Resolve and SkipSections are set here, and its KernelEtext
-// and arm64 PageSize from ix when 0): ordinary undefined
-// symbols among what the loader gives the module (Resolver), .klp.sym
-// ones with livepatch's rules. The .klp.rela sections of objects that are
-// not loaded (res.DeferredObjects) are left unapplied, as
-// klp_module_coming() applies them when the object loads, and their
-// symbols are not counted unresolved.
-func Link(m *klp.Module, res *klp.Resolution, ix *kallsyms.Index, lo modplt.LinkOptions) (*modplt.Image, error) {
-	img, _, err := LinkWith(m, res, ix, lo, nil)
-	return img, err
-}
-
-// LinkWith is Link with module files (nil: none): the modules m depends on
-// (.modinfo depends=, and theirs) that ix does not list are laid out
-// first from their files, as modprobe loads them, from the module area's
-// start up, and m after them unless lo.Base is set; m's symbols then
-// resolve among their exports too, after vmlinux's, as find_symbol()
-// looks. The dependencies are returned in load order; one without a file
-// in mf has a nil Image, and its exports stay unresolved.
-func LinkWith(m *klp.Module, res *klp.Resolution, ix *kallsyms.Index, lo modplt.LinkOptions, mf *ModuleFiles) (*modplt.Image, []Dependency, error) {
+// and arm64 PageSize from ix when 0): ordinary undefined symbols among
+// what the loader gives the module (Resolver), .klp.sym ones with
+// livepatch's rules. The .klp.rela sections of objects that are not
+// loaded (res.DeferredObjects) are left unapplied, as klp_module_coming()
+// applies them when the object loads, and their symbols are not counted
+// unresolved.
+//
+// With module files mf (nil: none), the modules m depends on (.modinfo
+// depends=, and theirs) that ix does not list are laid out first from
+// their files, as modprobe loads them, from the module area's start up,
+// and m after them unless lo.Base is set; m's symbols then resolve among
+// their exports too, after vmlinux's, as find_symbol() looks. The
+// dependencies are returned in load order; one without a file in mf has
+// a nil Image, and its exports stay unresolved.
+func Link(m *klp.Module, res *klp.Resolution, ix *kallsyms.Index, lo modplt.LinkOptions, mf *ModuleFiles) (*modplt.Image, []Dependency, error) {
 	mod, err := m.LinkModule()
 	if err != nil {
 		return nil, nil, err

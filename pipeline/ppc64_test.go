@@ -120,7 +120,7 @@ func TestDebianPPC64ELModules(t *testing.T) {
 		}
 		m, err := klp.Open(p)
 		require.NoError(t, err, p)
-		img, _, err := LinkWith(m, m.Resolve(ix), ix, lo, mf)
+		img, _, err := Link(m, m.Resolve(ix, klp.ResolveOptions{}), ix, lo, mf)
 		require.NoError(t, err, p)
 		require.Empty(t, img.Errors, p)
 		require.Empty(t, img.Unresolved, p)

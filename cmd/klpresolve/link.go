@@ -177,8 +177,8 @@ loader refuses a symbol version, its vermagic or the module as a whole), 2 unusa
 			if ro.Ftrace, ft, err = openFtrace(a, ftracePath, kf.kernel, ix); err != nil {
 				return err
 			}
-			res := m.ResolveWith(ix, ro)
-			img, deps, err := pipeline.LinkWith(m, res, ix, opts, kf.modules)
+			res := m.Resolve(ix, ro)
+			img, deps, err := pipeline.Link(m, res, ix, opts, kf.modules)
 			if err != nil {
 				return &exitError{exitUsage, err}
 			}

@@ -28,6 +28,11 @@ type machine struct {
 	// pageSizes are the PAGE_SIZE values its kernels can be built with,
 	// the default first (nil: a machine klpresolve does not link).
 	pageSizes []uint64
+	// thunks are vmlinux symbols only a kernel built with indirect-branch
+	// thunks has, whose use changes how modules link (s390's
+	// CONFIG_EXPOLINE: __s390_indirect_jump_r14 and the like; code, so
+	// every kallsyms lists them).
+	thunks []string
 }
 
 // machineTable is the one table of what klpresolve knows of each
@@ -36,19 +41,20 @@ type machine struct {
 // R_AARCH64_CALL26, R_ARM_CALL, R_PPC64_REL24, R_390_PC32DBL).
 var machineTable = []machine{
 	{elf.EM_X86_64, "x86_64", "R_X86_64", func(t uint32) fmt.Stringer { return elf.R_X86_64(t) },
-		uint32(elf.R_X86_64_RELATIVE), []string{"x86_64_start_kernel", "startup_64"}, []uint64{4096}},
+		uint32(elf.R_X86_64_RELATIVE), []string{"x86_64_start_kernel", "startup_64"}, []uint64{4096}, nil},
 	{elf.EM_AARCH64, "arm64", "R_AARCH64", func(t uint32) fmt.Stringer { return elf.R_AARCH64(t) },
-		uint32(elf.R_AARCH64_RELATIVE), []string{"primary_entry", "el0t_64_sync", "__primary_switch"}, []uint64{4096, 16384, 65536}},
+		uint32(elf.R_AARCH64_RELATIVE), []string{"primary_entry", "el0t_64_sync", "__primary_switch"}, []uint64{4096, 16384, 65536}, nil},
 	{elf.EM_ARM, "arm", "R_ARM", func(t uint32) fmt.Stringer { return elf.R_ARM(t) },
-		0, []string{"vector_swi"}, []uint64{4096}}, // LPAE too
+		0, []string{"vector_swi"}, []uint64{4096}, nil}, // LPAE too
 	{elf.EM_S390, "s390", "R_390", func(t uint32) fmt.Stringer { return elf.R_390(t) },
-		uint32(elf.R_390_RELATIVE), []string{"startup_continue", "mcck_int_handler", "pgm_check_handler"}, []uint64{4096}},
+		uint32(elf.R_390_RELATIVE), []string{"startup_continue", "mcck_int_handler", "pgm_check_handler"}, []uint64{4096},
+		[]string{"__s390_indirect_jump_r14", "__s390_indirect_jump_r1"}},
 	{elf.EM_PPC64, "ppc64", "R_PPC64", func(t uint32) fmt.Stringer { return elf.R_PPC64(t) },
-		uint32(elf.R_PPC64_RELATIVE), []string{"start_here_multiplatform", "__secondary_hold"}, []uint64{64 << 10, 4 << 10}},
-	{elf.EM_386, "x86", "R_386", func(t uint32) fmt.Stringer { return elf.R_386(t) }, 0, nil, nil},
-	{elf.EM_LOONGARCH, "loongarch", "R_LARCH", func(t uint32) fmt.Stringer { return elf.R_LARCH(t) }, 0, nil, nil},
+		uint32(elf.R_PPC64_RELATIVE), []string{"start_here_multiplatform", "__secondary_hold"}, []uint64{64 << 10, 4 << 10}, nil},
+	{elf.EM_386, "x86", "R_386", func(t uint32) fmt.Stringer { return elf.R_386(t) }, 0, nil, nil, nil},
+	{elf.EM_LOONGARCH, "loongarch", "R_LARCH", func(t uint32) fmt.Stringer { return elf.R_LARCH(t) }, 0, nil, nil, nil},
 	{elf.EM_RISCV, "riscv", "R_RISCV", func(t uint32) fmt.Stringer { return elf.R_RISCV(t) },
-		uint32(elf.R_RISCV_RELATIVE), nil, nil},
+		uint32(elf.R_RISCV_RELATIVE), nil, nil, nil},
 }
 
 // machines indexes machineTable by machine.
@@ -73,6 +79,16 @@ func RelativeReloc(m elf.Machine) (uint32, bool) {
 func PageSizes(m elf.Machine) []uint64 {
 	if a, ok := machines[m]; ok {
 		return slices.Clone(a.pageSizes)
+	}
+	return nil
+}
+
+// ThunkSymbols are the vmlinux symbols only a kernel of machine m built
+// with indirect-branch thunks has (s390's CONFIG_EXPOLINE), nil for a
+// machine without such a build option.
+func ThunkSymbols(m elf.Machine) []string {
+	if a, ok := machines[m]; ok {
+		return slices.Clone(a.thunks)
 	}
 	return nil
 }

@@ -35,7 +35,7 @@ func Resolve(module, kallsymsPath string) (*Report, error) {
 	rep.add("relocations", float64(n), "relocs", "")
 	res, _ := nsPerOp(func(b *testing.B) {
 		for b.Loop() {
-			_ = m.Resolve(ix)
+			_ = m.Resolve(ix, klp.ResolveOptions{})
 		}
 	})
 	data, err := os.ReadFile(kallsymsPath)
@@ -63,7 +63,7 @@ func Resolve(module, kallsymsPath string) (*Report, error) {
 	whole := minTime(10, func() {
 		ix2, _ := kallsyms.Open(kallsymsPath, kallsyms.Options{})
 		m2, _ := klp.Open(module)
-		_ = m2.Resolve(ix2)
+		_ = m2.Resolve(ix2, klp.ResolveOptions{})
 	})
 	per := res / float64(n)
 	rep.addTarget("resolve_ns_per_reloc", per, "ns", "<=", 100, "")
