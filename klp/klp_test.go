@@ -624,3 +624,28 @@ func TestUnanswered(t *testing.T) {
 	assert.Equal(t, 2, res.Errors)
 	assert.Empty(t, res.Unanswered)
 }
+
+// A symbol is looked up once, but each relocation that fails on it fails
+// where it is: its own section and offset (the sample's three relocations
+// against jiffies are in three sections).
+func TestFailedSymbolPlacePerRelocation(t *testing.T) {
+	example, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "testdata/kallsyms/example.txt"))
+	require.NoError(t, err)
+	noJiffies := strings.ReplaceAll(string(example), "ffffffff82a00000 D jiffies\n", "")
+	require.NotEqual(t, string(example), noJiffies)
+	ix, err := kallsyms.Parse("k", strings.NewReader(noJiffies), kallsyms.Options{})
+	require.NoError(t, err)
+	m, err := Open(fixture("livepatch-sample.ko"))
+	require.NoError(t, err)
+	res := m.Resolve(ix, ResolveOptions{})
+	var sections []string
+	for _, r := range res.Results {
+		if r.Err != nil {
+			assert.Equal(t, r.Section, r.Err.Section)
+			assert.Equal(t, r.Offset, r.Err.Offset)
+			assert.Equal(t, r.Index, r.Err.Index)
+			sections = append(sections, r.Err.Section)
+		}
+	}
+	assert.Equal(t, []string{".klp.rela.vmlinux..text.livepatch_vfs_read", ".klp.rela.vmlinux..text.livepatch_bitmap", ".klp.rela.vmlinux..text.livepatch_jiffies_addr"}, sections)
+}

@@ -90,13 +90,32 @@ type Resolution struct {
 	// kernel). The relocations and functions are resolved all the same,
 	// to show what else would fail.
 	LoadErr *RelocError
-	// LoadErrAtSetup: LoadErr is a refusal of the loader's first checks,
-	// of the file's sections (setup_load_info() on 6.1,
-	// elf_validity_cache_copy() later: symbol table, struct module,
-	// .modinfo, extended versions), which come before it checks
-	// module_layout's version and the vermagic.
-	LoadErrAtSetup bool
+	// LoadErrStage is where in load_module() the kernel meets LoadErr.
+	LoadErrStage LoadStage
 }
+
+// LoadStage is where in the module loader's work (load_module(), then the
+// module's init) a refusal of the whole module comes: it decides which of
+// several failures insmod reports.
+type LoadStage uint8
+
+// The stages, in the loader's order.
+const (
+	// StageSetup: the loader's first checks, of the file's sections
+	// (setup_load_info() on 6.1, elf_validity_cache_copy() later: symbol
+	// table, struct module, .modinfo, extended versions), before it checks
+	// module_layout's version and the vermagic.
+	StageSetup LoadStage = iota + 1
+	// StageLayout: check_modinfo() and layout_and_allocate(), before the
+	// module's symbols are resolved (simplify_symbols()).
+	StageLayout
+	// StageFinalize: post_relocation() (module_finalize()) and
+	// complete_formation(), after the loader's own relocations.
+	StageFinalize
+	// StageInit: klp_enable_patch(), from the module's init, before
+	// livepatch applies its relocations.
+	StageInit
+)
 
 // CheckedObject is a deferred object checked against its module's file.
 type CheckedObject struct {
@@ -259,8 +278,9 @@ func (m *Module) Resolve(ix *kallsyms.Index, opts ResolveOptions) *Resolution {
 						checked[r.SymIndex] = e
 					}
 					if e != nil {
+						// (looked up once per symbol: this relocation's place)
 						c := *e
-						c.Index, c.Offset = r.Index, r.Offset
+						c.Section, c.Index, c.Offset = s.Name, r.Index, r.Offset
 						out.Status, out.Err = Failed, &c
 					}
 					countChecked(s.Object, e != nil)
@@ -293,8 +313,9 @@ func (m *Module) Resolve(ix *kallsyms.Index, opts ResolveOptions) *Resolution {
 					out.Status = Deferred
 					unanswered[r.Sym.Object] = true
 				} else if a.err != nil {
+					// (looked up once per symbol: this relocation's place)
 					e := *a.err
-					e.Index, e.Offset = r.Index, r.Offset
+					e.Section, e.Index, e.Offset = s.Name, r.Index, r.Offset
 					out.Status, out.Err = Failed, &e
 				} else {
 					out.Status, out.Address = Resolved, a.addr
@@ -365,7 +386,9 @@ func (m *Module) Resolve(ix *kallsyms.Index, opts ResolveOptions) *Resolution {
 	// (complete_formation()), then klp_enable_patch() from the module's
 	// init.
 	g := opts.Generation
-	for i, check := range []func() *RelocError{
+	// loadStages are the checks' stages, one each.
+	loadStages := [...]LoadStage{StageSetup, StageLayout, StageLayout, StageLayout, StageLayout, StageFinalize, StageFinalize, StageInit}
+	for i, check := range [len(loadStages)]func() *RelocError{
 		func() *RelocError { return m.elfRefusal(g, &opts) },
 		func() *RelocError { return m.checkLivepatchSupport(ix, opts.Config) },
 		func() *RelocError { return m.refusesPLTSection(opts.Config, g) },
@@ -376,7 +399,7 @@ func (m *Module) Resolve(ix *kallsyms.Index, opts ResolveOptions) *Resolution {
 		func() *RelocError { return cmp.Or(m.notMarked, m.notLivepatch) },
 	} {
 		if res.LoadErr = check(); res.LoadErr != nil {
-			res.LoadErrAtSetup = i == 0
+			res.LoadErrStage = loadStages[i]
 			break
 		}
 	}

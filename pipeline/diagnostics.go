@@ -17,12 +17,14 @@ import (
 // reports, then the warnings and notes. With strict, a relocation that
 // waits for a module not loaded is an error (Report.OK(strict) agrees).
 //
-// The loader's order (load_module()): the file's own sections
-// (Resolution.LoadErrAtSetup), module_layout's version
-// (check_modstruct_version()), the vermagic (check_modinfo()), the other
-// symbols' versions (simplify_symbols()), the loader's other refusals;
-// then, once the module is loaded, livepatch's relocations and patched
-// functions; then the module loader's own relocations (the link).
+// The loader's order (load_module(), then the module's init): the file's
+// own sections (klp.StageSetup), module_layout's version
+// (check_modstruct_version()), the vermagic (check_modinfo()), the
+// loader's refusals of the layout (klp.StageLayout), the other symbols'
+// versions and the ordinary symbols not found (simplify_symbols()), the
+// loader's own relocations (apply_relocations(): the link), its refusals
+// after them (klp.StageFinalize); then livepatch, from the module's init:
+// its refusal (klp.StageInit), its relocations and its patched functions.
 func (r *Report) Diagnostics(strict bool) []diag.Diagnostic {
 	var out []diag.Diagnostic
 	res := r.Resolution
@@ -38,9 +40,12 @@ func (r *Report) Diagnostics(strict bool) []diag.Diagnostic {
 	if r.Versions != nil {
 		problems = r.Versions.Problems
 	}
-	if e := res.LoadErr; e != nil && res.LoadErrAtSetup {
-		out = append(out, relocErr(e, e.Kernel))
+	loadErr := func(stage klp.LoadStage) {
+		if e := res.LoadErr; e != nil && res.LoadErrStage == stage {
+			out = append(out, relocErr(e, e.Kernel))
+		}
 	}
+	loadErr(klp.StageSetup)
 	if len(problems) > 0 && problems[0].Symbol == "module_layout" {
 		out = append(out, version(&problems[0]))
 		problems = problems[1:]
@@ -48,36 +53,9 @@ func (r *Report) Diagnostics(strict bool) []diag.Diagnostic {
 	if g := r.Vermagic; g != nil && g.Problem != nil {
 		out = append(out, diag.Diagnostic{Kind: diag.KindVermagic, Severity: diag.Error, Message: g.Problem.Message, Kernel: g.Problem.Message, Err: g.Problem})
 	}
+	loadErr(klp.StageLayout)
 	for i := range problems {
 		out = append(out, version(&problems[i]))
-	}
-	if e := res.LoadErr; e != nil && !res.LoadErrAtSetup {
-		out = append(out, relocErr(e, e.Kernel))
-	}
-	for _, x := range res.Results {
-		if x.Err != nil {
-			out = append(out, relocErr(x.Err, x.Err.Kernel))
-		}
-	}
-	for _, f := range res.Funcs {
-		if f.Err != nil {
-			d := relocErr(f.Err, "patched function "+f.Object+":"+f.Name+": "+f.Err.Kernel)
-			d.Location.Object, d.Location.Function = f.Object, f.Name
-			out = append(out, d)
-		}
-	}
-	deferred := res.Deferred + res.FuncDeferred
-	if strict && deferred > 0 && len(res.DeferredObjects) > 0 {
-		obj := res.DeferredObjects[0]
-		msg := "deferred: module " + obj + " is not loaded (--strict)"
-		if len(res.BuiltIn) > 0 && res.BuiltIn[0].Object == obj {
-			msg = "deferred: module " + obj + " looks built in, and would never load (--strict)"
-		}
-		out = append(out, diag.Diagnostic{Kind: diag.KindDeferred, Severity: diag.Error, Location: diag.Location{Object: obj}, Message: msg})
-	}
-	if strict && len(res.Unanswered) > 0 {
-		out = append(out, diag.Diagnostic{Kind: diag.KindDeferred, Severity: diag.Error, Location: diag.Location{Object: res.Unanswered[0]},
-			Message: "unanswered: the symbol list lists no module, and relocations applied at the patch's load use module " + res.Unanswered[0] + "'s symbols (--strict)"})
 	}
 	if img := r.Image; img != nil {
 		// A name the kernel has but does not export says so.
@@ -104,6 +82,37 @@ func (r *Report) Diagnostics(strict bool) []diag.Diagnostic {
 					Location: diag.Location{File: img.Module.Path, Symbol: name}})
 			}
 		}
+	}
+	loadErr(klp.StageFinalize)
+	loadErr(klp.StageInit)
+	for _, x := range res.Results {
+		if x.Err != nil {
+			out = append(out, relocErr(x.Err, x.Err.Kernel))
+		}
+	}
+	for _, f := range res.Funcs {
+		if f.Err != nil {
+			d := relocErr(f.Err, "patched function "+f.Object+":"+f.Name+": "+f.Err.Kernel)
+			d.Location.Object, d.Location.Function = f.Object, f.Name
+			out = append(out, d)
+		}
+	}
+	deferred := res.Deferred + res.FuncDeferred
+	if strict && deferred > 0 && len(res.DeferredObjects) == 0 && len(res.Unanswered) == 0 {
+		out = append(out, diag.Diagnostic{Kind: diag.KindDeferred, Severity: diag.Error,
+			Message: fmt.Sprintf("deferred: %d relocations or patched functions wait for a module (--strict)", deferred)})
+	}
+	if strict && deferred > 0 && len(res.DeferredObjects) > 0 {
+		obj := res.DeferredObjects[0]
+		msg := "deferred: module " + obj + " is not loaded (--strict)"
+		if len(res.BuiltIn) > 0 && res.BuiltIn[0].Object == obj {
+			msg = "deferred: module " + obj + " looks built in, and would never load (--strict)"
+		}
+		out = append(out, diag.Diagnostic{Kind: diag.KindDeferred, Severity: diag.Error, Location: diag.Location{Object: obj}, Message: msg})
+	}
+	if strict && len(res.Unanswered) > 0 {
+		out = append(out, diag.Diagnostic{Kind: diag.KindDeferred, Severity: diag.Error, Location: diag.Location{Object: res.Unanswered[0]},
+			Message: "unanswered: the symbol list lists no module, and relocations applied at the patch's load use module " + res.Unanswered[0] + "'s symbols (--strict)"})
 	}
 	// Warnings and notes.
 	for _, b := range res.BuiltIn {

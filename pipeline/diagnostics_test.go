@@ -11,6 +11,7 @@ import (
 	"github.com/klpresolve/klpresolve/diag"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
+	"github.com/klpresolve/klpresolve/modplt"
 )
 
 // TestDiagnostics: a patch with a symbol the kernel lacks and a
@@ -60,4 +61,28 @@ func TestDiagnostics(t *testing.T) {
 	}
 	assert.Equal(t, []string{"not_found: symbol 'no_such_function' not found in symbol table", "deferred: deferred: module xfs is not loaded (--strict)"}, strictErrs)
 	assert.Equal(t, rep.OK(true), len(strictErrs) == 0)
+}
+
+// The module loader resolves the module's ordinary symbols and applies its
+// own relocations (load_module()) before the module's init enables the
+// patch and livepatch applies its relocations: linked, the same module's
+// first error is the loader's "Unknown symbol", not livepatch's.
+func TestDiagnosticsLinkBeforeLivepatch(t *testing.T) {
+	ix, err := kallsyms.Open(repoFile("kallsyms", "example.txt"), kallsyms.Options{})
+	require.NoError(t, err)
+	m, err := klp.Open(repoFile("klp", "err-not-found.ko"))
+	require.NoError(t, err)
+	rep, err := Run(m, ix, Options{Link: true})
+	require.NoError(t, err)
+	var kinds []diag.Kind
+	for _, d := range rep.Diagnostics(false) {
+		if d.Severity == diag.Error {
+			kinds = append(kinds, d.Kind)
+		}
+	}
+	assert.Equal(t, []diag.Kind{diag.KindLink, "not_found"}, kinds)
+	first, ok := diag.FirstError(rep.Diagnostics(false))
+	require.True(t, ok)
+	assert.ErrorIs(t, first.Err, modplt.ErrUnresolved)
+	assert.False(t, rep.OK(false))
 }

@@ -57,7 +57,7 @@ type KernelResult struct {
 	// FirstErrorKind names it for programs: "unreadable",
 	// "wrong_architecture" or "unusable" (Err), a failed relocation's
 	// klp.RelocError.Kind, "deferred" (strict), or "link".
-	FirstErrorKind string
+	FirstErrorKind diag.Kind
 	OK             bool
 	// LoaderMissing (without Run.Link): the module's ordinary symbols
 	// insmod would refuse on this kernel (Report.LoaderMissing); they do
@@ -160,7 +160,7 @@ func checkOne(ctx context.Context, m *klp.Module, k Kernel, o FleetOptions) Kern
 	kr := KernelResult{Kernel: k.Symbols, Release: k.Release, Config: k.Config}
 	unreadable := func(err error) KernelResult {
 		kr.Err = err
-		kr.FirstError, kr.FirstErrorKind = err.Error(), string(diag.KindUnreadable)
+		kr.FirstError, kr.FirstErrorKind = err.Error(), diag.KindUnreadable
 		kr.Time = time.Since(t)
 		return kr
 	}
@@ -194,9 +194,9 @@ func checkOne(ctx context.Context, m *klp.Module, k Kernel, o FleetOptions) Kern
 	rep, err := Run(m, ix, run)
 	if err != nil {
 		kr.Err = err
-		kr.FirstError, kr.FirstErrorKind = err.Error(), string(diag.KindUnusable)
+		kr.FirstError, kr.FirstErrorKind = err.Error(), diag.KindUnusable
 		if errors.Is(err, ErrArchMismatch) {
-			kr.FirstErrorKind = string(diag.KindWrongArchitecture)
+			kr.FirstErrorKind = diag.KindWrongArchitecture
 		}
 		kr.Time = time.Since(t)
 		return kr
@@ -212,7 +212,7 @@ func checkOne(ctx context.Context, m *klp.Module, k Kernel, o FleetOptions) Kern
 	// The first error in the loader's order (Report.Diagnostics).
 	kr.Diagnostics = rep.Diagnostics(o.Strict)
 	if d, ok := diag.FirstError(kr.Diagnostics); ok {
-		kr.FirstError, kr.FirstErrorKind = d.Message, string(d.Kind)
+		kr.FirstError, kr.FirstErrorKind = d.Message, d.Kind
 	}
 	kr.OK = rep.OK(o.Strict)
 	kr.Time = time.Since(t)

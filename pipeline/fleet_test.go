@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/klpresolve/klpresolve/diag"
 	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
@@ -310,7 +311,7 @@ func TestArchMismatch(t *testing.T) {
 	rows, _ := Fleet(t.Context(), m, KernelFiles([]string{arm64, amd64}...), FleetOptions{})
 	require.Len(t, rows, 2)
 	assert.ErrorIs(t, rows[0].Err, ErrArchMismatch)
-	assert.Equal(t, "wrong_architecture", rows[0].FirstErrorKind)
+	assert.Equal(t, diag.Kind("wrong_architecture"), rows[0].FirstErrorKind)
 	assert.NoError(t, rows[1].Err)
 	assert.Equal(t, 6, rows[1].Resolved)
 	assert.Empty(t, rows[1].FirstErrorKind)
@@ -318,11 +319,11 @@ func TestArchMismatch(t *testing.T) {
 	// kind (the 6.18 kernel refuses every livepatch module first: it has
 	// no CONFIG_LIVEPATCH); one that cannot be read, "unreadable".
 	rows, _ = Fleet(t.Context(), m, KernelFiles([]string{testutil.Corpus(t, "host/kallsyms-6.18.44-firecracker.txt"), "/nonexistent"}...), FleetOptions{})
-	assert.Equal(t, []string{"no_livepatch", "unreadable"}, []string{rows[0].FirstErrorKind, rows[1].FirstErrorKind})
+	assert.Equal(t, []diag.Kind{"no_livepatch", diag.KindUnreadable}, []diag.Kind{rows[0].FirstErrorKind, rows[1].FirstErrorKind})
 	nf, err := klp.Open(filepath.Join(testutil.RepoRoot(), "testdata", "klp", "err-not-found.ko"))
 	require.NoError(t, err)
 	rows, _ = Fleet(t.Context(), nf, KernelFiles([]string{amd64}...), FleetOptions{})
-	assert.Equal(t, "not_found", rows[0].FirstErrorKind)
+	assert.Equal(t, diag.Kind("not_found"), rows[0].FirstErrorKind)
 
 	ix, err := kallsyms.Open(amd64, kallsyms.Options{})
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/klpresolve/klpresolve/diag"
 	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/kgen"
@@ -104,7 +105,7 @@ func TestMixedFleetOwnVerdicts(t *testing.T) {
 	const size = "module klp_demo: .gnu.linkonce.this_module section size must match the kernel's built struct module size at run time"
 	for _, r := range rows[1:] {
 		assert.False(t, r.OK)
-		assert.Equal(t, "bad_module_struct", r.FirstErrorKind)
+		assert.Equal(t, diag.Kind("bad_module_struct"), r.FirstErrorKind)
 		assert.Equal(t, size, r.FirstError)
 	}
 	require.NotNil(t, rows[1].Magic)

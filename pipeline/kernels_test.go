@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/klpresolve/klpresolve/diag"
 	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/symvers"
@@ -210,7 +211,7 @@ func TestFleetLoaderChecks(t *testing.T) {
 
 	old := rows[1]
 	assert.False(t, old.OK)
-	assert.Equal(t, "symbol_version", old.FirstErrorKind)
+	assert.Equal(t, diag.Kind("symbol_version"), old.FirstErrorKind)
 	assert.Equal(t, "klp_demo: disagrees about version of symbol module_layout", old.FirstError)
 	require.NotNil(t, old.Versions)
 	assert.Equal(t, filepath.Join(root, "47/boot/symvers-6.1.0-47-amd64.gz"), old.Versions.Source)
@@ -220,7 +221,7 @@ func TestFleetLoaderChecks(t *testing.T) {
 
 	rtRow := rows[2]
 	assert.False(t, rtRow.OK)
-	assert.Equal(t, "symbol_version", rtRow.FirstErrorKind)
+	assert.Equal(t, diag.Kind("symbol_version"), rtRow.FirstErrorKind)
 	assert.Equal(t, "klp_demo: disagrees about version of symbol module_layout", rtRow.FirstError)
 	require.NotNil(t, rtRow.Magic)
 	require.NotNil(t, rtRow.Magic.Problem, "refused as well")
@@ -230,7 +231,7 @@ func TestFleetLoaderChecks(t *testing.T) {
 
 	bad := rows[3]
 	assert.False(t, bad.OK)
-	assert.Equal(t, "unreadable", bad.FirstErrorKind)
+	assert.Equal(t, diag.Kind("unreadable"), bad.FirstErrorKind)
 	assert.ErrorIs(t, bad.Err, symvers.ErrMalformed)
 	assert.Contains(t, bad.FirstError, broken.Symvers)
 

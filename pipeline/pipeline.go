@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/klpresolve/klpresolve/cfi"
+	"github.com/klpresolve/klpresolve/diag"
 	"github.com/klpresolve/klpresolve/ftrace"
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/modname"
@@ -383,12 +384,11 @@ func loaderMissing(m *klp.Module, find modplt.Resolver) []string {
 
 // OK reports whether the module resolved (and, when linked, linked, and
 // with Options.Symvers and a kernel's vermagic, whether the loader takes
-// its symbol versions and vermagic).
+// its symbol versions and vermagic): whether Diagnostics(strict) has no
+// error.
 func (r *Report) OK(strict bool) bool {
-	if !r.Resolution.OK(strict) || r.Versions != nil && !r.Versions.OK() || r.Vermagic != nil && !r.Vermagic.OK() {
-		return false
-	}
-	return r.Image == nil || r.Image.Linked()
+	_, failed := diag.FirstError(r.Diagnostics(strict))
+	return !failed
 }
 
 // Run resolves m against ix and, with opts.Link, links it and records it

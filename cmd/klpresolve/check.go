@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/klpresolve/klpresolve/diag"
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/input"
 	"github.com/klpresolve/klpresolve/kallsyms"
@@ -276,7 +277,7 @@ func writeLoaderChecks(w io.Writer, rows []pipeline.KernelResult) {
 		if r.Magic == nil {
 			noMagic = append(noMagic, r.Kernel)
 		}
-		if r.FirstErrorKind == "vermagic" || r.FirstErrorKind == "symbol_version" {
+		if k := r.FirstErrorKind; k == diag.KindVermagic || k == diag.KindSymbolVersion {
 			refused++
 		}
 	}
@@ -345,6 +346,8 @@ type checkRow struct {
 	FirstError  *string `json:"first_error"`
 	// FirstErrorKind: pipeline.KernelResult.FirstErrorKind.
 	FirstErrorKind string `json:"first_error_kind,omitempty"`
+	// Diagnostics: pipeline.KernelResult.Diagnostics, as the main job's.
+	Diagnostics []diagnosticJSON `json:"diagnostics,omitempty"`
 	// LoaderUnresolved (without --link): ordinary symbols insmod would
 	// refuse on this kernel.
 	LoaderUnresolved []string `json:"loader_unresolved,omitempty"`
@@ -384,7 +387,10 @@ func checkJSON(m *klp.Module, rows []pipeline.KernelResult) *checkOut {
 			Millis: float64(r.Time.Microseconds()) / 1e3}
 		if r.FirstError != "" {
 			s := r.FirstError
-			row.FirstError, row.FirstErrorKind = &s, r.FirstErrorKind
+			row.FirstError, row.FirstErrorKind = &s, string(r.FirstErrorKind)
+		}
+		if len(r.Diagnostics) > 0 {
+			row.Diagnostics = diagnosticsJSON(r.Diagnostics)
 		}
 		row.LoaderUnresolved, row.KallsymsCodeOnly, row.UnloadedDepends = r.LoaderMissing, r.CodeOnly, r.UnloadedDepends
 		row.BuiltIn, row.InitMemoryRefs = builtInList(r.BuiltIn), r.InitRefs

@@ -118,7 +118,12 @@ func TestCheckJUnit(t *testing.T) {
 	const refused = "livepatch_sample: module is marked as livepatch module, but livepatch support is disabled"
 	assert.Equal(t, refused, cs[2].Failure.Message)
 	assert.Equal(t, "no_livepatch", cs[2].Failure.Type)
-	assert.Equal(t, "2 resolved, 2 deferred, 3 errors\nfirst error: "+refused, cs[2].Failure.Text)
+	// Every error, in the loader's order, each where it is: the three
+	// relocations against jiffies are in three sections.
+	assert.Equal(t, "2 resolved, 2 deferred, 3 errors\nerror: no_livepatch: .modinfo: "+refused+"\n"+
+		"error: not_found: .klp.rela.vmlinux..text.livepatch_vfs_read+0x3: symbol 'jiffies' not found in symbol table\n"+
+		"error: not_found: .klp.rela.vmlinux..text.livepatch_bitmap+0x3: symbol 'jiffies' not found in symbol table\n"+
+		"error: not_found: .klp.rela.vmlinux..text.livepatch_jiffies_addr+0x3: symbol 'jiffies' not found in symbol table", cs[2].Failure.Text)
 	assert.Contains(t, cs[2].SystemOut, "warning: module xfs looks built into this kernel")
 
 	// A kernel of another architecture is an error of its own type.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/klpresolve/klpresolve/diag"
 	"github.com/klpresolve/klpresolve/kgen"
 	"github.com/klpresolve/klpresolve/klp"
 	"github.com/klpresolve/klpresolve/pipeline"
@@ -86,16 +87,19 @@ func checkJUnit(m *klp.Module, rows []pipeline.KernelResult, elapsed time.Durati
 		switch {
 		case r.Err != nil:
 			suite.Errors++
-			c.Error = &junitProblem{Message: r.FirstError, Type: r.FirstErrorKind, Text: r.Err.Error()}
+			c.Error = &junitProblem{Message: r.FirstError, Type: string(r.FirstErrorKind), Text: r.Err.Error()}
 		case !r.OK:
 			suite.Failures++
-			kind := r.FirstErrorKind
+			kind := string(r.FirstErrorKind)
 			if kind == "" {
 				kind = "unresolved"
 			}
-			text := counts + "\nfirst error: " + r.FirstError
-			if refused := loaderRefusals(r); len(refused) > 0 {
-				text += "\n" + strings.Join(refused, "\n")
+			// Every error, the first first (the failure's message).
+			text := counts
+			if errs := errorLines(r.Diagnostics); len(errs) > 0 {
+				text += "\n" + strings.Join(errs, "\n")
+			} else {
+				text += "\nerror: " + r.FirstError
 			}
 			c.Failure = &junitProblem{Message: r.FirstError, Type: kind, Text: text}
 		}
@@ -124,17 +128,34 @@ func checkJUnit(m *klp.Module, rows []pipeline.KernelResult, elapsed time.Durati
 		Time: suite.Time, Suites: []junitSuite{suite}}
 }
 
-// loaderRefusals are the module loader's refusals of a kernel's row
-// (check --root), each in the kernel's words, as the main job prints them.
-func loaderRefusals(r pipeline.KernelResult) []string {
+// junitErrors is how many of a kernel's errors its JUnit failure lists.
+const junitErrors = 20
+
+// errorLines are the errors among ds (a fleet row's diagnostics, in the
+// loader's order), "error: kind: section+offset: message", at most
+// junitErrors of them.
+func errorLines(ds []diag.Diagnostic) []string {
 	var out []string
-	if g := r.Magic; g != nil && g.Problem != nil {
-		out = append(out, "error: vermagic: "+g.Problem.Message)
-	}
-	if v := r.Versions; v != nil {
-		for _, p := range v.Problems {
-			out = append(out, "error: modversions: "+p.Message)
+	n := 0
+	for _, d := range ds {
+		if d.Severity != diag.Error {
+			continue
 		}
+		if n++; n <= junitErrors {
+			if l := d.Location; l.Section != "" {
+				at := l.Section // a section's own refusal
+				if l.Offset != 0 {
+					at = fmt.Sprintf("%s+%#x", l.Section, l.Offset)
+				}
+				if !strings.Contains(d.Message, at) {
+					d.Message = at + ": " + d.Message
+				}
+			}
+			out = append(out, d.String())
+		}
+	}
+	if n > junitErrors {
+		out = append(out, fmt.Sprintf("... and %d more (--format json lists them)", n-junitErrors))
 	}
 	return out
 }

@@ -328,10 +328,9 @@ func TestCheckRoot(t *testing.T) {
 	code, out, _ = runCLI(t, "check", ko, "--root", filepath.Join(roots, "*"), "--format", "junit")
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, `<failure message="klp_demo: disagrees about version of symbol module_layout" type="symbol_version"><![CDATA[3 resolved, 4 deferred, 0 errors
-first error: klp_demo: disagrees about version of symbol module_layout
-error: modversions: klp_demo: disagrees about version of symbol module_layout
-error: modversions: klp_demo: disagrees about version of symbol klp_enable_patch
-error: modversions: klp_demo: disagrees about version of symbol seq_printf]]></failure>`)
+error: symbol_version: klp_demo: disagrees about version of symbol module_layout
+error: symbol_version: klp_demo: disagrees about version of symbol klp_enable_patch
+error: symbol_version: klp_demo: disagrees about version of symbol seq_printf]]></failure>`)
 
 	// A folder of roots given as one root; a pattern that matches none.
 	code, _, errOut := runCLI(t, "check", ko, "--root", roots)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/klpresolve/klpresolve/diag"
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
@@ -157,6 +158,10 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 		return err
 	}
 	res := rep.Resolution
+	// Everything the check found, in the loader's order: the verdict, the
+	// JSON's diagnostics and the text's errors come from it.
+	ds := rep.Diagnostics(o.strict)
+	ok := !hasError(ds)
 	if o.stats {
 		fmt.Fprintf(a.stderr, "stats: read+index kallsyms %v (%s), read module %v (%s), resolve %v, link %v, total %v\n",
 			t1.Sub(t0).Round(time.Microsecond), count(ix.Len(), "symbol", "symbols"), t2.Sub(t1).Round(time.Microsecond), count(m.NumRelocs(), "relocation", "relocations"),
@@ -172,7 +177,8 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 		j.Kernel = kernelJSON(&o.kernel, kf.kernel)
 		j.KernelRules, j.KallsymsImage = rulesOf(rep.Kernel), imageOf(ix)
 		j.Ftrace = ft
-		j.Summary.OK = rep.OK(o.strict)
+		j.Summary.OK = ok
+		j.Diagnostics = diagnosticsJSON(ds)
 		if po.Modules != nil {
 			u := append([]string{}, rep.Unchecked...)
 			j.Unchecked, j.OtherBuild = &u, rep.OtherBuild
@@ -192,20 +198,20 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 		j.AlreadyLoaded = rep.AlreadyLoaded
 		j.Modversions = versionsJSON(rep.Versions)
 		j.Vermagic = vermagicJSON(rep.Vermagic, kf.magicFrom)
-		err = writeJSON(a, j.Summary.OK, j)
+		err = writeJSON(a, ok, j)
 	} else {
-		writeResolution(a.stdout, rep, symbolsLine(a.kallsymsPath(), ix), kernelLine(&o.kernel, kf.kernel), ft.line())
+		writeResolution(a.stdout, rep, ds, symbolsLine(a.kallsymsPath(), ix), kernelLine(&o.kernel, kf.kernel), ft.line())
 		if rep.Image != nil {
 			writeLinkSummary(a.stdout, rep, o.out)
 		}
 		writeVersions(a.stdout, rep.Versions)
 		writeVermagic(a.stdout, rep.Vermagic, kf.magicFrom)
-		writeVerdict(a.stdout, rep, o.strict)
+		writeVerdict(a.stdout, rep, ok)
 	}
 	if err != nil {
 		return err
 	}
-	if !rep.OK(o.strict) {
+	if !ok {
 		return &exitError{exitFailed, errReported}
 	}
 	return nil
@@ -396,7 +402,10 @@ type jsonOut struct {
 	// Vermagic (with --vermagic, or a vermagic in the --modules files):
 	// the module's vermagic checked against the kernel's.
 	Vermagic *vermagicOut `json:"vermagic,omitempty"`
-	Summary  struct {
+	// Diagnostics: everything the check found, once each, errors first
+	// in the loader's order (pipeline.Report.Diagnostics).
+	Diagnostics []diagnosticJSON `json:"diagnostics"`
+	Summary     struct {
 		// OK is the verdict the exit status gives (0 when true): every
 		// relocation resolved (deferred ones too, without --strict), with
 		// --link the module linked, and with --symvers the loader takes
@@ -610,7 +619,7 @@ func loaderNote(missing []string, hidden map[string]pipeline.Hidden) string {
 // the --kallsyms path), per section what resolved, deferred objects, and
 // every failure with the kernel's message and the help (the totals are
 // writeVerdict's).
-func writeResolution(w io.Writer, rep *pipeline.Report, symbols, kernel, ftraceLine string) {
+func writeResolution(w io.Writer, rep *pipeline.Report, ds []diag.Diagnostic, symbols, kernel, ftraceLine string) {
 	res := rep.Resolution
 	m := res.Module
 	name := m.Name
@@ -703,23 +712,7 @@ func writeResolution(w io.Writer, rep *pipeline.Report, symbols, kernel, ftraceL
 			fmt.Fprintf(w, "  %s+%s %s at %s\n", r.Section, hex(r.Offset), r.Symbol, hex(r.Address))
 		}
 	}
-	if e := res.LoadErr; e != nil {
-		writeRefusal(w, e)
-	}
-	for _, r := range res.Results {
-		if r.Err == nil {
-			continue
-		}
-		fmt.Fprintf(w, "error: %s+%s %s %s\n", r.Section, hex(r.Offset), r.Type, r.Symbol)
-		writeErrLines(w, r.Err)
-	}
-	for _, f := range res.Funcs {
-		if f.Err == nil {
-			continue
-		}
-		fmt.Fprintf(w, "error: patched function %s:%s,%d (declared at %s+%s)\n", f.Object, f.Name, f.Pos, f.Section, hex(f.Offset))
-		writeErrLines(w, f.Err)
-	}
+	writeResolveErrors(w, rep, ds)
 	if rep.Image == nil {
 		// (with --link, writeLinkSummary's)
 		writeDependencies(w, rep.Dependencies)
@@ -733,6 +726,35 @@ func writeResolution(w io.Writer, rep *pipeline.Report, symbols, kernel, ftraceL
 	if rep.AlreadyLoaded {
 		name := res.Module.KernelName()
 		fmt.Fprintf(w, "note: a module named %s is loaded in this kernel already: insmod of this file fails (\"File exists\") until it is removed (a livepatch is disabled first: echo 0 > /sys/kernel/livepatch/%s/enabled, then rmmod %s); a patch loaded beside it needs another name\n", name, name, name)
+	}
+}
+
+// writeResolveErrors prints livepatch's errors among ds (rep's
+// Diagnostics), in their order: the kernel's refusal of the module, then
+// each relocation and each patched function that fails, with the
+// kernel's message and the help. (The symbol versions, the vermagic and
+// the link have sections of their own.)
+func writeResolveErrors(w io.Writer, rep *pipeline.Report, ds []diag.Diagnostic) {
+	res := rep.Resolution
+	for _, d := range ds {
+		var e *klp.RelocError
+		if d.Severity != diag.Error || !errors.As(d.Err, &e) {
+			continue
+		}
+		switch {
+		case e == res.LoadErr:
+			writeRefusal(w, e)
+		case d.Location.Function != "":
+			i := slices.IndexFunc(res.Funcs, func(f klp.FuncResult) bool { return f.Err == e })
+			f := res.Funcs[i]
+			fmt.Fprintf(w, "error: patched function %s:%s,%d (declared at %s+%s)\n", f.Object, f.Name, f.Pos, f.Section, hex(f.Offset))
+			writeErrLines(w, e)
+		default:
+			i := slices.IndexFunc(res.Results, func(r klp.Result) bool { return r.Err == e })
+			r := res.Results[i]
+			fmt.Fprintf(w, "error: %s+%s %s %s\n", r.Section, hex(r.Offset), r.Type, r.Symbol)
+			writeErrLines(w, e)
+		}
 	}
 }
 
@@ -765,10 +787,10 @@ func writeErrLines(w io.Writer, e *klp.RelocError) {
 // writeVerdict is the text report's last line: OK or FAILED as the exit
 // status says (the link's outcome included, with --link), then the
 // relocations' counts, and why the module does not link if it does not.
-func writeVerdict(w io.Writer, rep *pipeline.Report, strict bool) {
+func writeVerdict(w io.Writer, rep *pipeline.Report, ok bool) {
 	res := rep.Resolution
 	verdict := "OK"
-	if !rep.OK(strict) {
+	if !ok {
 		verdict = "FAILED"
 	}
 	fmt.Fprintf(w, "%s: %s: %d resolved, %d deferred, %s", verdict, count(len(res.Results), "relocation", "relocations"), res.Resolved, res.Deferred, count(res.Errors, "error", "errors"))

@@ -881,3 +881,48 @@ func TestModuleStructSizeRoot(t *testing.T) {
 	assert.Contains(t, out, "error: the kernel refuses the module\n  kernel: module livepatch_cmdline: .gnu.linkonce.this_module section size must match the kernel's built struct module size at run time\n  help: the module's struct module is 1088 bytes and the kernel's 1280 (as its module ")
 	assert.Contains(t, out, "error: vermagic: livepatch_cmdline: version magic '7.2.13-klpfix SMP preempt mod_unload ' should be '7.2.13+deb14-amd64 SMP preempt mod_unload '")
 }
+
+// The main job's JSON lists the diagnostics in the loader's order: the
+// link's error before the deferral's note, offsets in hex, and ok false
+// exactly because one is an error; with --strict the deferral is an error
+// too, after the link's.
+func TestMainJobJSONDiagnostics(t *testing.T) {
+	type diagnostic struct {
+		Kind, Severity, Message string
+		Location                map[string]string
+	}
+	var j struct {
+		OK          bool
+		Diagnostics []diagnostic
+	}
+	args := []string{fixture("livepatch-sample.ko"), "--kallsyms", filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt"), "--link", "--format", "json"}
+	code, out, _ := runCLI(t, args...)
+	require.Equal(t, 1, code)
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	assert.False(t, j.OK)
+	require.Len(t, j.Diagnostics, 2)
+	assert.Equal(t, diagnostic{Kind: "link", Severity: "error",
+		Message:  "link: .rela.text.livepatch_missing+0x1: R_X86_64_PLT32 against no_such_function: unresolved symbol",
+		Location: map[string]string{"file": fixture("livepatch-sample.ko"), "section": ".rela.text.livepatch_missing", "offset": "0x1", "symbol": "no_such_function"}},
+		j.Diagnostics[0])
+	assert.Equal(t, diagnostic{Kind: "deferred", Severity: "note",
+		Message:  "deferred: module xfs is not loaded: its relocations apply when it loads",
+		Location: map[string]string{"object": "xfs"}}, j.Diagnostics[1])
+
+	j.Diagnostics = nil
+	code, out, _ = runCLI(t, append(args, "--strict")...)
+	require.Equal(t, 1, code)
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	require.Len(t, j.Diagnostics, 2)
+	assert.Equal(t, []string{"link", "deferred"}, []string{j.Diagnostics[0].Kind, j.Diagnostics[1].Kind})
+	assert.Equal(t, []string{"error", "error"}, []string{j.Diagnostics[0].Severity, j.Diagnostics[1].Severity})
+
+	// Without an error the list still comes, and ok is true.
+	j.Diagnostics = nil
+	code, out, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt"), "--format", "json")
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	assert.Equal(t, code == 0, j.OK)
+	for _, d := range j.Diagnostics {
+		assert.Equal(t, j.OK, d.Severity != "error", d.Message)
+	}
+}
