@@ -288,3 +288,22 @@ func (e *RelocError) Kind() string {
 	}
 	return "other"
 }
+
+// Diagnostic is the failure as a diag.Diagnostic: an error of its Kind,
+// at its section and offset, in the kernel's words.
+func (e *RelocError) Diagnostic() diag.Diagnostic {
+	return diag.Diagnostic{Kind: diag.Kind(e.Kind()), Severity: diag.Error, Message: e.Kernel, Kernel: e.Kernel, Help: e.Hint, Err: e,
+		Location: diag.Location{File: e.File, Section: e.Section, Offset: e.Offset, Symbol: e.Symbol}}
+}
+
+// Diagnostic is the patched function's failure (nil Err: none) as a
+// diag.Diagnostic, naming the function.
+func (f *FuncResult) Diagnostic() (diag.Diagnostic, bool) {
+	if f.Err == nil {
+		return diag.Diagnostic{}, false
+	}
+	d := f.Err.Diagnostic()
+	d.Message = "patched function " + f.Object + ":" + f.Name + ": " + f.Err.Kernel
+	d.Location.Object, d.Location.Function = f.Object, f.Name
+	return d, true
+}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/klpresolve/klpresolve/diag"
 	"github.com/klpresolve/klpresolve/internal/elfobj"
 	"github.com/klpresolve/klpresolve/internal/ksort"
 	"github.com/klpresolve/klpresolve/kgen"
@@ -57,6 +58,13 @@ func (e *RelocError) Error() string {
 }
 
 func (e *RelocError) Unwrap() error { return e.Kind }
+
+// Diagnostic is the failure as a diag.Diagnostic of kind "link" in file
+// (the module's), with the kernel's message where it is known.
+func (e *RelocError) Diagnostic(file string) diag.Diagnostic {
+	return diag.Diagnostic{Kind: diag.KindLink, Severity: diag.Error, Message: "link: " + e.Error(), Kernel: e.Kernel, Err: e,
+		Location: diag.Location{File: file, Section: e.Section, Offset: e.Offset, Symbol: e.Symbol}}
+}
 
 // Resolver gives the address of a symbol the module does not define (an
 // undefined symbol, or a .klp.sym livepatch symbol), or false.

@@ -28,34 +28,26 @@ import (
 func (r *Report) Diagnostics(strict bool) []diag.Diagnostic {
 	var out []diag.Diagnostic
 	res := r.Resolution
-	relocErr := func(e *klp.RelocError, msg string) diag.Diagnostic {
-		return diag.Diagnostic{Kind: diag.Kind(e.Kind()), Severity: diag.Error, Message: msg, Kernel: e.Kernel, Help: e.Hint, Err: e,
-			Location: diag.Location{File: e.File, Section: e.Section, Offset: e.Offset, Symbol: e.Symbol}}
-	}
-	version := func(p *symvers.Problem) diag.Diagnostic {
-		return diag.Diagnostic{Kind: diag.KindSymbolVersion, Severity: diag.Error, Message: p.Message, Kernel: p.Message, Err: p,
-			Location: diag.Location{Symbol: p.Symbol}}
-	}
 	var problems []symvers.Problem
 	if r.Versions != nil {
 		problems = r.Versions.Problems
 	}
 	loadErr := func(stage klp.LoadStage) {
 		if e := res.LoadErr; e != nil && res.LoadErrStage == stage {
-			out = append(out, relocErr(e, e.Kernel))
+			out = append(out, e.Diagnostic())
 		}
 	}
 	loadErr(klp.StageSetup)
 	if len(problems) > 0 && problems[0].Symbol == "module_layout" {
-		out = append(out, version(&problems[0]))
+		out = append(out, problems[0].Diagnostic())
 		problems = problems[1:]
 	}
 	if g := r.Vermagic; g != nil && g.Problem != nil {
-		out = append(out, diag.Diagnostic{Kind: diag.KindVermagic, Severity: diag.Error, Message: g.Problem.Message, Kernel: g.Problem.Message, Err: g.Problem})
+		out = append(out, g.Problem.Diagnostic())
 	}
 	loadErr(klp.StageLayout)
 	for i := range problems {
-		out = append(out, version(&problems[i]))
+		out = append(out, problems[i].Diagnostic())
 	}
 	if img := r.Image; img != nil {
 		// A name the kernel has but does not export says so.
@@ -68,13 +60,12 @@ func (r *Report) Diagnostics(strict bool) []diag.Diagnostic {
 		named := map[string]bool{}
 		for i := range img.Errors {
 			e := img.Errors[i]
-			msg := "link: " + e.Error()
+			d := e.Diagnostic(img.Module.Path)
 			if errors.Is(e, modplt.ErrUnresolved) {
-				msg += note(e.Symbol)
+				d.Message += note(e.Symbol)
 				named[e.Symbol] = true
 			}
-			out = append(out, diag.Diagnostic{Kind: diag.KindLink, Severity: diag.Error, Message: msg, Kernel: e.Kernel, Err: e,
-				Location: diag.Location{File: img.Module.Path, Section: e.Section, Offset: e.Offset, Symbol: e.Symbol}})
+			out = append(out, d)
 		}
 		for _, name := range img.Unresolved {
 			if !named[name] {
@@ -87,13 +78,11 @@ func (r *Report) Diagnostics(strict bool) []diag.Diagnostic {
 	loadErr(klp.StageInit)
 	for _, x := range res.Results {
 		if x.Err != nil {
-			out = append(out, relocErr(x.Err, x.Err.Kernel))
+			out = append(out, x.Err.Diagnostic())
 		}
 	}
-	for _, f := range res.Funcs {
-		if f.Err != nil {
-			d := relocErr(f.Err, "patched function "+f.Object+":"+f.Name+": "+f.Err.Kernel)
-			d.Location.Object, d.Location.Function = f.Object, f.Name
+	for i := range res.Funcs {
+		if d, ok := res.Funcs[i].Diagnostic(); ok {
 			out = append(out, d)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/klpresolve/klpresolve/diag"
 	"github.com/klpresolve/klpresolve/kgen"
 )
 
@@ -63,6 +64,18 @@ type Problem struct {
 
 func (p *Problem) Error() string { return p.Message }
 func (p *Problem) Unwrap() error { return p.Err }
+
+// Diagnostic is the problem as a diag.Diagnostic: check_version()'s
+// refusal (kind "symbol_version"), or check_modinfo()'s of the vermagic
+// (kind "vermagic"), in the kernel's words.
+func (p *Problem) Diagnostic() diag.Diagnostic {
+	d := diag.Diagnostic{Kind: diag.KindSymbolVersion, Severity: diag.Error, Message: p.Message, Kernel: p.Message, Err: p,
+		Location: diag.Location{Symbol: p.Symbol}}
+	if errors.Is(p.Err, ErrVermagic) {
+		d.Kind, d.Location = diag.KindVermagic, diag.Location{}
+	}
+	return d
+}
 
 // Report is a module checked against a Module.symvers.
 type Report struct {

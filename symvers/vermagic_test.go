@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/klpresolve/klpresolve/diag"
 	"github.com/klpresolve/klpresolve/internal/testutil"
 )
 
@@ -71,6 +72,12 @@ func TestCheckVermagic(t *testing.T) {
 	require.False(t, g.OK())
 	assert.True(t, errors.Is(g.Problem, ErrVermagic))
 	assert.Equal(t, "fix: version magic '"+debian57+"' should be '"+debianRT+"'", g.Problem.Error())
+	d := g.Problem.Diagnostic()
+	assert.Equal(t, diag.KindVermagic, d.Kind)
+	assert.Equal(t, diag.Error, d.Severity)
+	assert.Equal(t, g.Problem.Message, d.Kernel)
+	assert.Empty(t, d.Location.Symbol, "the vermagic is not a symbol")
+	assert.Equal(t, diag.KindSymbolVersion, (&Problem{Symbol: "seq_printf", Err: ErrVersionMismatch}).Diagnostic().Kind)
 
 	m.HasVersions = false
 	g = CheckVermagic(m, debian47)
