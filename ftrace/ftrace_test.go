@@ -579,7 +579,7 @@ func zstd1(t *testing.T, b []byte) []byte {
 // offset: one call site per word of the table (counted here from the
 // map's bounds), and the functions the kernel's build leaves without one.
 func TestDebianAMD64Vmlinuz(t *testing.T) {
-	if testutil.Light {
+	if testutil.Sampled() {
 		t.Skip("decompresses 66 MB; the full run reads it")
 	}
 	vmlinuz := testutil.Vmlinuz(t, "amd64")

@@ -19,7 +19,7 @@ import (
 )
 
 // allCorpusSymbolFiles are the corpus's symbol files; corpusSymbolFiles
-// those the tests read: in a light run (testutil.Light: the race
+// those the tests read: in a sampled run (testutil.Sampled: -short, the race
 // detector, emulation) a kallsyms with modules and a System.map only;
 // make test has read them all natively first.
 var allCorpusSymbolFiles = []string{
@@ -31,15 +31,17 @@ var allCorpusSymbolFiles = []string{
 	"armhf/System.map-6.1.0-50-armmp",
 }
 
-var corpusSymbolFiles = func() []string {
-	if testutil.Light {
+// corpusSymbolFiles are the corpus files a test reads: two in a sampled
+// run (testutil.Sampled).
+func corpusSymbolFiles() []string {
+	if testutil.Sampled() {
 		return []string{allCorpusSymbolFiles[0], allCorpusSymbolFiles[5]}
 	}
 	return allCorpusSymbolFiles
-}()
+}
 
 func TestCorpusCounts(t *testing.T) {
-	for _, rel := range corpusSymbolFiles {
+	for _, rel := range corpusSymbolFiles() {
 		t.Run(filepath.Base(rel), func(t *testing.T) {
 			path := testutil.Corpus(t, rel)
 			raw := testutil.ReadSymbolLines(t, path)
@@ -80,7 +82,7 @@ func TestCorpusCounts(t *testing.T) {
 // The fast path of the parser must read every real file exactly as the
 // general one does.
 func TestCorpusFastPathMatchesSlowPath(t *testing.T) {
-	for _, rel := range corpusSymbolFiles {
+	for _, rel := range corpusSymbolFiles() {
 		t.Run(filepath.Base(rel), func(t *testing.T) {
 			data, err := os.ReadFile(testutil.Corpus(t, rel))
 			require.NoError(t, err)
@@ -111,7 +113,7 @@ func (r *pieceReader) Read(p []byte) (int, error) {
 // gives the same index as the whole file read at once, and so do the same
 // file gzip-compressed and the file mapped (Options.MapText).
 func TestCorpusStreamedMatchesWhole(t *testing.T) {
-	for _, rel := range corpusSymbolFiles {
+	for _, rel := range corpusSymbolFiles() {
 		t.Run(filepath.Base(rel), func(t *testing.T) {
 			path := testutil.Corpus(t, rel)
 			whole, err := Open(path, Options{})
@@ -257,7 +259,7 @@ func TestCorpusKptrRestrict(t *testing.T) {
 // Every corpus symbol file, written in both snapshot formats and loaded
 // again, is the same index: every symbol in order, lookups, addresses.
 func TestCorpusSnapshot(t *testing.T) {
-	for _, rel := range corpusSymbolFiles {
+	for _, rel := range corpusSymbolFiles() {
 		t.Run(filepath.Base(rel), func(t *testing.T) {
 			ix, err := Open(testutil.Corpus(t, rel), Options{})
 			require.NoError(t, err)
@@ -377,7 +379,7 @@ func TestCorpusExports(t *testing.T) {
 // (so the answer does not depend on the order they are tried in).
 func TestCorpusArch(t *testing.T) {
 	want := map[string]string{"amd64": "x86_64", "arm64": "arm64", "armhf": "arm", "host": "x86_64"}
-	for _, p := range corpusSymbolFiles {
+	for _, p := range corpusSymbolFiles() {
 		t.Run(p, func(t *testing.T) {
 			ix, err := Open(testutil.Corpus(t, p), Options{})
 			require.NoError(t, err)

@@ -67,7 +67,7 @@ func TestImageDebian61(t *testing.T) {
 		{"arm64", "arm64 Image", false, 0xffff800008000000},
 	} {
 		t.Run(tc.arch, func(t *testing.T) {
-			if testutil.Light && tc.arch == "amd64" {
+			if testutil.Sampled() && tc.arch == "amd64" {
 				t.Skip("a light run reads the arm64 Image only (xz takes minutes under the race detector)")
 			}
 			img := testutil.Vmlinuz(t, tc.arch)
@@ -416,7 +416,7 @@ func TestMaxSymbols(t *testing.T) {
 	w, err := zstd.NewWriter(&z)
 	require.NoError(t, err)
 	blocks := 2000 // two million lines, 96 MB, in a few kB
-	if testutil.Light {
+	if testutil.Sampled() {
 		blocks = 200
 	}
 	for range blocks {

@@ -318,7 +318,7 @@ func TestStreamMatchesWholeOnOddInputs(t *testing.T) {
 		},
 	}
 	rounds := 8
-	if testutil.Light {
+	if testutil.Sampled() {
 		rounds = 3 // make test's native run has tried all 8
 	}
 	for round := range rounds {
@@ -514,7 +514,7 @@ func TestStreamBufferMapped(t *testing.T) {
 
 	// Past the 16 MB reserve: the buffer doubles on the heap (650,000
 	// lines: in a light run, checked by make test's native run only).
-	if !testutil.Light {
+	if !testutil.Sampled() {
 		huge := bigText(streamReserve/26 + 1000)
 		require.Greater(t, len(huge), streamReserve)
 		ix, err = Parse("huge", &pieceReader{data: huge, n: 1 << 20}, Options{})
@@ -666,10 +666,10 @@ func TestStreamReadError(t *testing.T) {
 }
 
 // workerCounts are the parse's worker counts a test tries: in a light run
-// (testutil.Light) the parallel ones only; make test has run them all
+// (testutil.Sampled) the parallel ones only; make test has run them all
 // natively first.
 func workerCounts(all ...int) []int {
-	if !testutil.Light {
+	if !testutil.Sampled() {
 		return all
 	}
 	var out []int

@@ -157,7 +157,7 @@ func TestFleet(t *testing.T) {
 	require.NoError(t, err)
 	n := 200
 	write := (*kallsyms.Index).WriteSnapshotFile
-	if testutil.Light || testing.Short() {
+	if testutil.Sampled() {
 		// Every variant still comes up; make test runs 200 natively
 		// first. Raw snapshots: each compact one's zstd encoder clears
 		// megabytes of tables, which the race detector makes most of

@@ -110,7 +110,7 @@ func TestDebianPPC64ELModules(t *testing.T) {
 	require.Greater(t, len(paths), 3000)
 	xfs := filepath.Join(k.Modules[0], "kernel", "fs", "xfs", "xfs.ko")
 	step := 1
-	if testutil.Light || testing.Short() {
+	if testutil.Sampled() {
 		step = 25 // (the race detector, or -short: a sample, xfs among them)
 	}
 	linked, relocs := 0, 0

@@ -72,6 +72,8 @@ func TestHostileInput(t *testing.T) {
 		{"negative --max-symbols", []string{"lookup", "vfs_read", "--kallsyms", ex, "--max-symbols", "-1"}, nil, 2, "--max-symbols -1: must not be negative"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			// (in parallel: the three --max-time cases wait a second each)
+			t.Parallel()
 			in := c.stdin
 			if in == nil {
 				in = strings.NewReader("")

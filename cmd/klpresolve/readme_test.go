@@ -149,7 +149,7 @@ func readmeNormal(s string) string {
 // corpus or the kernel headers an example names are absent, that example
 // and the rest of its block (which it may set up).
 func TestReadmeExamples(t *testing.T) {
-	if testing.Short() || testutil.Light {
+	if testutil.Sampled() {
 		t.Skip("runs every README example as a process (the full run does)")
 	}
 	if _, err := exec.LookPath("bash"); err != nil {

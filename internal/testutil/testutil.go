@@ -194,14 +194,20 @@ func DebianKernelModules(tb testing.TB, gen, arch string) string {
 	return dir
 }
 
-// LightKernel skips, in a Light run, a test of a whole kernel image other
+// Sampled reports whether this run checks a sample of the corpus: a Light
+// build, or go test -short (which a developer runs between edits; the
+// full run checks every file). Call it from a test, after flags are
+// parsed.
+func Sampled() bool { return Light || testing.Short() }
+
+// LightKernel skips, in a Light or -short run, a test of a whole kernel image other
 // than the one Light runs check (7.2's arm64 Image, which needs no
 // decompression): decoding one takes seconds under the race detector and
 // minutes under qemu-user, and the full run checks them all.
 func LightKernel(tb testing.TB, gen, arch string) {
 	tb.Helper()
-	if Light && (gen != "7.2" || arch != "arm64") {
-		tb.Skipf("a light run checks 7.2's arm64 image only (the full run checks %s %s)", gen, arch)
+	if Sampled() && (gen != "7.2" || arch != "arm64") {
+		tb.Skipf("a light or -short run checks 7.2's arm64 image only (the full run checks %s %s)", gen, arch)
 	}
 }
 
