@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/klpresolve/klpresolve/internal/modname"
 )
 
 // find returns the first symbol (index+1) filed under name in o, or 0.
@@ -117,7 +119,7 @@ func (ix *Index) absentNear(le *LookupError, why objectMiss) {
 func (ix *Index) nearObject(object string) string {
 	norm := func(s string) string {
 		s = strings.TrimSuffix(strings.Trim(s, "[] "), ".ko")
-		return strings.ToLower(strings.ReplaceAll(s, "-", "_"))
+		return strings.ToLower(modname.Of(s))
 	}
 	want := norm(object)
 	for _, o := range ix.objs {

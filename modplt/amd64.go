@@ -25,6 +25,8 @@ const amd64GOTEntry = 8 // a GOT entry is the target's absolute address
 const amd64ModulesVaddr = 0xffffffffc0000000
 
 var amd64Arch = newArch(arch{
+	noLookup:     "_GLOBAL_OFFSET_TABLE_",
+	absPointer:   uint32(elf.R_X86_64_64),
 	name:         "x86_64",
 	machine:      elf.EM_X86_64,
 	is64:         true,

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/klpresolve/klpresolve/internal/elfobj"
+	"github.com/klpresolve/klpresolve/kgen"
 )
 
 // relKind is what a relocation type means to the counting.
@@ -95,6 +96,31 @@ type arch struct {
 	// entries after the module's relocations and before livepatch's
 	// (powerpc's ftrace stubs, arm64's ftrace trampolines).
 	finalize func(l *linker)
+
+	// noLookup is the undefined symbol simplify_symbols() never looks up
+	// ("": none): x86's ignore_undef_symbol() passes
+	// _GLOBAL_OFFSET_TABLE_ (GNU as before 2.37 left one unreferenced),
+	// s390's module_frob_arch_sections() defines it (SHN_ABS), and
+	// powerpc64's dedotify() defines .TOC..
+	noLookup string
+	// dedot: powerpc64's dedotify() strips the dot of every undefined
+	// name that has one (ELFv1's function descriptors: .name is name's
+	// entry point) before the loader looks it up.
+	dedot bool
+	// pltSections are the sections module_frob_arch_sections() refuses
+	// a module without, and pltMissing what the loader then says after
+	// the module's name (nil: none).
+	pltSections []string
+	pltMissing  string
+	// ftracePLT, when set, are the ftrace trampoline sections a kernel of
+	// generation g fills in module_finalize() (arm64's
+	// module_init_ftrace_plt()), and the kernel symbols they jump to.
+	ftracePLT func(g kgen.Generation) (sections, targets []string)
+
+	// absPointer is the relocation type that stores a full absolute
+	// address (what a function pointer's initialiser compiles to; 0:
+	// FunctionPointers does not look on this architecture).
+	absPointer uint32
 }
 
 // frobbed is what module_frob_arch_sections() decided for a link: the

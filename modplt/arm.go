@@ -37,12 +37,15 @@ const (
 )
 
 var armArch = newArch(arch{
-	name:      "arm",
-	machine:   elf.EM_ARM,
-	is64:      false,
-	relType:   elf.SHT_REL,
-	pltEntry:  armPLTEntry,
-	fixedPLTs: armFixedPLTs,
+	pltSections: []string{".plt", ".init.plt"},
+	pltMissing:  "module PLT section(s) missing",
+	absPointer:  uint32(elf.R_ARM_ABS32),
+	name:        "arm",
+	machine:     elf.EM_ARM,
+	is64:        false,
+	relType:     elf.SHT_REL,
+	pltEntry:    armPLTEntry,
+	fixedPLTs:   armFixedPLTs,
 	// sh_size = round_up(n * PLT_ENT_SIZE, sizeof(struct plt_entries)).
 	pltSize: func(n int) uint64 {
 		return (uint64(n)*armPLTEntry + armPLTBlock - 1) / armPLTBlock * armPLTBlock

@@ -51,12 +51,16 @@ func arm64ModuleArea(etext, page uint64) uint64 {
 }
 
 var arm64Arch = newArch(arch{
-	name:      "arm64",
-	machine:   elf.EM_AARCH64,
-	is64:      true,
-	relType:   elf.SHT_RELA,
-	pltEntry:  arm64PLTEntry,
-	fixedPLTs: 0,
+	pltSections: []string{".plt", ".init.plt"},
+	pltMissing:  "module PLT section(s) missing",
+	ftracePLT:   arm64FtraceTrampolines,
+	absPointer:  uint32(elf.R_AARCH64_ABS64),
+	name:        "arm64",
+	machine:     elf.EM_AARCH64,
+	is64:        true,
+	relType:     elf.SHT_RELA,
+	pltEntry:    arm64PLTEntry,
+	fixedPLTs:   0,
 	// module_frob_arch_sections(): sh_size = (n + 1) * sizeof(struct
 	// plt_entry); the spare slot makes module_emit_plt_entry()'s
 	// speculative write at index n safe.

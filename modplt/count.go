@@ -347,10 +347,10 @@ func (m *Module) Count(opts Options) (*Counts, error) {
 		}
 		res.PLTCore, res.PLTInit = plt[Core], plt[Init]
 		res.PLTSizeCore, res.PLTSizeInit = a.pltSize(res.PLTCore), a.pltSize(res.PLTInit)
-		missing, says := MissingPLTSection(f.Machine, f.HasSection)
+		missing, says := a.missingPLTSection(f.HasSection)
 		switch {
 		case missing == "":
-			if tramp := MissingFtracePLT(f.Machine, f.HasSection, opts.Generation); tramp != "" {
+			if tramp := a.missingFtracePLT(f.HasSection, opts.Generation); tramp != "" {
 				res.Warnings = append(res.Warnings, "no "+tramp+" section: a kernel with dynamic ftrace refuses the module (module_finalize(), without a message); it was not linked with the kernel's module.lds")
 			}
 		case f.SectionByName(".plt") == nil && f.SectionByName(".init.plt") == nil && res.NoRandomizeBase:

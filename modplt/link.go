@@ -749,22 +749,8 @@ func (l *linker) failWith(s *elfobj.Section, j int, r elfobj.Reloc, err error) {
 	}
 }
 
-// apply calls the architecture's apply function directly rather than
-// through the table, so that rc stays on the stack (an indirect call
-// makes it escape): the table still says which function it is.
-func (l *linker) apply(rc *reloc) error {
-	switch l.m.arch.machine {
-	case elf.EM_AARCH64:
-		return arm64Apply(l, rc)
-	case elf.EM_ARM:
-		return armApply(l, rc)
-	case elf.EM_S390:
-		return s390Apply(l, rc)
-	case elf.EM_PPC64:
-		return ppc64Apply(l, rc)
-	}
-	return amd64Apply(l, rc)
-}
+// apply applies rc with the architecture's apply function.
+func (l *linker) apply(rc *reloc) error { return l.m.arch.apply(l, rc) }
 
 // fail records relocation j of s as not applied (j in the order
 // applied: l.order maps it back to the file's).
@@ -810,7 +796,7 @@ func (l *linker) symbol(i uint32) (uint64, bool) {
 		}
 		name, lookup := s.Name, true
 		if s.Shndx == uint16(elf.SHN_UNDEF) { // (a livepatch symbol keeps its name)
-			name, lookup = LookupName(l.m.arch.machine, s.Name)
+			name, lookup = l.m.arch.lookupName(s.Name)
 		}
 		if !lookup {
 			// _GLOBAL_OFFSET_TABLE_: s390's is SHN_ABS, value 0 (its GOT

@@ -170,18 +170,19 @@ func (a *arch) region(name string, moduleUnload bool) Region {
 // strips the dot of every other name that has one (ELFv1's function
 // descriptors: .name is name's entry point).
 func LookupName(machine elf.Machine, name string) (string, bool) {
-	switch machine {
-	case elf.EM_X86_64, elf.EM_386, elf.EM_S390:
-		if name == "_GLOBAL_OFFSET_TABLE_" {
-			return "", false
-		}
-	case elf.EM_PPC64:
-		if name == ".TOC." {
-			return "", false
-		}
-		if len(name) > 1 && name[0] == '.' {
-			return name[1:], true
-		}
+	if a := archFor(machine); a != nil {
+		return a.lookupName(name)
+	}
+	return name, true
+}
+
+// lookupName is LookupName for the architecture.
+func (a *arch) lookupName(name string) (string, bool) {
+	switch {
+	case name == a.noLookup:
+		return "", false
+	case a.dedot && len(name) > 1 && name[0] == '.':
+		return name[1:], true
 	}
 	return name, true
 }
@@ -209,16 +210,17 @@ func InitSection(m elf.Machine, name string) bool {
 // linker script makes them, so only an object linked otherwise lacks
 // them. "" where nothing is missing.
 func MissingPLTSection(machine elf.Machine, has func(section string) bool) (section, says string) {
-	switch machine {
-	case elf.EM_PPC64:
-		if !has(".stubs") {
-			return ".stubs", "doesn't contain .stubs."
-		}
-	case elf.EM_ARM, elf.EM_AARCH64:
-		for _, s := range []string{".plt", ".init.plt"} {
-			if !has(s) {
-				return s, "module PLT section(s) missing"
-			}
+	if a := archFor(machine); a != nil {
+		return a.missingPLTSection(has)
+	}
+	return "", ""
+}
+
+// missingPLTSection is MissingPLTSection for the architecture.
+func (a *arch) missingPLTSection(has func(section string) bool) (section, says string) {
+	for _, s := range a.pltSections {
+		if !has(s) {
+			return s, a.pltMissing
 		}
 	}
 	return "", ""
@@ -241,13 +243,21 @@ const (
 // no message, where the kernel has dynamic ftrace. "" when there is
 // none, or the module is no arm64 one.
 func MissingFtracePLT(machine elf.Machine, has func(section string) bool, g kgen.Generation) string {
-	if machine != elf.EM_AARCH64 {
+	if a := archFor(machine); a != nil {
+		return a.missingFtracePLT(has, g)
+	}
+	return ""
+}
+
+// missingFtracePLT is MissingFtracePLT for the architecture.
+func (a *arch) missingFtracePLT(has func(section string) bool, g kgen.Generation) string {
+	if a.ftracePLT == nil {
 		return ""
 	}
-	if missing, _ := MissingPLTSection(machine, has); missing != "" {
+	if missing, _ := a.missingPLTSection(has); missing != "" {
 		return ""
 	}
-	secs, _ := arm64FtraceTrampolines(g)
+	secs, _ := a.ftracePLT(g)
 	for _, name := range secs {
 		if !has(name) {
 			return name

@@ -24,19 +24,9 @@ type FuncPointer struct {
 	External bool   // an undefined symbol, resolved from the kernel
 }
 
-// absPointer reports whether type t stores a full absolute address on the
+// isAbsPointer reports whether type t stores a full absolute address on the
 // architecture (what a function pointer initialiser compiles to).
-func (a *arch) absPointer(t uint32) bool {
-	switch a.machine {
-	case elf.EM_AARCH64:
-		return elf.R_AARCH64(t) == elf.R_AARCH64_ABS64
-	case elf.EM_X86_64:
-		return elf.R_X86_64(t) == elf.R_X86_64_64
-	case elf.EM_ARM:
-		return elf.R_ARM(t) == elf.R_ARM_ABS32
-	}
-	return false
-}
+func (a *arch) isAbsPointer(t uint32) bool { return a.absPointer != 0 && t == a.absPointer }
 
 // FunctionPointers lists the function pointers in the linked module's
 // data, with the addresses they hold.
@@ -63,7 +53,7 @@ func (img *Image) FunctionPointers() []FuncPointer {
 			continue
 		}
 		for j := range t.Len() {
-			if !a.absPointer(t.Type(j)) {
+			if !a.isAbsPointer(t.Type(j)) {
 				continue
 			}
 			r, err := t.Reloc(j)

@@ -84,12 +84,16 @@ var ppc64FtraceInsns = [5]uint32{
 }
 
 var ppc64Arch = newArch(arch{
-	name:     "ppc64",
-	machine:  elf.EM_PPC64,
-	is64:     true,
-	relType:  elf.SHT_RELA,
-	pltEntry: 0, // the stubs are .stubs, sized by ppc64Count
-	pltSize:  func(int) uint64 { return 0 },
+	noLookup:    ".TOC.",
+	dedot:       true,
+	pltSections: []string{".stubs"},
+	pltMissing:  "doesn't contain .stubs.",
+	name:        "ppc64",
+	machine:     elf.EM_PPC64,
+	is64:        true,
+	relType:     elf.SHT_RELA,
+	pltEntry:    0, // the stubs are .stubs, sized by ppc64Count
+	pltSize:     func(int) uint64 { return 0 },
 	moduleArea: func(uint64, uint64) uint64 {
 		return ppc64VmallocStart
 	},
@@ -345,7 +349,7 @@ func (m *Module) countPPC64(opts Options) (*Counts, error) {
 // ppc64NoStubs is module_frob_arch_sections()'s refusal of a module
 // without .stubs (one not built with the kernel's asm/module.h).
 func ppc64NoStubs(m *Module) error {
-	_, says := MissingPLTSection(m.f.Machine, m.f.HasSection)
+	_, says := m.arch.missingPLTSection(m.f.HasSection)
 	return fmt.Errorf("%s: %w: no .stubs section (the module loader says \"%s: %s\")", m.f.Name, ErrNoPLT, m.Name, says)
 }
 
@@ -570,7 +574,7 @@ func ppc64Apply(l *linker, rc *reloc) error {
 			// makes room to come back from (r2 restored).
 			name := sym.Name
 			if sym.Shndx == uint16(elf.SHN_UNDEF) {
-				name, _ = LookupName(elf.EM_PPC64, name) // dedotify()
+				name, _ = l.m.arch.lookupName(name) // dedotify()
 			}
 			stub, err := l.ppc64Stub(val, name)
 			if err != nil {

@@ -43,6 +43,7 @@ const (
 const s390ModulesVaddr = 0x3ff80000000
 
 var s390Arch = newArch(arch{
+	noLookup:     "_GLOBAL_OFFSET_TABLE_",
 	name:         "s390",
 	machine:      elf.EM_S390,
 	is64:         true,
