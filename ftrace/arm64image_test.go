@@ -125,7 +125,7 @@ func TestARM64ImagePadding(t *testing.T) {
 	}{{"zero addend", zeroAddend}, {"no relocation", none}} {
 		for _, shift := range []uint64{0, 0x2c0000} {
 			ix := a64Index(t, shift, nil)
-			s, err := NewImage(bytes.NewReader(tc.data), "Image", ix)
+			s, err := NewImage("Image", bytes.NewReader(tc.data), ix)
 			require.NoError(t, err, "%s, %#x", tc.name, shift)
 			assert.Equal(t, 4, s.Len(), "%s, %#x", tc.name, shift)
 			assert.Equal(t, shift, s.Slide())
@@ -151,10 +151,10 @@ func TestARM64ImageBigEndian(t *testing.T) {
 	}
 	swap(symAddr(t, ix, startSym), symAddr(t, ix, stopSym))
 	swap(symAddr(t, ix, relaStartSym), symAddr(t, ix, relaEndSym))
-	_, err = NewImage(bytes.NewReader(img), "Image", ix)
+	_, err = NewImage("Image", bytes.NewReader(img), ix)
 	require.ErrorIs(t, err, ErrMismatch, "read as little-endian, the relocations are not")
 	img[24] |= 1 // the header flags' big-endian bit
-	be, err := NewImage(bytes.NewReader(img), "Image", ix)
+	be, err := NewImage("Image", bytes.NewReader(img), ix)
 	require.NoError(t, err)
 	assert.Equal(t, le.addrs, be.addrs)
 }
@@ -214,7 +214,7 @@ func TestARM64ImageBroken(t *testing.T) {
 		{"another build's relocations", img, lying(fmt.Sprintf("ffff800008000000 T _text\nffff800008002000 D __start_mcount_loc\nffff800008002028 D __stop_mcount_loc\n%x R __rela_start\n%x R __rela_end\n", text+relas+24, text+relas+48)), ErrMismatch, "no relocations between __rela_start and __rela_end fill its call-site table's 5 zero words"},
 		{"two places", twice, lying(fmt.Sprintf("ffff800008000000 T _text\nffff800008002000 D __start_mcount_loc\nffff800008002028 D __stop_mcount_loc\n%x R __rela_start\n%x R __rela_end\n", text+uint64(len(img)), text+uint64(len(twice)))), ErrMismatch, "relocations fill its call-site table's zero words as well at 0xffff800008012000 as at 0xffff800008022000: which is the table's is not known"},
 	} {
-		_, err := NewImage(bytes.NewReader(tc.data), "Image", tc.ix)
+		_, err := NewImage("Image", bytes.NewReader(tc.data), tc.ix)
 		require.ErrorIs(t, err, tc.kind, tc.name)
 		assert.ErrorContains(t, err, "Image: ", tc.name)
 		assert.ErrorContains(t, err, tc.want, tc.name)

@@ -263,7 +263,7 @@ func TestImageInputs(t *testing.T) {
 	off := tableOffset(t, img, ix)
 	zeroed := bytes.Clone(img)
 	clear(zeroed[off : off+40])
-	_, err = NewImage(bytes.NewReader(zeroed), "zeroed", ix)
+	_, err = NewImage("zeroed", bytes.NewReader(zeroed), ix)
 	require.ErrorIs(t, err, ErrUnsupported)
 	assert.ErrorContains(t, err, "5 zero words")
 
@@ -275,24 +275,24 @@ func TestImageInputs(t *testing.T) {
 		{"truncated", img[:100], "not a kernel image"},
 		{"a relocatable object", append([]byte("\x7fELF\x02\x01\x01"), make([]byte, 57)...), "not a kernel image"},
 	} {
-		_, err := NewImage(bytes.NewReader(tc.data), tc.name, ix)
+		_, err := NewImage(tc.name, bytes.NewReader(tc.data), ix)
 		require.ErrorIs(t, err, ErrMalformed, tc.name)
 		assert.ErrorContains(t, err, tc.name+": ", tc.name)
 		assert.ErrorContains(t, err, tc.want, tc.name)
 	}
 	// A read of the table that fails.
-	_, err = NewImage(failAt{bytes.NewReader(img), int64(off)}, "vmlinux", ix)
+	_, err = NewImage("vmlinux", failAt{bytes.NewReader(img), int64(off)}, ix)
 	require.ErrorIs(t, err, ErrMalformed)
 	assert.ErrorContains(t, err, fmt.Sprintf("reading the call-site table at file offset %#x: injected", off))
 	// Bounds that are no table.
 	bad, err := kallsyms.ParseBytes("bad", []byte("ffffffff81000000 T _text\nffffffff81002000 R __start_mcount_loc\nffffffff81002007 R __stop_mcount_loc\n"), kallsyms.Options{})
 	require.NoError(t, err)
-	_, err = NewImage(bytes.NewReader(img), "vmlinux", bad)
+	_, err = NewImage("vmlinux", bytes.NewReader(img), bad)
 	require.ErrorIs(t, err, ErrMalformed)
 	assert.ErrorContains(t, err, "is no table of 8-byte addresses")
 	past, err := kallsyms.ParseBytes("past", []byte("ffffffff81000000 T _text\nffffffff81002000 R __start_mcount_loc\nffffffff81003000 R __stop_mcount_loc\n"), kallsyms.Options{})
 	require.NoError(t, err)
-	_, err = NewImage(bytes.NewReader(img), "vmlinux", past)
+	_, err = NewImage("vmlinux", bytes.NewReader(img), past)
 	require.ErrorIs(t, err, ErrMalformed)
 	assert.ErrorContains(t, err, "not within a loaded segment's file bytes")
 }

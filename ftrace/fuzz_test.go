@@ -75,7 +75,7 @@ func FuzzImage(f *testing.F) {
 		if arm64 {
 			ix = a64
 		}
-		s, err := NewImage(bytes.NewReader(data), "vmlinux", ix)
+		s, err := NewImage("vmlinux", bytes.NewReader(data), ix)
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrMismatch) && !errors.Is(err, ErrNoTable) && !errors.Is(err, ErrUnsupported) {
 				t.Fatalf("error of no kind: %v", err)

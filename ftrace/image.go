@@ -47,7 +47,7 @@ const maxSites = 16 << 20
 // CONFIG_DYNAMIC_FTRACE_WITH_CALL_OPS) are moved into them, as
 // ftrace_call_adjust() moves the kernel's records. A sample of the sites
 // must then be at functions' starts in ix, or the error is ErrMismatch.
-func NewImage(r io.ReaderAt, name string, ix *kallsyms.Index) (*Sites, error) {
+func NewImage(name string, r io.ReaderAt, ix *kallsyms.Index) (*Sites, error) {
 	var head [kimage.ARM64HeaderSize]byte
 	if n, _ := r.ReadAt(head[:], 0); kimage.IsARM64Image(head[:n]) {
 		return arm64Image(r, name, ix, head[:])

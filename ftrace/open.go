@@ -37,7 +37,7 @@ func Open(path string, ix *kallsyms.Index) (*Sites, error) {
 	head = head[:n]
 	switch {
 	case bytes.HasPrefix(head, []byte(elfMagic)) || kimage.IsARM64Image(head):
-		return NewImage(f, path, ix)
+		return NewImage(path, f, ix)
 	case kimage.IsBzImage(head):
 		// A compressed kernel: read whole (Debian's amd64 vmlinuz is 8
 		// MB), decompressed as far as the call-site table (1.5 s for
@@ -63,7 +63,7 @@ func Open(path string, ix *kallsyms.Index) (*Sites, error) {
 			return nil, err
 		}
 		if bytes.HasPrefix(data, []byte(elfMagic)) || kimage.IsARM64Image(data) {
-			return NewImage(bytes.NewReader(data), path, ix)
+			return NewImage(path, bytes.NewReader(data), ix)
 		}
 		return parseTracefs(data, path, ix)
 	}
