@@ -69,6 +69,11 @@ type Index struct {
 	// name (built on the first miss, see near).
 	varOnce  sync.Once
 	variants map[string][]uint32
+	// keyObjects: each object's keys' hashes (its slots'), hash<<32 |
+	// object, sorted (built with variants): which objects a missed name
+	// is in, without a probe of every object's table.
+	keyObjects []uint64
+	keyStart   []uint32 // by the hash's top bits: where they start in keyObjects
 	// exports: vmlinux's __ksymtab_ entries are listed (ListsExports);
 	// [gplLo, gplHi): the GPL-only exports' table (GPLOnly).
 	exportsOnce  sync.Once
@@ -228,7 +233,7 @@ func (ix *Index) Close() error {
 	ix.scratch, ix.closed = 0, true
 	ix.addrOnce.Do(func() {}) // Addr finds nothing
 	ix.varOnce.Do(func() {})
-	ix.variants = nil
+	ix.variants, ix.keyObjects, ix.keyStart = nil, nil, nil
 	return nil
 }
 

@@ -20,7 +20,12 @@ func (ix *Index) find(o *object, name string) uint32 {
 	if ix.lto && o == &ix.objs[0] { // see ltoSym
 		key = stripLLVM(name)
 	}
-	h := hashKeyString(key, false)
+	return ix.findKey(o, key, hashKeyString(key, false))
+}
+
+// findKey is find of key, whose hash (hashKeyString) is h, as o files it
+// (find says which key that is).
+func (ix *Index) findKey(o *object, key string, h uint32) uint32 {
 	slots := ix.slots[o.off : o.off+o.size]
 	// The probe trusts no slot: it gives up after o.size of them (a table
 	// with no empty slot cannot make it loop), and takes an entry only if
@@ -351,6 +356,38 @@ func baseName(name string) string {
 func (ix *Index) indexVariants() {
 	_ = ix.DecodeAll() // every name, on every core
 	ix.variants = map[string][]uint32{}
+	n := 0
+	for j := range ix.objs {
+		if !ix.objs[j].pseudo {
+			n += int(ix.objs[j].size)
+		}
+	}
+	ix.keyObjects = make([]uint64, 0, n)
+	for j := range ix.objs {
+		o := &ix.objs[j]
+		if o.pseudo {
+			continue
+		}
+		for _, sl := range ix.slots[o.off : o.off+o.size] {
+			if sl.idx != 0 {
+				ix.keyObjects = append(ix.keyObjects, uint64(sl.hash)<<32|uint64(j))
+			}
+		}
+	}
+	slices.Sort(ix.keyObjects)
+	// keyStart[b] is where the hashes whose top bits are b begin: a
+	// search reads two words and the few entries of its bucket, not a
+	// binary search's dozen cache lines.
+	ix.keyStart = make([]uint32, keyBuckets+1)
+	b := 0
+	for i, k := range ix.keyObjects {
+		for ; b <= int(k>>(64-keyBucketBits)); b++ {
+			ix.keyStart[b] = uint32(i)
+		}
+	}
+	for ; b <= keyBuckets; b++ {
+		ix.keyStart[b] = uint32(len(ix.keyObjects))
+	}
 	for j := range ix.objs {
 		o := &ix.objs[j]
 		if o.pseudo {
@@ -368,6 +405,34 @@ func (ix *Index) indexVariants() {
 	}
 }
 
+// keyBucketBits are the hash bits keyStart buckets keyObjects by.
+const (
+	keyBucketBits = 16
+	keyBuckets    = 1 << keyBucketBits
+)
+
+// objectsWith appends to buf, in object order, the objects (not
+// pseudo-modules) whose tables may file key: those with a slot of its
+// hash (a prefilter; find decides). In LTO mode vmlinux files names
+// without their .llvm suffix. varOnce must have run.
+func (ix *Index) objectsWith(key string, buf []int) []int {
+	from := len(buf)
+	for _, k := range []string{key, stripLLVM(key)} {
+		h := uint64(hashKeyString(k, false)) << 32
+		b := h >> (64 - keyBucketBits)
+		for _, e := range ix.keyObjects[ix.keyStart[b]:ix.keyStart[b+1]] {
+			if e&^0xffffffff == h {
+				buf = append(buf, int(uint32(e)))
+			}
+		}
+		if !ix.lto || stripLLVM(key) == key {
+			break
+		}
+	}
+	slices.Sort(buf[from:])
+	return append(buf[:from], slices.Compact(buf[from:])...)
+}
+
 // maxNear bounds the nearest names reported for a missing symbol.
 const maxNear = 8
 
@@ -380,23 +445,42 @@ func (ix *Index) near(oi int, name string) []Symbol {
 	// suffix come from an index built on the first miss (a scan of every
 	// name per miss took 0.9 ms, and a patch resolved against the wrong
 	// kernel misses a thousand names); a plain base name from the tables.
+	//
+	// Only the first need of them are reported, the smallest symbol
+	// indexes: the variants are in symbol order, and the objects in it
+	// too (an object's symbols come before the next object's), so the
+	// walks stop once they have need.
+	need := maxNear - len(out)
 	base := baseName(name)
 	ix.varOnce.Do(ix.indexVariants)
 	var vs []uint32
 	for _, i := range ix.variants[base] {
+		if len(vs) == need {
+			break
+		}
 		if ix.name(i) != name {
 			vs = append(vs, i)
 		}
 	}
-	if base != name {
-		for j := range ix.objs {
-			o := &ix.objs[j]
-			if o.pseudo {
-				continue
+	if base != name && need > 0 {
+		var objs [8]int
+		plain := 0
+		hb := hashKeyString(base, false)
+		for _, j := range ix.objectsWith(base, objs[:0]) {
+			if plain >= need {
+				break
 			}
-			for i := ix.find(o, base); i != 0; i = ix.next[i-1] {
+			o := &ix.objs[j]
+			head := uint32(0)
+			if ix.lto && j == 0 {
+				head = ix.find(o, base)
+			} else {
+				head = ix.findKey(o, base, hb)
+			}
+			for i := head; i != 0; i = ix.next[i-1] {
 				if ix.name(i-1) == base {
 					vs = append(vs, i-1)
+					plain++
 				}
 			}
 		}
@@ -419,20 +503,21 @@ func (ix *Index) near(oi int, name string) []Symbol {
 func (ix *Index) elsewhere(oi int, name string) []Symbol {
 	var out []Symbol
 	add := func(j int, n string) {
-		if o := &ix.objs[j]; !o.pseudo {
-			for _, c := range ix.candidates(o, n) {
-				if len(out) < maxNear {
-					out = append(out, c)
-				}
-			}
+		if o := &ix.objs[j]; !o.pseudo && len(out) < maxNear {
+			c, _ := ix.firstCandidates(o, n, maxNear-len(out))
+			out = append(out, c...)
 		}
 	}
+	// Only the objects whose tables may file the name are probed
+	// (objectsWith): a miss is asked of every loaded module.
+	ix.varOnce.Do(ix.indexVariants)
+	var objs [8]int
 	for _, n := range respellings(name) {
-		for j := range ix.objs {
+		for _, j := range ix.objectsWith(n, objs[:0]) {
 			add(j, n)
 		}
 	}
-	for j := range ix.objs {
+	for _, j := range ix.objectsWith(name, objs[:0]) {
 		if j != oi {
 			add(j, name)
 		}
@@ -458,9 +543,12 @@ var syscallPrefixes = []string{"__x64_", "__ia32_", "__arm64_", "__se_", "__do_"
 // for _printk, ext4_iget one for __ext4_iget), and for sys_NAME or
 // compat_sys_NAME the functions SYSCALL_DEFINE makes (__x64_sys_NAME,
 // __arm64_sys_NAME, __do_sys_NAME, ...).
+//
+// A clone's name (a compiler suffix: baseName) has none: it is copied
+// from a symbol table, not written from the source.
 func wrappers(name string) []string {
 	bare := strings.TrimLeft(name, "_")
-	if bare == "" {
+	if bare == "" || baseName(name) != name {
 		return nil
 	}
 	var out []string

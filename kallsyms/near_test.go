@@ -3,6 +3,7 @@
 package kallsyms
 
 import (
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -316,4 +317,43 @@ func TestNumberedLocal(t *testing.T) {
 	_, err = ix.Lookup(Vmlinux, "helper.isra.1", 0)
 	require.ErrorAs(t, err, &le)
 	assert.Equal(t, "nearest: vmlinux:helper vmlinux:helper vmlinux:helper.isra.0 xfs:helper xfs:helper xfs:helper libcrc32c:helper", le.Help())
+}
+
+// BenchmarkLookupMiss: lookups that miss, each with its suggestions, as
+// a patch built for another kernel makes them: 2,000 random symbols of
+// every object, each with a clone's suffix the kernel lacks or a letter
+// doubled (bench kallsyms' miss_vs_lookup compares them with hits).
+func BenchmarkLookupMiss(b *testing.B) {
+	ix, err := Open(testutil.Corpus(b, "amd64/kallsyms-6.1.0-57-amd64.txt"), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	type query struct{ object, name string }
+	var all []Symbol
+	for _, o := range ix.Objects() {
+		if !o.Pseudo {
+			ix.Symbols(o.Name, func(s Symbol) bool { all = append(all, s); return true })
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	var q []query
+	for len(q) < 2000 {
+		s := all[r.IntN(len(all))]
+		n := s.Name + ".isra.0"
+		if len(q)%2 == 1 {
+			n = s.Name + s.Name[len(s.Name)-1:]
+		}
+		if _, err := ix.Lookup(s.Object, n, 0); err != nil {
+			q = append(q, query{s.Object, n})
+		}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		x := &q[i%len(q)]
+		if _, err := ix.Lookup(x.object, x.name, 0); err == nil {
+			b.Fatal(x)
+		}
+		i++
+	}
 }

@@ -193,3 +193,33 @@ func (k *Kernel) CurrentLookup(objname, name string, pos uint64) (uint64, bool) 
 	}
 	return a.result()
 }
+
+// ObjectMap is the plain Go index a lookup is measured against: per
+// object, a map from each name to its addresses in the object's order
+// (as the index keeps them), built from the index's own symbols so that
+// both answer the same data.
+type ObjectMap map[string]map[string][]uint64
+
+// Add files one symbol.
+func (m ObjectMap) Add(object, name string, addr uint64) {
+	o := m[object]
+	if o == nil {
+		o = map[string][]uint64{}
+		m[object] = o
+	}
+	o[name] = append(o[name], addr)
+}
+
+// Lookup is klp_find_object_symbol()'s answer from the map: the pos-th
+// address of name in object (pos 0: the only one), and whether there is
+// exactly that one.
+func (m ObjectMap) Lookup(object, name string, pos uint64) (uint64, bool) {
+	as := m[object][name]
+	switch {
+	case pos == 0 && len(as) == 1:
+		return as[0], true
+	case pos > 0 && pos <= uint64(len(as)):
+		return as[pos-1], true
+	}
+	return 0, false
+}

@@ -4,9 +4,11 @@ package bench
 
 import (
 	"bytes"
-
+	"cmp"
+	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/klpresolve/klpresolve/internal/reference"
@@ -145,6 +147,7 @@ func Kallsyms(path string, self []string) (*Report, error) {
 	rep.add("kernel_old_lookup_ns", old, "ns", "reference: Linux 6.1 walk of everything, strcmp on each name")
 	rep.addTarget("current_vs_lookup", cur/lookup, "x", ">=", 5, "")
 	rep.addTarget("old_vs_lookup", old/lookup, "x", ">=", 3000, "")
+	againstMap(rep, ix)
 
 	snap, err := os.CreateTemp("", "klpsnap")
 	if err != nil {
@@ -216,4 +219,67 @@ func ratio(a, b interface{ Nanoseconds() int64 }) float64 {
 		return 0
 	}
 	return float64(a.Nanoseconds()) / float64(b.Nanoseconds())
+}
+
+// againstMap measures lookups in ix beside a per-object Go map of the same
+// symbols (reference.ObjectMap), with the same 20,000 queries taking turns
+// in one process: in random order, and in module order (a build tool's:
+// object by object, each in address order). Then lookups that miss, each
+// with its suggestions (LookupError.Near), against the random ones.
+func againstMap(rep *Report, ix *kallsyms.Index) {
+	om := reference.ObjectMap{}
+	order := map[string]int{}
+	for i, o := range ix.Objects() {
+		order[o.Name] = i
+		if !o.Pseudo {
+			ix.Symbols(o.Name, func(s kallsyms.Symbol) bool { om.Add(s.Object, s.Name, s.Address); return true })
+		}
+	}
+	random := Queries(ix, 20000)
+	inOrder := slices.Clone(random)
+	addr := func(q Query) uint64 { s, _ := ix.Lookup(q.Object, q.Name, q.Pos); return s.Address }
+	slices.SortStableFunc(inOrder, func(a, b Query) int {
+		return cmp.Or(cmp.Compare(order[a.Object], order[b.Object]), cmp.Compare(addr(a), addr(b)))
+	})
+	index := func(q []Query) func(b *testing.B) {
+		return func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				x := &q[i%len(q)]
+				_, _ = ix.Lookup(x.Object, x.Name, x.Pos)
+				i++
+			}
+		}
+	}
+	goMap := func(q []Query) func(b *testing.B) {
+		return func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				x := &q[i%len(q)]
+				_, _ = om.Lookup(x.Object, x.Name, x.Pos)
+				i++
+			}
+		}
+	}
+	// Misses as people make them: a clone's suffix the kernel does not
+	// have, and a letter doubled.
+	var misses []Query
+	for i, q := range random[:2000] {
+		n := q.Name + ".isra.0"
+		if i%2 == 1 {
+			n = q.Name + q.Name[len(q.Name)-1:]
+		}
+		if _, err := ix.Lookup(q.Object, n, 0); err != nil {
+			misses = append(misses, Query{q.Object, n, 0})
+		}
+	}
+	ns, _ := bestOf(3, index(random), goMap(random), index(inOrder), goMap(inOrder), index(misses))
+	rep.add("lookup_random_ns", ns[0], "ns", "20,000 random resolvable queries")
+	rep.add("map_random_ns", ns[1], "ns", "reference: a per-object Go map of the same symbols, the same queries")
+	rep.addTarget("map_vs_lookup_random", ns[1]/ns[0], "x", ">=", 1.5, "")
+	rep.add("lookup_module_order_ns", ns[2], "ns", "the same queries object by object, in address order")
+	rep.add("map_module_order_ns", ns[3], "ns", "reference: the map, in that order")
+	rep.addTarget("map_vs_lookup_module_order", ns[3]/ns[2], "x", ">=", 1.5, "")
+	rep.add("lookup_miss_ns", ns[4], "ns", fmt.Sprintf("%d lookups that miss (a clone suffix added, a letter doubled), each with its suggestions", len(misses)))
+	rep.addTarget("miss_vs_lookup", ns[4]/ns[0], "x", "<=", 10, "a miss with its suggestions against a random lookup")
 }
