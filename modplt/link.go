@@ -7,6 +7,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"time"
@@ -242,7 +243,17 @@ func (img *Image) Section(name string) *Placed {
 // symbols at their final addresses (SHN_ABS). It has no program headers:
 // it is for inspection (objdump -D, readelf) and comparison, not for
 // loading.
-func (img *Image) ELF() []byte {
+func (img *Image) ELF() []byte { return img.builder().Bytes() }
+
+// WriteELF writes ELF's file to w, the sections' data as they are, without
+// a copy of the whole in memory.
+func (img *Image) WriteELF(w io.Writer) error {
+	_, err := img.builder().WriteTo(w)
+	return err
+}
+
+// builder is the linked image as an ELF file to write.
+func (img *Image) builder() *elfobj.Builder {
 	f := img.Module.f
 	b := &elfobj.Builder{Type: elf.ET_EXEC, Class: f.Class, Order: f.Order, Machine: f.Machine, Flags: f.Flags}
 	for _, p := range img.Sections {
@@ -278,7 +289,7 @@ func (img *Image) ELF() []byte {
 			}
 		}
 	}
-	return b.Bytes()
+	return b
 }
 
 func isZero(b []byte) bool {

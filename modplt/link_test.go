@@ -4,9 +4,11 @@ package modplt
 
 import (
 	"bufio"
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -182,3 +184,25 @@ func TestCountBothByteOrders(t *testing.T) {
 		}
 	}
 }
+
+// WriteELF writes the bytes ELF returns, through a writer that takes
+// them piece by piece, and a writer's error comes back.
+func TestWriteELF(t *testing.T) {
+	m, err := Open(linkFixture("x86_64.o"))
+	require.NoError(t, err)
+	img, err := m.Link(LinkOptions{Resolve: func(string) (uint64, bool) { return 0xffffffff81000000, true }})
+	require.NoError(t, err)
+	want := img.ELF()
+	var got bytes.Buffer
+	require.NoError(t, img.WriteELF(&got))
+	assert.Equal(t, want, got.Bytes())
+	_, err = elf.NewFile(bytes.NewReader(want))
+	require.NoError(t, err)
+	assert.ErrorIs(t, img.WriteELF(failWriter{}), errWriteFailed)
+}
+
+var errWriteFailed = errors.New("disk full")
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errWriteFailed }

@@ -183,7 +183,7 @@ loader refuses a symbol version, its vermagic or the module as a whole), 2 unusa
 				return &exitError{exitUsage, err}
 			}
 			if out != "" {
-				if err := a.temps.WriteBytes(out, img.ELF()); err != nil {
+				if err := a.temps.Write(out, img.WriteELF); err != nil {
 					return &exitError{exitUsage, err}
 				}
 			}

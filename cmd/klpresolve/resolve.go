@@ -168,7 +168,7 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 			rep.ResolveTime.Round(time.Microsecond), rep.LinkTime.Round(time.Microsecond), t3.Sub(t0).Round(time.Microsecond))
 	}
 	if o.out != "" && rep.Image != nil {
-		if err := a.temps.WriteBytes(o.out, rep.Image.ELF()); err != nil {
+		if err := a.temps.Write(o.out, rep.Image.WriteELF); err != nil {
 			return &exitError{exitUsage, err}
 		}
 	}

@@ -3,9 +3,11 @@
 package elfobj
 
 import (
+	"bufio"
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"io"
 )
 
 // Builder writes small relocatable ELF files: the project's own fixtures
@@ -94,6 +96,15 @@ func AppendReloc(b []byte, o binary.AppendByteOrder, is64, rela bool, r Reloc) [
 
 // Bytes lays the file out and returns it.
 func (b *Builder) Bytes() []byte {
+	var buf bytes.Buffer
+	_, _ = b.WriteTo(&buf) // (a bytes.Buffer's writes do not fail)
+	return buf.Bytes()
+}
+
+// WriteTo lays the file out and writes it to w: the sections' data as
+// they are, without a copy of the whole file in memory (a linked module
+// is megabytes, and a fresh process pays for every page it touches).
+func (b *Builder) WriteTo(w io.Writer) (int64, error) {
 	is64 := b.Class == elf.ELFCLASS64
 	o := b.Order.(interface {
 		binary.ByteOrder
@@ -103,30 +114,35 @@ func (b *Builder) Bytes() []byte {
 	symtab := len(b.Sections) + 1
 	strtabIdx := symtab + 1
 
-	var strtab, shstr bytes.Buffer
-	strtab.WriteByte(0)
-	shstr.WriteByte(0)
-	var syms bytes.Buffer
-	syms.Write(make([]byte, f.SymEntSize()))
+	// Every table sized before it is filled, and the output once: a
+	// linked module is megabytes, and each doubling of a growing buffer
+	// is a fresh allocation to fault in and copy.
+	names := 1
+	for _, s := range b.Symbols {
+		if s.Name != "" {
+			names += len(s.Name) + 1
+		}
+	}
+	strtab := make([]byte, 1, names)
+	syms := make([]byte, f.SymEntSize(), f.SymEntSize()*(len(b.Symbols)+1))
 	for _, s := range b.Symbols {
 		name := uint32(0)
 		if s.Name != "" {
-			name = uint32(strtab.Len())
-			strtab.WriteString(s.Name)
-			strtab.WriteByte(0)
+			name = uint32(len(strtab))
+			strtab = append(append(strtab, s.Name...), 0)
 		}
 		if is64 {
-			syms.Write(o.AppendUint32(nil, name))
-			syms.Write([]byte{s.Info, s.Other})
-			syms.Write(o.AppendUint16(nil, s.Shndx))
-			syms.Write(o.AppendUint64(nil, s.Value))
-			syms.Write(o.AppendUint64(nil, s.Size))
+			syms = o.AppendUint32(syms, name)
+			syms = append(syms, s.Info, s.Other)
+			syms = o.AppendUint16(syms, s.Shndx)
+			syms = o.AppendUint64(syms, s.Value)
+			syms = o.AppendUint64(syms, s.Size)
 		} else {
-			syms.Write(o.AppendUint32(nil, name))
-			syms.Write(o.AppendUint32(nil, uint32(s.Value)))
-			syms.Write(o.AppendUint32(nil, uint32(s.Size)))
-			syms.Write([]byte{s.Info, s.Other})
-			syms.Write(o.AppendUint16(nil, s.Shndx))
+			syms = o.AppendUint32(syms, name)
+			syms = o.AppendUint32(syms, uint32(s.Value))
+			syms = o.AppendUint32(syms, uint32(s.Size))
+			syms = append(syms, s.Info, s.Other)
+			syms = o.AppendUint16(syms, s.Shndx)
 		}
 	}
 	firstGlobal := len(b.Symbols) + 1
@@ -145,39 +161,41 @@ func (b *Builder) Bytes() []byte {
 	}
 	if !b.NoSymtab {
 		all = append(all,
-			BuildSection{Name: ".symtab", Type: elf.SHT_SYMTAB, Data: syms.Bytes(), Link: uint32(strtabIdx), Info: uint32(firstGlobal), Addralign: 8, Entsize: uint64(f.SymEntSize())},
-			BuildSection{Name: ".strtab", Type: elf.SHT_STRTAB, Data: strtab.Bytes(), Addralign: 1})
+			BuildSection{Name: ".symtab", Type: elf.SHT_SYMTAB, Data: syms, Link: uint32(strtabIdx), Info: uint32(firstGlobal), Addralign: 8, Entsize: uint64(f.SymEntSize())},
+			BuildSection{Name: ".strtab", Type: elf.SHT_STRTAB, Data: strtab, Addralign: 1})
 	}
 	all = append(all, BuildSection{Name: ".shstrtab", Type: elf.SHT_STRTAB, Addralign: 1})
-	names := make([]uint32, len(all))
+	shnames := make([]uint32, len(all))
+	shstr := []byte{0}
 	for i, s := range all {
-		names[i] = uint32(shstr.Len())
-		shstr.WriteString(s.Name)
-		shstr.WriteByte(0)
+		shnames[i] = uint32(len(shstr))
+		shstr = append(append(shstr, s.Name...), 0)
 	}
-	all[len(all)-1].Data = shstr.Bytes()
+	all[len(all)-1].Data = shstr
 
 	ehsize, shentsize := 52, 40
 	if is64 {
 		ehsize, shentsize = 64, 64
 	}
-	out := make([]byte, ehsize)
+	// The layout: the header, each section's data 8-aligned, then the
+	// section headers.
 	offs := make([]uint64, len(all))
+	end := uint64(ehsize)
 	for i, s := range all {
 		if s.Type == elf.SHT_NOBITS {
-			offs[i] = uint64(len(out))
+			offs[i] = end
 			continue
 		}
-		for len(out)%8 != 0 {
-			out = append(out, 0)
-		}
-		offs[i] = uint64(len(out))
-		out = append(out, s.Data...)
+		offs[i] = (end + 7) &^ 7
+		end = offs[i] + uint64(len(s.Data))
 	}
-	for len(out)%8 != 0 {
-		out = append(out, 0)
+	shoff := (end + 7) &^ 7
+	total := int(shoff) + shentsize*(len(all)+1)
+	if bb, ok := w.(*bytes.Buffer); ok {
+		bb.Grow(total)
 	}
-	shoff := uint64(len(out))
+	// out is the header, then the section headers.
+	out := make([]byte, ehsize, ehsize+shentsize*(len(all)+1))
 	out = append(out, make([]byte, shentsize)...) // the null section
 	for i, s := range all {
 		size := uint64(len(s.Data))
@@ -185,7 +203,7 @@ func (b *Builder) Bytes() []byte {
 			size = s.Size
 		}
 		if is64 {
-			out = o.AppendUint32(out, names[i])
+			out = o.AppendUint32(out, shnames[i])
 			out = o.AppendUint32(out, uint32(s.Type))
 			out = o.AppendUint64(out, uint64(s.Flags))
 			out = o.AppendUint64(out, s.Addr)
@@ -196,7 +214,7 @@ func (b *Builder) Bytes() []byte {
 			out = o.AppendUint64(out, s.Addralign)
 			out = o.AppendUint64(out, s.Entsize)
 		} else {
-			out = o.AppendUint32(out, names[i])
+			out = o.AppendUint32(out, shnames[i])
 			out = o.AppendUint32(out, uint32(s.Type))
 			out = o.AppendUint32(out, uint32(s.Flags))
 			out = o.AppendUint32(out, uint32(s.Addr))
@@ -240,5 +258,23 @@ func (b *Builder) Bytes() []byte {
 		o.PutUint16(h[48:], shnum)
 		o.PutUint16(h[50:], uint16(len(all))) // .shstrtab, the last
 	}
-	return out
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var zeros [8]byte
+	at := uint64(ehsize)
+	_, _ = bw.Write(out[:ehsize])
+	for i, s := range all {
+		if s.Type == elf.SHT_NOBITS {
+			continue
+		}
+		_, _ = bw.Write(zeros[:offs[i]-at])
+		_, _ = bw.Write(s.Data)
+		at = offs[i] + uint64(len(s.Data))
+	}
+	_, _ = bw.Write(zeros[:shoff-at])
+	_, _ = bw.Write(out[ehsize:])
+	// (a bufio.Writer keeps its first error and returns it here)
+	if err := bw.Flush(); err != nil {
+		return 0, err
+	}
+	return int64(total), nil
 }
