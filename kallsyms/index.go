@@ -143,7 +143,7 @@ func (ix *Index) name(i uint32) string {
 // nameOut is sym i's name for a caller to keep: a copy if the index is a
 // mapping, which goes away with the Index.
 func (ix *Index) nameOut(i uint32) string {
-	if ix.mapping != nil || ix.text != nil {
+	if ix.mapping != nil || ix.text != nil || ix.anon != nil && ix.lazy != nil {
 		return strings.Clone(ix.name(i))
 	}
 	return ix.name(i)
@@ -160,6 +160,7 @@ func (ix *Index) symbol(i uint32, pos int) Symbol {
 // is unreachable, unless Close did first.
 func (ix *Index) own(mapping []byte) {
 	ix.mapping = mapping
+	ix.unmap.Stop() // (one cleanup, for every mapping: own may run twice)
 	if ix.mapping != nil || ix.anon != nil || ix.text != nil {
 		ix.unmap = runtime.AddCleanup(ix, unmapAll, mappings{ix.mapping, ix.anon, ix.text, ix.textBusy})
 	}

@@ -40,4 +40,4 @@ func mustParse(t *testing.T, text string, opts Options) *Index {
 
 // writers are the snapshot formats this build writes: compact (version 7)
 // and raw (6).
-var writers = map[string]func(*Index, io.Writer) error{"zstd": (*Index).WriteSnapshot, "raw": (*Index).WriteSnapshotRaw}
+var writers = map[string]func(*Index, io.Writer) error{"compact": (*Index).WriteSnapshot, "raw": (*Index).WriteSnapshotRaw}

@@ -9,12 +9,10 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/klpresolve/klpresolve/internal/par"
 )
 
-// lazySnapshot is what the Index of a compact snapshot (version 7) keeps
+// lazySnapshot is what the Index of a compact snapshot (version 8) keeps
 // to decode its chunks when they are first needed. Loading such a
 // snapshot checks it whole (checksum, counts, tables, chains) but decodes
 // only its table of contents: its records and names are zero until their
@@ -26,7 +24,6 @@ import (
 type lazySnapshot struct {
 	name   string
 	file   []byte // the snapshot: the frames are decoded from it
-	dec    *zstd.Decoder
 	names  []byte // ix.data's bytes
 	chunks []snapChunk
 	// first[i>>lazyBlockShift] is the chunk that holds the first symbol
@@ -49,7 +46,7 @@ const lazyBlockShift = 6
 // its tables (st) are used as stored (in place where the host is
 // little-endian and they are aligned), its chains read from its links,
 // and its chunks decoded by dec when first needed.
-func (ix *Index) loadLazy(name string, file, st, links []byte, ch []snapChunk, nsym int, nname uint32, dec *zstd.Decoder) error {
+func (ix *Index) loadLazy(name string, file, st, links []byte, ch []snapChunk, nsym int, nname uint32) error {
 	le := binary.LittleEndian
 	nslot, nlink := len(st)/slotRecord, len(links)/linkRecord
 	if hostLE && uintptr(unsafe.Pointer(unsafe.SliceData(st)))%4 == 0 {
@@ -63,7 +60,14 @@ func (ix *Index) loadLazy(name string, file, st, links []byte, ch []snapChunk, n
 	// The chains: forward, inside the symbol's object (so that no walk
 	// leaves it or loops), one link per symbol at most. A lookup checks
 	// each slot it takes (find); nothing else needs checking.
-	ix.next = make([]uint32, nsym)
+	names := ix.lazyArrays(nsym, int(nname))
+	loaded := false
+	defer func() {
+		if !loaded && ix.anon != nil { // (a forged file: nothing keeps it)
+			unmapFile(ix.anon)
+			ix.anon, ix.syms, ix.next, ix.data = nil, nil, nil, ""
+		}
+	}()
 	o := 0
 	for k := range nlink {
 		i, nx := le.Uint32(links[linkRecord*k:]), le.Uint32(links[linkRecord*k+4:])
@@ -78,10 +82,7 @@ func (ix *Index) loadLazy(name string, file, st, links []byte, ch []snapChunk, n
 		}
 		ix.next[i] = nx
 	}
-	ix.syms = make([]sym, nsym)
-	names := make([]byte, nname)
-	ix.data = unsafe.String(unsafe.SliceData(names), len(names))
-	l := &lazySnapshot{name: name, file: file, dec: dec, names: names, chunks: ch,
+	l := &lazySnapshot{name: name, file: file, names: names, chunks: ch,
 		first: make([]uint32, (nsym+1<<lazyBlockShift-1)>>lazyBlockShift),
 		done:  make([]atomic.Bool, len(ch)), mu: make([]sync.Mutex, len(ch)), errs: make([]error, len(ch))}
 	k := uint32(0)
@@ -93,7 +94,34 @@ func (ix *Index) loadLazy(name string, file, st, links []byte, ch []snapChunk, n
 	}
 	l.left.Store(int64(len(ch)))
 	ix.lazy = l
+	loaded = true
+	ix.own(ix.mapping) // the cleanup unmaps ix.anon (open adds the file's mapping)
 	return nil
+}
+
+// lazyArrays makes ix's records (ix.syms), chains (ix.next) and names
+// (ix.data, returned) for a lazy index of nsym symbols and nname bytes of
+// names, zero, in one anonymous mapping where the system has one
+// (ix.anon): a lookup then faults in only the pages of the chunks it
+// decodes, and Close (or the cleanup, see own) returns them at once. A
+// fleet opens a thousand snapshots: 6 MB of heap each, allocated and
+// zeroed whole, was most of its time and memory.
+func (ix *Index) lazyArrays(nsym, nname int) []byte {
+	symBytes := nsym * int(unsafe.Sizeof(sym{}))
+	nextAt := symBytes
+	namesAt := nextAt + 4*nsym
+	if m, err := mapAnon(max(namesAt+nname, 1)); err == nil {
+		ix.anon = m
+		ix.syms = unsafe.Slice((*sym)(unsafe.Pointer(unsafe.SliceData(m))), nsym)
+		ix.next = unsafe.Slice((*uint32)(unsafe.Pointer(&m[nextAt])), nsym)
+		names := m[namesAt : namesAt+nname : namesAt+nname]
+		ix.data = unsafe.String(unsafe.SliceData(names), nname)
+		return names
+	}
+	ix.syms, ix.next = make([]sym, nsym), make([]uint32, nsym)
+	names := make([]byte, nname)
+	ix.data = unsafe.String(unsafe.SliceData(names), nname)
+	return names
 }
 
 // ensure decodes the chunk holding symbol i unless it is decoded.
@@ -138,10 +166,10 @@ func (l *lazySnapshot) decode(ix *Index, k uint32) {
 // fill decodes chunk c's names and columns, and its records into syms.
 func (l *lazySnapshot) fill(c *snapChunk, syms []sym) error {
 	cols := make([]byte, c.cols.n)
-	if err := decodeFrame(l.dec, l.file, c.cols, cols); err != nil {
+	if err := decodeFrame(l.file, c.cols, cols); err != nil {
 		return snapErr(l.name, "chunk %d's columns: %v", c.k, err)
 	}
-	if err := decodeFrame(l.dec, l.file, c.names, l.names[c.n0:c.n1]); err != nil {
+	if err := decodeFrame(l.file, c.names, l.names[c.n0:c.n1]); err != nil {
 		return snapErr(l.name, "chunk %d's names: %v", c.k, err)
 	}
 	_, err := decodeColumns(l.name, c, cols, syms)
@@ -198,8 +226,5 @@ func (ix *Index) decodeErr() error {
 
 // closeLazy releases what the lazy decoding kept.
 func (ix *Index) closeLazy() {
-	if ix.lazy != nil {
-		ix.lazy.dec.Close()
-		ix.lazy = nil
-	}
+	ix.lazy = nil
 }

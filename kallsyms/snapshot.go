@@ -14,26 +14,26 @@ import (
 	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
-	"github.com/klauspost/compress/zstd"
+	"github.com/klauspost/compress/s2"
 
 	"github.com/klpresolve/klpresolve/internal/atomicfile"
 	"github.com/klpresolve/klpresolve/internal/hugepage"
 	"github.com/klpresolve/klpresolve/internal/par"
 )
 
-// Compact snapshot format, version 7: the symbols in chunks, each chunk's
-// columns and names zstd-compressed apart, so that it is smaller than the
-// text compressed whole; then the hash tables and chains, uncompressed, so
+// Compact snapshot format, version 8: the symbols in chunks, each chunk's
+// columns and names compressed apart as S2 blocks (decoded in a
+// microsecond or two: a lookup decodes only its symbol's chunk); then the hash tables and chains, uncompressed, so
 // that loading decodes nothing but the table of contents: a chunk is
 // decoded the first time a lookup reaches one of its symbols (see
 // lazySnapshot), and every chunk at once, on every core, by DecodeAll and
 // by what reads every symbol. (Versions 2-4 and 6 are the raw format's,
-// see snapraw.go; this build reads no version before 6 or 7, none of which
-// was released: docs/snapshot-format.md.) All integers little-endian.
+// see snapraw.go; this build reads no version but 6 and 8; none before
+// them was released: docs/snapshot-format.md.) All integers little-endian.
 //
 //	header (40 bytes):
 //	  [8] magic "KLPSNAP\x00"
-//	  u32 version (7)
+//	  u32 version (8)
 //	  u32 flags (bit 0: LTO matching: vmlinux's tables are keyed by names
 //	      without their .llvm.<hash> suffix, see Index.ltoSym)
 //	  u32 frames: 1 + 2 x chunks
@@ -42,7 +42,7 @@ import (
 //	      its first 32
 //	  u32 table slots, u32 chain links
 //	frame table: u32 stored length, u32 decoded length, for each frame
-//	the frames, each one zstd frame:
+//	the frames, each one S2 block (its decoded length first, a varint):
 //	  the table of contents:
 //	    u32 objects, u32 symbols, u32 symbol-name bytes,
 //	    u32 source-name bytes, u32 object-name bytes,
@@ -65,7 +65,7 @@ import (
 //	        symbol of its name in its object), for the symbols whose
 //	        chain goes on, in symbol order
 const (
-	snapshotVersion = 7
+	snapshotVersion = 8
 	headerSize      = 40
 	checksumSkip    = 32 // the checksum covers the header's first 24 bytes and all from here
 	tocFixed        = 20
@@ -80,12 +80,13 @@ const (
 	maxExpansion      = 64
 	minExpansionBound = 1 << 20
 	maxChunks         = 1 << 16
-	// chunkNameBytes is the writer's chunk size, in bytes of names: frames
-	// of 512 KiB of names compress within 2% of one frame of them all,
-	// and decode at 1.2 GB/s here where frames of 64 KiB decode at 0.75
-	// (the decoder's last 128 KiB of a frame decoded in place is its
-	// slower, bounds-checked copy).
-	chunkNameBytes = 16 << 10
+	// chunkNameBytes is the writer's chunk size, in bytes of names. A
+	// lookup decodes its symbol's whole chunk (S2 decodes 4 KiB of names
+	// in about 1 us), and a patch's symbols are spread over the kernel's:
+	// smaller chunks decode less per lookup, at a small cost in size (the
+	// names of a 6.1 kernel in chunks of 4 KiB compress to 0.38 of
+	// themselves, as in chunks of 16 KiB).
+	chunkNameBytes = 4 << 10
 )
 
 var snapshotMagic = []byte("KLPSNAP\x00")
@@ -234,14 +235,8 @@ func (ix *Index) canonicalSlots() []slot {
 // snapshot that holds them and the tables (flags bit 0 if lto).
 func compactSnapshot(parts compactParts, lto bool) ([]byte, error) {
 	workers := runtime.GOMAXPROCS(0)
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBestCompression),
-		zstd.WithEncoderConcurrency(workers), zstd.WithEncoderCRC(false))
-	if err != nil {
-		return nil, err
-	}
-	defer enc.Close()
 	frames := make([][]byte, len(parts.frames))
-	par.For(workers, len(frames), func(k int) { frames[k] = enc.EncodeAll(parts.frames[k], nil) })
+	par.For(workers, len(frames), func(k int) { frames[k] = s2.EncodeBest(nil, parts.frames[k]) })
 	le := binary.LittleEndian
 	size, decoded := headerSize+8*len(frames), 0
 	for k, f := range frames {
@@ -434,22 +429,7 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 		return nil, snapErr(name, "frames decode to %d bytes, more than a file of %d bytes can hold", decoded, len(b))
 	}
 	workers := runtime.GOMAXPROCS(0)
-	maxFrame := uint64(0)
-	for _, f := range frames {
-		maxFrame = max(maxFrame, f.n)
-	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(workers),
-		zstd.WithDecoderMaxMemory(max(maxFrame, minExpansionBound)), zstd.IgnoreChecksum(true))
-	if err != nil {
-		return nil, err
-	}
-	keep := false
-	defer func() {
-		if !keep {
-			dec.Close()
-		}
-	}()
-	decode := func(f snapFrame, dst []byte) error { return decodeFrame(dec, b, f, dst) }
+	decode := func(f snapFrame, dst []byte) error { return decodeFrame(b, f, dst) }
 	toc := make([]byte, frames[0].n)
 	if err := decode(frames[0], toc); err != nil {
 		return nil, snapErr(name, "table of contents: %v", err)
@@ -472,10 +452,9 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 		// The tables are stored, keyed as this index's are (an exact
 		// file asked for LTO matching is rebuilt, below).
 		linksAt := tablesAt + slotRecord*nslot
-		if err := ix.loadLazy(name, b, b[tablesAt:linksAt], b[linksAt:end], ch, nsym, nname, dec); err != nil {
+		if err := ix.loadLazy(name, b, b[tablesAt:linksAt], b[linksAt:end], ch, nsym, nname); err != nil {
 			return nil, err
 		}
-		keep = true
 		return ix, nil
 	}
 	// The names, the records and the tables of a large index go in
@@ -515,11 +494,20 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 	return ix, nil
 }
 
-// decodeFrame decodes frame f of the compact snapshot b in place into dst,
-// whose capacity is cut to its length: the decoder uses a destination's
-// spare capacity as it likes.
-func decodeFrame(dec *zstd.Decoder, b []byte, f snapFrame, dst []byte) error {
-	got, err := dec.DecodeAll(b[f.from:f.to], dst[:0:len(dst)])
+// decodeFrame decodes frame f of the compact snapshot b into dst, which
+// must be exactly the size the frame table gives: a block whose header
+// says another size is refused before anything is decoded (s2.Decode
+// would allocate for a larger one).
+func decodeFrame(b []byte, f snapFrame, dst []byte) error {
+	src := b[f.from:f.to]
+	n, err := s2.DecodedLen(src)
+	if err != nil {
+		return err
+	}
+	if n != len(dst) {
+		return fmt.Errorf("it decodes to %d bytes, the frame table says %d", n, len(dst))
+	}
+	got, err := s2.Decode(dst, src)
 	if err != nil {
 		return err
 	}

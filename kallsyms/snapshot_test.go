@@ -289,17 +289,21 @@ func TestSnapshotForged(t *testing.T) {
 			m := (len(p.frames[1]) - 8) / columnBytes
 			p.frames[1][8+2*m] = 2 // 512 bytes and more
 		}), "symbol 0: name out of range"},
-		"not zstd": {edit(func(p *compactParts) {}), "chunk 0's names: "},
+		"not s2": {edit(func(p *compactParts) {}), "chunk 0's names: "},
 	}
 	for name, c := range inChunk {
-		if name == "not zstd" {
-			// The first names frame's magic, in the file.
+		if name == "not s2" {
+			// The first names frame (the third: after the table of
+			// contents and the first chunk's columns), past its decoded
+			// length: copies from before the block's start.
 			b := bytes.Clone(c.file)
-			at := bytes.Index(b[headerSize:], []byte{0x28, 0xb5, 0x2f, 0xfd})
-			for k := 0; k < 2; k++ { // the table of contents', the columns'
-				at += 1 + bytes.Index(b[headerSize+at+1:], []byte{0x28, 0xb5, 0x2f, 0xfd})
+			nframe := int(le.Uint32(b[16:]))
+			at := headerSize + 8*nframe + int(le.Uint32(b[headerSize:])) + int(le.Uint32(b[headerSize+8:]))
+			stored := int(le.Uint32(b[headerSize+16:]))
+			_, skip := binary.Uvarint(b[at:])
+			for j := at + skip; j < at+stored; j++ {
+				b[j] = 0xff
 			}
-			b[headerSize+at] = 0
 			le.PutUint64(b[24:], compactChecksum(b))
 			c.file = b
 		}
@@ -382,26 +386,26 @@ func TestSnapshotForgedFrames(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// TestSnapshotVersions: this build reads compact version 7 and raw
+// TestSnapshotVersions: this build reads compact version 8 and raw
 // version 6; any other version, an older one (1-5, which no release
 // wrote) or a newer one, is refused with what to do.
 func TestSnapshotVersions(t *testing.T) {
 	ix := mustParse(t, chunkyText(), Options{})
 	var buf bytes.Buffer
 	require.NoError(t, ix.WriteSnapshot(&buf))
-	require.Equal(t, uint32(7), binary.LittleEndian.Uint32(buf.Bytes()[8:]))
-	for _, v := range []uint32{1, 3, 4, 5} {
+	require.Equal(t, uint32(8), binary.LittleEndian.Uint32(buf.Bytes()[8:]))
+	for _, v := range []uint32{1, 3, 4, 5, 7} {
 		b := bytes.Clone(buf.Bytes())
 		binary.LittleEndian.PutUint32(b[8:], v)
 		_, err := ParseBytes("old.snap", b, Options{})
 		require.ErrorIs(t, err, ErrMalformed)
-		require.ErrorContains(t, err, fmt.Sprintf("old.snap: snapshot: malformed input: version %d, which this build does not read (it reads 7 and 6): write the snapshot again with this build", v))
+		require.ErrorContains(t, err, fmt.Sprintf("old.snap: snapshot: malformed input: version %d, which this build does not read (it reads 8 and 6): write the snapshot again with this build", v))
 	}
 	b := bytes.Clone(buf.Bytes())
-	binary.LittleEndian.PutUint32(b[8:], 8)
+	binary.LittleEndian.PutUint32(b[8:], 9)
 	_, err := ParseBytes("new.snap", b, Options{})
 	require.ErrorIs(t, err, ErrMalformed)
-	require.ErrorContains(t, err, "new.snap: snapshot: malformed input: version 8, from a newer klpresolve (this build reads 7 and 6): use that klpresolve, or write the snapshot again with this one")
+	require.ErrorContains(t, err, "new.snap: snapshot: malformed input: version 9, from a newer klpresolve (this build reads 8 and 6): use that klpresolve, or write the snapshot again with this one")
 }
 
 // TestSnapshotTooRepetitive: an index that compresses more than 64-fold

@@ -75,6 +75,11 @@ Exit status: 0 every kernel OK, 1 any kernel failed (or could not be read),
 2 usage, 3 --max-time reached (klpresolve stops there, with no verdict).`,
 		Args: needArgs(1, 1, "one livepatch module, PATCH.ko"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Kernel after kernel, each one's index garbage once it is
+			// checked: the runtime's own pacing keeps the heap near one
+			// kernel's (oneShotGC's let a thousand-kernel check grow to
+			// several times that).
+			setGC(goDefaultGC)
 			if err := checkFormat(format, "junit"); err != nil {
 				return err
 			}

@@ -58,7 +58,8 @@ func main() {
 }
 
 // The collector's settings (GOGC percent): oneShotGC for the commands,
-// goDefaultGC, the runtime's own, for the benchmarks (see newBenchCmd).
+// goDefaultGC, the runtime's own, for the benchmarks (see newBenchCmd)
+// and for check, which reads kernel after kernel.
 const (
 	oneShotGC   = 400
 	goDefaultGC = 100
