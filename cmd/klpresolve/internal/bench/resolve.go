@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klpresolve/klpresolve/internal/input"
+
 	"github.com/klpresolve/klpresolve/internal/reference"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
@@ -65,10 +67,42 @@ func Resolve(module, kallsymsPath string) (*Report, error) {
 		m2, _ := klp.Open(module)
 		_ = m2.Resolve(ix2, klp.ResolveOptions{})
 	})
+	// klp.Open against reading the same bytes (decompressed as Open
+	// does): what describing the module adds to reading it.
+	read := minTime(15, func() {
+		b, _ := input.ReadFileChecked(module, 1<<30, nil)
+		_, _, _ = input.Decompress(module, b, 1<<30)
+	})
+	open := minTime(15, func() { _, _ = klp.Open(module) })
+	rep.add("read_module_ms", ms(read), "ms", "reference: the module's bytes read (and decompressed)")
+	rep.add("open_module_ms", ms(open), "ms", "klp.Open: read and describe every section and relocation")
+	rep.addTarget("open_vs_read", ratio(open, read), "x", "<=", 2, "")
+	// The same check against a compact snapshot of the symbols, written
+	// here: resolving against one must not cost more than the text.
+	snap, err := os.CreateTemp("", "klpsnap")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(snap.Name())
+	err = ix.WriteSnapshot(snap)
+	if cerr := snap.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	wholeSnap := minTime(10, func() {
+		ix2, _ := kallsyms.Open(snap.Name(), kallsyms.Options{})
+		m2, _ := klp.Open(module)
+		_ = m2.Resolve(ix2, klp.ResolveOptions{})
+		_ = ix2.Close()
+	})
 	per := res / float64(n)
 	rep.addTarget("resolve_ns_per_reloc", per, "ns", "<=", 100, "")
 	rep.add("kernel_old_walk_ns_per_reloc", old, "ns", fmt.Sprintf("reference: Linux 6.1 walk, %d-relocation sample", len(sample)))
 	rep.addTarget("old_walk_vs_resolve", old/per, "x", ">=", 1000, "")
 	rep.add("whole_check_ms", ms(whole), "ms", "read+index kallsyms, read module, resolve; target well under 100")
+	rep.add("whole_check_snapshot_ms", ms(wholeSnap), "ms", "the same against a compact snapshot of the symbols")
+	rep.addTarget("snapshot_vs_text_check", ratio(wholeSnap, whole), "x", "<=", 1, "")
 	return rep, nil
 }
