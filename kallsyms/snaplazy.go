@@ -38,35 +38,31 @@ type lazySnapshot struct {
 	// checks from then on.
 	left atomic.Int64
 	all  atomic.Bool
+	// mapped: names is in ix's anonymous mapping (lazyArrays), whose
+	// pages may be advised.
+	mapped bool
 }
 
 const lazyBlockShift = 6
 
 // loadLazy makes ix, whose objects readTOC read, the index of the compact
 // snapshot file with its chunks ch (nsym symbols, nname bytes of names):
-// its tables (st) are used as stored (in place where the host is
-// little-endian and they are aligned), its chains read from its links,
-// and its chunks decoded by dec when first needed.
-func (ix *Index) loadLazy(name string, file, st, links []byte, ch []snapChunk, nsym int, nname uint32) error {
+// its tables filled from their bitmap and packed slots (nslot of them,
+// see packTables), its chains read from its links, and its chunks decoded
+// when first needed.
+func (ix *Index) loadLazy(name string, file, bitmap, packed []byte, nslot uint64, links []byte, ch []snapChunk, nsym int, nname uint32) error {
 	le := binary.LittleEndian
-	nslot, nlink := len(st)/slotRecord, len(links)/linkRecord
-	if hostLE && uintptr(unsafe.Pointer(unsafe.SliceData(st)))%4 == 0 {
-		ix.slots = unsafe.Slice((*slot)(unsafe.Pointer(unsafe.SliceData(st))), nslot)
-	} else {
-		ix.slots = make([]slot, nslot)
-		for i := range ix.slots {
-			ix.slots[i] = slot{le.Uint32(st[slotRecord*i:]), le.Uint32(st[slotRecord*i+4:])}
-		}
-	}
+	nlink := len(links) / linkRecord
 	// The chains: forward, inside the symbol's object (so that no walk
 	// leaves it or loops), one link per symbol at most. A lookup checks
 	// each slot it takes (find); nothing else needs checking.
-	names := ix.lazyArrays(nsym, int(nname))
+	names := ix.lazyArrays(nsym, int(nslot), int(nname))
+	unpackTables(ix.slots, bitmap, packed)
 	loaded := false
 	defer func() {
 		if !loaded && ix.anon != nil { // (a forged file: nothing keeps it)
 			unmapFile(ix.anon)
-			ix.anon, ix.syms, ix.next, ix.data = nil, nil, nil, ""
+			ix.anon, ix.syms, ix.next, ix.slots, ix.data = nil, nil, nil, nil, ""
 		}
 	}()
 	o := 0
@@ -83,7 +79,7 @@ func (ix *Index) loadLazy(name string, file, st, links []byte, ch []snapChunk, n
 		}
 		ix.next[i] = nx
 	}
-	l := &lazySnapshot{name: name, file: file, names: names, chunks: ch,
+	l := &lazySnapshot{name: name, file: file, names: names, chunks: ch, mapped: ix.anon != nil,
 		first: make([]uint32, (nsym+1<<lazyBlockShift-1)>>lazyBlockShift),
 		done:  make([]atomic.Bool, len(ch)), mu: make([]sync.Mutex, len(ch)), errs: make([]error, len(ch))}
 	k := uint32(0)
@@ -100,34 +96,37 @@ func (ix *Index) loadLazy(name string, file, st, links []byte, ch []snapChunk, n
 	return nil
 }
 
-// lazyArrays makes ix's records (ix.syms), chains (ix.next) and names
-// (ix.data, returned) for a lazy index of nsym symbols and nname bytes of
-// names, zero, in one anonymous mapping where the system has one
-// (ix.anon): a lookup then faults in only the pages of the chunks it
-// decodes, and Close (or the cleanup, see own) returns them at once. A
+// lazyArrays makes ix's records (ix.syms), tables (ix.slots), chains
+// (ix.next) and names (ix.data, returned) for a lazy index of nsym
+// symbols, nslot slots and nname bytes of names, zero, in one anonymous
+// mapping where the system has one (ix.anon): a lookup then faults in
+// only the pages of the chunks it decodes, and Close (or the cleanup, see own) returns them at once. A
 // fleet opens a thousand snapshots: 6 MB of heap each, allocated and
 // zeroed whole, was most of its time and memory.
-func (ix *Index) lazyArrays(nsym, nname int) []byte {
+func (ix *Index) lazyArrays(nsym, nslot, nname int) []byte {
 	symBytes := nsym * int(unsafe.Sizeof(sym{}))
-	nextAt := symBytes
+	slotsAt := symBytes
+	nextAt := slotsAt + nslot*int(unsafe.Sizeof(slot{}))
 	namesAt := nextAt + 4*nsym
 	if m, err := mapAnon(max(namesAt+nname, 1) + hugepage.Size); err == nil {
 		// On huge pages from a huge page boundary: a fault here costs
 		// microseconds under virtualization, and a patch's symbols are
 		// spread over every page of the arrays (checking 300 snapshots
 		// took 3.2 s on 4 KiB pages, 1.8 s on huge ones, for a
-		// 20,000-relocation patch; 1.0 and 0.8 s for a small one).
+		// 20,000-relocation patch; 1.0 and 0.8 s for a small one). The
+		// names follow once lookups reach many chunks (decode).
 		ix.anon = m
 		base := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
 		m = m[int((base+hugepage.Size-1)&^(hugepage.Size-1)-base):]
-		hugepage.AdviseWithin(m[:namesAt+nname])
+		hugepage.AdviseWithin(m[:namesAt]) // the names once lookups reach many chunks (decode)
 		ix.syms = unsafe.Slice((*sym)(unsafe.Pointer(unsafe.SliceData(m))), nsym)
+		ix.slots = unsafe.Slice((*slot)(unsafe.Pointer(&m[slotsAt])), nslot)
 		ix.next = unsafe.Slice((*uint32)(unsafe.Pointer(&m[nextAt])), nsym)
 		names := m[namesAt : namesAt+nname : namesAt+nname]
 		ix.data = unsafe.String(unsafe.SliceData(names), nname)
 		return names
 	}
-	ix.syms, ix.next = make([]sym, nsym), make([]uint32, nsym)
+	ix.syms, ix.slots, ix.next = make([]sym, nsym), make([]slot, nslot), make([]uint32, nsym)
 	names := make([]byte, nname)
 	ix.data = unsafe.String(unsafe.SliceData(names), nname)
 	return names
@@ -167,10 +166,23 @@ func (l *lazySnapshot) decode(ix *Index, k uint32) {
 		}
 	}
 	l.done[k].Store(true)
-	if l.left.Add(-1) == 0 {
+	left := l.left.Add(-1)
+	if left == 0 {
 		l.all.Store(true)
 	}
+	if l.mapped && left == int64(len(l.chunks)-len(l.chunks)/hugeNamesShare) {
+		// Lookups are reaching many chunks: the rest of the names go on
+		// huge pages (see lazyArrays).
+		hugepage.AdviseWithin(l.names)
+	}
 }
+
+// hugeNamesShare: once one chunk in this many is decoded, a lazy index's
+// names are advised onto huge pages. A small patch's lookups touch a
+// few dozen chunks, a page of names each: on huge pages they would hold
+// 2 MiB each; a large patch's touch most chunks, and 4 KiB faults then
+// cost more than the memory.
+const hugeNamesShare = 8
 
 // fill decodes chunk c's names and columns, and its records into syms.
 func (l *lazySnapshot) fill(c *snapChunk, syms []sym) error {
@@ -216,6 +228,9 @@ func (ix *Index) DecodeAll() error {
 	l := ix.lazy
 	if l == nil {
 		return nil
+	}
+	if l.mapped && !l.all.Load() {
+		hugepage.AdviseWithin(l.names) // every chunk's (see lazyArrays)
 	}
 	par.For(runtime.GOMAXPROCS(0), len(l.chunks), func(k int) {
 		if !l.done[k].Load() {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mathbits "math/bits"
 	"runtime"
 	"slices"
 	"unsafe"
@@ -37,7 +38,7 @@ import (
 //	  u32 flags (bit 0: LTO matching: vmlinux's tables are keyed by names
 //	      without their .llvm.<hash> suffix, see Index.ltoSym)
 //	  u32 frames: 1 + 2 x chunks
-//	  u32 0
+//	  u32 table slots in use
 //	  u64 xxhash64 of the header's first 24 bytes and all that follows
 //	      its first 32
 //	  u32 table slots, u32 chain links
@@ -59,8 +60,10 @@ import (
 //	      difference from the previous symbol's address
 //	    its symbols' names, one after another
 //	zero padding to a multiple of 8 bytes from the file's start
-//	tables: 8 bytes per slot (u32 name hash, u32 index+1 or 0): each
-//	        object's, one after the other, as the Index holds them
+//	tables: a bitmap of the slots in use (u64 words, bit i of word
+//	        i/64), then each slot in use, 8 bytes (u32 name hash, u32
+//	        index+1), in order: each object's table, one after the
+//	        other, as the Index holds them (packTables)
 //	chain links: 8 bytes each (u32 symbol, u32 index+1 of the next
 //	        symbol of its name in its object), for the symbols whose
 //	        chain goes on, in symbol order
@@ -244,7 +247,9 @@ func compactSnapshot(parts compactParts, lto bool) ([]byte, error) {
 		decoded += len(parts.frames[k])
 	}
 	tablesAt := int(align8(uint64(size)))
-	size = tablesAt + len(parts.tables)
+	tables, used := packTables(parts.tables[:slotRecord*int(parts.slots)])
+	tables = append(tables, parts.tables[slotRecord*int(parts.slots):]...) // the chain links
+	size = tablesAt + len(tables)
 	if decoded > expansionBound(size) {
 		return nil, ErrTooRepetitive
 	}
@@ -255,6 +260,7 @@ func compactSnapshot(parts compactParts, lto bool) ([]byte, error) {
 		le.PutUint32(out[12:], 1)
 	}
 	le.PutUint32(out[16:], uint32(len(frames)))
+	le.PutUint32(out[20:], used)
 	le.PutUint32(out[32:], parts.slots)
 	le.PutUint32(out[36:], parts.links)
 	for k, f := range frames {
@@ -265,7 +271,7 @@ func compactSnapshot(parts compactParts, lto bool) ([]byte, error) {
 		out = append(out, f...)
 	}
 	out = append(out, make([]byte, tablesAt-len(out))...)
-	out = append(out, parts.tables...)
+	out = append(out, tables...)
 	le.PutUint64(out[24:], compactChecksum(out))
 	return out, nil
 }
@@ -320,7 +326,7 @@ func storedSize(b []byte) (size, need int64, known bool) {
 		for k := range nframe {
 			size += int64(le.Uint32(b[hs+8*k:]))
 		}
-		_, end, _, _ := compactTables(b, uint64(size))
+		_, _, _, end, _, _ := compactTables(b, uint64(size))
 		return int64(min(end, maxInput)), 0, true
 	case rawVersion:
 		if len(b) < rawHeaderSize {
@@ -338,11 +344,64 @@ func storedSize(b []byte) (size, need int64, known bool) {
 // compactTables is where the tables of compact snapshot b, whose frames
 // end at framesEnd, start, where they end (the file's end), and their
 // counts.
-func compactTables(b []byte, framesEnd uint64) (at, end, nslot, nlink uint64) {
+func compactTables(b []byte, framesEnd uint64) (at, slotsAt, linksAt, end, nslot, nlink uint64) {
 	le := binary.LittleEndian
 	nslot, nlink = uint64(le.Uint32(b[32:])), uint64(le.Uint32(b[36:]))
+	used := uint64(le.Uint32(b[20:]))
 	at = align8(framesEnd)
-	return at, at + slotRecord*nslot + linkRecord*nlink, nslot, nlink
+	slotsAt = at + 8*((nslot+63)/64)
+	linksAt = slotsAt + slotRecord*used
+	return at, slotsAt, linksAt, linksAt + linkRecord*nlink, nslot, nlink
+}
+
+// packTables is the tables as a compact snapshot stores them: a bitmap
+// of the slots in use (bit i of word i/64, little-endian words), then
+// those slots, 8 bytes each, in order; and how many are in use. A third
+// of a table's slots are empty (tableSize).
+func packTables(slots []byte) ([]byte, uint32) {
+	le := binary.LittleEndian
+	n := len(slots) / slotRecord
+	out := make([]byte, 8*((n+63)/64), 8*((n+63)/64)+len(slots))
+	used := uint32(0)
+	for i := range n {
+		if le.Uint32(slots[slotRecord*i+4:]) != 0 { // index+1: 0 is empty
+			w := out[8*(i/64):]
+			le.PutUint64(w, le.Uint64(w)|1<<(i%64))
+			out = append(out, slots[slotRecord*i:slotRecord*(i+1)]...)
+			used++
+		}
+	}
+	return out, used
+}
+
+// unpackTables fills slots (zero) from a compact snapshot's bitmap and
+// packed slots (see packTables), which loadSnapshot has checked: as many
+// bits set, none past the slots.
+func unpackTables(slots []slot, bitmap, packed []byte) {
+	le := binary.LittleEndian
+	k := 0
+	for w := 0; w < len(bitmap)/8; w++ {
+		for bits := le.Uint64(bitmap[8*w:]); bits != 0; bits &= bits - 1 {
+			i := 64*w + mathbits.TrailingZeros64(bits)
+			slots[i] = slot{le.Uint32(packed[slotRecord*k:]), le.Uint32(packed[slotRecord*k+4:])}
+			k++
+		}
+	}
+}
+
+// bitmapOK reports whether bitmap, of words for nslot slots, has exactly
+// used bits set, all of them below nslot.
+func bitmapOK(bitmap []byte, nslot, used uint64) bool {
+	le := binary.LittleEndian
+	set := uint64(0)
+	for w := 0; w < len(bitmap)/8; w++ {
+		bits := le.Uint64(bitmap[8*w:])
+		if last := uint64(w+1) * 64; last > nslot && bits>>(64-(last-nslot)) != 0 {
+			return false
+		}
+		set += uint64(mathbits.OnesCount64(bits))
+	}
+	return set == used
 }
 
 // frameCountOK: a compact snapshot has its table of contents and two
@@ -396,7 +455,7 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 		return nil, snapErr(name, "unknown flags %#x", flags)
 	}
 	nframe := uint64(le.Uint32(b[16:]))
-	if !frameCountOK(nframe) || le.Uint32(b[20:]) != 0 {
+	if !frameCountOK(nframe) {
 		return nil, snapErr(name, "bad frame count %d", nframe)
 	}
 	body := hs + 8*nframe
@@ -412,7 +471,7 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 		at += stored
 		decoded += n
 	}
-	tablesAt, end, nslot, _ := compactTables(b, at)
+	tablesAt, slotsAt, linksAt, end, nslot, _ := compactTables(b, at)
 	if compactChecksum(b) != le.Uint64(b[24:]) {
 		if end > uint64(len(b)) { // a copy cut off, most likely
 			return nil, snapErr(name, "truncated: %d bytes, its frames and tables need %d", len(b), end)
@@ -427,6 +486,9 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 	}
 	if decoded > uint64(expansionBound(len(b))) {
 		return nil, snapErr(name, "frames decode to %d bytes, more than a file of %d bytes can hold", decoded, len(b))
+	}
+	if used := uint64(le.Uint32(b[20:])); used > nslot || !bitmapOK(b[tablesAt:slotsAt], nslot, used) {
+		return nil, snapErr(name, "the slot bitmap does not mark %d of %d slots", used, nslot)
 	}
 	workers := runtime.GOMAXPROCS(0)
 	decode := func(f snapFrame, dst []byte) error { return decodeFrame(b, f, dst) }
@@ -451,8 +513,7 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 		}
 		// The tables are stored, keyed as this index's are (an exact
 		// file asked for LTO matching is rebuilt, below).
-		linksAt := tablesAt + slotRecord*nslot
-		if err := ix.loadLazy(name, b, b[tablesAt:linksAt], b[linksAt:end], ch, nsym, nname); err != nil {
+		if err := ix.loadLazy(name, b, b[tablesAt:slotsAt], b[slotsAt:linksAt], nslot, b[linksAt:end], ch, nsym, nname); err != nil {
 			return nil, err
 		}
 		return ix, nil

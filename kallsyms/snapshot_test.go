@@ -353,12 +353,27 @@ func TestSnapshotForgedFrames(t *testing.T) {
 		file []byte
 		want string
 	}{
-		"even frames": {forge(func(c []byte) { le.PutUint32(c[16:], 4) }), "bad frame count 4"},
-		"no frames":   {forge(func(c []byte) { le.PutUint32(c[16:], 0) }), "bad frame count 0"},
-		"reserved":    {forge(func(c []byte) { c[20] = 1 }), "bad frame count"},
-		"frame table": {forge(func(c []byte) { le.PutUint32(c[16:], 1<<16+1) }), "truncated frame table"},
-		"stored size": {forge(func(c []byte) { le.PutUint32(c[headerSize:], le.Uint32(c[headerSize:])+8) }), "frames and tables add up to"},
-		"slot count":  {forge(func(c []byte) { le.PutUint32(c[32:], 1<<32-1) }), "frames and tables add up to"},
+		"even frames":  {forge(func(c []byte) { le.PutUint32(c[16:], 4) }), "bad frame count 4"},
+		"no frames":    {forge(func(c []byte) { le.PutUint32(c[16:], 0) }), "bad frame count 0"},
+		"slots in use": {forge(func(c []byte) { le.PutUint32(c[20:], le.Uint32(c[20:])+1) }), "frames and tables add up to"},
+		"frame table":  {forge(func(c []byte) { le.PutUint32(c[16:], 1<<16+1) }), "truncated frame table"},
+		"stored size":  {forge(func(c []byte) { le.PutUint32(c[headerSize:], le.Uint32(c[headerSize:])+8) }), "frames and tables add up to"},
+		"slot count":   {forge(func(c []byte) { le.PutUint32(c[32:], 1<<32-1) }), "frames and tables add up to"},
+		// One slot marked in use more than the packed slots: the sizes
+		// still add up, the bitmap does not.
+		"slot bitmap": {forge(func(c []byte) {
+			at := headerSize + 8*nframe
+			for k := range nframe {
+				at += int(le.Uint32(c[headerSize+8*k:]))
+			}
+			at = (at + 7) &^ 7
+			for i := 0; i < int(le.Uint32(c[32:])); i++ {
+				if w := c[at+8*(i/64):]; le.Uint64(w)&(1<<(i%64)) == 0 {
+					le.PutUint64(w, le.Uint64(w)|1<<(i%64))
+					return
+				}
+			}
+		}), "the slot bitmap does not mark"},
 		// 4 GiB from a file of a few hundred bytes.
 		"decoded size": {forge(func(c []byte) { le.PutUint32(c[headerSize+8+4:], 1<<32-1) }), "more than a file of"},
 		// Names moved from one chunk to the next: the totals add up.
