@@ -833,3 +833,38 @@ func TestRawSnapshotPadded(t *testing.T) {
 	_, err = ParseBytes("long", rawWithChecksum(long), Options{})
 	require.NoError(t, err, "just under 2 MiB of padding")
 }
+
+// A compact snapshot's index puts its names on huge pages only when told
+// many lookups follow (Expect): a small patch's few would otherwise hold
+// a huge page each. Lookups answer the same either way.
+func TestExpectAdvisesNames(t *testing.T) {
+	testutil.HugePageAdvice(t)
+	text := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	path := filepath.Join(t.TempDir(), "k.snap")
+	whole, err := Open(text, Options{})
+	require.NoError(t, err)
+	require.NoError(t, whole.WriteSnapshotFile(path))
+	ix, err := Open(path, Options{})
+	require.NoError(t, err)
+	require.NotNil(t, ix.lazy)
+	if !ix.lazy.mapped {
+		t.Skip("no anonymous mappings here")
+	}
+	// The first huge page wholly in the names (the one they start in is
+	// shared with the chains).
+	names := uintptr(unsafe.Pointer(unsafe.StringData(ix.data)))
+	names = (names + hugepage.Size - 1) &^ (hugepage.Size - 1)
+	require.Less(t, names+hugepage.Size, uintptr(unsafe.Pointer(unsafe.StringData(ix.data)))+uintptr(len(ix.data)))
+	hg := func() bool { return slices.Contains(testutil.VmFlags(t, names), "hg") }
+	require.False(t, hg(), "the names before Expect")
+	ix.Expect(10)
+	require.False(t, hg(), "ten lookups: the names stay on small pages")
+	ix.Expect(ix.Len())
+	require.True(t, hg(), "a lookup per symbol: the names are advised")
+	want, err := whole.Lookup("vmlinux", "vfs_read", 0)
+	require.NoError(t, err)
+	got, err := ix.Lookup("vmlinux", "vfs_read", 0)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.NoError(t, ix.Close())
+}

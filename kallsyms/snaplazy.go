@@ -114,11 +114,11 @@ func (ix *Index) lazyArrays(nsym, nslot, nname int) []byte {
 		// spread over every page of the arrays (checking 300 snapshots
 		// took 3.2 s on 4 KiB pages, 1.8 s on huge ones, for a
 		// 20,000-relocation patch; 1.0 and 0.8 s for a small one). The
-		// names follow once lookups reach many chunks (decode).
+		// names follow when many lookups are to come (Expect).
 		ix.anon = m
 		base := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
 		m = m[int((base+hugepage.Size-1)&^(hugepage.Size-1)-base):]
-		hugepage.AdviseWithin(m[:namesAt]) // the names once lookups reach many chunks (decode)
+		hugepage.AdviseWithin(m[:namesAt:namesAt]) // the names when many lookups are to come (Expect)
 		ix.syms = unsafe.Slice((*sym)(unsafe.Pointer(unsafe.SliceData(m))), nsym)
 		ix.slots = unsafe.Slice((*slot)(unsafe.Pointer(&m[slotsAt])), nslot)
 		ix.next = unsafe.Slice((*uint32)(unsafe.Pointer(&m[nextAt])), nsym)
@@ -170,19 +170,25 @@ func (l *lazySnapshot) decode(ix *Index, k uint32) {
 	if left == 0 {
 		l.all.Store(true)
 	}
-	if l.mapped && left == int64(len(l.chunks)-len(l.chunks)/hugeNamesShare) {
-		// Lookups are reaching many chunks: the rest of the names go on
-		// huge pages (see lazyArrays).
+}
+
+// hugeNamesShare: a lazy index told to expect at least one lookup per
+// this many chunks (Expect) puts its names on huge pages. A small
+// patch's lookups touch a few dozen chunks, a page of names each: on huge
+// pages they would hold 2 MiB each; a large patch's touch most chunks,
+// and 4 KiB faults then cost more than the memory.
+const hugeNamesShare = 8
+
+// Expect tells the index that about n lookups follow (a patch's
+// relocations and functions, which klp.Module.Resolve gives it). The
+// index of a compact snapshot readies itself for many: its names go on
+// huge pages before lookups fault them in page by page. Other indexes
+// ignore it. It must be called before the lookups, not during them.
+func (ix *Index) Expect(n int) {
+	if l := ix.lazy; l != nil && l.mapped && !l.all.Load() && n >= len(l.chunks)/hugeNamesShare {
 		hugepage.AdviseWithin(l.names)
 	}
 }
-
-// hugeNamesShare: once one chunk in this many is decoded, a lazy index's
-// names are advised onto huge pages. A small patch's lookups touch a
-// few dozen chunks, a page of names each: on huge pages they would hold
-// 2 MiB each; a large patch's touch most chunks, and 4 KiB faults then
-// cost more than the memory.
-const hugeNamesShare = 8
 
 // fill decodes chunk c's names and columns, and its records into syms.
 func (l *lazySnapshot) fill(c *snapChunk, syms []sym) error {

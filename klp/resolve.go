@@ -219,6 +219,7 @@ func (r *Resolution) OK(strict bool) bool {
 // to call concurrently on one module with different indexes.
 func (m *Module) Resolve(ix *kallsyms.Index, opts ResolveOptions) *Resolution {
 	res := &Resolution{Module: m, Source: ix.Source(), Results: make([]Result, 0, m.NumRelocs())}
+	ix.Expect(m.NumRelocs() + len(m.Funcs))
 	type answer struct {
 		done bool
 		addr uint64

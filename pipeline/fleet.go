@@ -179,6 +179,9 @@ func checkOne(ctx context.Context, m *klp.Module, k Kernel, o FleetOptions) Kern
 	// snapshot's mapping is not Go heap, and without Close a check of a
 	// thousand of them kept every one mapped (6.4 GB resident).
 	defer ix.Close()
+	// The patch's lookups, told before the first (a compact snapshot
+	// readies its names for many: kallsyms.Index.Expect).
+	ix.Expect(m.NumRelocs() + len(m.Funcs))
 	if k.Ftrace != "" {
 		if run.Ftrace, err = ftrace.Open(k.Ftrace, ix); err != nil {
 			kr.FtraceErr = err

@@ -127,6 +127,7 @@ func (a *app) resolve(cmd *cobra.Command, path string, o *resolveOpts) error {
 			return err
 		}
 		t2 = time.Now()
+		ix.Expect(m.NumRelocs() + len(m.Funcs)) // before the first lookup
 		// A module for another architecture says so before its call sites
 		// are read against the kernel's symbols.
 		if err := pipeline.CheckArch(m.Arch, ix); err != nil {
