@@ -118,7 +118,7 @@ func (ix *Index) lazyArrays(nsym, nslot, nname int) []byte {
 		ix.anon = m
 		base := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
 		m = m[int((base+hugepage.Size-1)&^(hugepage.Size-1)-base):]
-		hugepage.AdviseWithin(m[:namesAt:namesAt]) // the names when many lookups are to come (Expect)
+		hugepage.AdviseWithin(m[:namesAt]) // the names when many lookups are to come (Expect)
 		ix.syms = unsafe.Slice((*sym)(unsafe.Pointer(unsafe.SliceData(m))), nsym)
 		ix.slots = unsafe.Slice((*slot)(unsafe.Pointer(&m[slotsAt])), nslot)
 		ix.next = unsafe.Slice((*uint32)(unsafe.Pointer(&m[nextAt])), nsym)
