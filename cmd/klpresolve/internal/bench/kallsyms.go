@@ -114,32 +114,9 @@ func Kallsyms(path string, self []string) (*Report, error) {
 		}
 		return o
 	}
-	// lookups looks up q's entries in ix, one after another.
-	lookups := func(ix *kallsyms.Index) func(b *testing.B) {
-		return func(b *testing.B) {
-			i := 0
-			for b.Loop() {
-				x := &q[i%len(q)]
-				_, _ = ix.Lookup(x.Object, x.Name, x.Pos)
-				i++
-			}
-		}
-	}
-	ns, as := bestOf(3, lookups(ix), func(b *testing.B) {
-		i := 0
-		for b.Loop() {
-			x := &q[i%len(q)]
-			_, _ = k.CurrentLookup(obj(x.Object), x.Name, x.Pos)
-			i++
-		}
-	}, func(b *testing.B) {
-		i := 0
-		for b.Loop() {
-			x := &q[i%len(q)]
-			_, _ = k.OldLookup(obj(x.Object), x.Name, x.Pos)
-			i++
-		}
-	})
+	ns, as := bestOf(3, cycling(q, func(o, n string, p uint64) { _, _ = ix.Lookup(o, n, p) }),
+		cycling(q, func(o, n string, p uint64) { _, _ = k.CurrentLookup(obj(o), n, p) }),
+		cycling(q, func(o, n string, p uint64) { _, _ = k.OldLookup(obj(o), n, p) }))
 	lookup, lallocs, cur, old := ns[0], as[0], ns[1], ns[2]
 	rep.addTarget("lookup_ns", lookup, "ns", "<=", 150, "random resolvable (object, name, sympos), best of 3 taking turns with the references")
 	rep.addTarget("lookup_allocs", lallocs, "allocs", "==", 0, "")
@@ -194,7 +171,7 @@ func Kallsyms(path string, self []string) (*Report, error) {
 	rep.add("snapshot_decode_all_ms", ms(all), "ms", "the load, then every chunk decoded on every core (DecodeAll)")
 	rep.add("parse_vs_snapshot_decode_all", ratio(parse, all), "x", "")
 	if s, err := kallsyms.Open(snap.Name(), kallsyms.Options{}); err == nil && s.DecodeAll() == nil {
-		sns, _ := nsPerOp(lookups(s))
+		sns, _ := nsPerOp(cycling(q, func(o, n string, p uint64) { _, _ = s.Lookup(o, n, p) }))
 		rep.add("snapshot_lookup_ns", sns, "ns", "lookups in the snapshot's index, every chunk decoded")
 		s.Close()
 	}
@@ -242,24 +219,10 @@ func againstMap(rep *Report, ix *kallsyms.Index) {
 		return cmp.Or(cmp.Compare(order[a.Object], order[b.Object]), cmp.Compare(addr(a), addr(b)))
 	})
 	index := func(q []Query) func(b *testing.B) {
-		return func(b *testing.B) {
-			i := 0
-			for b.Loop() {
-				x := &q[i%len(q)]
-				_, _ = ix.Lookup(x.Object, x.Name, x.Pos)
-				i++
-			}
-		}
+		return cycling(q, func(o, n string, p uint64) { _, _ = ix.Lookup(o, n, p) })
 	}
 	goMap := func(q []Query) func(b *testing.B) {
-		return func(b *testing.B) {
-			i := 0
-			for b.Loop() {
-				x := &q[i%len(q)]
-				_, _ = om.Lookup(x.Object, x.Name, x.Pos)
-				i++
-			}
-		}
+		return cycling(q, func(o, n string, p uint64) { _, _ = om.Lookup(o, n, p) })
 	}
 	// Misses as people make them: a clone's suffix the kernel does not
 	// have, and a letter doubled.
@@ -282,4 +245,18 @@ func againstMap(rep *Report, ix *kallsyms.Index) {
 	rep.addTarget("map_vs_lookup_module_order", ns[3]/ns[2], "x", ">=", 1.5, "")
 	rep.add("lookup_miss_ns", ns[4], "ns", fmt.Sprintf("%d lookups that miss (a clone suffix added, a letter doubled), each with its suggestions", len(misses)))
 	rep.addTarget("miss_vs_lookup", ns[4]/ns[0], "x", "<=", 10, "a miss with its suggestions against a random lookup")
+}
+
+// cycling is a benchmark that asks look for q's entries, one after
+// another, round and round (every side of a comparison pays the same
+// call).
+func cycling(q []Query, look func(object, name string, pos uint64)) func(b *testing.B) {
+	return func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			x := &q[i%len(q)]
+			look(x.Object, x.Name, x.Pos)
+			i++
+		}
+	}
 }
