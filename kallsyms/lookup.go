@@ -351,8 +351,12 @@ func baseName(name string) string {
 	}
 }
 
-// indexVariants files every symbol whose name carries a compiler suffix
-// under its base name, in symbol order (pseudo-modules left out).
+// indexVariants builds what a miss's suggestions (near) search, once, on
+// the first miss: every symbol whose name carries a compiler suffix filed
+// under its base name, in symbol order, and which objects file each hash
+// (keyObjects, keyStart: 8 bytes a table slot in use), pseudo-modules left
+// out of both. A raw snapshot's slots are taken as stored: one forged
+// there can only hide a suggestion (find checks every slot it takes).
 func (ix *Index) indexVariants() {
 	_ = ix.DecodeAll() // every name, on every core
 	ix.variants = map[string][]uint32{}

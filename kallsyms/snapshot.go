@@ -24,8 +24,10 @@ import (
 
 // Compact snapshot format, version 8: the symbols in chunks, each chunk's
 // columns and names compressed apart as S2 blocks (decoded in a
-// microsecond or two: a lookup decodes only its symbol's chunk); then the hash tables and chains, uncompressed, so
-// that loading decodes nothing but the table of contents: a chunk is
+// microsecond or two: a lookup decodes only its symbol's chunk); then the
+// hash tables, packed (the slots in use, and a bitmap of them), and the
+// chains, so that loading decodes nothing but the table of contents and
+// spreads the slots into the tables: a chunk is
 // decoded the first time a lookup reaches one of its symbols (see
 // lazySnapshot), and every chunk at once, on every core, by DecodeAll and
 // by what reads every symbol. (Versions 2-4 and 6 are the raw format's,
@@ -87,8 +89,8 @@ const (
 	// lookup decodes its symbol's whole chunk (S2 decodes 4 KiB of names
 	// in about 1 us), and a patch's symbols are spread over the kernel's:
 	// smaller chunks decode less per lookup, at a small cost in size (the
-	// names of a 6.1 kernel in chunks of 4 KiB compress to 0.38 of
-	// themselves, as in chunks of 16 KiB).
+	// names of a 6.1 kernel in chunks of 4 KiB compress to 0.39 of
+	// themselves, in chunks of 16 KiB to 0.34).
 	chunkNameBytes = 4 << 10
 )
 
@@ -342,8 +344,9 @@ func storedSize(b []byte) (size, need int64, known bool) {
 }
 
 // compactTables is where the tables of compact snapshot b, whose frames
-// end at framesEnd, start, where they end (the file's end), and their
-// counts.
+// end at framesEnd, start (their bitmap), where their packed slots and
+// the chain links start, where they end (the file's end), and the counts
+// of slots and links, from the header alone (packTables).
 func compactTables(b []byte, framesEnd uint64) (at, slotsAt, linksAt, end, nslot, nlink uint64) {
 	le := binary.LittleEndian
 	nslot, nlink = uint64(le.Uint32(b[32:])), uint64(le.Uint32(b[36:]))

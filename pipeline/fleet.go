@@ -213,11 +213,13 @@ func checkOne(ctx context.Context, m *klp.Module, k Kernel, o FleetOptions) Kern
 		kr.Errors += len(img.Errors)
 	}
 	// The first error in the loader's order (Report.Diagnostics).
+	// (Report.OK is "no error among them": read off the same list.)
 	kr.Diagnostics = rep.Diagnostics(o.Strict)
-	if d, ok := diag.FirstError(kr.Diagnostics); ok {
+	d, failed := diag.FirstError(kr.Diagnostics)
+	if failed {
 		kr.FirstError, kr.FirstErrorKind = d.Message, d.Kind
 	}
-	kr.OK = rep.OK(o.Strict)
+	kr.OK = !failed
 	kr.Time = time.Since(t)
 	return kr
 }

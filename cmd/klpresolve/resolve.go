@@ -737,21 +737,30 @@ func writeResolution(w io.Writer, rep *pipeline.Report, ds []diag.Diagnostic, sy
 // the link have sections of their own.)
 func writeResolveErrors(w io.Writer, rep *pipeline.Report, ds []diag.Diagnostic) {
 	res := rep.Resolution
+	// Each failure's relocation or function, found by its error.
+	relocOf, funcOf := map[*klp.RelocError]int{}, map[*klp.RelocError]int{}
+	for i := range res.Results {
+		if e := res.Results[i].Err; e != nil {
+			relocOf[e] = i
+		}
+	}
+	for i := range res.Funcs {
+		if e := res.Funcs[i].Err; e != nil {
+			funcOf[e] = i
+		}
+	}
 	for _, d := range ds {
 		var e *klp.RelocError
 		if d.Severity != diag.Error || !errors.As(d.Err, &e) {
 			continue
 		}
-		switch {
-		case e == res.LoadErr:
+		if e == res.LoadErr {
 			writeRefusal(w, e)
-		case d.Location.Function != "":
-			i := slices.IndexFunc(res.Funcs, func(f klp.FuncResult) bool { return f.Err == e })
+		} else if i, ok := funcOf[e]; ok {
 			f := res.Funcs[i]
 			fmt.Fprintf(w, "error: patched function %s:%s,%d (declared at %s+%s)\n", f.Object, f.Name, f.Pos, f.Section, hex(f.Offset))
 			writeErrLines(w, e)
-		default:
-			i := slices.IndexFunc(res.Results, func(r klp.Result) bool { return r.Err == e })
+		} else if i, ok := relocOf[e]; ok {
 			r := res.Results[i]
 			fmt.Fprintf(w, "error: %s+%s %s %s\n", r.Section, hex(r.Offset), r.Type, r.Symbol)
 			writeErrLines(w, e)
