@@ -162,13 +162,11 @@ func (a *arch) region(name string, moduleUnload bool) Region {
 	return Core
 }
 
-// LookupName is the name under which simplify_symbols() looks up
-// an undefined (SHN_UNDEF) symbol of a module for machine, or false when it looks up
-// none: x86's ignore_undef_symbol() passes _GLOBAL_OFFSET_TABLE_ (GNU as
-// before 2.37 left one unreferenced), s390's module_frob_arch_sections()
-// defines it (SHN_ABS), and powerpc64's dedotify() defines .TOC. and
-// strips the dot of every other name that has one (ELFv1's function
-// descriptors: .name is name's entry point).
+// LookupName is the name under which simplify_symbols() looks up an
+// undefined (SHN_UNDEF) symbol of a module for machine, or false when it
+// looks up none (the architecture table's noLookup and dedot: x86_64's
+// and s390's _GLOBAL_OFFSET_TABLE_, powerpc64's .TOC. and dedotify()).
+// For a machine this package does not link, the name as it is.
 func LookupName(machine elf.Machine, name string) (string, bool) {
 	if a := archFor(machine); a != nil {
 		return a.lookupName(name)
@@ -179,7 +177,7 @@ func LookupName(machine elf.Machine, name string) (string, bool) {
 // lookupName is LookupName for the architecture.
 func (a *arch) lookupName(name string) (string, bool) {
 	switch {
-	case name == a.noLookup:
+	case a.noLookup != "" && name == a.noLookup:
 		return "", false
 	case a.dedot && len(name) > 1 && name[0] == '.':
 		return name[1:], true
