@@ -14,8 +14,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/klpresolve/klpresolve/internal/testutil"
 )
 
 // The benchmarks measure under the runtime's default collector (as go test
@@ -52,7 +50,7 @@ func TestBenchCommands(t *testing.T) {
 	old := bt.Value.String()
 	require.NoError(t, bt.Value.Set("20x")) // testing.Benchmark: 20 calls, not a second
 	defer func() { _ = bt.Value.Set(old) }()
-	k := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	k := exampleKallsyms()
 
 	code, out, errs := runCLI(t, "bench", "kallsyms", "--kallsyms", k, "--format", "json")
 	require.Equal(t, 0, code, errs)

@@ -19,7 +19,7 @@ import (
 
 func TestCheckCommand(t *testing.T) {
 	k := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
-	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	example := exampleKallsyms()
 	code, out, _ := runCLI(t, "check", fixture("livepatch-sample.ko"), "--kallsyms", example, "--kallsyms", k, "--kallsyms", "/nonexistent")
 	assert.Equal(t, 1, code)
 	assert.Regexp(t, `testdata/kallsyms/example.txt\s+6\.1\?\s+6\s+1\s+0\s+-`, out) // nothing tells: 6.1 assumed
@@ -67,7 +67,7 @@ func TestCheckCommand(t *testing.T) {
 // cannot be read an <error>, and the loader's note is the case's output.
 func TestCheckJUnit(t *testing.T) {
 	host := testutil.Corpus(t, "host/kallsyms-6.18.44-firecracker.txt")
-	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	example := exampleKallsyms()
 	code, out, _ := runCLI(t, "check", fixture("livepatch-sample.ko"), "--kallsyms", example,
 		"--kallsyms", "/nonexistent", "--kallsyms", host, "--format", "junit")
 	assert.Equal(t, 1, code)
@@ -146,7 +146,7 @@ func TestCheckJUnit(t *testing.T) {
 // hidden files, links to folders and dangling links are left out, and a
 // folder with nothing to check says so.
 func TestCheckKernelsFolder(t *testing.T) {
-	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	example := exampleKallsyms()
 	dir := t.TempDir()
 	require.NoError(t, os.Symlink(example, filepath.Join(dir, "b-link.txt")))
 	b, err := os.ReadFile(example)
@@ -205,7 +205,7 @@ func TestCheckKernelsFolder(t *testing.T) {
 // page size the patch's architecture has no kernels with is refused
 // before any kernel is read.
 func TestCheckLinkOptions(t *testing.T) {
-	k := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	k := exampleKallsyms()
 	for _, flag := range [][]string{{"--erratum-843419"}, {"--no-kaslr"}, {"--page-size", "4K"}} {
 		code, _, errs := runCLI(t, append([]string{"check", fixture("livepatch-sample.ko"), "--kallsyms", k}, flag...)...)
 		assert.Equal(t, 2, code, flag)

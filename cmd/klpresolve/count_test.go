@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/klpresolve/klpresolve/internal/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -47,7 +46,7 @@ func TestListItems(t *testing.T) {
 	_, err = readList("<stdin>", io.MultiReader(strings.NewReader("vfs_read\njiffies\n"), zeroReader{}))
 	assert.EqualError(t, err, "<stdin>:3: line longer than 1048576 bytes: not a list of specs or addresses")
 	var out, errs bytes.Buffer
-	code := run([]string{"lookup", "-", "--kallsyms", filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")},
+	code := run([]string{"lookup", "-", "--kallsyms", exampleKallsyms()},
 		strings.NewReader("vfs_read\n# a comment\n"), &out, &errs)
 	require.Equal(t, 0, code, errs.String())
 	assert.Equal(t, "vfs_read: 0xffffffff81010180 T vmlinux position 1\n", out.String())

@@ -43,7 +43,7 @@ func TestLookupCommand(t *testing.T) {
 // addr: text and JSON, addresses from standard input, an address below
 // every symbol (exit 1), and bad input (exit 2).
 func TestAddrCommand(t *testing.T) {
-	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	example := exampleKallsyms()
 	code, out, _ := runCLI(t, "addr", "0xffffffff81010285", "ffffffffc0350690", "--kallsyms", example)
 	assert.Equal(t, 0, code)
 	assert.Equal(t, "0xffffffff81010285: vfs_read+0x105/0x200\n0xffffffffc0350690: ext4_read_inode_bitmap+0x10/0x280 [ext4]\n", out)
@@ -168,7 +168,7 @@ func TestObjectsAddrSnapshot(t *testing.T) {
 
 // TestLookupJSONKinds: each failed spec says its kind, a stable name.
 func TestLookupJSONKinds(t *testing.T) {
-	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	example := exampleKallsyms()
 	code, out, _ := runCLI(t, "lookup", "vfs_read", "type_show", "type_show,99", "vfs_reed", "xfs:xfs_iget", "ext4:", "--kallsyms", example, "--format", "json")
 	assert.Equal(t, 1, code)
 	var doc struct {

@@ -58,7 +58,7 @@ func TestLinkNotExported(t *testing.T) {
 // has not loaded, waits for it (as in the main job's --link), and only
 // no_such_function fails.
 func TestLinkCommandDefersUnloadedObjects(t *testing.T) {
-	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	example := exampleKallsyms()
 	code, stdout, _ := runCLI(t, "link", fixture("livepatch-sample.ko"), "--kallsyms", example)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stdout, "FAILED: livepatch_sample (x86_64): 6 relocations applied, 1 failed, 1 unresolved symbol\n")
@@ -93,7 +93,7 @@ func TestLinkCommand(t *testing.T) {
 
 	// The fixture's symbols are not in the example kallsyms: exit 1, listed.
 	code, stdout, _ = runCLI(t, "link", filepath.Join(testutil.RepoRoot(), "testdata", "modplt", "got.o"),
-		"--kallsyms", filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt"), "--format", "json")
+		"--kallsyms", exampleKallsyms(), "--format", "json")
 	assert.Equal(t, 1, code)
 	var j struct {
 		OK         bool

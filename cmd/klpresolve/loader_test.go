@@ -102,7 +102,7 @@ ffffffff81800020 R __stop___ksymtab_gpl
 	assert.Equal(t, "duplicate_export", j.LoadError.Kind)
 	assert.Equal(t, "fix_patch: exports duplicate symbol vfs_read (owned by kernel)", j.LoadError.Error)
 	// The fixtures' example kallsyms lists no exports: nothing known.
-	code, _, _ = runCLI(t, exp, "--kallsyms", filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt"))
+	code, _, _ = runCLI(t, exp, "--kallsyms", exampleKallsyms())
 	assert.Equal(t, 0, code)
 
 	stripped := refusedModule(t, "stripped")
@@ -200,7 +200,7 @@ func TestLinkUnsupportedArch(t *testing.T) {
 	b.AddRelocs(".rela.text", true, text, []elfobj.Reloc{{Offset: 0, Sym: fn, Type: uint32(elf.R_RISCV_CALL)}})
 	p := filepath.Join(t.TempDir(), "fix-riscv64.ko")
 	require.NoError(t, os.WriteFile(p, b.Bytes(), 0o644))
-	k := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	k := exampleKallsyms()
 	code, _, errOut := runCLI(t, p, "--kallsyms", k, "--link")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "unsupported architecture: riscv ELFCLASS64 (EM_RISCV): modplt links x86_64, s390, ppc64, arm64 and arm modules (without --link the livepatch relocations and patched functions resolve all the same)")

@@ -71,6 +71,22 @@ func fixture(name string) string {
 	return filepath.Join(testutil.RepoRoot(), "testdata", "klp", name)
 }
 
+// exampleKallsyms is the shipped example kallsyms.
+func exampleKallsyms() string {
+	return filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+}
+
+// exampleWith is a kallsyms file in a temporary folder: the example's
+// lines, then extra.
+func exampleWith(t *testing.T, extra string) string {
+	t.Helper()
+	example, err := os.ReadFile(exampleKallsyms())
+	require.NoError(t, err)
+	k := filepath.Join(t.TempDir(), "kallsyms")
+	require.NoError(t, os.WriteFile(k, append(example, extra...), 0o644))
+	return k
+}
+
 func TestVersion(t *testing.T) {
 	code, out, _ := runCLI(t, "--version")
 	require.Equal(t, 0, code)

@@ -104,7 +104,7 @@ func TestSymversCLI(t *testing.T) {
 	assert.False(t, j.Summary.OK)
 
 	// No __versions: loaded only by force.
-	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	example := exampleKallsyms()
 	code, out, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", example, "--symvers", good)
 	assert.Equal(t, 0, code, out)
 	assert.Contains(t, out, "the loader takes them only by force\nwarning: modversions: the module has no __versions section")
@@ -365,7 +365,7 @@ func TestLinkModules(t *testing.T) {
 	// The note on dependencies the kernel lacks names only those not laid
 	// out (the small example kallsyms lacks kernel functions too, so
 	// something stays unresolved either way).
-	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	example := exampleKallsyms()
 	code, out, _ = runCLI(t, "link", top, "--kallsyms", example, "--modules", dir)
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "unresolved: _printk\n")

@@ -109,7 +109,7 @@ func TestConvertCommand(t *testing.T) {
 // Without --link the main job names the ordinary symbols insmod would
 // refuse, and still exits 0 when the livepatch relocations resolve.
 func TestMainJobLoaderNote(t *testing.T) {
-	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	example := exampleKallsyms()
 	code, stdout, _ := runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", example)
 	assert.Equal(t, 0, code)
 	assert.Contains(t, stdout, "note: insmod would refuse 1 ordinary symbol (\"Unknown symbol\"); --link checks the whole module:\n  unresolved: no_such_function\nOK: 7 relocations")
@@ -266,7 +266,7 @@ func TestMainJobJSONErrorsAndFuncs(t *testing.T) {
 
 // A negative count or duration is refused, not taken for the default.
 func TestNegativeCounts(t *testing.T) {
-	ex := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	ex := exampleKallsyms()
 	for _, args := range [][]string{
 		{"check", fixture("livepatch-sample.ko"), "--kallsyms", ex, "--jobs", "-3"},
 		{fixture("livepatch-sample.ko"), "--kallsyms", ex, "--max-time", "-5ms"},
@@ -305,7 +305,7 @@ func TestArchMismatchCLI(t *testing.T) {
 // TestModuleFromStdin: "-" reads the module from standard input for the
 // main job, check, link and plt; not when the symbols come from there too.
 func TestModuleFromStdin(t *testing.T) {
-	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	example := exampleKallsyms()
 	sample, err := os.ReadFile(fixture("livepatch-sample.ko"))
 	require.NoError(t, err)
 	runIn := func(in []byte, args ...string) (int, string, string) {
@@ -449,7 +449,7 @@ func TestUnloadedDependsCLI(t *testing.T) {
 // bytes: '/dev/zero' or '-' fed zeros read 2 GiB (6.3 GB resident, 21 s)
 // before saying the input was too large.
 func TestModuleStreamRefusedAtOnce(t *testing.T) {
-	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	example := exampleKallsyms()
 	for _, args := range [][]string{
 		{"-", "--kallsyms", example},
 		{"plt", "-"},
@@ -647,7 +647,7 @@ func TestInitMemoryCLI(t *testing.T) {
 // kernel's symbols lack against the module's file, in both commands that
 // resolve, text and JSON.
 func TestModulesCLI(t *testing.T) {
-	example := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	example := exampleKallsyms()
 	mods := filepath.Join(testutil.RepoRoot(), "testdata", "klp", "modules")
 	xfs := filepath.Join(mods, "xfs.ko")
 
@@ -718,10 +718,7 @@ func TestModulesCorpus(t *testing.T) {
 // another build (its symbols differ from the kernel's lines) is not
 // checked against it, and the report says so.
 func TestModulesOtherBuild(t *testing.T) {
-	example, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt"))
-	require.NoError(t, err)
-	k := filepath.Join(t.TempDir(), "kallsyms")
-	require.NoError(t, os.WriteFile(k, append(example, "ffffffffc0400000 T xfs_iget\t[xfs]\nffffffffc0400100 t xfs_other\t[xfs]\n"...), 0o644))
+	k := exampleWith(t, "ffffffffc0400000 T xfs_iget\t[xfs]\nffffffffc0400100 t xfs_other\t[xfs]\n")
 	mods := filepath.Join(testutil.RepoRoot(), "testdata", "klp", "modules")
 	code, out, _ := runCLI(t, fixture("klp-patch.ko"), "--kallsyms", k, "--modules", mods)
 	assert.Equal(t, 0, code, out)
@@ -746,7 +743,7 @@ func TestConvertNoModuleStruct(t *testing.T) {
 	dir := t.TempDir()
 	bare := filepath.Join(dir, "bare.o")
 	require.NoError(t, os.WriteFile(bare, obj, 0o644))
-	kallsymsFile := filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt")
+	kallsymsFile := exampleKallsyms()
 	out := filepath.Join(dir, "bare.ko")
 	code, stdout, errOut := runCLI(t, "convert", bare, "-o", out, "--kallsyms", kallsymsFile, "--symbol", "vfs_read")
 	require.Equal(t, 0, code, errOut)
@@ -767,10 +764,7 @@ func TestConvertNoModuleStruct(t *testing.T) {
 
 // The main job notes a module of the patch's name loaded already.
 func TestMainJobAlreadyLoaded(t *testing.T) {
-	example, err := os.ReadFile(filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt"))
-	require.NoError(t, err)
-	k := filepath.Join(t.TempDir(), "kallsyms")
-	require.NoError(t, os.WriteFile(k, append(example, "ffffffffc0300000 t livepatch_vfs_read\t[livepatch_sample]\n"...), 0o644))
+	k := exampleWith(t, "ffffffffc0300000 t livepatch_vfs_read\t[livepatch_sample]\n")
 	code, out, _ := runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", k)
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "\nnote: a module named livepatch_sample is loaded in this kernel already: insmod of this file fails (\"File exists\") until it is removed")
@@ -895,7 +889,7 @@ func TestMainJobJSONDiagnostics(t *testing.T) {
 		OK          bool
 		Diagnostics []diagnostic
 	}
-	args := []string{fixture("livepatch-sample.ko"), "--kallsyms", filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt"), "--link", "--format", "json"}
+	args := []string{fixture("livepatch-sample.ko"), "--kallsyms", exampleKallsyms(), "--link", "--format", "json"}
 	code, out, _ := runCLI(t, args...)
 	require.Equal(t, 1, code)
 	require.NoError(t, json.Unmarshal([]byte(out), &j))
@@ -917,12 +911,14 @@ func TestMainJobJSONDiagnostics(t *testing.T) {
 	assert.Equal(t, []string{"link", "deferred"}, []string{j.Diagnostics[0].Kind, j.Diagnostics[1].Kind})
 	assert.Equal(t, []string{"error", "error"}, []string{j.Diagnostics[0].Severity, j.Diagnostics[1].Severity})
 
-	// Without an error the list still comes, and ok is true.
+	// Without --link nothing is an error: notes only, and ok is true.
 	j.Diagnostics = nil
-	code, out, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", filepath.Join(testutil.RepoRoot(), "testdata", "kallsyms", "example.txt"), "--format", "json")
+	code, out, _ = runCLI(t, fixture("livepatch-sample.ko"), "--kallsyms", exampleKallsyms(), "--format", "json")
+	require.Equal(t, 0, code)
 	require.NoError(t, json.Unmarshal([]byte(out), &j))
-	assert.Equal(t, code == 0, j.OK)
-	for _, d := range j.Diagnostics {
-		assert.Equal(t, j.OK, d.Severity != "error", d.Message)
-	}
+	assert.True(t, j.OK)
+	require.Len(t, j.Diagnostics, 2)
+	assert.Equal(t, diagnostic{Kind: "loader_missing", Severity: "note", Message: "the module loader would not find no_such_function",
+		Location: map[string]string{"symbol": "no_such_function"}}, j.Diagnostics[0])
+	assert.Equal(t, "deferred", j.Diagnostics[1].Kind)
 }

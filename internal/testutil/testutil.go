@@ -194,9 +194,9 @@ func DebianKernelModules(tb testing.TB, gen, arch string) string {
 	return dir
 }
 
-// Sampled reports whether this run checks a sample of the corpus: a Light
-// build, or go test -short (which a developer runs between edits; the
-// full run checks every file). Call it from a test, after flags are
+// Sampled reports whether the tests check a sample of the corpus: in a
+// Light build, or under go test -short (which a developer runs between
+// edits; without it every file is checked). Call it from a test, after flags are
 // parsed.
 func Sampled() bool { return Light || testing.Short() }
 
