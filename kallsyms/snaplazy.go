@@ -3,7 +3,6 @@
 package kallsyms
 
 import (
-	"encoding/binary"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -13,7 +12,7 @@ import (
 	"github.com/klpresolve/klpresolve/internal/par"
 )
 
-// lazySnapshot is what the Index of a compact snapshot (version 8) keeps
+// lazySnapshot is what the Index of a compact snapshot (version 9) keeps
 // to decode its chunks when they are first needed. Loading such a
 // snapshot checks it whole (checksum, counts, tables, chains) but decodes
 // only its table of contents: its records and names are zero until their
@@ -47,17 +46,16 @@ const lazyBlockShift = 6
 
 // loadLazy makes ix, whose objects readTOC read, the index of the compact
 // snapshot file with its chunks ch (nsym symbols, nname bytes of names):
-// its tables filled from their bitmap and packed slots (nslot of them,
-// see packTables), its chains read from its links, and its chunks decoded
+// its tables t filled from their bitmap and packed slots (see
+// packTables), its chains read from its links, and its chunks decoded
 // when first needed.
-func (ix *Index) loadLazy(name string, file, bitmap, packed []byte, nslot uint64, links []byte, ch []snapChunk, nsym int, nname uint32) error {
-	le := binary.LittleEndian
-	nlink := len(links) / linkRecord
+func (ix *Index) loadLazy(name string, file []byte, t snapTables, ch []snapChunk, nsym int, nname uint32) error {
+	links := file[t.linksAt:t.end]
 	// The chains: forward, inside the symbol's object (so that no walk
 	// leaves it or loops), one link per symbol at most. A lookup checks
 	// each slot it takes (find); nothing else needs checking.
-	names := ix.lazyArrays(nsym, int(nslot), int(nname))
-	unpackTables(ix.slots, bitmap, packed)
+	names := ix.lazyArrays(nsym, int(t.nslot), int(nname))
+	unpackTables(ix.slots, file[t.at:t.hashesAt], file[t.hashesAt:t.idxAt], file[t.idxAt:t.linksAt], t.w)
 	loaded := false
 	defer func() {
 		if !loaded && ix.anon != nil { // (a forged file: nothing keeps it)
@@ -66,9 +64,10 @@ func (ix *Index) loadLazy(name string, file, bitmap, packed []byte, nslot uint64
 		}
 	}()
 	o := 0
-	for k := range nlink {
-		i, nx := le.Uint32(links[linkRecord*k:]), le.Uint32(links[linkRecord*k+4:])
-		if uint64(i) >= uint64(nsym) || k > 0 && i <= le.Uint32(links[linkRecord*(k-1):]) {
+	prev := uint32(0)
+	for k := range t.nlink {
+		i, nx := unpackBits(links, 2*k, t.w), unpackBits(links, 2*k+1, t.w)
+		if uint64(i) >= uint64(nsym) || k > 0 && i <= prev {
 			return snapErr(name, "chain link %d: symbol %d out of order", k, i)
 		}
 		for ix.objs[o].end <= i {
@@ -78,6 +77,7 @@ func (ix *Index) loadLazy(name string, file, bitmap, packed []byte, nslot uint64
 			return snapErr(name, "symbol %d: chain to %d leaves object %q", i, nx, ix.objs[o].name)
 		}
 		ix.next[i] = nx
+		prev = i
 	}
 	l := &lazySnapshot{name: name, file: file, names: names, chunks: ch, mapped: ix.anon != nil,
 		first: make([]uint32, (nsym+1<<lazyBlockShift-1)>>lazyBlockShift),

@@ -22,7 +22,7 @@ import (
 	"github.com/klpresolve/klpresolve/internal/par"
 )
 
-// Compact snapshot format, version 8: the symbols in chunks, each chunk's
+// Compact snapshot format, version 9: the symbols in chunks, each chunk's
 // columns and names compressed apart as S2 blocks (decoded in a
 // microsecond or two: a lookup decodes only its symbol's chunk); then the
 // hash tables, packed (the slots in use, and a bitmap of them), and the
@@ -31,12 +31,12 @@ import (
 // decoded the first time a lookup reaches one of its symbols (see
 // lazySnapshot), and every chunk at once, on every core, by DecodeAll and
 // by what reads every symbol. (Versions 2-4 and 6 are the raw format's,
-// see snapraw.go; this build reads no version but 6 and 8; none before
+// see snapraw.go; this build reads no version but 6 and 9; none before
 // them was released: docs/snapshot-format.md.) All integers little-endian.
 //
 //	header (40 bytes):
 //	  [8] magic "KLPSNAP\x00"
-//	  u32 version (8)
+//	  u32 version (9)
 //	  u32 flags (bit 0: LTO matching: vmlinux's tables are keyed by names
 //	      without their .llvm.<hash> suffix, see Index.ltoSym)
 //	  u32 frames: 1 + 2 x chunks
@@ -63,19 +63,21 @@ import (
 //	    its symbols' names, one after another
 //	zero padding to a multiple of 8 bytes from the file's start
 //	tables: a bitmap of the slots in use (u64 words, bit i of word
-//	        i/64), then each slot in use, 8 bytes (u32 name hash, u32
-//	        index+1), in order: each object's table, one after the
-//	        other, as the Index holds them (packTables)
-//	chain links: 8 bytes each (u32 symbol, u32 index+1 of the next
-//	        symbol of its name in its object), for the symbols whose
-//	        chain goes on, in symbol order
+//	        i/64), then the u32 name hash of each slot in use, in order
+//	        (each object's table, one after the other, as the Index holds
+//	        them), zero-padded to 8 bytes; then each such slot's index+1,
+//	        w bits each, packed in u64 words (packBits), w being the width
+//	        of the count of slots (tableWidth)
+//	chain links: for the symbols whose chain goes on, in symbol order,
+//	        the symbol and the index+1 of the next symbol of its name in
+//	        its object, w bits each, packed the same way
 const (
-	snapshotVersion = 8
+	snapshotVersion = 9
 	headerSize      = 40
 	checksumSkip    = 32 // the checksum covers the header's first 24 bytes and all from here
 	tocFixed        = 20
 	tocObject       = 32 // bytes an object's record in the table of contents
-	slotRecord      = 8  // bytes a table slot, as stored and in memory
+	slotRecord      = 8  // bytes a table slot in memory, and in the records packTables packs
 	linkRecord      = 8
 	columnBytes     = 11 // bytes a symbol in a chunk's columns
 	// maxExpansion bounds the decoded size by the file's: a forged table
@@ -249,8 +251,10 @@ func compactSnapshot(parts compactParts, lto bool) ([]byte, error) {
 		decoded += len(parts.frames[k])
 	}
 	tablesAt := int(align8(uint64(size)))
-	tables, used := packTables(parts.tables[:slotRecord*int(parts.slots)])
-	tables = append(tables, parts.tables[slotRecord*int(parts.slots):]...) // the chain links
+	tables, used, err := packTables(parts.tables, parts.slots)
+	if err != nil {
+		return nil, err
+	}
 	size = tablesAt + len(tables)
 	if decoded > expansionBound(size) {
 		return nil, ErrTooRepetitive
@@ -328,8 +332,7 @@ func storedSize(b []byte) (size, need int64, known bool) {
 		for k := range nframe {
 			size += int64(le.Uint32(b[hs+8*k:]))
 		}
-		_, _, _, end, _, _ := compactTables(b, uint64(size))
-		return int64(min(end, maxInput)), 0, true
+		return int64(min(compactTables(b, uint64(size)).end, maxInput)), 0, true
 	case rawVersion:
 		if len(b) < rawHeaderSize {
 			return 0, rawHeaderSize, false
@@ -343,50 +346,131 @@ func storedSize(b []byte) (size, need int64, known bool) {
 	return int64(len(b)), 0, true // an unknown version: the loader says so
 }
 
-// compactTables is where the tables of compact snapshot b, whose frames
-// end at framesEnd, start (their bitmap), where their packed slots and
-// the chain links start, where they end (the file's end), and the counts
-// of slots and links, from the header alone (packTables).
-func compactTables(b []byte, framesEnd uint64) (at, slotsAt, linksAt, end, nslot, nlink uint64) {
-	le := binary.LittleEndian
-	nslot, nlink = uint64(le.Uint32(b[32:])), uint64(le.Uint32(b[36:]))
-	used := uint64(le.Uint32(b[20:]))
-	at = align8(framesEnd)
-	slotsAt = at + 8*((nslot+63)/64)
-	linksAt = slotsAt + slotRecord*used
-	return at, slotsAt, linksAt, linksAt + linkRecord*nlink, nslot, nlink
+// snapTables is where the parts of a compact snapshot's tables are (see
+// compactTables).
+type snapTables struct {
+	at, hashesAt, idxAt, linksAt, end uint64 // file offsets
+	nslot, used, nlink                uint64
+	w                                 uint // bits a stored symbol number takes (tableWidth)
 }
 
-// packTables is the tables as a compact snapshot stores them: a bitmap
-// of the slots in use (bit i of word i/64, little-endian words), then
-// those slots, 8 bytes each, in order; and how many are in use. A third
-// of a table's slots are empty (tableSize).
-func packTables(slots []byte) ([]byte, uint32) {
+// compactTables is where the tables of compact snapshot b, whose frames
+// end at framesEnd, are, and their counts of slots and links, from the
+// header alone (packTables).
+func compactTables(b []byte, framesEnd uint64) snapTables {
 	le := binary.LittleEndian
-	n := len(slots) / slotRecord
-	out := make([]byte, 8*((n+63)/64), 8*((n+63)/64)+len(slots))
-	used := uint32(0)
+	t := snapTables{nslot: uint64(le.Uint32(b[32:])), nlink: uint64(le.Uint32(b[36:])), used: uint64(le.Uint32(b[20:]))}
+	t.w = tableWidth(t.nslot)
+	t.at = align8(framesEnd)
+	t.hashesAt = t.at + 8*((t.nslot+63)/64)
+	t.idxAt = t.hashesAt + align8(4*t.used)
+	t.linksAt = t.idxAt + packedBytes(t.used, t.w)
+	t.end = t.linksAt + packedBytes(2*t.nlink, t.w)
+	return t
+}
+
+// tableWidth is the bits a compact snapshot stores a symbol number of its
+// tables and chain links in (an index+1, a symbol): every table has more
+// slots than symbols, so nslot's width is enough.
+func tableWidth(nslot uint64) uint { return uint(max(mathbits.Len64(nslot), 1)) }
+
+// packedBytes is the size of n numbers of w bits packed (packBits).
+func packedBytes(n uint64, w uint) uint64 { return 8 * ((n*uint64(w) + 63) / 64) }
+
+// packBits appends vals, w bits each, to out as little-endian 64-bit
+// words, the first number in the first word's low bits; a number may
+// straddle two words, and the last word is padded with zeros.
+func packBits(out []byte, vals []uint32, w uint) []byte {
+	le := binary.LittleEndian
+	var acc uint64
+	n := uint(0) // bits in acc
+	for _, v := range vals {
+		acc |= uint64(v) << n
+		if n+w < 64 {
+			n += w
+			continue
+		}
+		out = le.AppendUint64(out, acc)
+		acc, n = uint64(v)>>(64-n), n+w-64 // (n >= 32 here: the shift is in range)
+	}
+	if n > 0 {
+		out = le.AppendUint64(out, acc)
+	}
+	return out
+}
+
+// unpackBits is the k-th number of w bits that packBits packed into
+// words, which hold it.
+func unpackBits(words []byte, k uint64, w uint) uint32 {
+	le := binary.LittleEndian
+	pos := k * uint64(w)
+	q, off := 8*(pos/64), uint(pos%64)
+	v := le.Uint64(words[q:]) >> off
+	if off+w > 64 {
+		v |= le.Uint64(words[q+8:]) << (64 - off)
+	}
+	return uint32(v & (1<<w - 1))
+}
+
+// packTables is the tables and chain links as a compact snapshot stores
+// them, from their records (8 bytes each: a slot's hash and index+1, then
+// a link's symbol and next index+1): a bitmap of the slots in use (bit i
+// of word i/64, little-endian words); those slots' hashes, 4 bytes each,
+// in order, padded to 8 bytes; their index+1, then the links' two
+// numbers, each packed in w bits (packBits). A third of a table's slots
+// are empty (tableSize), and a kernel's symbol numbers take 17-21 bits.
+// It returns how many slots are in use.
+func packTables(records []byte, nslot uint32) ([]byte, uint32, error) {
+	le := binary.LittleEndian
+	n, w := int(nslot), tableWidth(uint64(nslot))
+	out := make([]byte, 8*((n+63)/64), 8*((n+63)/64)+len(records))
+	var idx []uint32
 	for i := range n {
-		if le.Uint32(slots[slotRecord*i+4:]) != 0 { // index+1: 0 is empty
+		if x := le.Uint32(records[slotRecord*i+4:]); x != 0 { // index+1: 0 is empty
 			w := out[8*(i/64):]
 			le.PutUint64(w, le.Uint64(w)|1<<(i%64))
-			out = append(out, slots[slotRecord*i:slotRecord*(i+1)]...)
-			used++
+			out = le.AppendUint32(out, le.Uint32(records[slotRecord*i:]))
+			idx = append(idx, x)
 		}
 	}
-	return out, used
+	if len(idx)%2 == 1 {
+		out = append(out, 0, 0, 0, 0)
+	}
+	out = packBits(out, idx, w)
+	links := make([]uint32, 0, (len(records)-slotRecord*n)/4)
+	for r := records[slotRecord*n:]; len(r) >= 4; r = r[4:] {
+		links = append(links, le.Uint32(r))
+	}
+	for _, x := range slices.Concat(idx, links) {
+		if uint64(x)>>w != 0 { // an index's never are: see tableWidth
+			return nil, 0, fmt.Errorf("symbol number %d does not fit the %d bits of a table of %d slots", x, w, nslot)
+		}
+	}
+	return packBits(out, links, w), uint32(len(idx)), nil
 }
 
-// unpackTables fills slots (zero) from a compact snapshot's bitmap and
-// packed slots (see packTables), which loadSnapshot has checked: as many
-// bits set, none past the slots.
-func unpackTables(slots []slot, bitmap, packed []byte) {
+// unpackTables fills slots (zero) from a compact snapshot's bitmap,
+// hashes and packed numbers (see packTables), which loadSnapshot has
+// checked: as many bits set, none past the slots.
+func unpackTables(slots []slot, bitmap, hashes, idx []byte, w uint) {
 	le := binary.LittleEndian
 	k := 0
-	for w := 0; w < len(bitmap)/8; w++ {
-		for bits := le.Uint64(bitmap[8*w:]); bits != 0; bits &= bits - 1 {
-			i := 64*w + mathbits.TrailingZeros64(bits)
-			slots[i] = slot{le.Uint32(packed[slotRecord*k:]), le.Uint32(packed[slotRecord*k+4:])}
+	// The numbers are read in order: acc holds the have bits of the
+	// packed words (from byte q of idx on) not read yet.
+	mask := uint64(1)<<w - 1
+	var acc uint64
+	have, q := uint(0), 0
+	for b := 0; b < len(bitmap)/8; b++ {
+		for bits := le.Uint64(bitmap[8*b:]); bits != 0; bits &= bits - 1 {
+			var x uint64
+			if have >= w {
+				x, acc, have = acc&mask, acc>>w, have-w
+			} else {
+				next := le.Uint64(idx[q:])
+				q += 8
+				x, acc, have = (acc|next<<have)&mask, next>>(w-have), 64-(w-have)
+			}
+			slots[64*b+mathbits.TrailingZeros64(bits)] = slot{le.Uint32(hashes[4*k:]), uint32(x)}
 			k++
 		}
 	}
@@ -474,7 +558,8 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 		at += stored
 		decoded += n
 	}
-	tablesAt, slotsAt, linksAt, end, nslot, _ := compactTables(b, at)
+	t := compactTables(b, at)
+	end := t.end
 	if compactChecksum(b) != le.Uint64(b[24:]) {
 		if end > uint64(len(b)) { // a copy cut off, most likely
 			return nil, snapErr(name, "truncated: %d bytes, its frames and tables need %d", len(b), end)
@@ -484,14 +569,14 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 	if end != uint64(len(b)) {
 		return nil, snapErr(name, "frames and tables add up to %d bytes, the file has %d", end, len(b))
 	}
-	if !allZero(b[at:tablesAt]) {
+	if !allZero(b[at:t.at]) || !allZero(b[t.hashesAt+4*t.used:t.idxAt]) {
 		return nil, snapErr(name, "padding before the tables is not zero")
 	}
 	if decoded > uint64(expansionBound(len(b))) {
 		return nil, snapErr(name, "frames decode to %d bytes, more than a file of %d bytes can hold", decoded, len(b))
 	}
-	if used := uint64(le.Uint32(b[20:])); used > nslot || !bitmapOK(b[tablesAt:slotsAt], nslot, used) {
-		return nil, snapErr(name, "the slot bitmap does not mark %d of %d slots", used, nslot)
+	if t.used > t.nslot || !bitmapOK(b[t.at:t.hashesAt], t.nslot, t.used) {
+		return nil, snapErr(name, "the slot bitmap does not mark %d of %d slots", t.used, t.nslot)
 	}
 	workers := runtime.GOMAXPROCS(0)
 	decode := func(f snapFrame, dst []byte) error { return decodeFrame(b, f, dst) }
@@ -500,7 +585,7 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 		return nil, snapErr(name, "table of contents: %v", err)
 	}
 	fileLTO := flags&1 != 0
-	ix, nsym, nname, err := readTOC(name, toc, lto || fileLTO, nslot)
+	ix, nsym, nname, err := readTOC(name, toc, lto || fileLTO, t.nslot)
 	if err != nil {
 		return nil, err
 	}
@@ -516,7 +601,7 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 		}
 		// The tables are stored, keyed as this index's are (an exact
 		// file asked for LTO matching is rebuilt, below).
-		if err := ix.loadLazy(name, b, b[tablesAt:slotsAt], b[slotsAt:linksAt], nslot, b[linksAt:end], ch, nsym, nname); err != nil {
+		if err := ix.loadLazy(name, b, t, ch, nsym, nname); err != nil {
 			return nil, err
 		}
 		return ix, nil

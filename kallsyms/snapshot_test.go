@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -401,26 +402,26 @@ func TestSnapshotForgedFrames(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// TestSnapshotVersions: this build reads compact version 8 and raw
+// TestSnapshotVersions: this build reads compact version 9 and raw
 // version 6; any other version, an older one (1-5, which no release
 // wrote) or a newer one, is refused with what to do.
 func TestSnapshotVersions(t *testing.T) {
 	ix := mustParse(t, chunkyText(), Options{})
 	var buf bytes.Buffer
 	require.NoError(t, ix.WriteSnapshot(&buf))
-	require.Equal(t, uint32(8), binary.LittleEndian.Uint32(buf.Bytes()[8:]))
-	for _, v := range []uint32{1, 3, 4, 5, 7} {
+	require.Equal(t, uint32(9), binary.LittleEndian.Uint32(buf.Bytes()[8:]))
+	for _, v := range []uint32{1, 3, 4, 5, 7, 8} {
 		b := bytes.Clone(buf.Bytes())
 		binary.LittleEndian.PutUint32(b[8:], v)
 		_, err := ParseBytes("old.snap", b, Options{})
 		require.ErrorIs(t, err, ErrMalformed)
-		require.ErrorContains(t, err, fmt.Sprintf("old.snap: snapshot: malformed input: version %d, which this build does not read (it reads 8 and 6): write the snapshot again with this build", v))
+		require.ErrorContains(t, err, fmt.Sprintf("old.snap: snapshot: malformed input: version %d, which this build does not read (it reads 9 and 6): write the snapshot again with this build", v))
 	}
 	b := bytes.Clone(buf.Bytes())
-	binary.LittleEndian.PutUint32(b[8:], 9)
+	binary.LittleEndian.PutUint32(b[8:], 10)
 	_, err := ParseBytes("new.snap", b, Options{})
 	require.ErrorIs(t, err, ErrMalformed)
-	require.ErrorContains(t, err, "new.snap: snapshot: malformed input: version 9, from a newer klpresolve (this build reads 8 and 6): use that klpresolve, or write the snapshot again with this one")
+	require.ErrorContains(t, err, "new.snap: snapshot: malformed input: version 10, from a newer klpresolve (this build reads 9 and 6): use that klpresolve, or write the snapshot again with this one")
 }
 
 // TestSnapshotTooRepetitive: an index that compresses more than 64-fold
@@ -616,4 +617,50 @@ func snapshotCorruption(t *testing.T, write func(*Index, io.Writer) error) {
 		}
 		assert.True(t, errors.Is(err, ErrMalformed), "byte %d: %v", i, err)
 	}
+}
+
+// TestPackBits: numbers of every width from 1 to 32 bits come back as
+// they were packed, whether read one at a time (unpackBits) or in order
+// (unpackTables), including those that straddle two words.
+func TestPackBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 9))
+	for w := uint(1); w <= 32; w++ {
+		vals := make([]uint32, 200)
+		for i := range vals {
+			vals[i] = uint32(r.Uint64() & (1<<w - 1))
+		}
+		vals[0], vals[1] = 0, uint32(1<<w-1)
+		b := packBits(nil, vals, w)
+		require.Equal(t, int(packedBytes(uint64(len(vals)), w)), len(b), "w=%d", w)
+		for i, v := range vals {
+			require.Equal(t, v, unpackBits(b, uint64(i), w), "w=%d, number %d", w, i)
+		}
+		// unpackTables reads them in order, one per bit set.
+		bitmap := make([]byte, 8*((len(vals)+63)/64))
+		hashes := make([]byte, 4*len(vals))
+		for i := range vals {
+			bitmap[i/8] |= 1 << (i % 8)
+			binary.LittleEndian.PutUint32(hashes[4*i:], uint32(i)*2654435761)
+		}
+		slots := make([]slot, len(vals))
+		unpackTables(slots, bitmap, hashes, b, w)
+		for i, v := range vals {
+			require.Equal(t, slot{uint32(i) * 2654435761, v}, slots[i], "w=%d, slot %d", w, i)
+		}
+	}
+	require.Empty(t, packBits(nil, nil, 5))
+}
+
+// TestPackTablesWidth: a symbol number too wide for the table's width is
+// refused, not cut (which would corrupt its neighbours).
+func TestPackTablesWidth(t *testing.T) {
+	rec := make([]byte, 8*4)
+	binary.LittleEndian.PutUint32(rec[4:], 8) // index+1 8 in a table of 4 slots: 3 bits
+	_, _, err := packTables(rec, 4)
+	require.ErrorContains(t, err, "symbol number 8 does not fit the 3 bits of a table of 4 slots")
+	binary.LittleEndian.PutUint32(rec[4:], 7)
+	b, used, err := packTables(rec, 4)
+	require.NoError(t, err)
+	require.Equal(t, uint32(1), used)
+	require.Equal(t, []byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0}, b)
 }

@@ -368,7 +368,7 @@ func newSnapshotCmd(a *app) *cobra.Command {
   klpresolve snapshot --kallsyms System.map-6.1.0-57-amd64 --raw \
     -o kernels/6.1.0-57.raw`,
 		Long: `Writes the index as a snapshot that any --kallsyms flag reads: by default compact
-(names and columns in S2 blocks, the hash tables packed: 0.4-0.6 of the text), which
+(names and columns in S2 blocks, the hash tables packed: 0.35-0.5 of the text), which
 loads five to fifteen times faster than the text parses and decodes each chunk of 4 KiB
 of names when a lookup first needs it (a few microseconds each); with --raw the index as
 it sits in memory (about 1.2x the text), used in place, nothing left to decode.`,
