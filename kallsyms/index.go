@@ -27,6 +27,9 @@ type Index struct {
 	syms   []sym    // grouped by object, each group in kallsyms order
 	next   []uint32 // same-name chains: index+1 of the next symbol, 0 at the end
 	slots  []slot   // every object's hash table, one after the other
+	// packed: the tables of a compact snapshot, read in place, where
+	// slots is nil (see Index.slot).
+	packed *packedTables
 	objs   []object // objs[0] is vmlinux
 	byName map[string]int
 	lto    bool
@@ -229,7 +232,7 @@ func (ix *Index) Close() error {
 		}
 		unmapFile(ix.text)
 	}
-	ix.data, ix.syms, ix.next, ix.slots, ix.objs = "", nil, nil, nil, nil
+	ix.data, ix.syms, ix.next, ix.slots, ix.packed, ix.objs = "", nil, nil, nil, nil, nil
 	ix.byName, ix.mapping, ix.anon, ix.text, ix.textBusy, ix.byAddr = map[string]int{}, nil, nil, nil, nil, nil
 	ix.scratch, ix.closed = 0, true
 	ix.addrOnce.Do(func() {}) // Addr finds nothing
@@ -833,6 +836,9 @@ func (ix *Index) key(i uint32) string {
 func (ix *Index) MemSize() int {
 	n := len(ix.data) + len(ix.syms)*int(unsafe.Sizeof(sym{})) + len(ix.next)*4
 	n += len(ix.slots)*int(unsafe.Sizeof(slot{})) + ix.scratch
+	if ix.packed != nil {
+		n += 4 * len(ix.packed.rank) // (the tables are in the file)
+	}
 	if ix.lazy != nil {
 		n += len(ix.lazy.file) // the frames its chunks are decoded from
 	}

@@ -26,7 +26,6 @@ func (ix *Index) find(o *object, name string) uint32 {
 // findKey is find of key, whose hash (hashKeyString) is h, as o files it
 // (find says which key that is).
 func (ix *Index) findKey(o *object, key string, h uint32) uint32 {
-	slots := ix.slots[o.off : o.off+o.size]
 	// The probe trusts no slot: it gives up after o.size of them (a table
 	// with no empty slot cannot make it loop), and takes an entry only if
 	// it points into o (one cannot make it read another object's symbols,
@@ -34,7 +33,7 @@ func (ix *Index) findKey(o *object, key string, h uint32) uint32 {
 	// snapshot's are used as the file has them, checked here instead of
 	// slot by slot when it is loaded.
 	for p, left := home(h, o.size), o.size; left > 0; left-- {
-		sl := slots[p]
+		sl := ix.slot(o.off + p)
 		if sl.idx == 0 {
 			return 0
 		}
@@ -372,8 +371,8 @@ func (ix *Index) indexVariants() {
 		if o.pseudo {
 			continue
 		}
-		for _, sl := range ix.slots[o.off : o.off+o.size] {
-			if sl.idx != 0 {
+		for p := o.off; p < o.off+o.size; p++ {
+			if sl := ix.slot(p); sl.idx != 0 {
 				ix.keyObjects = append(ix.keyObjects, uint64(sl.hash)<<32|uint64(j))
 			}
 		}

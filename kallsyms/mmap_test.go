@@ -850,11 +850,11 @@ func TestExpectAdvisesNames(t *testing.T) {
 	if !ix.lazy.mapped {
 		t.Skip("no anonymous mappings here")
 	}
-	// The first huge page wholly in the names (the one they start in is
-	// shared with the chains).
+	// The first huge page that starts in the names (the one they start
+	// in is shared with the chains, and advised with them).
 	names := uintptr(unsafe.Pointer(unsafe.StringData(ix.data)))
 	names = (names + hugepage.Size - 1) &^ (hugepage.Size - 1)
-	require.Less(t, names+hugepage.Size, uintptr(unsafe.Pointer(unsafe.StringData(ix.data)))+uintptr(len(ix.data)))
+	require.Less(t, names+hugepage.Size/8, uintptr(unsafe.Pointer(unsafe.StringData(ix.data)))+uintptr(len(ix.data)))
 	hg := func() bool { return slices.Contains(testutil.VmFlags(t, names), "hg") }
 	require.False(t, hg(), "the names before Expect")
 	ix.Expect(10)

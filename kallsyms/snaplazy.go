@@ -46,27 +46,26 @@ const lazyBlockShift = 6
 
 // loadLazy makes ix, whose objects readTOC read, the index of the compact
 // snapshot file with its chunks ch (nsym symbols, nname bytes of names):
-// its tables t filled from their bitmap and packed slots (see
-// packTables), its chains read from its links, and its chunks decoded
-// when first needed.
+// its tables t read in place (packedTables), its chains read from its
+// links, and its chunks decoded when first needed.
 func (ix *Index) loadLazy(name string, file []byte, t snapTables, ch []snapChunk, nsym int, nname uint32) error {
 	links := file[t.linksAt:t.end]
 	// The chains: forward, inside the symbol's object (so that no walk
 	// leaves it or loops), one link per symbol at most. A lookup checks
 	// each slot it takes (find); nothing else needs checking.
-	names := ix.lazyArrays(nsym, int(t.nslot), int(nname))
-	unpackTables(ix.slots, file[t.at:t.hashesAt], file[t.hashesAt:t.idxAt], file[t.idxAt:t.linksAt], t.w)
+	names := ix.lazyArrays(nsym, int(nname))
+	ix.packed = newPackedTables(file, t)
 	loaded := false
 	defer func() {
 		if !loaded && ix.anon != nil { // (a forged file: nothing keeps it)
 			unmapFile(ix.anon)
-			ix.anon, ix.syms, ix.next, ix.slots, ix.data = nil, nil, nil, nil, ""
+			ix.anon, ix.syms, ix.next, ix.packed, ix.data = nil, nil, nil, nil, ""
 		}
 	}()
 	o := 0
 	prev := uint32(0)
 	for k := range t.nlink {
-		i, nx := unpackBits(links, 2*k, t.w), unpackBits(links, 2*k+1, t.w)
+		i, nx := uint32(unpackBits(links, 2*k, t.w)), uint32(unpackBits(links, 2*k+1, t.w))
 		if uint64(i) >= uint64(nsym) || k > 0 && i <= prev {
 			return snapErr(name, "chain link %d: symbol %d out of order", k, i)
 		}
@@ -96,19 +95,17 @@ func (ix *Index) loadLazy(name string, file []byte, t snapTables, ch []snapChunk
 	return nil
 }
 
-// lazyArrays makes ix's records (ix.syms), tables (ix.slots), chains
-// (ix.next) and names (ix.data, returned) for a lazy index of nsym
-// symbols, nslot slots and nname bytes of names, zero, in one anonymous
-// mapping where the system has one (ix.anon): a lookup then faults in
-// only the pages of the chunks it decodes, and Close (or the cleanup, see own) returns them at once. A
+// lazyArrays makes ix's records (ix.syms), chains (ix.next) and names
+// (ix.data, returned) for a lazy index of nsym symbols and nname bytes of
+// names, zero, in one anonymous mapping where the system has one
+// (ix.anon): a lookup then faults in only the pages of the chunks it
+// decodes, and Close (or the cleanup, see own) returns them at once. A
 // fleet opens a thousand snapshots: 6 MB of heap each, allocated and
 // zeroed whole, was most of its time and memory.
-func (ix *Index) lazyArrays(nsym, nslot, nname int) []byte {
-	symBytes := nsym * int(unsafe.Sizeof(sym{}))
-	slotsAt := symBytes
-	nextAt := slotsAt + nslot*int(unsafe.Sizeof(slot{}))
+func (ix *Index) lazyArrays(nsym, nname int) []byte {
+	nextAt := nsym * int(unsafe.Sizeof(sym{}))
 	namesAt := nextAt + 4*nsym
-	if m, err := mapAnon(max(namesAt+nname, 1) + hugepage.Size); err == nil {
+	if m, err := mapAnon(max(namesAt+nname, 1) + 2*hugepage.Size); err == nil {
 		// On huge pages from a huge page boundary: a fault here costs
 		// microseconds under virtualization, and a patch's symbols are
 		// spread over every page of the arrays (checking 300 snapshots
@@ -120,13 +117,14 @@ func (ix *Index) lazyArrays(nsym, nslot, nname int) []byte {
 		m = m[int((base+hugepage.Size-1)&^(hugepage.Size-1)-base):]
 		hugepage.AdviseWithin(m[:namesAt]) // the names when many lookups are to come (Expect)
 		ix.syms = unsafe.Slice((*sym)(unsafe.Pointer(unsafe.SliceData(m))), nsym)
-		ix.slots = unsafe.Slice((*slot)(unsafe.Pointer(&m[slotsAt])), nslot)
 		ix.next = unsafe.Slice((*uint32)(unsafe.Pointer(&m[nextAt])), nsym)
-		names := m[namesAt : namesAt+nname : namesAt+nname]
+		// (The names' capacity runs to the mapping's end, past the huge
+		// page they end in: Expect advises that page too.)
+		names := m[namesAt : namesAt+nname]
 		ix.data = unsafe.String(unsafe.SliceData(names), nname)
 		return names
 	}
-	ix.syms, ix.slots, ix.next = make([]sym, nsym), make([]slot, nslot), make([]uint32, nsym)
+	ix.syms, ix.next = make([]sym, nsym), make([]uint32, nsym)
 	names := make([]byte, nname)
 	ix.data = unsafe.String(unsafe.SliceData(names), nname)
 	return names

@@ -126,7 +126,7 @@ func (ix *Index) WriteSnapshotRaw(w io.Writer) error {
 		p = le.AppendUint32(p, n)
 	}
 	pad()
-	for _, s := range ix.slots {
+	for _, s := range ix.tableSlots() {
 		p = le.AppendUint32(p, s.hash)
 		p = le.AppendUint32(p, s.idx)
 	}
@@ -142,7 +142,7 @@ func (ix *Index) WriteSnapshotRaw(w io.Writer) error {
 	le.PutUint64(hdr[16:], uint64(len(payload)))
 	le.PutUint32(hdr[32:], uint32(len(ix.objs)))
 	le.PutUint32(hdr[36:], uint32(len(ix.syms)))
-	le.PutUint32(hdr[40:], uint32(len(ix.slots)))
+	le.PutUint32(hdr[40:], uint32(ix.nslot()))
 	le.PutUint32(hdr[44:], uint32(len(names)))
 	le.PutUint64(hdr[24:], rawChecksum(hdr, payload))
 	_, err := w.Write(p)
@@ -159,7 +159,7 @@ func (ix *Index) rawSize() int {
 	for i := range ix.syms {
 		nname += int(ix.syms[i].nlen)
 	}
-	at := rawOffsetsOf(uint64(len(ix.source)), uint64(len(ix.objs)), uint64(len(ix.syms)), uint64(len(ix.slots)), uint64(nname))
+	at := rawOffsetsOf(uint64(len(ix.source)), uint64(len(ix.objs)), uint64(len(ix.syms)), uint64(ix.nslot()), uint64(nname))
 	n := rawHeaderSize + int(at.end)
 	return n + rawPadding(n)
 }

@@ -356,7 +356,7 @@ func TestSnapshotForgedFrames(t *testing.T) {
 	}{
 		"even frames":  {forge(func(c []byte) { le.PutUint32(c[16:], 4) }), "bad frame count 4"},
 		"no frames":    {forge(func(c []byte) { le.PutUint32(c[16:], 0) }), "bad frame count 0"},
-		"slots in use": {forge(func(c []byte) { le.PutUint32(c[20:], le.Uint32(c[20:])+1) }), "frames and tables add up to"},
+		"slots in use": {forge(func(c []byte) { le.PutUint32(c[20:], le.Uint32(c[20:])+8) }), "frames and tables add up to"},
 		"frame table":  {forge(func(c []byte) { le.PutUint32(c[16:], 1<<16+1) }), "truncated frame table"},
 		"stored size":  {forge(func(c []byte) { le.PutUint32(c[headerSize:], le.Uint32(c[headerSize:])+8) }), "frames and tables add up to"},
 		"slot count":   {forge(func(c []byte) { le.PutUint32(c[32:], 1<<32-1) }), "frames and tables add up to"},
@@ -619,36 +619,58 @@ func snapshotCorruption(t *testing.T, write func(*Index, io.Writer) error) {
 	}
 }
 
-// TestPackBits: numbers of every width from 1 to 32 bits come back as
-// they were packed, whether read one at a time (unpackBits) or in order
-// (unpackTables), including those that straddle two words.
+// TestPackBits: numbers of every width from 1 to 64 bits come back as
+// they were packed, including those that straddle two words.
 func TestPackBits(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 9))
-	for w := uint(1); w <= 32; w++ {
-		vals := make([]uint32, 200)
+	for w := uint(1); w <= 64; w++ {
+		vals := make([]uint64, 200)
 		for i := range vals {
-			vals[i] = uint32(r.Uint64() & (1<<w - 1))
+			vals[i] = r.Uint64() & (1<<w - 1)
 		}
-		vals[0], vals[1] = 0, uint32(1<<w-1)
+		vals[0], vals[1] = 0, 1<<w-1
 		b := packBits(nil, vals, w)
 		require.Equal(t, int(packedBytes(uint64(len(vals)), w)), len(b), "w=%d", w)
 		for i, v := range vals {
 			require.Equal(t, v, unpackBits(b, uint64(i), w), "w=%d, number %d", w, i)
 		}
-		// unpackTables reads them in order, one per bit set.
-		bitmap := make([]byte, 8*((len(vals)+63)/64))
-		hashes := make([]byte, 4*len(vals))
-		for i := range vals {
-			bitmap[i/8] |= 1 << (i % 8)
-			binary.LittleEndian.PutUint32(hashes[4*i:], uint32(i)*2654435761)
-		}
-		slots := make([]slot, len(vals))
-		unpackTables(slots, bitmap, hashes, b, w)
-		for i, v := range vals {
-			require.Equal(t, slot{uint32(i) * 2654435761, v}, slots[i], "w=%d, slot %d", w, i)
-		}
 	}
 	require.Empty(t, packBits(nil, nil, 5))
+}
+
+// TestPackedTables: a table packed (packTables) reads back in place
+// (packedTables) as the slots it was packed from, empty ones included,
+// in every word of its bitmap.
+func TestPackedTables(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	const nslot = 300
+	var want [nslot]slot
+	rec := make([]byte, 8*nslot)
+	for i := range want {
+		if r.IntN(3) > 0 {
+			want[i] = slot{r.Uint32(), uint32(r.IntN(nslot-1) + 1)}
+		}
+		binary.LittleEndian.PutUint32(rec[8*i:], want[i].hash)
+		binary.LittleEndian.PutUint32(rec[8*i+4:], want[i].idx)
+	}
+	rec = binary.LittleEndian.AppendUint32(rec, 17) // a link: symbol 17, next 40
+	rec = binary.LittleEndian.AppendUint32(rec, 41)
+	b, used, err := packTables(rec, nslot)
+	require.NoError(t, err)
+	file := append(make([]byte, 40), b...) // the header's place
+	binary.LittleEndian.PutUint32(file[20:], used)
+	binary.LittleEndian.PutUint32(file[32:], nslot)
+	binary.LittleEndian.PutUint32(file[36:], 1)
+	tb := compactTables(file, 40)
+	require.Equal(t, uint64(len(file)), tb.end)
+	require.Equal(t, uint(9), tb.w)
+	require.True(t, bitmapOK(file[tb.at:tb.recsAt], nslot, uint64(used)))
+	p := newPackedTables(file, tb)
+	for i := range want {
+		require.Equal(t, want[i], p.at(uint32(i)), "slot %d", i)
+	}
+	links := file[tb.linksAt:tb.end]
+	require.Equal(t, []uint64{17, 41}, []uint64{unpackBits(links, 0, tb.w), unpackBits(links, 1, tb.w)})
 }
 
 // TestPackTablesWidth: a symbol number too wide for the table's width is
@@ -658,9 +680,11 @@ func TestPackTablesWidth(t *testing.T) {
 	binary.LittleEndian.PutUint32(rec[4:], 8) // index+1 8 in a table of 4 slots: 3 bits
 	_, _, err := packTables(rec, 4)
 	require.ErrorContains(t, err, "symbol number 8 does not fit the 3 bits of a table of 4 slots")
+	binary.LittleEndian.PutUint32(rec[:4], 0xaabbccdd)
 	binary.LittleEndian.PutUint32(rec[4:], 7)
 	b, used, err := packTables(rec, 4)
 	require.NoError(t, err)
 	require.Equal(t, uint32(1), used)
-	require.Equal(t, []byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0}, b)
+	// The bitmap (slot 0), then the 35-bit record: the hash, then 7.
+	require.Equal(t, []byte{1, 0, 0, 0, 0, 0, 0, 0, 0xdd, 0xcc, 0xbb, 0xaa, 7, 0, 0, 0}, b)
 }
