@@ -14,7 +14,7 @@ import (
 
 // lazySnapshot is what the Index of a compact snapshot (version 9) keeps
 // to decode its chunks when they are first needed. Loading such a
-// snapshot checks it whole (checksum, counts, tables, chains) but decodes
+// snapshot checks it whole (checksum, counts, the tables' bitmap, chains) but decodes
 // only its table of contents: its records and names are zero until their
 // chunk is decoded, by the first lookup that reaches one of its symbols
 // (Index.at, Index.name) or by something that reads every symbol

@@ -26,10 +26,11 @@ import (
 // Compact snapshot format, version 9: the symbols in chunks, each chunk's
 // columns and names compressed apart as S2 blocks (decoded in a
 // microsecond or two: a lookup decodes only its symbol's chunk); then the
-// hash tables, packed (the slots in use, and a bitmap of them), and the
-// chains, so that loading decodes nothing but the table of contents and
-// spreads the slots into the tables: a chunk is
-// decoded the first time a lookup reaches one of its symbols (see
+// hash tables, packed (a bitmap of the slots in use, then those slots),
+// and the chains, so that loading decodes nothing but the table of
+// contents and the chains (lookups read the tables in place, see
+// packedTables): a chunk is decoded the first time a lookup reaches one
+// of its symbols (see
 // lazySnapshot), and every chunk at once, on every core, by DecodeAll and
 // by what reads every symbol. (Versions 2-4 and 6 are the raw format's,
 // see snapraw.go; this build reads no version but 6 and 9; none before
@@ -103,9 +104,10 @@ func isSnapshot(b []byte) bool { return bytes.HasPrefix(b, snapshotMagic) }
 
 // ErrTooRepetitive is returned by WriteSnapshot for an index whose
 // snapshot would decode to more than 64 times its size, which the loader
-// would take for a forged file. Since version 7, whose tables take 12
-// bytes a symbol or more, uncompressed, no index does (real kernels'
-// snapshots decode to about twice their size).
+// would take for a forged file: an index of long names repeated many
+// times, whose tables and chains (uncompressed, 4 to 7 bytes a symbol)
+// would weigh little beside them. Real kernels' snapshots decode to
+// about two and a half times their size.
 var ErrTooRepetitive = errors.New("index compresses too well for the compact snapshot format (write the raw one)")
 
 // WriteSnapshot writes ix to w in the compact snapshot format.
