@@ -108,9 +108,9 @@ type Relocation struct {
 	Index    int // in its section
 	Offset   uint64
 	Type     uint32
+	SymIndex uint32 // (beside Type: 8 bytes less a record)
 	TypeName string
 	Addend   int64
-	SymIndex uint32
 	Symbol   string     // the symbol's name as written
 	Sym      SymbolName // parsed (when Err is nil)
 	// Err is a static failure, known without any kernel: not a livepatch
