@@ -9,10 +9,10 @@ import (
 )
 
 // A compact snapshot's hash tables are packed (packTables), and a lookup
-// probes them in place (packedTables): loading one spreads nothing into
-// a table. Spreading them took two fifths of the time of checking a
-// small patch against a fleet of snapshots, and a table of 12 bytes a
-// symbol in memory for each snapshot open.
+// probes them in place (packedTables): loading one fills no table, so a
+// snapshot opened for a few lookups costs neither the time to spread its
+// slots nor 12 bytes a symbol of memory (docs/benchmarks.md has the
+// figures).
 
 // snapTables is where the parts of a compact snapshot's tables are (see
 // compactTables).
@@ -120,6 +120,21 @@ func packTables(records []byte, nslot uint32) ([]byte, uint32, error) {
 	}
 	out = packBits(out, recs, 32+w)
 	return packBits(out, links, w), uint32(len(recs)), nil
+}
+
+// bitmapOK reports whether bitmap, of words for nslot slots, has exactly
+// used bits set, all of them below nslot.
+func bitmapOK(bitmap []byte, nslot, used uint64) bool {
+	le := binary.LittleEndian
+	set := uint64(0)
+	for w := 0; w < len(bitmap)/8; w++ {
+		bits := le.Uint64(bitmap[8*w:])
+		if last := uint64(w+1) * 64; last > nslot && bits>>(64-(last-nslot)) != 0 {
+			return false
+		}
+		set += uint64(mathbits.OnesCount64(bits))
+	}
+	return set == used
 }
 
 // packedTables is an index's hash tables as a compact snapshot stores
