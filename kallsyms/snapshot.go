@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	mathbits "math/bits"
 	"runtime"
 	"slices"
 	"unsafe"
@@ -22,7 +23,7 @@ import (
 	"github.com/klpresolve/klpresolve/internal/par"
 )
 
-// Compact snapshot format, version 9: the symbols in chunks, each chunk's
+// Compact snapshot format, version 10: the symbols in chunks, each chunk's
 // columns and names compressed apart as S2 blocks (decoded in a
 // microsecond or two: a lookup decodes only its symbol's chunk); then the
 // hash tables, packed (a bitmap of the slots in use, then those slots),
@@ -32,12 +33,12 @@ import (
 // of its symbols (see
 // lazySnapshot), and every chunk at once, on every core, by DecodeAll and
 // by what reads every symbol. (Versions 2-4 and 6 are the raw format's,
-// see snapraw.go; this build reads no version but 6 and 9; none before
+// see snapraw.go; this build reads no version but 6 and 10; none before
 // them was released: docs/snapshot-format.md.) All integers little-endian.
 //
 //	header (40 bytes):
 //	  [8] magic "KLPSNAP\x00"
-//	  u32 version (9)
+//	  u32 version (10)
 //	  u32 flags (bit 0: LTO matching: vmlinux's tables are keyed by names
 //	      without their .llvm.<hash> suffix, see Index.ltoSym)
 //	  u32 frames: 1 + 2 x chunks
@@ -54,13 +55,17 @@ import (
 //	    objects (32 bytes each): u16 name length, u16 flags (bit 0 pseudo),
 //	                             u32 end symbol, u32 table offset, u32
 //	                             table size (slots), u64 low, u64 high
-//	                             address (see ObjectInfo)
+//	                             address (see ObjectInfo),
+//	    u8 for each chunk: its address planes (0-8)
 //	  for each chunk of symbols:
 //	    its columns: u64 the address of the symbol before its first (0 for
-//	      the first chunk's), then 11 bytes a symbol, column by column: the
-//	      type; the name length's low byte, then its high byte; the
-//	      address as 8 byte planes, low byte first, of the zigzag-encoded
-//	      difference from the previous symbol's address
+//	      the first chunk's), then 3 + planes bytes a symbol, column by
+//	      column: the type; the name length's low byte, then its high
+//	      byte; the address as byte planes, low byte first, of the
+//	      zigzag-encoded difference from the previous symbol's address:
+//	      as many planes as the chunk's widest difference needs (the
+//	      others are zero, and not stored: stored, S2's long runs of
+//	      zeros took longer to decode than the rest of the columns)
 //	    its symbols' names, one after another
 //	zero padding to a multiple of 8 bytes from the file's start
 //	tables: a bitmap of the slots in use (u64 words, bit i of word
@@ -73,13 +78,13 @@ import (
 //	        the symbol and the index+1 of the next symbol of its name in
 //	        its object, w bits each, packed the same way
 const (
-	snapshotVersion = 9
+	snapshotVersion = 10
 	headerSize      = 40
 	checksumSkip    = 32 // the checksum covers the header's first 24 bytes and all from here
 	tocFixed        = 20
 	tocObject       = 32 // bytes an object's record in the table of contents
 	slotRecord      = 8  // bytes a table slot in memory, and in the records packTables packs
-	columnBytes     = 11 // bytes a symbol in a chunk's columns
+	fixedColumns    = 3  // a symbol's columns before its address planes: type, name length (2)
 	// maxExpansion bounds the decoded size by the file's: a forged table
 	// of frames cannot make the loader allocate what the file does not
 	// justify. Real snapshots expand 6-7x; minExpansionBound lets tiny ones
@@ -170,6 +175,7 @@ func (ix *Index) snapshotParts(chunkBytes int) compactParts {
 	parts := compactParts{frames: [][]byte{toc}, slots: uint32(ix.nslot())}
 	names := make([]byte, 0, nameBytes)
 	prev := uint64(0)
+	var addrPlanes []byte // each chunk's, for the table of contents
 	for s0 := 0; s0 < n; {
 		s1, at := s0, len(names)
 		for ; s1 < n && len(names)-at < chunkBytes; s1++ {
@@ -177,21 +183,31 @@ func (ix *Index) snapshotParts(chunkBytes int) compactParts {
 		}
 		syms := ix.syms[s0:s1]
 		m := len(syms)
-		cols := make([]byte, 8+columnBytes*m)
+		// The address planes stored: as many as the widest difference
+		// needs (the others are all zero).
+		wide, p := uint64(0), prev
+		for j := range syms {
+			wide |= zigzag(syms[j].addr - p)
+			p = syms[j].addr
+		}
+		nb := (mathbits.Len64(wide) + 7) / 8
+		cols := make([]byte, 8+(fixedColumns+nb)*m)
 		le.PutUint64(cols, prev)
 		planes := cols[8:]
 		for j := range syms {
 			s := &syms[j]
 			planes[j], planes[m+j], planes[2*m+j] = s.typ, byte(s.nlen), byte(s.nlen>>8)
 			z := zigzag(s.addr - prev)
-			for b := range 8 {
-				planes[(3+b)*m+j] = byte(z >> (8 * b))
+			for b := range nb {
+				planes[(fixedColumns+b)*m+j] = byte(z >> (8 * b))
 			}
 			prev = s.addr
 		}
 		parts.frames = append(parts.frames, cols, names[at:])
+		addrPlanes = append(addrPlanes, byte(nb))
 		s0 = s1
 	}
+	parts.frames[0] = append(toc, addrPlanes...)
 	t := make([]byte, 0, slotRecord*ix.nslot())
 	for _, sl := range ix.canonicalSlots() {
 		t = le.AppendUint32(t, sl.hash)
@@ -441,11 +457,11 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 		return nil, snapErr(name, "table of contents: %v", err)
 	}
 	fileLTO := flags&1 != 0
-	ix, nsym, nname, err := readTOC(name, toc, lto || fileLTO, t.nslot)
+	ix, nsym, nname, planes, err := readTOC(name, toc, lto || fileLTO, t.nslot, (nframe-1)/2)
 	if err != nil {
 		return nil, err
 	}
-	ch, err := chunksOf(name, frames[1:], nsym, nname)
+	ch, err := chunksOf(name, frames[1:], nsym, nname, planes)
 	if err != nil {
 		return nil, err
 	}
@@ -527,6 +543,7 @@ func decodeFrame(b []byte, f snapFrame, dst []byte) error {
 type snapChunk struct {
 	k              int
 	s0, s1, n0, n1 uint32
+	planes         uint8 // address planes its columns store
 	cols, names    snapFrame
 }
 
@@ -551,17 +568,23 @@ func (ix *Index) addObject(name string, i int, o object, prev uint32, nsym uint6
 }
 
 // chunksOf lays out the chunks of a compact snapshot of nsym symbols and
-// nname bytes of names from the frames after the table of contents.
-func chunksOf(name string, frames []snapFrame, nsym int, nname uint32) ([]snapChunk, error) {
+// nname bytes of names from the frames after the table of contents, each
+// chunk with its count of address planes (planes, from the table of
+// contents).
+func chunksOf(name string, frames []snapFrame, nsym int, nname uint32, planes []byte) ([]snapChunk, error) {
 	ch := make([]snapChunk, len(frames)/2)
 	s, nb := uint64(0), uint64(0)
 	for k := range ch {
 		cols, names := frames[2*k], frames[2*k+1]
-		m := (cols.n - 8) / columnBytes
-		if cols.n < 8+columnBytes || (cols.n-8)%columnBytes != 0 || names.n < m {
+		if planes[k] > 8 {
+			return nil, snapErr(name, "chunk %d: %d address planes", k, planes[k])
+		}
+		per := uint64(fixedColumns + planes[k])
+		m := (cols.n - 8) / per
+		if cols.n < 8+per || (cols.n-8)%per != 0 || names.n < m {
 			return nil, snapErr(name, "chunk %d: %d bytes of columns, %d of names", k, cols.n, names.n)
 		}
-		ch[k] = snapChunk{k, uint32(s), uint32(s + m), uint32(nb), uint32(nb + names.n), cols, names}
+		ch[k] = snapChunk{k, uint32(s), uint32(s + m), uint32(nb), uint32(nb + names.n), planes[k], cols, names}
 		s, nb = s+m, nb+names.n
 		if s > uint64(nsym) || nb > uint64(nname) {
 			break
@@ -573,14 +596,15 @@ func chunksOf(name string, frames []snapFrame, nsym int, nname uint32) ([]snapCh
 	return ch, nil
 }
 
-// readTOC reads the table of contents of a compact snapshot into a new
-// Index with its objects; it returns the symbols' count and the names'
-// size. The objects have their hash tables, which fill the nslot slots
-// one after the other, each the size build() gives it.
-func readTOC(name string, toc []byte, lto bool, nslot uint64) (*Index, int, uint32, error) {
+// readTOC reads the table of contents of a compact snapshot of nchunk
+// chunks into a new Index with its objects; it returns the symbols'
+// count, the names' size and each chunk's count of address planes. The
+// objects have their hash tables, which fill the nslot slots one after
+// the other, each the size build() gives it.
+func readTOC(name string, toc []byte, lto bool, nslot, nchunk uint64) (*Index, int, uint32, []byte, error) {
 	le := binary.LittleEndian
 	if len(toc) < tocFixed {
-		return nil, 0, 0, snapErr(name, "table of contents of %d bytes", len(toc))
+		return nil, 0, 0, nil, snapErr(name, "table of contents of %d bytes", len(toc))
 	}
 	var c [5]uint64
 	for i := range c {
@@ -588,17 +612,17 @@ func readTOC(name string, toc []byte, lto bool, nslot uint64) (*Index, int, uint
 	}
 	nobj, nsym, nname, nsrc, nobjName := c[0], c[1], c[2], c[3], c[4]
 	rec := uint64(tocObject)
-	if need := tocFixed + nsrc + nobjName + rec*nobj; need != uint64(len(toc)) {
-		return nil, 0, 0, snapErr(name, "table of contents is %d bytes, its counts need %d", len(toc), need)
+	if need := tocFixed + nsrc + nobjName + rec*nobj + nchunk; need != uint64(len(toc)) {
+		return nil, 0, 0, nil, snapErr(name, "table of contents is %d bytes, its counts need %d", len(toc), need)
 	}
 	if nsym == 0 {
-		return nil, 0, 0, fmt.Errorf("%s: %w", name, ErrEmpty)
+		return nil, 0, 0, nil, fmt.Errorf("%s: %w", name, ErrEmpty)
 	}
 	if nobj == 0 || nobj > maxObjects {
-		return nil, 0, 0, snapErr(name, "bad object count %d", nobj)
+		return nil, 0, 0, nil, snapErr(name, "bad object count %d", nobj)
 	}
 	if nname < nsym || nname > maxInput {
-		return nil, 0, 0, snapErr(name, "%d bytes of names for %d symbols", nname, nsym)
+		return nil, 0, 0, nil, snapErr(name, "%d bytes of names for %d symbols", nname, nsym)
 	}
 	at := uint64(tocFixed)
 	src := string(toc[at : at+nsrc])
@@ -612,28 +636,28 @@ func readTOC(name string, toc []byte, lto bool, nslot uint64) (*Index, int, uint
 		r := toc[at+rec*uint64(i):]
 		nl, fl, end := uint64(le.Uint16(r)), le.Uint16(r[2:]), le.Uint32(r[4:])
 		if nl == 0 || noff+nl > nobjName {
-			return nil, 0, 0, snapErr(name, "object %d: name out of range", i)
+			return nil, 0, 0, nil, snapErr(name, "object %d: name out of range", i)
 		}
 		o := object{name: onames[noff : noff+nl], start: prev, end: end, pseudo: fl&1 != 0}
 		noff += nl
 		if err := ix.addObject(name, i, o, prev, nsym); err != nil {
-			return nil, 0, 0, err
+			return nil, 0, 0, nil, err
 		}
 		ob := &ix.objs[i]
 		ob.off, ob.size, ob.lo, ob.hi = le.Uint32(r[8:]), le.Uint32(r[12:]), le.Uint64(r[16:]), le.Uint64(r[24:])
 		if uint64(ob.off) != tables || ob.size != tableSize(ob.end-ob.start) || uint64(ob.off)+uint64(ob.size) > nslot {
-			return nil, 0, 0, snapErr(name, "object %q: hash table at %d, %d slots, does not fit", ob.name, ob.off, ob.size)
+			return nil, 0, 0, nil, snapErr(name, "object %q: hash table at %d, %d slots, does not fit", ob.name, ob.off, ob.size)
 		}
 		tables += uint64(ob.size)
 		prev = end
 	}
 	if uint64(prev) != nsym || noff != nobjName {
-		return nil, 0, 0, snapErr(name, "objects cover %d of %d symbols and %d of %d name bytes", prev, nsym, noff, nobjName)
+		return nil, 0, 0, nil, snapErr(name, "objects cover %d of %d symbols and %d of %d name bytes", prev, nsym, noff, nobjName)
 	}
 	if tables != nslot {
-		return nil, 0, 0, snapErr(name, "objects' tables fill %d of %d slots", tables, nslot)
+		return nil, 0, 0, nil, snapErr(name, "objects' tables fill %d of %d slots", tables, nslot)
 	}
-	return ix, int(nsym), uint32(nname), nil
+	return ix, int(nsym), uint32(nname), toc[uint64(len(toc))-nchunk:], nil
 }
 
 // rebuild fills ix's symbols chunk by chunk on workers goroutines, in the
@@ -671,11 +695,11 @@ func (ix *Index) rebuild(name string, ch []snapChunk, st *stream, names []byte, 
 		c := &ch[k]
 		cols := <-scratch
 		defer func() { scratch <- cols }()
-		m := int(c.s1 - c.s0)
-		if cap(cols) < 8+columnBytes*m {
-			cols = make([]byte, 8+columnBytes*m)
+		n := 8 + (fixedColumns+int(c.planes))*int(c.s1-c.s0)
+		if cap(cols) < n {
+			cols = make([]byte, n)
 		}
-		cols = cols[:8+columnBytes*m]
+		cols = cols[:n]
 		if errs[k] = decode(c, cols); errs[k] != nil {
 			return
 		}
@@ -762,13 +786,11 @@ func decodeColumns(name string, c *snapChunk, cols []byte, syms []sym) (uint64, 
 	if off != c.n1 {
 		return 0, snapErr(name, "chunk %d: its names are %d bytes, its symbols' lengths add up to %d", c.k, c.n1-c.n0, off-c.n0)
 	}
-	// The address differences, plane by plane (most are zero: a
-	// kernel's symbols are sorted, a module's close together).
-	for b := range 8 {
-		plane := planes[(3+b)*m : (4+b)*m]
-		if allZero(plane) {
-			continue
-		}
+	// The address differences, plane by plane (the chunk's widest
+	// difference says how many are stored: a kernel's symbols are sorted,
+	// a module's close together).
+	for b := range int(c.planes) {
+		plane := planes[(fixedColumns+b)*m : (fixedColumns+1+b)*m]
 		for j := range syms {
 			syms[j].addr |= uint64(plane[j]) << (8 * b)
 		}

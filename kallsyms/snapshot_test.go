@@ -205,6 +205,15 @@ func clone(parts compactParts) compactParts {
 	return c
 }
 
+// chunkSymbols is how many symbols chunk k of p holds, from the size of
+// its columns and its count of address planes (the table of contents'
+// last bytes, one a chunk).
+func chunkSymbols(p *compactParts, k int) int {
+	nchunk := (len(p.frames) - 1) / 2
+	planes := int(p.frames[0][len(p.frames[0])-nchunk+k])
+	return (len(p.frames[1+2*k]) - 8) / (fixedColumns + planes)
+}
+
 // TestSnapshotForged: a compact snapshot whose checksum is right but whose
 // contents lie is refused with an error that says what is wrong: when it
 // is loaded, or, for what is inside a chunk, when the chunk is decoded
@@ -219,7 +228,10 @@ func TestSnapshotForged(t *testing.T) {
 		return build(p)
 	}
 	nobj := 5
-	record := func(p *compactParts, i int) []byte { return p.frames[0][len(p.frames[0])-tocObject*(nobj-i):] }
+	nchunk := (len(good.frames) - 1) / 2
+	record := func(p *compactParts, i int) []byte {
+		return p.frames[0][len(p.frames[0])-nchunk-tocObject*(nobj-i):]
+	}
 	cases := map[string]struct {
 		file []byte
 		want string
@@ -257,10 +269,15 @@ func TestSnapshotForged(t *testing.T) {
 			l := p.tables[8*p.slots:]
 			copy(l[8:16], l[:8])
 		}), "out of order"},
-		"columns size": {edit(func(p *compactParts) { p.frames[1] = p.frames[1][:len(p.frames[1])-1] }), "chunk 0: "},
-		// Without its last chunk (laid out again: its frame count is right
-		// for what it holds).
-		"chunk missing": {build(compactParts{frames: clone(good).frames[:len(good.frames)-2], tables: good.tables, slots: good.slots, links: good.links}), "the table of contents says 17 and"},
+		"columns size":         {edit(func(p *compactParts) { p.frames[1] = p.frames[1][:len(p.frames[1])-1] }), "chunk 0: "},
+		"address planes":       {edit(func(p *compactParts) { p.frames[0][len(p.frames[0])-nchunk] = 9 }), "chunk 0: 9 address planes"},
+		"fewer address planes": {edit(func(p *compactParts) { p.frames[0][len(p.frames[0])-nchunk]-- }), "chunk 0: "},
+		// Without its last chunk (laid out again: its frame count and its
+		// address planes are right for what it holds).
+		"chunk missing": {edit(func(p *compactParts) {
+			p.frames = p.frames[:len(p.frames)-2]
+			p.frames[0] = p.frames[0][:len(p.frames[0])-1] // the last chunk's planes
+		}), "the table of contents says 17 and"},
 	}
 	require.GreaterOrEqual(t, good.links, uint32(2), "chains to forge")
 	for name, c := range cases {
@@ -275,19 +292,19 @@ func TestSnapshotForged(t *testing.T) {
 		want string
 	}{
 		"name lengths": {edit(func(p *compactParts) {
-			m := (len(p.frames[1]) - 8) / columnBytes
+			m := chunkSymbols(p, 0)
 			p.frames[1][8+m]-- // the first name one byte shorter
 		}), "chunk 0: its names are"},
 		"name past its chunk's": {edit(func(p *compactParts) {
-			m := (len(p.frames[1]) - 8) / columnBytes
+			m := chunkSymbols(p, 0)
 			p.frames[1][8+m]++
 		}), "name out of range"},
 		"name length zero": {edit(func(p *compactParts) {
-			m := (len(p.frames[1]) - 8) / columnBytes
+			m := chunkSymbols(p, 0)
 			p.frames[1][8+m] = 0
 		}), "symbol 0: name out of range"},
 		"name too long": {edit(func(p *compactParts) {
-			m := (len(p.frames[1]) - 8) / columnBytes
+			m := chunkSymbols(p, 0)
 			p.frames[1][8+2*m] = 2 // 512 bytes and more
 		}), "symbol 0: name out of range"},
 		"not s2": {edit(func(p *compactParts) {}), "chunk 0's names: "},
@@ -326,7 +343,7 @@ func TestSnapshotForged(t *testing.T) {
 	// Every address zero: kptr_restrict, as in a text.
 	p := clone(good)
 	for k := 1; k < len(p.frames); k += 2 {
-		m := (len(p.frames[k]) - 8) / columnBytes
+		m := chunkSymbols(&p, k/2)
 		clear(p.frames[k][:8])
 		clear(p.frames[k][8+3*m:])
 	}
@@ -402,26 +419,26 @@ func TestSnapshotForgedFrames(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// TestSnapshotVersions: this build reads compact version 9 and raw
+// TestSnapshotVersions: this build reads compact version 10 and raw
 // version 6; any other version, an older one (1-5, which no release
 // wrote) or a newer one, is refused with what to do.
 func TestSnapshotVersions(t *testing.T) {
 	ix := mustParse(t, chunkyText(), Options{})
 	var buf bytes.Buffer
 	require.NoError(t, ix.WriteSnapshot(&buf))
-	require.Equal(t, uint32(9), binary.LittleEndian.Uint32(buf.Bytes()[8:]))
-	for _, v := range []uint32{1, 3, 4, 5, 7, 8} {
+	require.Equal(t, uint32(10), binary.LittleEndian.Uint32(buf.Bytes()[8:]))
+	for _, v := range []uint32{1, 3, 4, 5, 7, 8, 9} {
 		b := bytes.Clone(buf.Bytes())
 		binary.LittleEndian.PutUint32(b[8:], v)
 		_, err := ParseBytes("old.snap", b, Options{})
 		require.ErrorIs(t, err, ErrMalformed)
-		require.ErrorContains(t, err, fmt.Sprintf("old.snap: snapshot: malformed input: version %d, which this build does not read (it reads 9 and 6): write the snapshot again with this build", v))
+		require.ErrorContains(t, err, fmt.Sprintf("old.snap: snapshot: malformed input: version %d, which this build does not read (it reads 10 and 6): write the snapshot again with this build", v))
 	}
 	b := bytes.Clone(buf.Bytes())
-	binary.LittleEndian.PutUint32(b[8:], 10)
+	binary.LittleEndian.PutUint32(b[8:], 11)
 	_, err := ParseBytes("new.snap", b, Options{})
 	require.ErrorIs(t, err, ErrMalformed)
-	require.ErrorContains(t, err, "new.snap: snapshot: malformed input: version 10, from a newer klpresolve (this build reads 9 and 6): use that klpresolve, or write the snapshot again with this one")
+	require.ErrorContains(t, err, "new.snap: snapshot: malformed input: version 11, from a newer klpresolve (this build reads 10 and 6): use that klpresolve, or write the snapshot again with this one")
 }
 
 // TestSnapshotTooRepetitive: an index that compresses more than 64-fold
@@ -439,7 +456,7 @@ func TestSnapshotTooRepetitive(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Symbol{Name: "a", Object: Vmlinux, Address: 0xffffffff81000000, Type: 't', Pos: 200000}, s)
 	// The frames alone would be refused (the bound the writer checks).
-	_, err = compactSnapshot(compactParts{frames: [][]byte{make([]byte, 1<<21), make([]byte, 8+columnBytes), {'a'}}}, false)
+	_, err = compactSnapshot(compactParts{frames: [][]byte{make([]byte, 1<<21), make([]byte, 8+fixedColumns), {'a'}}}, false)
 	require.ErrorIs(t, err, ErrTooRepetitive)
 }
 
