@@ -40,7 +40,7 @@ func FuzzParse(f *testing.F) {
 		_ = m.NumRelocs()
 		for _, s := range m.Sections {
 			for _, r := range s.Relocs {
-				_ = r.TypeName
+				_ = r.TypeName()
 			}
 		}
 		// Nor reading it as a target: what it lists is what it has.
@@ -63,7 +63,7 @@ func FuzzParse(f *testing.F) {
 			}
 			tg.Coming.Symbols(tg.Name, func(s kallsyms.Symbol) bool {
 				_ = tg.Where(s.Address)
-				_, _ = m.checkTarget(tg, &RelaSection{Name: "s", Object: tg.Name}, &Relocation{Sym: SymbolName{Object: tg.Name, Name: s.Name}})
+				_, _ = m.checkTarget(tg, &RelaSection{Name: "s", Object: tg.Name}, &Relocation{RelocSymbol: &RelocSymbol{Sym: SymbolName{Object: tg.Name, Name: s.Name}}})
 				return true
 			})
 		}

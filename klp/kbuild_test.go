@@ -68,7 +68,7 @@ func TestKbuildModule(t *testing.T) {
 		assert.Equal(t, ".text", s.Target)
 		for _, r := range s.Relocs {
 			require.NoError(t, r.Err)
-			assert.Equal(t, "R_X86_64_PLT32", r.TypeName)
+			assert.Equal(t, "R_X86_64_PLT32", r.TypeName())
 			assert.Equal(t, int64(-4), r.Addend)
 			got[s.Object] = append(got[s.Object], r.Sym)
 		}

@@ -99,7 +99,7 @@ func TestOpenSample(t *testing.T) {
 	}
 	assert.Equal(t, []string{"vmlinux", "vmlinux", "ext4", "xfs", "vmlinux", "vmlinux"}, objs)
 	r := m.Sections[0].Relocs[1]
-	assert.Equal(t, "R_X86_64_PLT32", r.TypeName)
+	assert.Equal(t, "R_X86_64_PLT32", r.TypeName())
 	assert.Equal(t, uint64(0xd), r.Offset)
 	assert.Equal(t, int64(-4), r.Addend)
 	assert.Equal(t, SymbolName{"vmlinux", "vfs_read", 0}, r.Sym)

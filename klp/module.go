@@ -104,18 +104,36 @@ type RelaSection struct {
 }
 
 // Relocation is one livepatch relocation and the symbol it references.
+// The symbol's fields (Symbol, Sym) are its RelocSymbol's, which every
+// relocation of that symbol shares: a module's relocations take 56 bytes
+// each, whatever their symbols' names.
 type Relocation struct {
 	Index    int // in its section
 	Offset   uint64
-	Type     uint32
-	SymIndex uint32 // (beside Type: 8 bytes less a record)
-	TypeName string
 	Addend   int64
-	Symbol   string     // the symbol's name as written
-	Sym      SymbolName // parsed (when Err is nil)
+	Type     uint32
+	SymIndex uint32
+	*RelocSymbol
 	// Err is a static failure, known without any kernel: not a livepatch
 	// symbol, a malformed name, or a vmlinux symbol from a module section.
 	Err error
+}
+
+// RelocSymbol is the symbol a relocation references.
+type RelocSymbol struct {
+	Symbol  string      // the symbol's name as written
+	Sym     SymbolName  // parsed (when the relocation's Err is nil)
+	machine elf.Machine // the module's, for TypeName
+}
+
+// TypeName is the name of the relocation's type (R_X86_64_PC32), built
+// when asked for (RelocTypeName).
+func (r *Relocation) TypeName() string {
+	var m elf.Machine // none known: R_<none>_<number>
+	if r.RelocSymbol != nil {
+		m = r.machine
+	}
+	return RelocTypeName(m, r.Type)
 }
 
 // Open reads a module from path (plain, or gzip/zstd/xz compressed).
@@ -472,13 +490,17 @@ func (m *Module) KernelName() string {
 // each type named once.
 func (m *Module) readKLP() error {
 	f := m.elf
+	// Each symbol is checked once, when a relocation first uses it.
 	type checked struct {
 		done bool
-		sn   SymbolName
-		err  error
+		err  error // checkSymbolName's
+		// the error of its use in a module's section (checkSymbolObject),
+		// once one has used it
+		inModule    error
+		inModuleSet bool
 	}
-	var syms []checked // by symbol index, made at the first section
-	typeNames := map[uint32]string{}
+	var check []checked
+	var syms []RelocSymbol // by symbol index, made at the first section
 	// The sections and their relocations in one allocation each.
 	nsec, nrel := 0, 0
 	for i := range f.Sections {
@@ -542,8 +564,10 @@ func (m *Module) readKLP() error {
 			return err
 		}
 		if syms == nil {
-			syms = make([]checked, len(f.Symbols))
+			syms = make([]RelocSymbol, len(f.Symbols))
+			check = make([]checked, len(f.Symbols))
 		}
+		fromModule := rs.Object != "" && rs.Object != kallsyms.Vmlinux
 		if n := t.Len(); len(rels)+n <= cap(rels) {
 			rs.Relocs = rels[len(rels) : len(rels)+n : len(rels)+n]
 			rels = rels[:len(rels)+n]
@@ -555,23 +579,22 @@ func (m *Module) readKLP() error {
 			if err != nil {
 				return err
 			}
-			sym := &f.Symbols[r.Sym]
-			name, ok := typeNames[r.Type]
-			if !ok {
-				name = RelocTypeName(f.Machine, r.Type)
-				typeNames[r.Type] = name
-			}
-			c := &syms[r.Sym]
+			rs.Relocs[j] = Relocation{Index: j, Offset: r.Offset, Addend: r.Addend, Type: r.Type, SymIndex: r.Sym, RelocSymbol: &syms[r.Sym]}
+			c := &check[r.Sym]
 			if !c.done {
-				c.sn, c.err = m.checkSymbolName(sym)
+				sym := &syms[r.Sym]
+				sym.Symbol, sym.machine = f.Symbols[r.Sym].Name, f.Machine
+				sym.Sym, c.err = m.checkSymbolName(&f.Symbols[r.Sym])
 				c.done = true
 			}
-			rel := &rs.Relocs[j]
-			*rel = Relocation{Index: j, Offset: r.Offset, Type: r.Type, TypeName: name,
-				Addend: r.Addend, SymIndex: r.Sym, Symbol: sym.Name, Sym: c.sn, Err: c.err}
-			if rel.Err == nil {
-				rel.Err = checkSymbolObject(c.sn, rs.Object)
+			e := c.err
+			if e == nil && fromModule {
+				if !c.inModuleSet {
+					c.inModule, c.inModuleSet = checkSymbolObject(syms[r.Sym].Sym, rs.Object), true
+				}
+				e = c.inModule
 			}
+			rs.Relocs[j].Err = e
 		}
 	}
 	return nil

@@ -17,3 +17,22 @@ func ArchName(m elf.Machine) string { return elfobj.ArchName(m) }
 // R_390_PC32DBL), or "R_<machine>_<number>" for a machine klpresolve does
 // not know.
 func RelocTypeName(m elf.Machine, t uint32) string { return elfobj.RelocTypeName(m, t) }
+
+// typeNames names relocation types for a loop over many relocations of
+// one module, each name built once: a module uses a handful of types.
+type typeNames struct {
+	machine elf.Machine
+	types   []uint32
+	names   []string
+}
+
+func (t *typeNames) name(typ uint32) string {
+	for i, x := range t.types {
+		if x == typ {
+			return t.names[i]
+		}
+	}
+	n := RelocTypeName(t.machine, typ)
+	t.types, t.names = append(t.types, typ), append(t.names, n)
+	return n
+}

@@ -246,6 +246,7 @@ func (m *Module) Resolve(ix *kallsyms.Index, opts ResolveOptions) *Resolution {
 			c.OK++
 		}
 	}
+	types := typeNames{machine: m.Machine}
 	for _, s := range m.Sections {
 		deferredSection := s.Err == nil && s.Object != kallsyms.Vmlinux && !ix.HasObject(s.Object)
 		for i := range s.Relocs {
@@ -257,7 +258,7 @@ func (m *Module) Resolve(ix *kallsyms.Index, opts ResolveOptions) *Resolution {
 			// Resolve's time; copying twice cost more than the lookups).
 			res.Results = slices.Grow(res.Results, 1)[:len(res.Results)+1]
 			out := &res.Results[len(res.Results)-1]
-			out.Section, out.Index, out.Offset, out.Type, out.Symbol = s.Name, r.Index, r.Offset, r.TypeName, r.Symbol
+			out.Section, out.Index, out.Offset, out.Type, out.Symbol = s.Name, r.Index, r.Offset, types.name(r.Type), r.Symbol
 			out.Object, out.Name, out.Pos = r.Sym.Object, r.Sym.Name, r.Sym.Pos
 			out.Address, out.Err = 0, nil
 			switch {
@@ -675,7 +676,7 @@ func (m *Module) checkSites(sites *ftrace.Sites, fn Func, addr uint64) *RelocErr
 // section, for the errors that locate one.
 func (fn Func) where() (*RelaSection, *Relocation) {
 	return &RelaSection{Name: fn.Section, Object: fn.Object},
-		&Relocation{Index: fn.Index, Offset: fn.Offset, Symbol: fn.Name, Sym: SymbolName{Object: fn.Object, Name: fn.Name, Pos: fn.Pos}}
+		&Relocation{Index: fn.Index, Offset: fn.Offset, RelocSymbol: &RelocSymbol{Symbol: fn.Name, Sym: SymbolName{Object: fn.Object, Name: fn.Name, Pos: fn.Pos}}}
 }
 
 // regions are the parts of vmlinux that livepatch cannot use: its init
@@ -761,7 +762,7 @@ func (m regions) inInitMemory(a uint64) bool {
 // where is a dynrela as relocErr and lookupErr locate a failure.
 func (d Dynrela) where() (*RelaSection, *Relocation) {
 	return &RelaSection{Name: ".kpatch.dynrelas", Object: d.Object},
-		&Relocation{Index: d.Index, Symbol: d.Name, Sym: SymbolName{Object: d.Object, Name: d.Name, Pos: d.Pos}}
+		&Relocation{Index: d.Index, RelocSymbol: &RelocSymbol{Symbol: d.Name, Sym: SymbolName{Object: d.Object, Name: d.Name, Pos: d.Pos}}}
 }
 
 // resolveKpatch resolves a legacy module's dynrelas as kpatch's core

@@ -276,7 +276,21 @@ func Parse(name string, data []byte) (*File, error) {
 
 func (f *File) rawNameOff(b []byte) uint32 { return f.Order.Uint32(b) }
 
+// le64 reports an ELF64 little-endian file (x86_64, arm64, ppc64le,
+// riscv64): its tables are decoded without the ByteOrder interface,
+// whose calls do not inline.
+func (f *File) le64() bool {
+	return f.Is64() && f.Order == binary.ByteOrder(binary.LittleEndian)
+}
+
 func (f *File) rawSection(b []byte) Section {
+	if f.le64() {
+		b := (*[64]byte)(b)
+		le := binary.LittleEndian
+		return Section{Type: elf.SectionType(le.Uint32(b[4:])), Flags: elf.SectionFlag(le.Uint64(b[8:])),
+			Addr: le.Uint64(b[16:]), Offset: le.Uint64(b[24:]), Size: le.Uint64(b[32:]),
+			Link: le.Uint32(b[40:]), Info: le.Uint32(b[44:]), Addralign: le.Uint64(b[48:]), Entsize: le.Uint64(b[56:])}
+	}
 	o := f.Order
 	if f.Is64() {
 		return Section{Type: elf.SectionType(o.Uint32(b[4:])), Flags: elf.SectionFlag(o.Uint64(b[8:])),
@@ -335,13 +349,18 @@ func (f *File) readSymbols() error {
 	raw := f.SectionData(st)
 	n := int(st.Size / es)
 	f.Symbols = make([]Symbol, n)
-	o := f.Order
+	o, le64 := f.Order, f.le64()
 	for i := range f.Symbols {
 		b := raw[i*int(es):]
 		var s Symbol
-		if f.Is64() {
+		switch {
+		case le64:
+			b := (*[24]byte)(b)
+			le := binary.LittleEndian
+			s = Symbol{NameOff: le.Uint32(b[:]), Info: b[4], Other: b[5], Shndx: le.Uint16(b[6:]), Value: le.Uint64(b[8:]), Size: le.Uint64(b[16:])}
+		case f.Is64():
 			s = Symbol{NameOff: o.Uint32(b), Info: b[4], Other: b[5], Shndx: o.Uint16(b[6:]), Value: o.Uint64(b[8:]), Size: o.Uint64(b[16:])}
-		} else {
+		default:
 			s = Symbol{NameOff: o.Uint32(b), Value: uint64(o.Uint32(b[4:])), Size: uint64(o.Uint32(b[8:])), Info: b[12], Other: b[13], Shndx: o.Uint16(b[14:])}
 		}
 		s.Index = i
@@ -406,7 +425,7 @@ func (f *File) RelocTable(s *Section) (RelocTable, error) {
 		return RelocTable{}, f.errf(s.Name, "sh_info %d is not a section index (%d sections)", s.Info, len(f.Sections))
 	}
 	return RelocTable{f: f, Section: s, raw: f.SectionData(s), es: int(es), rela: rela,
-		le64: f.Is64() && f.Order == binary.ByteOrder(binary.LittleEndian), nsym: uint32(len(f.Symbols))}, nil
+		le64: f.le64(), nsym: uint32(len(f.Symbols))}, nil
 }
 
 // Reordered returns a copy of t whose entry k is t's entry order[k],
