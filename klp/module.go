@@ -490,17 +490,13 @@ func (m *Module) KernelName() string {
 // each type named once.
 func (m *Module) readKLP() error {
 	f := m.elf
-	// Each symbol is checked once, when a relocation first uses it.
-	type checked struct {
-		done bool
-		err  error // checkSymbolName's
-		// the error of its use in a module's section (checkSymbolObject),
-		// once one has used it
-		inModule    error
-		inModuleSet bool
-	}
-	var check []checked
+	// Each symbol is checked once, when a relocation first uses it
+	// (checked: 0 not yet, 1 passed, 2 failed). The errors, which a built
+	// module seldom has, are kept aside: checkSymbolName's, and
+	// checkSymbolObject's for a vmlinux symbol in a module's section.
+	var checked []uint8
 	var syms []RelocSymbol // by symbol index, made at the first section
+	nameErr, objectErr := map[uint32]error{}, map[uint32]error{}
 	// The sections and their relocations in one allocation each.
 	nsec, nrel := 0, 0
 	for i := range f.Sections {
@@ -512,6 +508,9 @@ func (m *Module) readKLP() error {
 		}
 	}
 	secs := make([]RelaSection, 0, nsec)
+	if nsec > 0 {
+		m.Sections = make([]*RelaSection, 0, nsec)
+	}
 	rels := make([]Relocation, 0, nrel)
 	for i := range f.Sections {
 		s := &f.Sections[i]
@@ -565,7 +564,7 @@ func (m *Module) readKLP() error {
 		}
 		if syms == nil {
 			syms = make([]RelocSymbol, len(f.Symbols))
-			check = make([]checked, len(f.Symbols))
+			checked = make([]uint8, len(f.Symbols))
 		}
 		fromModule := rs.Object != "" && rs.Object != kallsyms.Vmlinux
 		if n := t.Len(); len(rels)+n <= cap(rels) {
@@ -580,21 +579,27 @@ func (m *Module) readKLP() error {
 				return err
 			}
 			rs.Relocs[j] = Relocation{Index: j, Offset: r.Offset, Addend: r.Addend, Type: r.Type, SymIndex: r.Sym, RelocSymbol: &syms[r.Sym]}
-			c := &check[r.Sym]
-			if !c.done {
-				sym := &syms[r.Sym]
+			sym := &syms[r.Sym]
+			if checked[r.Sym] == 0 {
+				var err error
 				sym.Symbol, sym.machine = f.Symbols[r.Sym].Name, f.Machine
-				sym.Sym, c.err = m.checkSymbolName(&f.Symbols[r.Sym])
-				c.done = true
-			}
-			e := c.err
-			if e == nil && fromModule {
-				if !c.inModuleSet {
-					c.inModule, c.inModuleSet = checkSymbolObject(syms[r.Sym].Sym, rs.Object), true
+				sym.Sym, err = m.checkSymbolName(&f.Symbols[r.Sym])
+				checked[r.Sym] = 1
+				if err != nil {
+					checked[r.Sym], nameErr[r.Sym] = 2, err
 				}
-				e = c.inModule
 			}
-			rs.Relocs[j].Err = e
+			switch {
+			case checked[r.Sym] == 2:
+				rs.Relocs[j].Err = nameErr[r.Sym]
+			case fromModule && sym.Sym.Object == kallsyms.Vmlinux:
+				e, ok := objectErr[r.Sym]
+				if !ok {
+					e = checkSymbolObject(sym.Sym, rs.Object)
+					objectErr[r.Sym] = e
+				}
+				rs.Relocs[j].Err = e
+			}
 		}
 	}
 	return nil

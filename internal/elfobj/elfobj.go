@@ -226,21 +226,24 @@ func Parse(name string, data []byte) (*File, error) {
 	}
 	// "The code assumes that section 0 has a length of zero and an addr
 	// of zero" (elf_validity_check()): the loader refuses any other.
-	first := f.rawSection(data[shoff:])
+	var first Section
+	f.readSection(&first, data[shoff:])
 	if first.Type != elf.SHT_NULL || first.Size != 0 || first.Addr != 0 {
 		return nil, f.errf("[0]", "is not the null section (type %v, %d bytes at address %#x): the kernel refuses it (\"ELF Spec violation: section 0 type(%d)!=SH_NULL or non-zero len or addr\")",
 			first.Type, first.Size, first.Addr, uint32(first.Type))
 	}
 	f.Sections = make([]Section, shnum)
 	for i := range f.Sections {
-		s := f.rawSection(data[shoff+uint64(i*shentsize):])
+		// Decoded in place: the records hold a pointer (Name), and
+		// building one aside and copying it in cost more than decoding it.
+		s := &f.Sections[i]
+		f.readSection(s, data[shoff+uint64(i*shentsize):])
 		s.Index = i
 		if s.Type != elf.SHT_NOBITS && s.Type != elf.SHT_NULL {
 			if s.Offset > uint64(len(data)) || s.Size > uint64(len(data))-s.Offset {
 				return nil, f.errf(fmt.Sprintf("[%d]", i), "claims %d bytes at offset %#x, past the end of the file (%d bytes)", s.Size, s.Offset, len(data))
 			}
 		}
-		f.Sections[i] = s
 	}
 	strs := &f.Sections[shstrndx]
 	if strs.Type != elf.SHT_STRTAB {
@@ -283,23 +286,28 @@ func (f *File) le64() bool {
 	return f.Is64() && f.Order == binary.ByteOrder(binary.LittleEndian)
 }
 
-func (f *File) rawSection(b []byte) Section {
-	if f.le64() {
+// readSection decodes the section header in b into s, all but its
+// Index and Name.
+func (f *File) readSection(s *Section, b []byte) {
+	switch o := f.Order; {
+	case f.le64():
 		b := (*[64]byte)(b)
 		le := binary.LittleEndian
-		return Section{Type: elf.SectionType(le.Uint32(b[4:])), Flags: elf.SectionFlag(le.Uint64(b[8:])),
-			Addr: le.Uint64(b[16:]), Offset: le.Uint64(b[24:]), Size: le.Uint64(b[32:]),
-			Link: le.Uint32(b[40:]), Info: le.Uint32(b[44:]), Addralign: le.Uint64(b[48:]), Entsize: le.Uint64(b[56:])}
+		s.Type, s.Flags = elf.SectionType(le.Uint32(b[4:])), elf.SectionFlag(le.Uint64(b[8:]))
+		s.Addr, s.Offset, s.Size = le.Uint64(b[16:]), le.Uint64(b[24:]), le.Uint64(b[32:])
+		s.Link, s.Info = le.Uint32(b[40:]), le.Uint32(b[44:])
+		s.Addralign, s.Entsize = le.Uint64(b[48:]), le.Uint64(b[56:])
+	case f.Is64():
+		s.Type, s.Flags = elf.SectionType(o.Uint32(b[4:])), elf.SectionFlag(o.Uint64(b[8:]))
+		s.Addr, s.Offset, s.Size = o.Uint64(b[16:]), o.Uint64(b[24:]), o.Uint64(b[32:])
+		s.Link, s.Info = o.Uint32(b[40:]), o.Uint32(b[44:])
+		s.Addralign, s.Entsize = o.Uint64(b[48:]), o.Uint64(b[56:])
+	default:
+		s.Type, s.Flags = elf.SectionType(o.Uint32(b[4:])), elf.SectionFlag(o.Uint32(b[8:]))
+		s.Addr, s.Offset, s.Size = uint64(o.Uint32(b[12:])), uint64(o.Uint32(b[16:])), uint64(o.Uint32(b[20:]))
+		s.Link, s.Info = o.Uint32(b[24:]), o.Uint32(b[28:])
+		s.Addralign, s.Entsize = uint64(o.Uint32(b[32:])), uint64(o.Uint32(b[36:]))
 	}
-	o := f.Order
-	if f.Is64() {
-		return Section{Type: elf.SectionType(o.Uint32(b[4:])), Flags: elf.SectionFlag(o.Uint64(b[8:])),
-			Addr: o.Uint64(b[16:]), Offset: o.Uint64(b[24:]), Size: o.Uint64(b[32:]),
-			Link: o.Uint32(b[40:]), Info: o.Uint32(b[44:]), Addralign: o.Uint64(b[48:]), Entsize: o.Uint64(b[56:])}
-	}
-	return Section{Type: elf.SectionType(o.Uint32(b[4:])), Flags: elf.SectionFlag(o.Uint32(b[8:])),
-		Addr: uint64(o.Uint32(b[12:])), Offset: uint64(o.Uint32(b[16:])), Size: uint64(o.Uint32(b[20:])),
-		Link: o.Uint32(b[24:]), Info: o.Uint32(b[28:]), Addralign: uint64(o.Uint32(b[32:])), Entsize: uint64(o.Uint32(b[36:]))}
 }
 
 // cstring returns the NUL-terminated string at off in tab: a part of
@@ -352,16 +360,19 @@ func (f *File) readSymbols() error {
 	o, le64 := f.Order, f.le64()
 	for i := range f.Symbols {
 		b := raw[i*int(es):]
-		var s Symbol
+		s := &f.Symbols[i] // decoded in place, as the sections are
 		switch {
 		case le64:
 			b := (*[24]byte)(b)
 			le := binary.LittleEndian
-			s = Symbol{NameOff: le.Uint32(b[:]), Info: b[4], Other: b[5], Shndx: le.Uint16(b[6:]), Value: le.Uint64(b[8:]), Size: le.Uint64(b[16:])}
+			s.NameOff, s.Info, s.Other, s.Shndx = le.Uint32(b[:]), b[4], b[5], le.Uint16(b[6:])
+			s.Value, s.Size = le.Uint64(b[8:]), le.Uint64(b[16:])
 		case f.Is64():
-			s = Symbol{NameOff: o.Uint32(b), Info: b[4], Other: b[5], Shndx: o.Uint16(b[6:]), Value: o.Uint64(b[8:]), Size: o.Uint64(b[16:])}
+			s.NameOff, s.Info, s.Other, s.Shndx = o.Uint32(b), b[4], b[5], o.Uint16(b[6:])
+			s.Value, s.Size = o.Uint64(b[8:]), o.Uint64(b[16:])
 		default:
-			s = Symbol{NameOff: o.Uint32(b), Value: uint64(o.Uint32(b[4:])), Size: uint64(o.Uint32(b[8:])), Info: b[12], Other: b[13], Shndx: o.Uint16(b[14:])}
+			s.NameOff, s.Value, s.Size = o.Uint32(b), uint64(o.Uint32(b[4:])), uint64(o.Uint32(b[8:]))
+			s.Info, s.Other, s.Shndx = b[12], b[13], o.Uint16(b[14:])
 		}
 		s.Index = i
 		name, ok := cstring(strtabS, s.NameOff)
@@ -369,7 +380,6 @@ func (f *File) readSymbols() error {
 			return f.errf(st.Name, "symbol %d: name offset %#x is outside the string table or not NUL-terminated", i, s.NameOff)
 		}
 		s.Name = name
-		f.Symbols[i] = s
 	}
 	return nil
 }
