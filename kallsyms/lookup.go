@@ -238,13 +238,17 @@ func (ix *Index) search(head uint32, name string, sympos uint64) (last uint32, c
 }
 
 // found is the symbol search found, named with the caller's string when
-// it is the same (no copy of a mapped name).
+// it is the same (no copy of a mapped name). Outside LTO matching it is:
+// the symbols search walks are filed under name itself, which findKey
+// compared (so the bytes are not compared again).
 func (ix *Index) found(o *object, name string, last uint32, count, addr uint64) Symbol {
-	n := ix.name(last)
-	if n == name {
-		n = name
-	} else {
-		n = ix.nameOut(last) // LTO: the symbol has the suffix
+	n := name
+	if ix.ltoSym(last) {
+		if n = ix.name(last); n != name {
+			n = ix.nameOut(last) // the symbol has the suffix
+		} else {
+			n = name
+		}
 	}
 	return Symbol{Name: n, Object: o.name, Address: addr, Type: ix.at(last).typ, Pos: int(count)}
 }
