@@ -106,7 +106,8 @@ type RelaSection struct {
 // Relocation is one livepatch relocation and the symbol it references.
 // The symbol's fields (Symbol, Sym) are its RelocSymbol's, which every
 // relocation of that symbol shares: a module's relocations take 56 bytes
-// each, whatever their symbols' names.
+// each, whatever their symbols' names. A Module's relocations always have
+// one; a Relocation made otherwise needs one for those fields.
 type Relocation struct {
 	Index    int // in its section
 	Offset   uint64
@@ -129,7 +130,7 @@ type RelocSymbol struct {
 // TypeName is the name of the relocation's type (R_X86_64_PC32), built
 // when asked for (RelocTypeName).
 func (r *Relocation) TypeName() string {
-	var m elf.Machine // none known: R_<none>_<number>
+	var m elf.Machine // none known: R_EM_NONE_<number>
 	if r.RelocSymbol != nil {
 		m = r.machine
 	}
@@ -486,8 +487,8 @@ func (m *Module) KernelName() string {
 }
 
 // readKLP finds and parses the livepatch relocation sections. Each
-// symbol's name is checked once, however many relocations use it, and
-// each type named once.
+// symbol's name is checked once, however many relocations use it, and its
+// record is shared by them.
 func (m *Module) readKLP() error {
 	f := m.elf
 	// Each symbol is checked once, when a relocation first uses it
@@ -578,8 +579,8 @@ func (m *Module) readKLP() error {
 			if err != nil {
 				return err
 			}
-			rs.Relocs[j] = Relocation{Index: j, Offset: r.Offset, Addend: r.Addend, Type: r.Type, SymIndex: r.Sym, RelocSymbol: &syms[r.Sym]}
 			sym := &syms[r.Sym]
+			rs.Relocs[j] = Relocation{Index: j, Offset: r.Offset, Addend: r.Addend, Type: r.Type, SymIndex: r.Sym, RelocSymbol: sym}
 			if checked[r.Sym] == 0 {
 				var err error
 				sym.Symbol, sym.machine = f.Symbols[r.Sym].Name, f.Machine
