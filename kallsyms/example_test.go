@@ -165,3 +165,34 @@ func ExampleSniff() {
 	// true
 	// false
 }
+
+// A loop over many kernels' compact snapshots (a fleet check) opens each
+// with one Arena: every index decodes into the memory the one before it
+// gave back at Close.
+func ExampleArena() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	var paths []string
+	for k, addr := range []string{"ffffffff81000200", "ffffffff81400200"} {
+		ix, _ := kallsyms.Parse("kernel", strings.NewReader(addr+" T vfs_read\n"), kallsyms.Options{})
+		p := filepath.Join(dir, fmt.Sprintf("kernel-%d.snap", k))
+		_ = ix.WriteSnapshotFile(p)
+		paths = append(paths, p)
+	}
+
+	var arena kallsyms.Arena
+	defer arena.Close()
+	for _, p := range paths {
+		ix, err := kallsyms.Open(p, kallsyms.Options{Arena: &arena})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		s, _ := ix.Lookup("", "vfs_read", 0)
+		fmt.Printf("%s: %#x\n", filepath.Base(p), s.Address)
+		ix.Close() // gives the arena back for the next kernel
+	}
+	// Output:
+	// kernel-0.snap: 0xffffffff81000200
+	// kernel-1.snap: 0xffffffff81400200
+}

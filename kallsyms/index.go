@@ -50,6 +50,10 @@ type Index struct {
 	// streamed or mapped text's, see newStream), unmapped by a cleanup
 	// once the Index is unreachable. Nothing in it is ever handed out.
 	anon []byte
+	// arena: syms, next and data are in this Arena's memory (a compact
+	// snapshot's lazy index, see lazyArrays), given back by Close or the
+	// cleanup.
+	arena *Arena
 	// text: data is in this anonymous mapping, a large streamed input's
 	// buffer (see readAndParse), unmapped with the others, so a name
 	// handed to a caller is a copy (nameOut), as with mapping.
@@ -164,15 +168,17 @@ func (ix *Index) symbol(i uint32, pos int) Symbol {
 func (ix *Index) own(mapping []byte) {
 	ix.mapping = mapping
 	ix.unmap.Stop() // (one cleanup, for every mapping: own may run twice)
-	if ix.mapping != nil || ix.anon != nil || ix.text != nil {
-		ix.unmap = runtime.AddCleanup(ix, unmapAll, mappings{ix.mapping, ix.anon, ix.text, ix.textBusy})
+	if ix.mapping != nil || ix.anon != nil || ix.text != nil || ix.arena != nil {
+		ix.unmap = runtime.AddCleanup(ix, unmapAll, mappings{ix.mapping, ix.anon, ix.text, ix.textBusy, ix.arena})
 	}
 }
 
-// mappings are what an Index's cleanup unmaps.
+// mappings are what an Index's cleanup unmaps, and the Arena it gives
+// back.
 type mappings struct {
 	file, anon, text []byte
 	textBusy         <-chan struct{}
+	arena            *Arena
 }
 
 func unmapAll(m mappings) {
@@ -183,6 +189,9 @@ func unmapAll(m mappings) {
 		if b != nil {
 			unmapFile(b)
 		}
+	}
+	if m.arena != nil {
+		m.arena.give()
 	}
 }
 
@@ -225,6 +234,10 @@ func (ix *Index) Close() error {
 	}
 	if ix.anon != nil {
 		unmapFile(ix.anon)
+	}
+	if ix.arena != nil {
+		ix.arena.give()
+		ix.arena = nil
 	}
 	if ix.text != nil {
 		if ix.textBusy != nil {

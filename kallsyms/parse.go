@@ -62,6 +62,9 @@ type Options struct {
 	// MaxSymbols bounds the lines of a streamed input (0:
 	// DefaultMaxSymbols).
 	MaxSymbols int
+	// Arena, if set, is the memory the index of a compact snapshot
+	// decodes into, reused from one index to the next (see Arena).
+	Arena *Arena
 	// Slide is added to vmlinux's addresses, but for absolute symbols'
 	// (x86_64's per-cpu offsets), as KASLR moves a running kernel: a
 	// System.map's or a kernel image's link-time addresses then answer
@@ -102,6 +105,13 @@ func (o *Options) mapSnapshots() bool { return o == nil || !o.NoMap }
 
 func (o *Options) mapText() bool { return o != nil && o.MapText && !o.NoMap }
 
+func (o *Options) arena() *Arena {
+	if o == nil {
+		return nil
+	}
+	return o.Arena
+}
+
 // Open reads path ("-" is standard input) into an index: a /proc/kallsyms
 // or System.map text, plain or gzip/zstd compressed, or a snapshot file
 // written by WriteSnapshot (recognised by its magic bytes). A raw snapshot
@@ -119,7 +129,7 @@ func open(path string, opts *Options) (*Index, error) {
 		return nil, err
 	}
 	if f != nil && f.compact {
-		ix, err := loadSnapshotSums(path, f.data, nil, opts.lto())
+		ix, err := loadSnapshotArena(path, f.data, nil, opts.lto(), opts.arena())
 		if err == nil && ix.lazy != nil {
 			ix.own(f.data) // its chunks are decoded from the mapping
 			return ix, nil

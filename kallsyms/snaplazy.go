@@ -57,10 +57,16 @@ func (ix *Index) loadLazy(name string, file []byte, t snapTables, ch []snapChunk
 	ix.packed = newPackedTables(file, t)
 	loaded := false
 	defer func() {
-		if !loaded && ix.anon != nil { // (a forged file: nothing keeps it)
-			unmapFile(ix.anon)
-			ix.anon, ix.syms, ix.next, ix.packed, ix.data = nil, nil, nil, nil, ""
+		if loaded { // (a forged file: nothing keeps it)
+			return
 		}
+		if ix.anon != nil {
+			unmapFile(ix.anon)
+		}
+		if ix.arena != nil {
+			ix.arena.give()
+		}
+		ix.anon, ix.arena, ix.syms, ix.next, ix.packed, ix.data = nil, nil, nil, nil, nil, ""
 	}()
 	o := 0
 	prev := uint32(0)
@@ -78,7 +84,7 @@ func (ix *Index) loadLazy(name string, file []byte, t snapTables, ch []snapChunk
 		ix.next[i] = nx
 		prev = i
 	}
-	l := &lazySnapshot{name: name, file: file, names: names, chunks: ch, mapped: ix.anon != nil,
+	l := &lazySnapshot{name: name, file: file, names: names, chunks: ch, mapped: ix.anon != nil || ix.arena != nil,
 		first: make([]uint32, (nsym+1<<lazyBlockShift-1)>>lazyBlockShift),
 		done:  make([]atomic.Bool, len(ch)), mu: make([]sync.Mutex, len(ch)), errs: make([]error, len(ch))}
 	k := uint32(0)
@@ -97,27 +103,46 @@ func (ix *Index) loadLazy(name string, file []byte, t snapTables, ch []snapChunk
 
 // lazyArrays makes ix's records (ix.syms), chains (ix.next) and names
 // (ix.data, returned) for a lazy index of nsym symbols and nname bytes of
-// names, zero, in one anonymous mapping where the system has one
-// (ix.anon): a lookup then faults in only the pages of the chunks it
+// names, in one anonymous mapping where the system has one: ix.arena's
+// memory if it is free (ix.arena is nil otherwise), else a fresh mapping
+// (ix.anon). A lookup then faults in only the pages of the chunks it
 // decodes, and Close (or the cleanup, see own) returns them at once. A
 // fleet opens a thousand snapshots: 6 MB of heap each, allocated and
 // zeroed whole, was most of its time and memory.
+//
+// The chains are zero. The records and names are not, in an Arena's
+// memory: a chunk's are written whole (decodeColumns) before anything
+// reads them (at).
 func (ix *Index) lazyArrays(nsym, nname int) []byte {
 	nextAt := nsym * int(unsafe.Sizeof(sym{}))
 	namesAt := nextAt + 4*nsym
-	if m, err := mapAnon(max(namesAt+nname, 1) + 2*hugepage.Size); err == nil {
+	size := max(namesAt+nname, 1) + 2*hugepage.Size
+	var m []byte
+	if ix.arena != nil {
+		if m = ix.arena.take(size); m == nil {
+			ix.arena = nil // in use, or not mappable here
+		}
+	}
+	if m == nil {
+		if a, err := mapAnon(size); err == nil {
+			ix.anon, m = a, a
+		}
+	}
+	if m != nil {
 		// On huge pages from a huge page boundary: a fault here costs
 		// microseconds under virtualization, and a patch's symbols are
 		// spread over every page of the arrays (checking 300 snapshots
 		// took 3.2 s on 4 KiB pages, 1.8 s on huge ones, for a
 		// 20,000-relocation patch; 1.0 and 0.8 s for a small one). The
 		// names follow when many lookups are to come (Expect).
-		ix.anon = m
 		base := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
 		m = m[int((base+hugepage.Size-1)&^(hugepage.Size-1)-base):]
 		hugepage.AdviseWithin(m[:namesAt]) // the names when many lookups are to come (Expect)
 		ix.syms = unsafe.Slice((*sym)(unsafe.Pointer(unsafe.SliceData(m))), nsym)
 		ix.next = unsafe.Slice((*uint32)(unsafe.Pointer(&m[nextAt])), nsym)
+		if ix.arena != nil {
+			clear(ix.next) // (fresh mappings are zero)
+		}
 		// (The names' capacity runs to the mapping's end, past the huge
 		// page they end in: Expect advises that page too.)
 		names := m[namesAt : namesAt+nname]

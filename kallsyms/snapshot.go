@@ -390,6 +390,12 @@ type snapFrame struct{ from, to, n uint64 }
 // loadSnapshotSums is loadSnapshot with the chunk sums of a raw snapshot
 // computed while it was read (see loadRawSnapshot).
 func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
+	return loadSnapshotArena(name, b, sums, lto, nil)
+}
+
+// loadSnapshotArena is loadSnapshotSums whose index, if it is a compact
+// snapshot's decoded lazily, takes its memory from arena (nil: none).
+func loadSnapshotArena(name string, b, sums []byte, lto bool, arena *Arena) (*Index, error) {
 	if len(b) < 12 {
 		return nil, snapErr(name, "truncated header (%d bytes)", len(b))
 	}
@@ -473,6 +479,7 @@ func loadSnapshotSums(name string, b, sums []byte, lto bool) (*Index, error) {
 		}
 		// The tables are stored, keyed as this index's are (an exact
 		// file asked for LTO matching is rebuilt, below).
+		ix.arena = arena
 		if err := ix.loadLazy(name, b, t, ch, nsym, nname); err != nil {
 			return nil, err
 		}

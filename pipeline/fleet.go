@@ -135,8 +135,21 @@ func Fleet(ctx context.Context, m *klp.Module, kernels []Kernel, o FleetOptions)
 	checked := make([]bool, len(kernels))
 	var done atomic.Int64
 	var progressMu sync.Mutex
+	// One Arena a worker: each compact snapshot decodes into the memory
+	// of the one before it, mapped and faulted in once.
+	arenas := make(chan *kallsyms.Arena, workers)
+	for range workers {
+		arenas <- new(kallsyms.Arena)
+	}
+	defer func() {
+		for range workers {
+			(<-arenas).Close()
+		}
+	}()
 	err := par.ForContext(ctx, workers, len(kernels), func(i int) {
-		out[i] = checkOne(ctx, m, kernels[i], o)
+		a := <-arenas
+		out[i] = checkOne(ctx, m, kernels[i], o, a)
+		arenas <- a
 		checked[i] = true
 		n := int(done.Add(1))
 		if o.Progress != nil {
@@ -155,7 +168,7 @@ func Fleet(ctx context.Context, m *klp.Module, kernels []Kernel, o FleetOptions)
 	return out, err
 }
 
-func checkOne(ctx context.Context, m *klp.Module, k Kernel, o FleetOptions) KernelResult {
+func checkOne(ctx context.Context, m *klp.Module, k Kernel, o FleetOptions, arena *kallsyms.Arena) KernelResult {
 	t := time.Now()
 	kr := KernelResult{Kernel: k.Symbols, Release: k.Release, Config: k.Config}
 	unreadable := func(err error) KernelResult {
@@ -171,7 +184,7 @@ func checkOne(ctx context.Context, m *klp.Module, k Kernel, o FleetOptions) Kern
 	kr.VermagicFrom = magicFrom
 	// An index per kernel, for one patch's lookups and then closed: the
 	// profile MapText is for (a text file is mapped, not read).
-	ix, err := kallsyms.Open(k.Symbols, kallsyms.Options{LTO: o.LTO, MapText: true, NoMap: o.NoMap, MaxSymbols: o.MaxSymbols})
+	ix, err := kallsyms.Open(k.Symbols, kallsyms.Options{LTO: o.LTO, MapText: true, NoMap: o.NoMap, MaxSymbols: o.MaxSymbols, Arena: arena})
 	if err != nil {
 		return unreadable(err)
 	}
