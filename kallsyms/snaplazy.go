@@ -215,7 +215,14 @@ func (ix *Index) Expect(n int) {
 
 // fill decodes chunk c's names and columns, and its records into syms.
 func (l *lazySnapshot) fill(c *snapChunk, syms []sym) error {
-	cols := make([]byte, c.cols.n)
+	// A chunk's columns are a kilobyte or two: decoded on the stack.
+	var buf [4096]byte
+	var cols []byte
+	if c.cols.n <= uint64(len(buf)) {
+		cols = buf[:c.cols.n]
+	} else {
+		cols = make([]byte, c.cols.n)
+	}
 	if err := decodeFrame(l.file, c.cols, cols); err != nil {
 		return snapErr(l.name, "chunk %d's columns: %v", c.k, err)
 	}
