@@ -170,3 +170,30 @@ func TestArenaConcurrent(t *testing.T) {
 		require.NoError(t, <-errs)
 	}
 }
+
+// TestArenaNamesKept: a name an index hands out stays right after the
+// next index has decoded into the same Arena.
+func TestArenaNamesKept(t *testing.T) {
+	if _, err := mapAnon(1); err != nil {
+		t.Skip("no anonymous mappings here")
+	}
+	dir := t.TempDir()
+	var a Arena
+	defer a.Close()
+	first := writeCompact(t, mustParse(t, chunkyText(), Options{}), dir, "a.snap")
+	other := strings.NewReplacer("fn_", "gn_", "helper_", "aid_").Replace(chunkyText())
+	second := writeCompact(t, mustParse(t, other, Options{}), dir, "b.snap")
+	ix, err := Open(first, Options{Arena: &a})
+	require.NoError(t, err)
+	var kept []Symbol
+	ix.Symbols("mod2", func(s Symbol) bool { kept = append(kept, s); return len(kept) < 50 })
+	require.NoError(t, ix.Close())
+	ix, err = Open(second, Options{Arena: &a})
+	require.NoError(t, err)
+	require.Same(t, &a, ix.arena)
+	require.NoError(t, ix.DecodeAll())
+	for _, s := range kept {
+		require.True(t, strings.HasPrefix(s.Name, "helper_"), s.Name)
+	}
+	require.NoError(t, ix.Close())
+}

@@ -148,9 +148,10 @@ func (ix *Index) name(i uint32) string {
 }
 
 // nameOut is sym i's name for a caller to keep: a copy if the index is a
-// mapping, which goes away with the Index.
+// mapping, which goes away with the Index, or an Arena's memory, which the
+// next index overwrites.
 func (ix *Index) nameOut(i uint32) string {
-	if ix.mapping != nil || ix.text != nil || ix.anon != nil && ix.lazy != nil {
+	if ix.mapping != nil || ix.text != nil || ix.anon != nil && ix.lazy != nil || ix.arena != nil {
 		return strings.Clone(ix.name(i))
 	}
 	return ix.name(i)

@@ -57,9 +57,10 @@ func (ix *Index) loadLazy(name string, file []byte, t snapTables, ch []snapChunk
 	ix.packed = newPackedTables(file, t)
 	loaded := false
 	defer func() {
-		if loaded { // (a forged file: nothing keeps it)
+		if loaded {
 			return
 		}
+		// A forged file: nothing keeps the arrays.
 		if ix.anon != nil {
 			unmapFile(ix.anon)
 		}
