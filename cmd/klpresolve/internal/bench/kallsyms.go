@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/klpresolve/klpresolve/internal/reference"
@@ -236,13 +237,22 @@ func againstMap(rep *Report, ix *kallsyms.Index) {
 			misses = append(misses, Query{q.Object, n, 0})
 		}
 	}
-	ns, _ := bestOf(3, index(random), goMap(random), index(inOrder), goMap(inOrder), index(misses))
+	// The same queries with their names copied, as a module's are: no
+	// side finds the name by pointer equality, without comparing bytes.
+	copied := slices.Clone(random)
+	for i := range copied {
+		copied[i].Name = strings.Clone(copied[i].Name)
+	}
+	ns, _ := bestOf(3, index(random), goMap(random), index(inOrder), goMap(inOrder), index(misses), index(copied), goMap(copied))
 	rep.add("lookup_random_ns", ns[0], "ns", "20,000 random resolvable queries")
 	rep.add("map_random_ns", ns[1], "ns", "reference: a per-object Go map of the same symbols, the same queries")
 	rep.addTarget("map_vs_lookup_random", ns[1]/ns[0], "x", ">=", 1.5, "")
 	rep.add("lookup_module_order_ns", ns[2], "ns", "the same queries object by object, in address order")
 	rep.add("map_module_order_ns", ns[3], "ns", "reference: the map, in that order")
 	rep.addTarget("map_vs_lookup_module_order", ns[3]/ns[2], "x", ">=", 1.5, "")
+	rep.add("lookup_copied_names_ns", ns[5], "ns", "the random queries, each name a copy (a module's names are)")
+	rep.add("map_copied_names_ns", ns[6], "ns", "reference: the map, the same copies")
+	rep.add("map_vs_lookup_copied_names", ns[6]/ns[5], "x", "")
 	rep.add("lookup_miss_ns", ns[4], "ns", fmt.Sprintf("%d lookups that miss (a clone suffix added, a letter doubled), each with its suggestions", len(misses)))
 	rep.addTarget("miss_vs_lookup", ns[4]/ns[0], "x", "<=", 10, "a miss with its suggestions against a random lookup")
 }
