@@ -64,8 +64,8 @@ import (
 //	      byte; the address as byte planes, low byte first, of the
 //	      zigzag-encoded difference from the previous symbol's address:
 //	      as many planes as the chunk's widest difference needs (the
-//	      others are zero and left out: S2 decodes long runs of zeros
-//	      slowly)
+//	      others are zero and left out: S2 decodes long stretches of zero
+//	      bytes slowly)
 //	    its symbols' names, one after another
 //	zero padding to a multiple of 8 bytes from the file's start
 //	tables: a bitmap of the slots in use (u64 words, bit i of word
