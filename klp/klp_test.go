@@ -649,3 +649,48 @@ func TestFailedSymbolPlacePerRelocation(t *testing.T) {
 	}
 	assert.Equal(t, []string{".klp.rela.vmlinux..text.livepatch_vfs_read", ".klp.rela.vmlinux..text.livepatch_bitmap", ".klp.rela.vmlinux..text.livepatch_jiffies_addr"}, sections)
 }
+
+// TestResolveReuse: a Resolution written into an earlier one's memory
+// (ResolveOptions.Reuse) is the one a fresh call makes, kernel after
+// kernel, though the kernels answer differently: nothing of the earlier
+// kernel's answers is left in it.
+func TestResolveReuse(t *testing.T) {
+	text, err := os.ReadFile(testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt"))
+	require.NoError(t, err)
+	full, err := kallsyms.ParseBytes("full", text, kallsyms.Options{})
+	require.NoError(t, err)
+	// The other kernel lacks vfs_read and has jiffies elsewhere.
+	var lines []string
+	for l := range strings.Lines(string(text)) {
+		switch {
+		case strings.HasSuffix(l, " T vfs_read\n"):
+		case strings.HasSuffix(l, " D jiffies\n"):
+			lines = append(lines, "ffffffff82a07000 D jiffies\n")
+		default:
+			lines = append(lines, l)
+		}
+	}
+	other, err := kallsyms.ParseBytes("other", []byte(strings.Join(lines, "")), kallsyms.Options{})
+	require.NoError(t, err)
+
+	m, err := Open(fixture("livepatch-sample.ko"))
+	require.NoError(t, err)
+	want := map[*kallsyms.Index]*Resolution{full: m.Resolve(full, ResolveOptions{}), other: m.Resolve(other, ResolveOptions{})}
+	require.Equal(t, 0, want[full].Errors)
+	require.Equal(t, 1, want[other].Errors, "vfs_read is missing")
+
+	res := m.Resolve(full, ResolveOptions{})
+	for _, ix := range []*kallsyms.Index{other, full, other} {
+		again := m.Resolve(ix, ResolveOptions{Reuse: res})
+		require.Same(t, res, again, "Reuse is returned")
+		assert.Equal(t, want[ix].Results, res.Results, ix.Source())
+		assert.Equal(t, want[ix].Resolved, res.Resolved)
+		assert.Equal(t, want[ix].Errors, res.Errors)
+		assert.Equal(t, want[ix].Source, res.Source)
+	}
+	for _, r := range res.Results {
+		if r.Name == "jiffies" {
+			assert.Equal(t, uint64(0xffffffff82a07000), r.Address)
+		}
+	}
+}

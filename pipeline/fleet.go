@@ -135,21 +135,28 @@ func Fleet(ctx context.Context, m *klp.Module, kernels []Kernel, o FleetOptions)
 	checked := make([]bool, len(kernels))
 	var done atomic.Int64
 	var progressMu sync.Mutex
-	// One Arena a worker: each compact snapshot decodes into the memory
-	// of the one before it, mapped and faulted in once.
-	arenas := make(chan *kallsyms.Arena, workers)
+	// What a worker keeps from one kernel to the next.
+	type worker struct {
+		// arena: each compact snapshot decodes into the memory of the
+		// one before it, mapped and faulted in once.
+		arena *kallsyms.Arena
+		// res: each kernel's Resolution is written into the one
+		// before it (klp.ResolveOptions.Reuse), once its row is made.
+		res *klp.Resolution
+	}
+	idle := make(chan *worker, workers)
 	for range workers {
-		arenas <- new(kallsyms.Arena)
+		idle <- &worker{arena: new(kallsyms.Arena)}
 	}
 	defer func() {
 		for range workers {
-			(<-arenas).Close()
+			(<-idle).arena.Close()
 		}
 	}()
 	err := par.ForContext(ctx, workers, len(kernels), func(i int) {
-		a := <-arenas
-		out[i] = checkOne(ctx, m, kernels[i], o, a)
-		arenas <- a
+		w := <-idle
+		out[i], w.res = checkOne(ctx, m, kernels[i], o, w.arena, w.res)
+		idle <- w
 		checked[i] = true
 		n := int(done.Add(1))
 		if o.Progress != nil {
@@ -168,7 +175,10 @@ func Fleet(ctx context.Context, m *klp.Module, kernels []Kernel, o FleetOptions)
 	return out, err
 }
 
-func checkOne(ctx context.Context, m *klp.Module, k Kernel, o FleetOptions, arena *kallsyms.Arena) KernelResult {
+// checkOne checks m against k, with arena for k's index and reuse
+// (nil for none) for its Resolution, which it returns for the next
+// kernel's: the row made from it holds nothing of its memory.
+func checkOne(ctx context.Context, m *klp.Module, k Kernel, o FleetOptions, arena *kallsyms.Arena, reuse *klp.Resolution) (KernelResult, *klp.Resolution) {
 	t := time.Now()
 	kr := KernelResult{Kernel: k.Symbols, Release: k.Release, Config: k.Config}
 	unreadable := func(err error) KernelResult {
@@ -179,14 +189,14 @@ func checkOne(ctx context.Context, m *klp.Module, k Kernel, o FleetOptions, aren
 	}
 	run, cfg, magicFrom, err := kernelOptions(ctx, k, o.Run)
 	if err != nil {
-		return unreadable(err)
+		return unreadable(err), reuse
 	}
 	kr.VermagicFrom = magicFrom
 	// An index per kernel, for one patch's lookups and then closed: the
 	// profile MapText is for (a text file is mapped, not read).
 	ix, err := kallsyms.Open(k.Symbols, kallsyms.Options{LTO: o.LTO, MapText: true, NoMap: o.NoMap, MaxSymbols: o.MaxSymbols, Arena: arena})
 	if err != nil {
-		return unreadable(err)
+		return unreadable(err), reuse
 	}
 	// Each kernel's index is released as soon as its row is made: a raw
 	// snapshot's mapping is not Go heap, and without Close a check of a
@@ -207,6 +217,7 @@ func checkOne(ctx context.Context, m *klp.Module, k Kernel, o FleetOptions, aren
 		run.Kernel = TellGeneration(ix, GenerationHints{Release: k.Release, Config: cfg})
 	}
 	kr.Generation = run.Kernel
+	run.Reuse = reuse
 	rep, err := Run(m, ix, run)
 	if err != nil {
 		kr.Err = err
@@ -215,7 +226,7 @@ func checkOne(ctx context.Context, m *klp.Module, k Kernel, o FleetOptions, aren
 			kr.FirstErrorKind = diag.KindWrongArchitecture
 		}
 		kr.Time = time.Since(t)
-		return kr
+		return kr, reuse
 	}
 	res := rep.Resolution
 	kr.Resolved, kr.Deferred, kr.Errors = res.Resolved+res.FuncResolved, res.Deferred+res.FuncDeferred, res.Errors+res.FuncErrors
@@ -234,7 +245,7 @@ func checkOne(ctx context.Context, m *klp.Module, k Kernel, o FleetOptions, aren
 	}
 	kr.OK = !failed
 	kr.Time = time.Since(t)
-	return kr
+	return kr, res
 }
 
 // kernelOptions is run with k's own files: its modules in place of run's,

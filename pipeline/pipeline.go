@@ -240,6 +240,11 @@ type Options struct {
 	// the index Run is given (ftrace.Open): a patched function without
 	// one fails (klp.ResolveOptions.Ftrace).
 	Ftrace *ftrace.Sites
+	// Reuse, when not nil, is an earlier Report's Resolution the caller
+	// is done with, whose memory the new one is written into
+	// (klp.ResolveOptions.Reuse): a loop over kernels, as Fleet's, then
+	// allocates its records once.
+	Reuse *klp.Resolution
 }
 
 // Report is one module against one kernel.
@@ -403,7 +408,7 @@ func Run(m *klp.Module, ix *kallsyms.Index, opts Options) (*Report, error) {
 		rep.Kernel = TellGeneration(ix, GenerationHints{})
 	}
 	opts.LinkOptions.Generation = rep.Kernel.Generation
-	ro := klp.ResolveOptions{Config: opts.Config, Ftrace: opts.Ftrace, Generation: rep.Kernel.Generation}
+	ro := klp.ResolveOptions{Config: opts.Config, Ftrace: opts.Ftrace, Generation: rep.Kernel.Generation, Reuse: opts.Reuse}
 	if opts.Modules != nil {
 		var err error
 		if ro.Targets, rep.Unchecked, rep.OtherBuild, err = opts.Modules.targetsFor(m, ix); err != nil {
