@@ -5,6 +5,7 @@ package kallsyms
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Arena is memory that the index of a compact snapshot decodes into (its
@@ -23,8 +24,11 @@ import (
 // The zero Arena is ready to use. Its memory is unmapped by Close, or
 // once the Arena is unreachable. It is safe for concurrent use.
 type Arena struct {
-	mu     sync.Mutex
-	mem    *arenaMem
+	mu  sync.Mutex
+	mem *arenaMem
+	// spare: the bookkeeping of the last index that gave the Arena
+	// back, Go memory the next one reuses (nil while an index has it).
+	spare  *lazySpare
 	busy   bool
 	closed bool
 }
@@ -60,6 +64,57 @@ func (a *Arena) take(n int) []byte {
 	}
 	a.busy = true
 	return a.mem.b
+}
+
+// takeSpare returns the Arena's spare bookkeeping memory, or fresh
+// memory if it has none (another index has it, or a is nil).
+func (a *Arena) takeSpare() *lazySpare {
+	if a == nil {
+		return new(lazySpare)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := a.spare
+	a.spare = nil
+	if s == nil {
+		s = new(lazySpare)
+	}
+	return s
+}
+
+// putSpare gives s back to a (nothing for a nil a), for the next index:
+// what s held is no longer used.
+func (a *Arena) putSpare(s *lazySpare) {
+	if a == nil || s == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.spare = s
+}
+
+// lazySpare is the Go memory of a lazy index's bookkeeping (a few
+// hundred bytes a chunk): kept by an Arena with its mapping, so that a
+// fleet of snapshots does not allocate it, and collect it, for each.
+type lazySpare struct {
+	frames []snapFrame
+	chunks []snapChunk
+	rank   []uint32
+	first  []uint32
+	done   []atomic.Bool
+	mu     []sync.Mutex
+	errs   []error
+}
+
+// reuse returns s's memory as n zero elements, or fresh memory if it
+// has too little.
+func reuse[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
 }
 
 // give marks the Arena's memory free again (Close unmaps it then, if it

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 
@@ -60,6 +61,8 @@ func TestArena(t *testing.T) {
 	var a Arena
 	defer a.Close()
 	var first []byte
+	var chunks []snapChunk
+	var done []atomic.Bool
 	for k, text := range texts {
 		ref := mustParse(t, text, Options{})
 		p := writeCompact(t, ref, dir, "k.snap")
@@ -70,13 +73,31 @@ func TestArena(t *testing.T) {
 		sameAnswers(t, ref, ix)
 		require.NoError(t, ix.Close())
 		require.False(t, a.busy)
+		require.NotNil(t, a.spare, "kernel %d: its bookkeeping given back", k)
 		if k == 2 {
 			// The small kernel after the large one: the same memory.
 			require.Equal(t, unsafe.SliceData(first), unsafe.SliceData(a.mem.b))
+			require.Equal(t, unsafe.SliceData(chunks), unsafe.SliceData(a.spare.chunks))
+			require.Equal(t, unsafe.SliceData(done), unsafe.SliceData(a.spare.done))
 		}
 		first = a.mem.b
 		for i := range a.mem.b {
 			a.mem.b[i] = 0xff
+		}
+		// The bookkeeping as a forger would leave it: every chunk marked
+		// decoded, with an error, in the wrong place.
+		sp := a.spare
+		chunks, done = sp.chunks, sp.done
+		for i := range sp.done {
+			sp.done[i].Store(true)
+			sp.errs[i] = ErrMalformed
+			sp.chunks[i].s1 = 0
+		}
+		for i := range sp.first {
+			sp.first[i] = ^uint32(0)
+		}
+		for i := range sp.rank {
+			sp.rank[i] = ^uint32(0)
 		}
 	}
 	require.NoError(t, a.Close())

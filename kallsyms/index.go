@@ -170,7 +170,11 @@ func (ix *Index) own(mapping []byte) {
 	ix.mapping = mapping
 	ix.unmap.Stop() // (one cleanup, for every mapping: own may run twice)
 	if ix.mapping != nil || ix.anon != nil || ix.text != nil || ix.arena != nil {
-		ix.unmap = runtime.AddCleanup(ix, unmapAll, mappings{ix.mapping, ix.anon, ix.text, ix.textBusy, ix.arena})
+		m := mappings{file: ix.mapping, anon: ix.anon, text: ix.text, textBusy: ix.textBusy, arena: ix.arena}
+		if ix.arena != nil && ix.lazy != nil {
+			m.spare = ix.lazy.spare
+		}
+		ix.unmap = runtime.AddCleanup(ix, unmapAll, m)
 	}
 }
 
@@ -180,6 +184,7 @@ type mappings struct {
 	file, anon, text []byte
 	textBusy         <-chan struct{}
 	arena            *Arena
+	spare            *lazySpare // given back to arena
 }
 
 func unmapAll(m mappings) {
@@ -192,6 +197,7 @@ func unmapAll(m mappings) {
 		}
 	}
 	if m.arena != nil {
+		m.arena.putSpare(m.spare)
 		m.arena.give()
 	}
 }
@@ -229,6 +235,9 @@ func (ix *Index) Close() error {
 		return nil
 	}
 	ix.unmap.Stop()
+	if ix.arena != nil && ix.lazy != nil {
+		ix.arena.putSpare(ix.lazy.spare)
+	}
 	ix.closeLazy()
 	if ix.mapping != nil {
 		unmapFile(ix.mapping)

@@ -40,6 +40,10 @@ type lazySnapshot struct {
 	// mapped: names is in ix's anonymous mapping (lazyArrays), whose
 	// pages may be advised.
 	mapped bool
+	// spare holds the memory of chunks, first, done, mu, errs and the
+	// packed tables' ranks: ix.arena's (see Arena.takeSpare) to have
+	// back when ix gives the Arena back.
+	spare *lazySpare
 }
 
 const lazyBlockShift = 6
@@ -48,13 +52,14 @@ const lazyBlockShift = 6
 // snapshot file with its chunks ch (nsym symbols, nname bytes of names):
 // its tables t read in place (packedTables), its chains read from its
 // links, and its chunks decoded when first needed.
-func (ix *Index) loadLazy(name string, file []byte, t snapTables, ch []snapChunk, nsym int, nname uint32) error {
+func (ix *Index) loadLazy(name string, file []byte, t snapTables, ch []snapChunk, nsym int, nname uint32, sp *lazySpare) error {
 	links := file[t.linksAt:t.end]
 	// The chains: forward, inside the symbol's object (so that no walk
 	// leaves it or loops), one link per symbol at most. A lookup checks
 	// each slot it takes (find); nothing else needs checking.
 	names := ix.lazyArrays(nsym, int(nname))
-	ix.packed = newPackedTables(file, t)
+	sp.rank = reuse(sp.rank, packedRanks(t))
+	ix.packed = newPackedTables(file, t, sp.rank)
 	loaded := false
 	defer func() {
 		if loaded {
@@ -85,9 +90,10 @@ func (ix *Index) loadLazy(name string, file []byte, t snapTables, ch []snapChunk
 		ix.next[i] = nx
 		prev = i
 	}
+	sp.first = reuse(sp.first, (nsym+1<<lazyBlockShift-1)>>lazyBlockShift)
+	sp.done, sp.mu, sp.errs = reuse(sp.done, len(ch)), reuse(sp.mu, len(ch)), reuse(sp.errs, len(ch))
 	l := &lazySnapshot{name: name, file: file, names: names, chunks: ch, mapped: ix.anon != nil || ix.arena != nil,
-		first: make([]uint32, (nsym+1<<lazyBlockShift-1)>>lazyBlockShift),
-		done:  make([]atomic.Bool, len(ch)), mu: make([]sync.Mutex, len(ch)), errs: make([]error, len(ch))}
+		first: sp.first, done: sp.done, mu: sp.mu, errs: sp.errs, spare: sp}
 	k := uint32(0)
 	for b := range l.first {
 		for ch[k].s1 <= uint32(b)<<lazyBlockShift {

@@ -149,12 +149,15 @@ type packedTables struct {
 	nslot  uint32
 }
 
+// packedRanks is the length of the ranks of tables t (packedTables.rank).
+func packedRanks(t snapTables) int { return int(t.recsAt-t.at) / 8 }
+
 // newPackedTables reads the tables t of compact snapshot file in place,
-// their bitmap checked (bitmapOK).
-func newPackedTables(file []byte, t snapTables) *packedTables {
+// their bitmap checked (bitmapOK), with rank (packedRanks long) for their
+// ranks.
+func newPackedTables(file []byte, t snapTables, rank []uint32) *packedTables {
 	le := binary.LittleEndian
-	p := &packedTables{bitmap: file[t.at:t.recsAt], recs: file[t.recsAt:t.linksAt], w: 32 + t.w, nslot: uint32(t.nslot)}
-	p.rank = make([]uint32, len(p.bitmap)/8)
+	p := &packedTables{bitmap: file[t.at:t.recsAt], recs: file[t.recsAt:t.linksAt], w: 32 + t.w, nslot: uint32(t.nslot), rank: rank}
 	n := uint32(0)
 	for k := range p.rank {
 		p.rank[k] = n

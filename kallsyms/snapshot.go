@@ -427,7 +427,17 @@ func loadSnapshotArena(name string, b, sums []byte, lto bool, arena *Arena) (*In
 	if uint64(len(b)) < body {
 		return nil, snapErr(name, "truncated frame table (%d bytes, %d frames)", len(b), nframe)
 	}
-	frames := make([]snapFrame, nframe)
+	// The bookkeeping's memory, an Arena's if it has some spare: a lazy
+	// index keeps it, and gives it back with the Arena.
+	sp := arena.takeSpare()
+	kept := false
+	defer func() {
+		if !kept {
+			arena.putSpare(sp)
+		}
+	}()
+	sp.frames = reuse(sp.frames, int(nframe))
+	frames := sp.frames
 	at, decoded := body, uint64(0)
 	for k := range frames {
 		r := b[hs+8*uint64(k):]
@@ -467,7 +477,8 @@ func loadSnapshotArena(name string, b, sums []byte, lto bool, arena *Arena) (*In
 	if err != nil {
 		return nil, err
 	}
-	ch, err := chunksOf(name, frames[1:], nsym, nname, planes)
+	sp.chunks = reuse(sp.chunks, int(len(frames[1:])/2))
+	ch, err := chunksOf(name, frames[1:], nsym, nname, planes, sp.chunks)
 	if err != nil {
 		return nil, err
 	}
@@ -480,9 +491,10 @@ func loadSnapshotArena(name string, b, sums []byte, lto bool, arena *Arena) (*In
 		// The tables are stored, keyed as this index's are (an exact
 		// file asked for LTO matching is rebuilt, below).
 		ix.arena = arena
-		if err := ix.loadLazy(name, b, t, ch, nsym, nname); err != nil {
+		if err := ix.loadLazy(name, b, t, ch, nsym, nname, sp); err != nil {
 			return nil, err
 		}
+		kept = true
 		return ix, nil
 	}
 	// The names, the records and the tables of a large index go in
@@ -574,12 +586,11 @@ func (ix *Index) addObject(name string, i int, o object, prev uint32, nsym uint6
 	return nil
 }
 
-// chunksOf lays out the chunks of a compact snapshot of nsym symbols and
-// nname bytes of names from the frames after the table of contents, each
-// chunk with its count of address planes (planes, from the table of
-// contents).
-func chunksOf(name string, frames []snapFrame, nsym int, nname uint32, planes []byte) ([]snapChunk, error) {
-	ch := make([]snapChunk, len(frames)/2)
+// chunksOf lays out in ch the chunks of a compact snapshot of nsym
+// symbols and nname bytes of names from the frames after the table of
+// contents (two frames a chunk), each chunk with its count of address
+// planes (planes, from the table of contents).
+func chunksOf(name string, frames []snapFrame, nsym int, nname uint32, planes []byte, ch []snapChunk) ([]snapChunk, error) {
 	s, nb := uint64(0), uint64(0)
 	for k := range ch {
 		cols, names := frames[2*k], frames[2*k+1]

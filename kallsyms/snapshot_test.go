@@ -682,7 +682,7 @@ func TestPackedTables(t *testing.T) {
 	require.Equal(t, uint64(len(file)), tb.end)
 	require.Equal(t, uint(9), tb.w)
 	require.True(t, bitmapOK(file[tb.at:tb.recsAt], nslot, uint64(used)))
-	p := newPackedTables(file, tb)
+	p := newPackedTables(file, tb, make([]uint32, packedRanks(tb)))
 	for i := range want {
 		require.Equal(t, want[i], p.at(uint32(i)), "slot %d", i)
 	}
