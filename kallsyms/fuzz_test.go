@@ -115,6 +115,11 @@ func FuzzSnapshot(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(chunky)
+	// Each input is also loaded with one Arena, whose memory
+	// and bookkeeping the inputs before it left as they left them: it
+	// must answer as the index without one does.
+	var arena Arena
+	defer arena.Close()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < headerSize {
 			return
@@ -127,12 +132,40 @@ func FuzzSnapshot(f *testing.F) {
 		if (ix == nil) == (err == nil) {
 			t.Fatalf("index %v with error %v", ix, err)
 		}
-		if err == nil {
-			exercise(t, ix)
-		} else {
-			inputErrorKind(t, err)
+		in, aerr := ParseBytes("fuzz", d, Options{Arena: &arena})
+		if (err == nil) != (aerr == nil) {
+			t.Fatalf("without an Arena: %v; with one: %v", err, aerr)
 		}
+		if err != nil {
+			inputErrorKind(t, err)
+			return
+		}
+		defer in.Close()
+		sameDecoded(t, ix, in)
+		exercise(t, ix)
 	})
+}
+
+// sameDecoded fails t unless ix and in, two indexes of one snapshot,
+// decode alike (the same error kind or none) and then list the same
+// symbols.
+func sameDecoded(t *testing.T, ix, in *Index) {
+	t.Helper()
+	err, ierr := ix.DecodeAll(), in.DecodeAll()
+	if (err == nil) != (ierr == nil) || err != nil && errors.Is(err, ErrMalformed) != errors.Is(ierr, ErrMalformed) {
+		t.Fatalf("decoding: %v, and with an Arena: %v", err, ierr)
+	}
+	if err != nil {
+		return
+	}
+	for _, o := range ix.Objects() {
+		var want, got []Symbol
+		ix.Symbols(o.Name, func(s Symbol) bool { want = append(want, s); return true })
+		in.Symbols(o.Name, func(s Symbol) bool { got = append(got, s); return true })
+		if !slices.Equal(want, got) {
+			t.Fatalf("%s: %d symbols, and with an Arena %d, not the same", o.Name, len(want), len(got))
+		}
+	}
 }
 
 // inputErrorKind fails t unless err is one of the kinds a bad input

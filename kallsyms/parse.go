@@ -198,7 +198,7 @@ func parseBytes(name string, data []byte, opts *Options) (*Index, error) {
 		return fromImage(name, data, opts)
 	}
 	if isSnapshot(data) {
-		return loadSnapshot(name, data, opts.lto())
+		return loadSnapshotArena(name, data, nil, opts.lto(), opts.arena())
 	}
 	p := newParser(name, opts)
 	p.dispatch(data, 0, len(data), &wholeInput{data: data})
