@@ -175,7 +175,7 @@ type ResolveOptions struct {
 	// loop over many kernels then allocates its records once, not the
 	// Results of each kernel (about 140 bytes a relocation) for the
 	// garbage collector to reclaim. Nothing of what Reuse held may be
-	// used after the call.
+	// used after the call, and concurrent calls need one each.
 	Reuse *Resolution
 }
 
