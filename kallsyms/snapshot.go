@@ -789,7 +789,61 @@ func (ix *Index) rebuild(name string, ch []snapChunk, st *stream, names []byte, 
 // decodeColumns fills syms, the records of chunk c, from its columns
 // cols (see the format), their names' offsets from where the chunk's
 // names start; it returns their addresses ORed.
+//
+// A chunk of up to fastPlanes address planes (nearly every one: a
+// kernel's symbols are sorted) is decoded in one pass, each record
+// written once; a chunk with more, or whose names do not add up, goes
+// the long way (decodeColumnsSlow), which says what is wrong.
 func decodeColumns(name string, c *snapChunk, cols []byte, syms []sym) (uint64, error) {
+	m := len(syms)
+	if int(c.planes) > fastPlanes || m > len(noPlane) {
+		return decodeColumnsSlow(name, c, cols, syms)
+	}
+	prev, col := binary.LittleEndian.Uint64(cols), cols[8:]
+	typ, lo, hi := col[:m], col[m:2*m], col[2*m:3*m]
+	// The planes a chunk does not store read as zeros.
+	var p [fastPlanes][]byte
+	for b := range p {
+		p[b] = noPlane[:m]
+		if b < int(c.planes) {
+			p[b] = col[(fixedColumns+b)*m : (fixedColumns+1+b)*m]
+		}
+	}
+	p0, p1, p2, p3 := p[0][:m], p[1][:m], p[2][:m], p[3][:m]
+	off, seen := c.n0, uint64(0)
+	for j := range syms {
+		nl := uint32(lo[j]) | uint32(hi[j])<<8
+		if nl-1 >= KSYMNameLen-1 { // 0, or KSYMNameLen and over
+			return decodeColumnsSlow(name, c, cols, syms)
+		}
+		d := uint64(p0[j]) | uint64(p1[j])<<8 | uint64(p2[j])<<16 | uint64(p3[j])<<24
+		prev += unzigzag(d)
+		// Field by field: a literal is built on the stack by narrow
+		// stores, then copied with a 16-byte load they cannot forward to.
+		r := &syms[j]
+		r.addr, r.off, r.nlen, r.typ, r.flags = prev, off, uint16(nl), typ[j], 0
+		seen |= prev
+		off += nl
+	}
+	// Each length is under KSYMNameLen and a chunk has fewer than
+	// len(noPlane) symbols, so off cannot wrap: ending at the chunk's
+	// end, no name ran past it.
+	if off != c.n1 {
+		return decodeColumnsSlow(name, c, cols, syms)
+	}
+	return seen, nil
+}
+
+// fastPlanes is the most address planes decodeColumns decodes in one
+// pass.
+const fastPlanes = 4
+
+// noPlane stands for the address planes a chunk does not store (read
+// only: nothing writes it).
+var noPlane [4096]byte
+
+// decodeColumnsSlow is decodeColumns plane by plane, for any chunk.
+func decodeColumnsSlow(name string, c *snapChunk, cols []byte, syms []sym) (uint64, error) {
 	m := len(syms)
 	prev, planes := binary.LittleEndian.Uint64(cols), cols[8:]
 	off := c.n0

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -704,4 +705,65 @@ func TestPackTablesWidth(t *testing.T) {
 	require.Equal(t, uint32(1), used)
 	// The bitmap (slot 0), then the 35-bit record: the hash, then 7.
 	require.Equal(t, []byte{1, 0, 0, 0, 0, 0, 0, 0, 0xdd, 0xcc, 0xbb, 0xaa, 7, 0, 0, 0}, b)
+}
+
+// TestDecodeColumnsFast: the one-pass decoding of a chunk's columns
+// (decodeColumns) gives what the plane-by-plane one does
+// (decodeColumnsSlow), for chunks of one to six address planes and names
+// of up to 500 bytes, and fails with its messages.
+func TestDecodeColumnsFast(t *testing.T) {
+	var b strings.Builder
+	addr := uint64(0x100000)
+	planes := map[byte]int{}
+	for i := range 6000 {
+		// Gaps of 1 to 5 bytes' width, each for 1,200
+		// symbols, and now and then a step back.
+		gap := uint64(16) << (8 * (i / 1200 % 5))
+		if i%13 == 0 {
+			addr -= gap / 2
+		} else {
+			addr += gap
+		}
+		name := fmt.Sprintf("f%d", i)
+		if i%97 == 0 {
+			name += strings.Repeat("x", 300+i%200)
+		}
+		fmt.Fprintf(&b, "%016x t %s\n", addr, name)
+	}
+	ref := mustParse(t, b.String(), Options{})
+	var w bytes.Buffer
+	require.NoError(t, ref.WriteSnapshot(&w))
+	ix, err := ParseBytes("k", w.Bytes(), Options{})
+	require.NoError(t, err)
+	l := ix.lazy
+	require.NotNil(t, l)
+	for k := range l.chunks {
+		c := &l.chunks[k]
+		planes[c.planes]++
+		cols := make([]byte, c.cols.n)
+		require.NoError(t, decodeFrame(l.file, c.cols, cols))
+		fast, slow := make([]sym, c.s1-c.s0), make([]sym, c.s1-c.s0)
+		fseen, ferr := decodeColumns("k", c, cols, fast)
+		sseen, serr := decodeColumnsSlow("k", c, cols, slow)
+		require.NoError(t, ferr)
+		require.NoError(t, serr)
+		require.Equal(t, sseen, fseen, "chunk %d", k)
+		require.Equal(t, slow, fast, "chunk %d", k)
+		// A name length of 0, then lengths that do not add up.
+		m := len(fast)
+		for _, forge := range []func([]byte){
+			func(b []byte) { b[8+m+m/2], b[8+2*m+m/2] = 0, 0 },
+			func(b []byte) { b[8+m+m/2]++ },
+		} {
+			bad := slices.Clone(cols)
+			forge(bad)
+			_, ferr := decodeColumns("k", c, bad, fast)
+			_, serr := decodeColumnsSlow("k", c, bad, slow)
+			require.ErrorIs(t, ferr, ErrMalformed)
+			require.EqualError(t, ferr, serr.Error())
+		}
+	}
+	for n := byte(1); n <= fastPlanes+1; n++ {
+		require.NotZero(t, planes[n], "no chunk of %d address planes: %v", n, planes)
+	}
 }
