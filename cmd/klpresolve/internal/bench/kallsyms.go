@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klpresolve/klpresolve/internal/reference"
 	"github.com/klpresolve/klpresolve/kallsyms"
@@ -125,7 +126,7 @@ func Kallsyms(path string, self []string) (*Report, error) {
 	rep.add("kernel_old_lookup_ns", old, "ns", "reference: Linux 6.1 walk of everything, strcmp on each name")
 	rep.addTarget("current_vs_lookup", cur/lookup, "x", ">=", 5, "")
 	rep.addTarget("old_vs_lookup", old/lookup, "x", ">=", 3000, "")
-	againstMap(rep, ix)
+	againstMap(rep, ix, parse)
 
 	snap, err := os.CreateTemp("", "klpsnap")
 	if err != nil {
@@ -203,16 +204,38 @@ func ratio(a, b interface{ Nanoseconds() int64 }) float64 {
 // symbols (reference.ObjectMap), with the same 20,000 queries taking turns
 // in one process: in random order, and in module order (a build tool's:
 // object by object, each in address order). Then lookups that miss, each
-// with its suggestions (LookupError.Near), against the random ones.
-func againstMap(rep *Report, ix *kallsyms.Index) {
-	om := reference.ObjectMap{}
+// with its suggestions (LookupError.Near), against the random ones. The
+// map's cost to build and hold is reported beside the index's (parse:
+// the index's parse, read included).
+func againstMap(rep *Report, ix *kallsyms.Index, parse time.Duration) {
 	order := map[string]int{}
+	var all []kallsyms.Symbol
 	for i, o := range ix.Objects() {
 		order[o.Name] = i
 		if !o.Pseudo {
-			ix.Symbols(o.Name, func(s kallsyms.Symbol) bool { om.Add(s.Object, s.Name, s.Address); return true })
+			ix.Symbols(o.Name, func(s kallsyms.Symbol) bool { all = append(all, s); return true })
 		}
 	}
+	build := func() reference.ObjectMap {
+		om := reference.ObjectMap{}
+		for _, s := range all {
+			om.Add(s.Object, s.Name, s.Address)
+		}
+		return om
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	om := build()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	mapBytes := float64(after.HeapAlloc) - float64(before.HeapAlloc)
+	runtime.KeepAlive(om)
+	built := minTime(5, func() { _ = build() })
+	rep.add("map_build_ms", ms(built), "ms", "reference: the map built from the index's symbols, no text read or parsed")
+	rep.add("map_build_vs_parse", ratio(built, parse), "x", "the map's build against the index's whole parse")
+	rep.add("map_bytes", mapBytes, "bytes", "reference: the map's heap, its names shared with the index")
+	rep.add("map_bytes_vs_index", mapBytes/float64(ix.MemSize()), "x", "the map's heap against the index's memory (MemSize)")
 	random := Queries(ix, 20000)
 	inOrder := slices.Clone(random)
 	addr := func(q Query) uint64 { s, _ := ix.Lookup(q.Object, q.Name, q.Pos); return s.Address }
