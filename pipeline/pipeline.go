@@ -242,8 +242,9 @@ type Options struct {
 	Ftrace *ftrace.Sites
 	// Reuse, when not nil, is an earlier Report's Resolution the caller
 	// is done with, whose memory the new one is written into
-	// (klp.ResolveOptions.Reuse): a loop over kernels, as Fleet's, then
-	// allocates its records once.
+	// (klp.ResolveOptions.Reuse): a loop over kernels then allocates
+	// its records once. Fleet keeps one for each worker, in place of
+	// FleetOptions.Run's.
 	Reuse *klp.Resolution
 }
 
