@@ -174,10 +174,14 @@ func TestFleet(t *testing.T) {
 		paths = append(paths, p)
 	}
 	progress := 0
-	rows, _ := Fleet(t.Context(), m, KernelFiles(paths...), FleetOptions{Progress: func(done, total int) {
+	// Each worker writes each kernel's Resolution over its last one's; a
+	// Reuse given in Run, which the workers would share, is not used.
+	given := &klp.Resolution{}
+	rows, _ := Fleet(t.Context(), m, KernelFiles(paths...), FleetOptions{Run: Options{Reuse: given}, Progress: func(done, total int) {
 		require.Equal(t, n, total)
 		progress = max(progress, done)
 	}})
+	assert.Nil(t, given.Module, "the Reuse given is left alone")
 	require.Len(t, rows, n)
 	assert.Equal(t, n, progress)
 	counts := map[string]int{}
