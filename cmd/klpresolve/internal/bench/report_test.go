@@ -180,6 +180,8 @@ func TestLinkResolveReports(t *testing.T) {
 	require.Positive(t, f["resolve_ns_per_reloc"])
 	require.InEpsilon(t, f["kernel_old_walk_ns_per_reloc"]/f["resolve_ns_per_reloc"], f["old_walk_vs_resolve"], 1e-9)
 	require.Positive(t, f["whole_check_ms"])
+	require.Positive(t, f["fleet_raw_ms"])
+	require.InEpsilon(t, f["fleet_compact_ms"]/f["fleet_raw_ms"], f["fleet_compact_vs_raw"], 1e-9)
 }
 
 // bench cfi, small: each mode's figures for the hold asked, the ratio the

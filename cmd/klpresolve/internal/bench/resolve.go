@@ -3,8 +3,10 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/klpresolve/klpresolve/internal/reference"
 	"github.com/klpresolve/klpresolve/kallsyms"
 	"github.com/klpresolve/klpresolve/klp"
+	"github.com/klpresolve/klpresolve/pipeline"
 )
 
 // Resolve measures resolving module against kallsymsPath: the resolve
@@ -104,5 +107,72 @@ func Resolve(module, kallsymsPath string) (*Report, error) {
 	rep.add("whole_check_ms", ms(whole), "ms", "read+index kallsyms, read module, resolve; target well under 100")
 	rep.add("whole_check_snapshot_ms", ms(wholeSnap), "ms", "the same against a compact snapshot of the symbols")
 	rep.addTarget("snapshot_vs_text_check", ratio(wholeSnap, whole), "x", "<=", 1, "")
+	if err := fleetFigures(rep, m, ix); err != nil {
+		return nil, err
+	}
 	return rep, nil
+}
+
+// fleetCopies is how many copies of the kernel's snapshot fleetFigures
+// checks the module against, in each form.
+const fleetCopies = 30
+
+// fleetFigures times pipeline.Fleet, as check runs it, checking m against
+// fleetCopies copies of ix's compact snapshot and as many of its raw
+// snapshot, the two taking turns. Each copy is a file of its own, just
+// written (scripts/fleet-compare measures whole processes, memory
+// included).
+func fleetFigures(rep *Report, m *klp.Module, ix *kallsyms.Index) error {
+	dir, err := os.MkdirTemp("", "klpfleet")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	copies := func(form string, write func(string) error) ([]string, error) {
+		first := filepath.Join(dir, form+"-00.snap")
+		if err := write(first); err != nil {
+			return nil, err
+		}
+		b, err := os.ReadFile(first)
+		if err != nil {
+			return nil, err
+		}
+		paths := []string{first}
+		for i := 1; i < fleetCopies; i++ {
+			p := filepath.Join(dir, fmt.Sprintf("%s-%02d.snap", form, i))
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				return nil, err
+			}
+			paths = append(paths, p)
+		}
+		return paths, nil
+	}
+	compact, err := copies("compact", ix.WriteSnapshotFile)
+	if err != nil {
+		return err
+	}
+	raw, err := copies("raw", ix.WriteSnapshotRawFile)
+	if err != nil {
+		return err
+	}
+	check := func(paths []string) func() {
+		kernels := pipeline.KernelFiles(paths...)
+		return func() { _, _ = pipeline.Fleet(context.Background(), m, kernels, pipeline.FleetOptions{}) }
+	}
+	check(compact)()
+	check(raw)()
+	var ct, rt time.Duration
+	for r := range 5 {
+		c, w := minTime(1, check(compact)), minTime(1, check(raw))
+		if r == 0 || c < ct {
+			ct = c
+		}
+		if r == 0 || w < rt {
+			rt = w
+		}
+	}
+	rep.add("fleet_compact_ms", ms(ct), "ms", fmt.Sprintf("pipeline.Fleet over %d copies of the compact snapshot, best of 5 taking turns", fleetCopies))
+	rep.add("fleet_raw_ms", ms(rt), "ms", "the same over copies of the raw snapshot")
+	rep.addTarget("fleet_compact_vs_raw", ratio(ct, rt), "x", "<=", 1.2, "in one process; whole processes and memory: scripts/fleet-compare")
+	return nil
 }
