@@ -115,6 +115,22 @@ func FuzzSnapshot(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(chunky)
+	// Chunks whose frames LZ4 shrinks: the decoder's input.
+	var text strings.Builder
+	for i := range 120 {
+		fmt.Fprintf(&text, "%016x t helper_function_%d\n", 0xffffffff81000000+uint64(i)*0x40, i)
+	}
+	if ix, err = ParseBytes("seed", []byte(text.String()), Options{}); err != nil {
+		f.Fatal(err)
+	}
+	lz, err := compactSnapshot(ix.snapshotParts(512), false)
+	if err != nil {
+		f.Fatal(err)
+	}
+	if le := binary.LittleEndian; le.Uint32(lz[headerSize+16:]) >= le.Uint32(lz[headerSize+20:]) {
+		f.Fatal("the seed's first names frame is stored as it is")
+	}
+	f.Add(lz)
 	// Each input is also loaded with one Arena, whose memory
 	// and bookkeeping the inputs before it left as they left them: it
 	// must answer as the index without one does.

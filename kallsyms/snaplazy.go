@@ -12,7 +12,7 @@ import (
 	"github.com/klpresolve/klpresolve/internal/par"
 )
 
-// lazySnapshot is what the Index of a compact snapshot (version 10) keeps
+// lazySnapshot is what the Index of a compact snapshot (version 11) keeps
 // to decode its chunks when they are first needed. Loading such a
 // snapshot checks it whole (checksum, counts, the tables' bitmap, chains) but decodes
 // only its table of contents: its records and names are zero until their

@@ -23,7 +23,7 @@ import (
 // tables and chains included, uncompressed, so that loading is one map
 // (or read) and one pass that checksums and validates it, and the arrays
 // are used in place (no parse, no hashing, no table building, nothing
-// decoded later). It is about 2.3x the size of a compact (version 10)
+// decoded later). It is about three times the size of a compact (version 11)
 // snapshot, which stores the same tables but decodes its names and records
 // chunk by chunk when lookups first need them. All integers
 // little-endian. (Version 2 stored 0 for the symbols' flags, which the

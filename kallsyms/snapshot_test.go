@@ -215,6 +215,30 @@ func chunkSymbols(p *compactParts, k int) int {
 	return (len(p.frames[1+2*k]) - 8) / (fixedColumns + planes)
 }
 
+// withFrame is the compact snapshot b with frame k stored as the bytes
+// stored, its checksum made right again.
+func withFrame(b []byte, k int, stored []byte) []byte {
+	le := binary.LittleEndian
+	nframe := int(le.Uint32(b[16:]))
+	at := headerSize + 8*nframe
+	for j := range k {
+		at += int(le.Uint32(b[headerSize+8*j:]))
+	}
+	end := at + int(le.Uint32(b[headerSize+8*k:]))
+	framesEnd := headerSize + 8*nframe
+	for j := range nframe {
+		framesEnd += int(le.Uint32(b[headerSize+8*j:]))
+	}
+	tables := b[align8(uint64(framesEnd)):]
+	out := append(bytes.Clone(b[:at]), stored...)
+	out = append(out, b[end:framesEnd]...)
+	out = append(out, make([]byte, int(align8(uint64(len(out))))-len(out))...)
+	out = append(out, tables...)
+	le.PutUint32(out[headerSize+8*k:], uint32(len(stored)))
+	le.PutUint64(out[24:], compactChecksum(out))
+	return out
+}
+
 // TestSnapshotForged: a compact snapshot whose checksum is right but whose
 // contents lie is refused with an error that says what is wrong: when it
 // is loaded, or, for what is inside a chunk, when the chunk is decoded
@@ -308,23 +332,16 @@ func TestSnapshotForged(t *testing.T) {
 			m := chunkSymbols(p, 0)
 			p.frames[1][8+2*m] = 2 // 512 bytes and more
 		}), "symbol 0: name out of range"},
-		"not s2": {edit(func(p *compactParts) {}), "chunk 0's names: "},
+		"not lz4": {edit(func(p *compactParts) {}), "chunk 0's names: it does not decode to the "},
 	}
 	for name, c := range inChunk {
-		if name == "not s2" {
+		if name == "not lz4" {
 			// The first names frame (the third: after the table of
-			// contents and the first chunk's columns), past its decoded
-			// length: copies from before the block's start.
-			b := bytes.Clone(c.file)
-			nframe := int(le.Uint32(b[16:]))
-			at := headerSize + 8*nframe + int(le.Uint32(b[headerSize:])) + int(le.Uint32(b[headerSize+8:]))
-			stored := int(le.Uint32(b[headerSize+16:]))
-			_, skip := binary.Uvarint(b[at:])
-			for j := at + skip; j < at+stored; j++ {
-				b[j] = 0xff
-			}
-			le.PutUint64(b[24:], compactChecksum(b))
-			c.file = b
+			// contents and the first chunk's columns) stored as a block
+			// one byte shorter than its names, whose tokens ask for
+			// more literals than it holds.
+			n := int(le.Uint32(c.file[headerSize+20:]))
+			c.file = withFrame(c.file, 2, bytes.Repeat([]byte{0xff}, n-1))
 		}
 		ix, err := ParseBytes("k.snap", c.file, Options{})
 		require.NoError(t, err, name)
@@ -400,7 +417,7 @@ func TestSnapshotForgedFrames(t *testing.T) {
 			at := headerSize + 8*(nframe-1) + 4 // the last names frame
 			le.PutUint32(c[at:], le.Uint32(c[at:])+1)
 			le.PutUint32(c[at-16:], le.Uint32(c[at-16:])-1)
-		}), "names: it decodes to"},
+		}), "the frame table says"},
 	}
 	for name, c := range cases {
 		var err error
@@ -420,26 +437,26 @@ func TestSnapshotForgedFrames(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// TestSnapshotVersions: this build reads compact version 10 and raw
-// version 6; any other version, an older one (1-5, which no release
-// wrote) or a newer one, is refused with what to do.
+// TestSnapshotVersions: this build reads compact version 11 and raw
+// version 6; any other version, an older one (1-5 and 7-10, which no
+// release wrote) or a newer one, is refused with what to do.
 func TestSnapshotVersions(t *testing.T) {
 	ix := mustParse(t, chunkyText(), Options{})
 	var buf bytes.Buffer
 	require.NoError(t, ix.WriteSnapshot(&buf))
-	require.Equal(t, uint32(10), binary.LittleEndian.Uint32(buf.Bytes()[8:]))
-	for _, v := range []uint32{1, 3, 4, 5, 7, 8, 9} {
+	require.Equal(t, uint32(11), binary.LittleEndian.Uint32(buf.Bytes()[8:]))
+	for _, v := range []uint32{1, 3, 4, 5, 7, 8, 9, 10} {
 		b := bytes.Clone(buf.Bytes())
 		binary.LittleEndian.PutUint32(b[8:], v)
 		_, err := ParseBytes("old.snap", b, Options{})
 		require.ErrorIs(t, err, ErrMalformed)
-		require.ErrorContains(t, err, fmt.Sprintf("old.snap: snapshot: malformed input: version %d, which this build does not read (it reads 10 and 6): write the snapshot again with this build", v))
+		require.ErrorContains(t, err, fmt.Sprintf("old.snap: snapshot: malformed input: version %d, which this build does not read (it reads 11 and 6): write the snapshot again with this build", v))
 	}
 	b := bytes.Clone(buf.Bytes())
-	binary.LittleEndian.PutUint32(b[8:], 11)
+	binary.LittleEndian.PutUint32(b[8:], 12)
 	_, err := ParseBytes("new.snap", b, Options{})
 	require.ErrorIs(t, err, ErrMalformed)
-	require.ErrorContains(t, err, "new.snap: snapshot: malformed input: version 11, from a newer klpresolve (this build reads 10 and 6): use that klpresolve, or write the snapshot again with this one")
+	require.ErrorContains(t, err, "new.snap: snapshot: malformed input: version 12, from a newer klpresolve (this build reads 11 and 6): use that klpresolve, or write the snapshot again with this one")
 }
 
 // TestSnapshotTooRepetitive: an index that compresses more than 64-fold
@@ -715,10 +732,10 @@ func TestDecodeColumnsFast(t *testing.T) {
 	var b strings.Builder
 	addr := uint64(0x100000)
 	planes := map[byte]int{}
-	for i := range 6000 {
-		// Gaps of 1 to 5 bytes' width, each for 1,200
-		// symbols, and now and then a step back.
-		gap := uint64(16) << (8 * (i / 1200 % 5))
+	for i := range 15000 {
+		// Gaps of 1 to 5 bytes' width, each for 3,000 symbols (about
+		// three chunks), and now and then a step back.
+		gap := uint64(16) << (8 * (i / 3000 % 5))
 		if i%13 == 0 {
 			addr -= gap / 2
 		} else {

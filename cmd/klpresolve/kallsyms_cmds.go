@@ -364,14 +364,14 @@ func newSnapshotCmd(a *app) *cobra.Command {
   klpresolve snapshot -o host.snap
   # Another host's, over ssh
   ssh host klpresolve snapshot -o - > kernels/host.snap
-  # The form that loads in place, fastest for many checks
+  # The form used in place, nothing to decode (three times the size)
   klpresolve snapshot --kallsyms System.map-6.1.0-57-amd64 --raw \
     -o kernels/6.1.0-57.raw`,
 		Long: `Writes the index as a snapshot that any --kallsyms flag reads: by default compact
-(names and columns in S2 blocks, the hash tables packed: 0.35-0.5 of the text), which
-loads five to fifteen times faster than the text parses and decodes each chunk of 4 KiB
-of names when a lookup first needs it (a few microseconds each); with --raw the index as
-it sits in memory (about 1.2x the text), used in place, nothing left to decode.`,
+(names and columns in LZ4 blocks, the hash tables packed: 0.4-0.5 of the text), which
+loads five to fifteen times faster than the text parses and decodes each chunk of 8 KiB
+of names when a lookup first needs it (a microsecond or two each); with --raw the index
+as it sits in memory (about 1.2x the text), used in place, nothing left to decode.`,
 		Args: needArgs(0, 0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
