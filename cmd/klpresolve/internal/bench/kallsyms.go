@@ -139,7 +139,7 @@ func Kallsyms(path string, self []string) (*Report, error) {
 	}
 	st, _ := os.Stat(snap.Name())
 	load := minTime(15, func() { _, _ = kallsyms.Open(snap.Name(), kallsyms.Options{}) })
-	rep.add("snapshot_bytes", float64(st.Size()), "bytes", "compact (version 10): names and columns in S2 blocks, tables packed")
+	rep.add("snapshot_bytes", float64(st.Size()), "bytes", "compact (version 11): names and columns in LZ4 blocks, tables packed")
 	rep.add("snapshot_vs_input", float64(st.Size())/float64(len(data)), "x", "its size against the text's")
 	rep.add("snapshot_load_ms", ms(load), "ms", "checked whole, its chunks decoded when first needed")
 	rep.addTarget("parse_vs_snapshot_load", ratio(parse, load), "x", ">=", 5, "")
