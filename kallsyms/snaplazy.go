@@ -204,7 +204,7 @@ func (l *lazySnapshot) decode(ix *Index, k uint32) {
 
 // hugeNamesShare: a lazy index told to expect at least one lookup per
 // this many chunks (Expect) puts its names on huge pages. A small
-// patch's lookups touch a few dozen chunks, a page of names each: on huge
+// patch's lookups touch a few dozen chunks, two pages of names each: on huge
 // pages they would hold 2 MiB each; a large patch's touch most chunks,
 // and 4 KiB faults then cost more than the memory.
 const hugeNamesShare = 8
