@@ -222,7 +222,10 @@ func (ix *Index) Expect(n int) {
 
 // fill decodes chunk c's names and columns, and its records into syms.
 func (l *lazySnapshot) fill(c *snapChunk, syms []sym) error {
-	// A chunk's columns are a kilobyte or two: decoded on the stack.
+	// A chunk's columns are decoded on the stack. A chunk of 8 KiB of
+	// names has 2.6 to 3.9 KB of them in the corpus's kernels; a larger
+	// buffer would cost its zeroing on every chunk, and the rare chunk of
+	// shorter names goes to the heap.
 	var buf [4096]byte
 	var cols []byte
 	if c.cols.n <= uint64(len(buf)) {

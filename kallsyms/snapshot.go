@@ -486,7 +486,7 @@ func loadSnapshotArena(name string, b, sums []byte, lto bool, arena *Arena) (*In
 	if err != nil {
 		return nil, err
 	}
-	sp.chunks = reuse(sp.chunks, int(len(frames[1:])/2))
+	sp.chunks = reuse(sp.chunks, len(frames[1:])/2)
 	ch, err := chunksOf(name, frames[1:], nsym, nname, planes, sp.chunks)
 	if err != nil {
 		return nil, err

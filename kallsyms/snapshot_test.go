@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pierrec/lz4/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -783,4 +784,38 @@ func TestDecodeColumnsFast(t *testing.T) {
 	for n := byte(1); n <= fastPlanes+1; n++ {
 		require.NotZero(t, planes[n], "no chunk of %d address planes: %v", n, planes)
 	}
+}
+
+// TestFrames: encodeFrame stores what LZ4 shrinks as a block and the
+// rest as it is; decodeFrame gives back exactly the bytes, and refuses a
+// block that decodes to more or fewer bytes than the frame table says.
+func TestFrames(t *testing.T) {
+	var c lz4.CompressorHC
+	names := []byte(strings.Repeat("xfs_inode_item_", 200))
+	noise := make([]byte, 300)
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range noise {
+		noise[i] = byte(r.Uint32())
+	}
+	block := encodeFrame(&c, names)
+	require.Less(t, len(block), len(names)/10, "a repetitive frame is an LZ4 block")
+	stored := encodeFrame(&c, noise)
+	require.Equal(t, noise, stored, "an incompressible frame is stored as it is")
+	at := func(b []byte, n int) (snapFrame, []byte) {
+		return snapFrame{0, uint64(len(b)), uint64(n)}, make([]byte, n)
+	}
+
+	f, dst := at(block, len(names))
+	require.NoError(t, decodeFrame(block, f, dst))
+	require.Equal(t, names, dst)
+	f, dst = at(stored, len(noise))
+	require.NoError(t, decodeFrame(stored, f, dst))
+	require.Equal(t, noise, dst)
+
+	f, dst = at(block, len(names)+1)
+	require.EqualError(t, decodeFrame(block, f, dst), fmt.Sprintf("it decodes to %d bytes, the frame table says %d", len(names), len(names)+1))
+	f, dst = at(block, len(names)-1)
+	require.ErrorContains(t, decodeFrame(block, f, dst), fmt.Sprintf("it does not decode to the %d bytes the frame table says (", len(names)-1))
+	f, dst = at(block, 0)
+	require.EqualError(t, decodeFrame(block, f, dst), fmt.Sprintf("%d bytes stored for none", len(block)))
 }

@@ -159,17 +159,24 @@ func fleetFigures(rep *Report, m *klp.Module, ix *kallsyms.Index) error {
 		kernels := pipeline.KernelFiles(paths...)
 		return func() { _, _ = pipeline.Fleet(context.Background(), m, kernels, pipeline.FleetOptions{}) }
 	}
-	check(compact)()
-	check(raw)()
-	var ct, rt time.Duration
-	for r := range 5 {
-		c, w := minTime(1, check(compact)), minTime(1, check(raw))
-		if r == 0 || c < ct {
-			ct = c
+	// Once first, to see that both forms do the same work: every copy
+	// read, and as many symbols resolved in each.
+	want, err := pipeline.Fleet(context.Background(), m, pipeline.KernelFiles(compact...), pipeline.FleetOptions{})
+	if err != nil {
+		return err
+	}
+	got, err := pipeline.Fleet(context.Background(), m, pipeline.KernelFiles(raw...), pipeline.FleetOptions{})
+	if err != nil {
+		return err
+	}
+	for i := range want {
+		if want[i].Resolved == 0 || got[i].Resolved != want[i].Resolved {
+			return fmt.Errorf("fleet: %s resolved %d, %s %d", want[i].Kernel, want[i].Resolved, got[i].Kernel, got[i].Resolved)
 		}
-		if r == 0 || w < rt {
-			rt = w
-		}
+	}
+	ct, rt := time.Duration(1<<63-1), time.Duration(1<<63-1)
+	for range 5 {
+		ct, rt = min(ct, minTime(1, check(compact))), min(rt, minTime(1, check(raw)))
 	}
 	rep.add("fleet_compact_ms", ms(ct), "ms", fmt.Sprintf("pipeline.Fleet over %d copies of the compact snapshot, best of 5 taking turns", fleetCopies))
 	rep.add("fleet_raw_ms", ms(rt), "ms", "the same over copies of the raw snapshot")
