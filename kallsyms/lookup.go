@@ -155,21 +155,74 @@ func (ix *Index) closedErr(object string) *LookupError {
 // The error is a *LookupError wrapping ErrNotFound, ErrAmbiguous,
 // ErrNoSuchPosition or ErrNoObject. Lookup does not allocate on success.
 func (ix *Index) Lookup(object, name string, sympos uint64) (Symbol, error) {
+	// Lookup is the hot path: what only a miss needs is in calls, so
+	// that its frame stays small.
 	oi, miss := ix.objectIndex(object)
 	if miss != objectOK {
-		le := ix.objectErr(object, miss)
-		le.Name, le.Pos = name, sympos
-		ix.absentNear(le, miss)
-		return Symbol{}, le
+		return Symbol{}, ix.objectMissErr(object, name, sympos, miss)
 	}
-	// lookupFrom's lines, not a call to it: Lookup is the hot path, and
-	// neither inlines.
 	o := &ix.objs[oi]
-	last, count, addr := ix.search(ix.find(o, name), name, sympos)
-	if missed(sympos, count, addr) {
-		return Symbol{}, ix.missErr(oi, name, sympos, count, addr)
+	hit, head := ix.quick(o, name, sympos)
+	if hit != 0 {
+		return ix.unique(o, name, hit), nil
 	}
-	return ix.found(o, name, last, count, addr), nil
+	return ix.lookupFrom(oi, head, name, sympos)
+}
+
+// objectMissErr is Lookup's error where objectIndex found no object.
+func (ix *Index) objectMissErr(object, name string, sympos uint64, miss objectMiss) *LookupError {
+	le := ix.objectErr(object, miss)
+	le.Name, le.Pos = name, sympos
+	ix.absentNear(le, miss)
+	return le
+}
+
+// quick answers most lookups in one short loop: those of a name that only
+// one symbol of its object has, at a nonzero address, with sympos 0 or 1,
+// in an index whose tables and records are in memory (not a compact
+// snapshot's) and matched exactly (not LTO). Such a lookup then costs
+// about what the memory it reads does: a slot, a record, the name. The
+// general path (find, search, found) runs about twice the instructions,
+// and a loop of lookups then overlaps fewer of their cache misses
+// (docs/benchmarks.md, "Lookups against a Go map").
+//
+// hit is the symbol (index+1) that answers, or 0; then head is find's
+// answer, the first symbol filed under name (0: none), for search.
+func (ix *Index) quick(o *object, name string, sympos uint64) (hit, head uint32) {
+	if ix.packed != nil || ix.lazy != nil || ix.lto {
+		return 0, ix.find(o, name)
+	}
+	// findKey's probe and checks, on the slots themselves.
+	h := hashKeyString(name, false)
+	slots := ix.slots[o.off : o.off+o.size]
+	for p, left := home(h, o.size), o.size; left > 0; left-- {
+		sl := slots[p]
+		if sl.idx == 0 {
+			return 0, 0
+		}
+		if sl.hash == h && sl.idx-1-o.start < o.end-o.start {
+			y := &ix.syms[sl.idx-1]
+			switch {
+			case ix.data[y.off:y.off+uint32(y.nlen)] != name:
+				// another name with the same hash: probe on
+			case y.flags&symHasNext != 0 || y.addr == 0 || sympos > 1:
+				return 0, sl.idx // search decides
+			default:
+				return sl.idx, sl.idx
+			}
+		}
+		if p++; p == o.size {
+			p = 0
+		}
+	}
+	return 0, 0
+}
+
+// unique is the Symbol of quick's hit i (index+1) in o: the only symbol
+// named name there, so at position 1.
+func (ix *Index) unique(o *object, name string, i uint32) Symbol {
+	y := &ix.syms[i-1]
+	return Symbol{Name: name, Object: o.name, Address: y.addr, Type: y.typ, Pos: 1}
 }
 
 // lookupFrom is Lookup in objs[oi], whose first symbol filed under name
@@ -263,7 +316,11 @@ func (ix *Index) Find(object, name string, sympos uint64) (Symbol, bool) {
 		return Symbol{}, false
 	}
 	o := &ix.objs[oi]
-	last, count, addr := ix.search(ix.find(o, name), name, sympos)
+	hit, head := ix.quick(o, name, sympos)
+	if hit != 0 {
+		return ix.unique(o, name, hit), true
+	}
+	last, count, addr := ix.search(head, name, sympos)
 	if missed(sympos, count, addr) {
 		return Symbol{}, false
 	}

@@ -7,11 +7,14 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/testutil"
 )
 
 func TestLookupRules(t *testing.T) {
@@ -365,4 +368,47 @@ func TestLTOModeVmlinuxOnly(t *testing.T) {
 	_, err = ParseBytes("old.snap", rawWithChecksum(old), Options{})
 	require.ErrorIs(t, err, ErrMalformed)
 	assert.ErrorContains(t, err, "old.snap: snapshot: malformed input: written with --lto by an older klpresolve")
+}
+
+// TestQuickAgreesWithGeneral checks Lookup's short path (quick) against
+// the general one (find, search, found) on every symbol of a kernel with
+// modules, at positions 0 to 2, in an index of the text and in a raw
+// snapshot's: same symbol, same error. It also checks that the short path
+// answers most of them, so that it is what the comparison tested.
+func TestQuickAgreesWithGeneral(t *testing.T) {
+	path := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
+	text, err := Open(path, Options{})
+	require.NoError(t, err)
+	raw := filepath.Join(t.TempDir(), "raw.snap")
+	require.NoError(t, text.WriteSnapshotRawFile(raw))
+	snap, err := Open(raw, Options{})
+	require.NoError(t, err)
+	step := uint32(1)
+	if testutil.Sampled() {
+		step = 13
+	}
+	for _, ix := range []*Index{text, snap} {
+		lookups, quick := 0, 0
+		for oi, o := range ix.objs {
+			if o.pseudo {
+				continue
+			}
+			for i := o.start; i < o.end; i += step {
+				name := ix.name(i)
+				for pos := range uint64(3) {
+					want, wantErr := ix.lookupFrom(oi, ix.find(&ix.objs[oi], name), name, pos)
+					got, gotErr := ix.Lookup(o.name, name, pos)
+					require.Equal(t, want, got, "%s %s %d", o.name, name, pos)
+					require.Equal(t, fmt.Sprint(wantErr), fmt.Sprint(gotErr), "%s %s %d", o.name, name, pos)
+					if hit, _ := ix.quick(&ix.objs[oi], name, pos); hit != 0 {
+						quick++
+					}
+					lookups++
+				}
+			}
+		}
+		// Positions 0 and 1 of a unique name: most of two thirds.
+		require.Greater(t, quick, lookups/2, "lookups the short path answered")
+		require.Less(t, quick, lookups*2/3)
+	}
 }
