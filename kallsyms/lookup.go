@@ -379,6 +379,9 @@ var compilerSuffixes = []string{".isra.", ".constprop.", ".part.", ".cold", ".ll
 // localNote explains a missing name that ends in a number the compiler
 // numbered a static local with ("" for any other name).
 func localNote(name string) string {
+	if strings.IndexByte(name, '.') < 0 {
+		return "" // no number, no suffix: both follow a dot
+	}
 	for _, s := range compilerSuffixes {
 		if strings.Contains(name, s) {
 			return "" // a clone's number: near's variants tell it
@@ -396,10 +399,16 @@ func localNote(name string) string {
 // "count". That number depends on the build, so a patch built for
 // another build of the kernel names a local that is count.1 here.
 func baseName(name string) string {
+	dot := strings.IndexByte(name, '.')
+	if dot < 0 {
+		return name // most names: every suffix starts with a dot
+	}
 	cut := len(name)
 	for _, s := range compilerSuffixes {
-		if i := strings.Index(name, s); i > 0 && i < cut {
-			cut = i
+		// Each suffix's first place (as strings.Index finds it) is at or
+		// after the first dot: look from there.
+		if i := strings.Index(name[dot:], s); i >= 0 && dot+i > 0 && dot+i < cut {
+			cut = dot + i
 		}
 	}
 	for {

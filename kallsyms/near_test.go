@@ -357,3 +357,25 @@ func BenchmarkLookupMiss(b *testing.B) {
 		i++
 	}
 }
+
+func TestBaseName(t *testing.T) {
+	for name, want := range map[string]string{
+		"vfs_read":                    "vfs_read",
+		"show_stat.isra.0":            "show_stat",
+		"foo.constprop.0.isra.0":      "foo",
+		"bar.part.3.cold":             "bar",
+		"c_stop.llvm.1234":            "c_stop",
+		"count.3":                     "count",
+		"__func__.12.5":               "__func__",
+		"a.b":                         "a.b",
+		"a.3b":                        "a.3b",
+		"trailing.":                   "trailing.",
+		".isra.0":                     ".isra", // a suffix at the start does not cut
+		".a.isra.1":                   ".a",
+		"x.isra.isra.1":               "x",
+		"__x64_sys_read":              "__x64_sys_read",
+		"drm_sched_fini.localalias.0": "drm_sched_fini",
+	} {
+		assert.Equal(t, want, baseName(name), name)
+	}
+}
