@@ -179,9 +179,8 @@ func (ix *Index) objectMissErr(object, name string, sympos uint64, miss objectMi
 
 // quick answers most lookups in one short loop: those of a name that only
 // one symbol of its object has, at a nonzero address, with sympos 0 or 1,
-// in an index whose tables and records are in memory (not a compact
-// snapshot's) and matched exactly (not LTO). Such a lookup then costs
-// about what the memory it reads does: a slot, a record, the name. The
+// in an index matched exactly (not LTO). Such a lookup then costs about
+// what the memory it reads does: a slot, a record, the name. The
 // general path (find, search, found) runs about twice the instructions,
 // and a loop of lookups then overlaps fewer of their cache misses
 // (docs/benchmarks.md, "Lookups against a Go map").
@@ -189,19 +188,18 @@ func (ix *Index) objectMissErr(object, name string, sympos uint64, miss objectMi
 // hit is the symbol (index+1) that answers, or 0; then head is find's
 // answer, the first symbol filed under name (0: none), for search.
 func (ix *Index) quick(o *object, name string, sympos uint64) (hit, head uint32) {
-	if ix.packed != nil || ix.lazy != nil || ix.lto {
+	if ix.lto {
 		return 0, ix.find(o, name)
 	}
-	// findKey's probe and checks, on the slots themselves.
+	// findKey's probe and checks, then search's for a unique name.
 	h := hashKeyString(name, false)
-	slots := ix.slots[o.off : o.off+o.size]
 	for p, left := home(h, o.size), o.size; left > 0; left-- {
-		sl := slots[p]
+		sl := ix.slot(o.off + p)
 		if sl.idx == 0 {
 			return 0, 0
 		}
 		if sl.hash == h && sl.idx-1-o.start < o.end-o.start {
-			y := &ix.syms[sl.idx-1]
+			y := ix.at(sl.idx - 1)
 			switch {
 			case ix.data[y.off:y.off+uint32(y.nlen)] != name:
 				// another name with the same hash: probe on

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -372,8 +373,9 @@ func TestLTOModeVmlinuxOnly(t *testing.T) {
 
 // TestQuickAgreesWithGeneral checks Lookup's short path (quick) against
 // the general one (find, search, found) on every symbol of a kernel with
-// modules, at positions 0 to 2, in an index of the text and in a raw
-// snapshot's: same symbol, same error. It also checks that the short path
+// modules, at positions 0 to 2, in an index of the text, a raw
+// snapshot's and a compact one's (decoded as the lookups reach its
+// chunks): same symbol, same error. It also checks that the short path
 // answers most of them, so that it is what the comparison tested.
 func TestQuickAgreesWithGeneral(t *testing.T) {
 	path := testutil.Corpus(t, "amd64/kallsyms-6.1.0-57-amd64.txt")
@@ -383,11 +385,18 @@ func TestQuickAgreesWithGeneral(t *testing.T) {
 	require.NoError(t, text.WriteSnapshotRawFile(raw))
 	snap, err := Open(raw, Options{})
 	require.NoError(t, err)
+	var b bytes.Buffer
+	require.NoError(t, text.WriteSnapshot(&b))
+	compact := filepath.Join(t.TempDir(), "compact.snap")
+	require.NoError(t, os.WriteFile(compact, b.Bytes(), 0o644))
+	lazy, err := Open(compact, Options{})
+	require.NoError(t, err)
+	require.NotNil(t, lazy.lazy)
 	step := uint32(1)
 	if testutil.Sampled() {
 		step = 13
 	}
-	for _, ix := range []*Index{text, snap} {
+	for _, ix := range []*Index{text, snap, lazy} {
 		lookups, quick := 0, 0
 		for oi, o := range ix.objs {
 			if o.pseudo {
