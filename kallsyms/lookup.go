@@ -183,7 +183,7 @@ func (ix *Index) objectMissErr(object, name string, sympos uint64, miss objectMi
 // what the memory it reads does: a slot, a record, the name. The
 // general path (find, search, found) runs about twice the instructions,
 // and a loop of lookups then overlaps fewer of their cache misses
-// (docs/benchmarks.md, "Lookups against a Go map").
+// (docs/benchmarks.md, "Where a lookup's time goes").
 //
 // hit is the symbol (index+1) that answers, or 0; then head is find's
 // answer, the first symbol filed under name (0: none), for search.
