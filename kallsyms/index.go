@@ -363,15 +363,18 @@ func build(source string, buf []byte, chunks []*chunk, total int, lto bool, bloc
 	if len(buf) == 0 {
 		return nil, fmt.Errorf("%s: %w", source, ErrEmpty)
 	}
+	// Objects in order of first appearance; vmlinux first. There are at
+	// most as many as runs of lines, besides vmlinux.
+	most := runCount(chunks) + 1
 	ix := &Index{
 		source: source,
 		data:   unsafe.String(unsafe.SliceData(buf), len(buf)),
-		byName: map[string]int{Vmlinux: 0},
+		byName: make(map[string]int, most),
 		lto:    lto,
 	}
-	// Objects in order of first appearance; vmlinux first.
-	names := []string{Vmlinux}
-	ranges := []run{newRun()}
+	ix.byName[Vmlinux] = 0
+	names := append(make([]string, 0, most), Vmlinux)
+	ranges := append(make([]run, 0, most), newRun())
 	for _, c := range chunks {
 		for _, r := range c.runs {
 			name := r.obj
@@ -483,12 +486,21 @@ func vmlinuxRuns(chunks []*chunk, o object) []sortedRun {
 	return runs
 }
 
+// runCount is the number of runs of lines the chunks have.
+func runCount(chunks []*chunk) int {
+	n := 0
+	for _, c := range chunks {
+		n += len(c.runs)
+	}
+	return n
+}
+
 // adopt reports whether the chunks' symbols can be used in place: they
 // filled consecutive windows of one presized array with no hole (blank
 // lines leave one), vmlinux came first and each object's lines were
 // together.
 func adopt(chunks []*chunk, total int) bool {
-	seen := make(map[string]bool)
+	seen := make(map[string]bool, runCount(chunks))
 	prev := "\x00"
 	for i, c := range chunks {
 		if !c.window || len(c.syms) != cap(c.syms) {
@@ -588,7 +600,7 @@ func (ix *Index) buildTables(hashes []uint32, block []slot, vmRuns []sortedRun) 
 	// (Pieces, here and in fillSplit, are several per worker: a worker
 	// that starts late then finds fewer left, see par.For.)
 	pieces := 4 * workers
-	var small []int
+	small := make([]int, 0, len(ix.objs))
 	for i := range ix.objs {
 		if o := &ix.objs[i]; i == 0 && presorted {
 			ix.fillRuns(o, vmRuns, pieces, workers, fresh)

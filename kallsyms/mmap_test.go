@@ -588,6 +588,9 @@ func TestMapTextMatchesRead(t *testing.T) {
 			require.NoError(t, err)
 			lo := uintptr(unsafe.Pointer(unsafe.SliceData(ix.mapping)))
 			require.False(t, within(ix.mapping, unsafe.Pointer(unsafe.StringData(s.Name))), "a name handed out points into the file's mapping")
+			for _, o := range ix.objs {
+				require.False(t, within(ix.mapping, unsafe.Pointer(unsafe.StringData(o.name))), "%s, workers %d: object %s's name points into the file's mapping", tt.name, workers, o.name)
+			}
 			var anon uintptr
 			if ix.anon != nil {
 				anon = uintptr(unsafe.Pointer(unsafe.SliceData(ix.anon)))

@@ -1079,6 +1079,8 @@ func (c *chunk) parse(file string, lto bool) {
 	syms, hashes, base := c.syms, c.hashes, c.base
 	var cur []byte // current object's name (nil = vmlinux)
 	r := newRun()
+	c.runs = make([]run, 0, 4) // vmlinux and a few modules, most chunks
+	defer c.ownObjects()
 	line := 0
 	// Locals, stored into c once at the end: c sits on the heap, maybe
 	// in the cache line of another worker's chunk, and a store to it per
@@ -1155,7 +1157,7 @@ func (c *chunk) parse(file string, lto bool) {
 				c.runs = append(c.runs, r)
 			}
 			cur, r = mod, newRun()
-			r.obj = string(mod)
+			r.obj = borrowed(mod) // (ownObjects copies it)
 		}
 		r.add(addr, typ)
 		if mod == nil {
@@ -1172,6 +1174,37 @@ func (c *chunk) parse(file string, lto bool) {
 		c.runs = append(c.runs, r)
 	}
 	c.sortVmlinux()
+}
+
+// borrowed is b as a string that shares b's memory, valid while b is.
+func borrowed(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// ownObjects copies the object names of c's runs, which parse points into
+// the input (borrowed), into one string of their own: a name outlives an
+// input that is a mapping, and one allocation a chunk replaces one a run.
+func (c *chunk) ownObjects() {
+	n := 0
+	for _, r := range c.runs {
+		n += len(r.obj)
+	}
+	if n == 0 {
+		return
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, r := range c.runs {
+		b.WriteString(r.obj)
+	}
+	all := b.String()
+	for i := range c.runs {
+		k := len(c.runs[i].obj)
+		c.runs[i].obj, all = all[:k], all[k:]
+	}
 }
 
 // sortVmlinux sorts a chunk's vmlinux symbols by bucket for the table

@@ -230,3 +230,30 @@ func parseChunks(t *testing.T, text []byte) []*chunk {
 	require.NoError(t, err)
 	return p.chunks
 }
+
+// TestAllocationsPerModule checks that an index's allocations do not grow
+// with the modules listed: each object's name is copied with its chunk's
+// others at once, and the object tables are sized from the runs of lines.
+func TestAllocationsPerModule(t *testing.T) {
+	text := func(modules int) []byte {
+		var b bytes.Buffer
+		for i := range 20_000 {
+			fmt.Fprintf(&b, "%016x T sym_%d\n", 0xffffffff81000000+uint64(i)*16, i)
+		}
+		for i := range 10_000 {
+			fmt.Fprintf(&b, "%016x t mod_%d\t[m%d]\n", 0xffffffffc0000000+uint64(i)*16, i, i*modules/10_000)
+		}
+		return b.Bytes()
+	}
+	allocs := func(modules int) float64 {
+		data := text(modules)
+		return testing.AllocsPerRun(20, func() {
+			if _, err := ParseBytes("k", data, Options{Workers: 2}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	few, many := allocs(4), allocs(400)
+	t.Logf("allocations: %.0f with 4 modules, %.0f with 400", few, many)
+	require.Less(t, many-few, 40.0, "allocations that grow with the modules")
+}
