@@ -583,7 +583,8 @@ func (ix *Index) elsewhere(oi int, name string) []Symbol {
 	// (objectsWith): a miss is asked of every loaded module.
 	ix.varOnce.Do(ix.indexVariants)
 	var objs [8]int
-	for _, n := range respellings(name) {
+	var names [8]string // (wrappers has at most 7, respellings 2)
+	for _, n := range respellings(name, names[:0]) {
 		for _, j := range ix.objectsWith(n, objs[:0]) {
 			add(j, n)
 		}
@@ -594,7 +595,7 @@ func (ix *Index) elsewhere(oi int, name string) []Symbol {
 		}
 	}
 	if oi >= 0 {
-		for _, n := range wrappers(name) {
+		for _, n := range wrappers(name, names[:0]) {
 			add(oi, n)
 		}
 	}
@@ -616,14 +617,23 @@ var syscallPrefixes = []string{"__x64_", "__ia32_", "__arm64_", "__se_", "__do_"
 // __arm64_sys_NAME, __do_sys_NAME, ...).
 //
 // A clone's name (a compiler suffix: baseName) has none: it is copied
-// from a symbol table, not written from the source.
-func wrappers(name string) []string {
+// from a symbol table, not written from the source. The names are
+// appended to out (a miss passes an array of its own: nothing else is
+// allocated but the names name does not hold).
+func wrappers(name string, out []string) []string {
 	bare := strings.TrimLeft(name, "_")
 	if bare == "" || baseName(name) != name {
-		return nil
+		return out
 	}
-	var out []string
-	for _, n := range []string{bare, "_" + bare, "__" + bare} {
+	// "__" + bare holds the other two: the name's own when it has two
+	// leading underscores or more.
+	var two string
+	if under := len(name) - len(bare); under >= 2 {
+		two = name[under-2:]
+	} else {
+		two = "__" + bare
+	}
+	for _, n := range [...]string{two[2:], two[1:], two} {
 		if n != name {
 			out = append(out, n)
 		}
@@ -643,8 +653,7 @@ func wrappers(name string) []string {
 // respellings are the names a user may have meant by name: without the
 // blanks around it (a spec pasted with them), in lower case (kernel
 // symbols are, nearly all).
-func respellings(name string) []string {
-	var out []string
+func respellings(name string, out []string) []string {
 	t := strings.TrimSpace(name)
 	if t != name && t != "" {
 		out = append(out, t)

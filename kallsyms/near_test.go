@@ -233,13 +233,13 @@ func TestNearWrappers(t *testing.T) {
 	assert.Equal(t, []string{"vmlinux:_printk"}, near("vmlinux", "__printk"))
 	assert.Equal(t, []string{}, near("vmlinux", "___"))
 
-	assert.Equal(t, []string{"_printk", "__printk"}, wrappers("printk"))
-	assert.Equal(t, []string{"vfs_read", "_vfs_read"}, wrappers("__vfs_read"))
-	assert.Equal(t, []string{"_sys_read", "__sys_read", "__x64_sys_read", "__ia32_sys_read", "__arm64_sys_read", "__se_sys_read", "__do_sys_read"}, wrappers("sys_read"))
-	assert.Equal(t, []string{"_compat_sys_ioctl", "__compat_sys_ioctl", "__x64_compat_sys_ioctl", "__ia32_compat_sys_ioctl", "__arm64_compat_sys_ioctl", "__se_compat_sys_ioctl", "__do_compat_sys_ioctl"}, wrappers("compat_sys_ioctl"))
-	assert.Equal(t, []string{"sys_", "_sys_"}, wrappers("__sys_"), "no call name")
-	assert.Empty(t, wrappers("__"))
-	assert.Empty(t, wrappers(""))
+	assert.Equal(t, []string{"_printk", "__printk"}, wrappers("printk", nil))
+	assert.Equal(t, []string{"vfs_read", "_vfs_read"}, wrappers("__vfs_read", nil))
+	assert.Equal(t, []string{"_sys_read", "__sys_read", "__x64_sys_read", "__ia32_sys_read", "__arm64_sys_read", "__se_sys_read", "__do_sys_read"}, wrappers("sys_read", nil))
+	assert.Equal(t, []string{"_compat_sys_ioctl", "__compat_sys_ioctl", "__x64_compat_sys_ioctl", "__ia32_compat_sys_ioctl", "__arm64_compat_sys_ioctl", "__se_compat_sys_ioctl", "__do_compat_sys_ioctl"}, wrappers("compat_sys_ioctl", nil))
+	assert.Equal(t, []string{"sys_", "_sys_"}, wrappers("__sys_", nil), "no call name")
+	assert.Empty(t, wrappers("__", nil))
+	assert.Empty(t, wrappers("", nil))
 }
 
 func TestNearRespellings(t *testing.T) {
@@ -268,9 +268,9 @@ func TestNearRespellings(t *testing.T) {
 		_, err = ix.Lookup("vmlinux", n, 0)
 		assert.Empty(t, names(err), "%q", n)
 	}
-	assert.Equal(t, []string{"vfs_read"}, respellings("vfs_read\t"))
-	assert.Equal(t, []string{"Vfs_read", "vfs_read"}, respellings(" Vfs_read"))
-	assert.Empty(t, respellings("vfs_read"))
+	assert.Equal(t, []string{"vfs_read"}, respellings("vfs_read\t", nil))
+	assert.Equal(t, []string{"Vfs_read", "vfs_read"}, respellings(" Vfs_read", nil))
+	assert.Empty(t, respellings("vfs_read", nil))
 }
 
 // TestNearAbsentObject: a symbol asked of a module that is not loaded is
@@ -377,5 +377,18 @@ func TestBaseName(t *testing.T) {
 		"drm_sched_fini.localalias.0": "drm_sched_fini",
 	} {
 		assert.Equal(t, want, baseName(name), name)
+	}
+}
+
+// A miss's wrappers and respellings go to the caller's array: no
+// allocation but the names the name itself does not hold.
+func TestWrappersAllocations(t *testing.T) {
+	var buf [8]string
+	for name, want := range map[string]float64{"__vfs_read": 0, "vfs_read": 1, "Vfs_read": 2, "sys_read": 6} {
+		got := testing.AllocsPerRun(50, func() {
+			_ = respellings(name, buf[:0])
+			_ = wrappers(name, buf[:0])
+		})
+		assert.Equal(t, want, got, name)
 	}
 }
