@@ -154,7 +154,7 @@ func (ix *Index) closedErr(object string) *LookupError {
 //
 // The error is a *LookupError wrapping ErrNotFound, ErrAmbiguous,
 // ErrNoSuchPosition or ErrNoObject. Lookup does not allocate on success.
-func (ix *Index) Lookup(object, name string, sympos uint64) (Symbol, error) {
+func (ix *Index) Lookup(object, name string, sympos uint64) (s Symbol, err error) {
 	// Lookup is the hot path: what only a miss needs is in calls, so
 	// that its frame stays small.
 	oi, miss := ix.objectIndex(object)
@@ -164,7 +164,8 @@ func (ix *Index) Lookup(object, name string, sympos uint64) (Symbol, error) {
 	o := &ix.objs[oi]
 	hit, head := ix.quick(o, name, sympos)
 	if hit != 0 {
-		return ix.unique(o, name, hit), nil
+		ix.unique(&s, o, name, hit)
+		return s, nil
 	}
 	return ix.lookupFrom(oi, head, name, sympos)
 }
@@ -216,11 +217,14 @@ func (ix *Index) quick(o *object, name string, sympos uint64) (hit, head uint32)
 	return 0, 0
 }
 
-// unique is the Symbol of quick's hit i (index+1) in o: the only symbol
-// named name there, so at position 1.
-func (ix *Index) unique(o *object, name string, i uint32) Symbol {
+// unique sets s to quick's hit i (index+1) in o: the only symbol named
+// name there, so at position 1. It sets s field by field, in the caller's
+// result: a Symbol (five fields) built whole is copied through the stack
+// in 16-byte moves, which the processor cannot forward to the 8-byte
+// loads of the result; that cost a module's lookup a quarter of its time.
+func (ix *Index) unique(s *Symbol, o *object, name string, i uint32) {
 	y := &ix.syms[i-1]
-	return Symbol{Name: name, Object: o.name, Address: y.addr, Type: y.typ, Pos: 1}
+	s.Name, s.Object, s.Address, s.Type, s.Pos = name, o.name, y.addr, y.typ, 1
 }
 
 // lookupFrom is Lookup in objs[oi], whose first symbol filed under name
@@ -308,7 +312,7 @@ func (ix *Index) found(o *object, name string, last uint32, count, addr uint64) 
 // fail, and no error (candidates, nearest names) is built. It never
 // allocates, and a miss costs no more than a hit: for loaders that
 // resolve many names and report what is missing their own way.
-func (ix *Index) Find(object, name string, sympos uint64) (Symbol, bool) {
+func (ix *Index) Find(object, name string, sympos uint64) (s Symbol, ok bool) {
 	oi, miss := ix.objectIndex(object)
 	if miss != objectOK {
 		return Symbol{}, false
@@ -316,7 +320,8 @@ func (ix *Index) Find(object, name string, sympos uint64) (Symbol, bool) {
 	o := &ix.objs[oi]
 	hit, head := ix.quick(o, name, sympos)
 	if hit != 0 {
-		return ix.unique(o, name, hit), true
+		ix.unique(&s, o, name, hit)
+		return s, true
 	}
 	last, count, addr := ix.search(head, name, sympos)
 	if missed(sympos, count, addr) {
