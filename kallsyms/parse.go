@@ -1186,7 +1186,8 @@ func borrowed(b []byte) string {
 
 // ownObjects copies the object names of c's runs, which parse points into
 // the input (borrowed), into one string of their own: a name outlives an
-// input that is a mapping, and one allocation a chunk replaces one a run.
+// input that is a mapping, and a chunk then allocates once for all its
+// objects' names instead of once for each.
 func (c *chunk) ownObjects() {
 	n := 0
 	for _, r := range c.runs {
