@@ -467,7 +467,7 @@ func TestCandidatesBounded(t *testing.T) {
 	}
 	_, err = ix.Lookup(Vmlinux, "dup_name", 0)
 	assert.ErrorContains(t, err, "[8] 0xffffffff81000000 t; ... 99992 more)")
-	c, n := ix.firstCandidates(&ix.objs[0], "dup_name", -1)
+	c, n := ix.appendCandidates(nil, &ix.objs[0], "dup_name", -1)
 	assert.Len(t, c, 100000, "Candidates lists them all")
 	assert.Equal(t, 100000, n)
 }

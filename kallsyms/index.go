@@ -73,9 +73,10 @@ type Index struct {
 	addrOnce sync.Once
 	byAddr   []uint32 // sym indexes sorted by address (built on first use)
 	// variants: the symbols whose names carry a compiler suffix, by base
-	// name (built on the first miss, see near).
+	// name, each as index<<32 | object (built on the first miss, see
+	// near).
 	varOnce  sync.Once
-	variants map[string][]uint32
+	variants map[string][]uint64
 	// keyObjects: each object's keys' hashes (its slots'), hash<<32 |
 	// object, sorted (built with variants): which objects a missed name
 	// is in, without a probe of every object's table.
@@ -158,8 +159,13 @@ func (ix *Index) nameOut(i uint32) string {
 }
 
 func (ix *Index) symbol(i uint32, pos int) Symbol {
+	return ix.symbolIn(i, ix.objectOf(i), pos)
+}
+
+// symbolIn is symbol where the caller knows sym i's object, j.
+func (ix *Index) symbolIn(i uint32, j int, pos int) Symbol {
 	s := ix.at(i)
-	return Symbol{Name: ix.nameOut(i), Object: ix.objs[ix.objectOf(i)].name, Address: s.addr, Type: s.typ, Pos: pos}
+	return Symbol{Name: ix.nameOut(i), Object: ix.objs[j].name, Address: s.addr, Type: s.typ, Pos: pos}
 }
 
 // own makes mapping (a file's, see Index.mapping; nil for none) ix's,

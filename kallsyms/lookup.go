@@ -110,7 +110,7 @@ func (ix *Index) absentNear(le *LookupError, why objectMiss) {
 	if why != missAbsent || le.Name == "" {
 		return
 	}
-	le.Near = ix.elsewhere(-1, le.Name)
+	le.Near = ix.elsewhere(-1, le.Name, nil)
 	if slices.ContainsFunc(le.Near, func(s Symbol) bool { return s.Object == Vmlinux && s.Name == le.Name }) {
 		le.Note += " (is " + le.Object + " built into this kernel? vmlinux has " + le.Name + ")"
 	}
@@ -264,10 +264,10 @@ func (ix *Index) missErr(oi int, name string, sympos, count, addr uint64) *Looku
 		}
 		return e
 	case count > 1 && sympos == 0:
-		c, n := ix.firstCandidates(o, name, MaxCandidates)
+		c, n := ix.appendCandidates(nil, o, name, MaxCandidates)
 		return &LookupError{Object: o.name, Name: name, Kind: ErrAmbiguous, Count: n, Candidates: c}
 	}
-	c, n := ix.firstCandidates(o, name, MaxCandidates)
+	c, n := ix.appendCandidates(nil, o, name, MaxCandidates)
 	return &LookupError{Object: o.name, Name: name, Pos: sympos, Kind: ErrNoSuchPosition, Count: n, Candidates: c}
 }
 
@@ -343,19 +343,18 @@ func (ix *Index) count(o *object, name string) int {
 
 // candidates lists every symbol answering name in o, in sympos order.
 func (ix *Index) candidates(o *object, name string) []Symbol {
-	out, _ := ix.firstCandidates(o, name, -1)
+	out, _ := ix.appendCandidates(nil, o, name, -1)
 	return out
 }
 
-// firstCandidates is candidates, the first limit of them (all: limit <
-// 0), and how many there are.
-func (ix *Index) firstCandidates(o *object, name string, limit int) ([]Symbol, int) {
-	var out []Symbol
-	n := 0
+// appendCandidates appends candidates to out, the first limit of them
+// (all: limit < 0), and says how many there are.
+func (ix *Index) appendCandidates(out []Symbol, o *object, name string, limit int) ([]Symbol, int) {
+	n, from := 0, len(out)
 	for i := ix.find(o, name); i != 0; i = ix.next[i-1] {
 		if ix.matches(i-1, name) {
 			n++
-			if limit >= 0 && len(out) >= limit {
+			if limit >= 0 && len(out)-from >= limit {
 				continue
 			}
 			s := ix.at(i - 1)
@@ -431,7 +430,7 @@ func baseName(name string) string {
 // there can only hide a suggestion (find checks every slot it takes).
 func (ix *Index) indexVariants() {
 	_ = ix.DecodeAll() // every name, on every core
-	ix.variants = map[string][]uint32{}
+	ix.variants = map[string][]uint64{}
 	n := 0
 	for j := range ix.objs {
 		if !ix.objs[j].pseudo {
@@ -475,7 +474,7 @@ func (ix *Index) indexVariants() {
 				continue
 			}
 			if b := baseName(n); b != n {
-				ix.variants[b] = append(ix.variants[b], i)
+				ix.variants[b] = append(ix.variants[b], uint64(i)<<32|uint64(j))
 			}
 		}
 	}
@@ -487,26 +486,54 @@ const (
 	keyBuckets    = 1 << keyBucketBits
 )
 
-// objectsWith appends to buf, in object order, the objects (not
-// pseudo-modules) whose tables may file key: those with a slot of its
-// hash (a prefilter; find decides). In LTO mode vmlinux files names
-// without their .llvm suffix. varOnce must have run.
-func (ix *Index) objectsWith(key string, buf []int) []int {
-	from := len(buf)
-	for _, k := range []string{key, stripLLVM(key)} {
-		h := uint64(hashKeyString(k, false)) << 32
-		b := h >> (64 - keyBucketBits)
-		for _, e := range ix.keyObjects[ix.keyStart[b]:ix.keyStart[b+1]] {
-			if e&^0xffffffff == h {
-				buf = append(buf, int(uint32(e)))
-			}
-		}
-		if !ix.lto || stripLLVM(key) == key {
-			break
+// objectsWith calls fn, in object order, with each object (not a
+// pseudo-module) whose table may file key: those with a slot of its hash
+// (a prefilter; find decides), until fn returns false. In LTO mode
+// vmlinux files names without their .llvm suffix. varOnce must have run.
+//
+// A name every module has (init_module, __this_module) is in thousands
+// of objects when every module is loaded: the callers stop at their
+// first few, so nothing is collected or sorted here. keyObjects has each
+// hash's objects in order already; only LTO's two keys are merged.
+func (ix *Index) objectsWith(key string, fn func(j int) bool) {
+	a, b := ix.keyRange(key), []uint64(nil)
+	if ix.lto {
+		if s := stripLLVM(key); s != key {
+			b = ix.keyRange(s)
 		}
 	}
-	slices.Sort(buf[from:])
-	return append(buf[:from], slices.Compact(buf[from:])...)
+	last := -1
+	for len(a) > 0 || len(b) > 0 {
+		var j int
+		if len(b) == 0 || len(a) > 0 && uint32(a[0]) <= uint32(b[0]) {
+			j, a = int(uint32(a[0])), a[1:]
+		} else {
+			j, b = int(uint32(b[0])), b[1:]
+		}
+		if j == last {
+			continue // two keys of one hash in an object, or both keys
+		}
+		last = j
+		if !fn(j) {
+			return
+		}
+	}
+}
+
+// keyRange is the entries of keyObjects of key's hash, in object order.
+func (ix *Index) keyRange(key string) []uint64 {
+	h := uint64(hashKeyString(key, false)) << 32
+	b := h >> (64 - keyBucketBits)
+	bucket := ix.keyObjects[ix.keyStart[b]:ix.keyStart[b+1]]
+	lo := 0 // (a bucket holds a few entries: a scan beats a search)
+	for lo < len(bucket) && bucket[lo] < h {
+		lo++
+	}
+	hi := lo
+	for hi < len(bucket) && bucket[hi]&^math.MaxUint32 == h {
+		hi++
+	}
+	return bucket[lo:hi]
 }
 
 // maxNear bounds the nearest names reported for a missing symbol.
@@ -515,7 +542,7 @@ const maxNear = 8
 // near lists symbols that a user who asked for name in object oi probably
 // meant: the same name in another object, then clone variants of it.
 func (ix *Index) near(oi int, name string) []Symbol {
-	out := ix.elsewhere(oi, name)
+	out := ix.elsewhere(oi, name, make([]Symbol, 0, maxNear))
 	// Then the variants: every symbol whose base name (baseName) is
 	// name's, in symbol order, pseudo-modules left out. Those with a
 	// suffix come from an index built on the first miss (a scan of every
@@ -529,23 +556,20 @@ func (ix *Index) near(oi int, name string) []Symbol {
 	need := maxNear - len(out)
 	base := baseName(name)
 	ix.varOnce.Do(ix.indexVariants)
-	var vs []uint32
-	for _, i := range ix.variants[base] {
+	var buf [2 * maxNear]uint64
+	vs := buf[:0] // index<<32 | object, as variants has them
+	for _, v := range ix.variants[base] {
 		if len(vs) == need {
 			break
 		}
-		if ix.name(i) != name {
-			vs = append(vs, i)
+		if ix.name(uint32(v>>32)) != name {
+			vs = append(vs, v)
 		}
 	}
 	if base != name && need > 0 {
-		var objs [8]int
 		plain := 0
 		hb := hashKeyString(base, false)
-		for _, j := range ix.objectsWith(base, objs[:0]) {
-			if plain >= need {
-				break
-			}
+		ix.objectsWith(base, func(j int) bool {
 			o := &ix.objs[j]
 			head := uint32(0)
 			if ix.lto && j == 0 {
@@ -555,18 +579,22 @@ func (ix *Index) near(oi int, name string) []Symbol {
 			}
 			for i := head; i != 0; i = ix.next[i-1] {
 				if ix.name(i-1) == base {
-					vs = append(vs, i-1)
+					vs = append(vs, uint64(i-1)<<32|uint64(j))
 					plain++
 				}
 			}
-		}
+			return plain < need
+		})
 		slices.Sort(vs)
 	}
-	for _, i := range vs {
+	for _, v := range vs {
 		if len(out) == maxNear {
 			break
 		}
-		out = append(out, ix.symbol(i, 0))
+		out = append(out, ix.symbolIn(uint32(v>>32), int(uint32(v)), 0))
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	ix.objectFirst(oi, out)
 	return out
@@ -576,29 +604,29 @@ func (ix *Index) near(oi int, name string) []Symbol {
 // as it may have been mistyped (respellings) in any object, then name in
 // the objects other than oi, then the kernel's wrappers of name in oi;
 // pseudo-modules left out. oi is -1 when the object asked is not loaded.
-func (ix *Index) elsewhere(oi int, name string) []Symbol {
-	var out []Symbol
+// They are appended to out.
+func (ix *Index) elsewhere(oi int, name string, out []Symbol) []Symbol {
 	add := func(j int, n string) {
 		if o := &ix.objs[j]; !o.pseudo && len(out) < maxNear {
-			c, _ := ix.firstCandidates(o, n, maxNear-len(out))
-			out = append(out, c...)
+			out, _ = ix.appendCandidates(out, o, n, maxNear-len(out))
 		}
 	}
 	// Only the objects whose tables may file the name are probed
 	// (objectsWith): a miss is asked of every loaded module.
 	ix.varOnce.Do(ix.indexVariants)
-	var objs [8]int
 	var names [8]string // (wrappers has at most 7, respellings 2)
 	for _, n := range respellings(name, names[:0]) {
-		for _, j := range ix.objectsWith(n, objs[:0]) {
+		ix.objectsWith(n, func(j int) bool {
 			add(j, n)
-		}
+			return len(out) < maxNear
+		})
 	}
-	for _, j := range ix.objectsWith(name, objs[:0]) {
+	ix.objectsWith(name, func(j int) bool {
 		if j != oi {
 			add(j, name)
 		}
-	}
+		return len(out) < maxNear
+	})
 	if oi >= 0 {
 		for _, n := range wrappers(name, names[:0]) {
 			add(oi, n)

@@ -3,6 +3,7 @@
 package kallsyms
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -18,7 +19,7 @@ import (
 // nearScan is near as it was written first, its variants found by a scan
 // of every name per miss: the definition the indexed near must keep to.
 func (ix *Index) nearScan(oi int, name string) []Symbol {
-	out := ix.elsewhere(oi, name)
+	out := ix.elsewhere(oi, name, nil)
 	base := baseName(name)
 	for j := range ix.objs {
 		o := &ix.objs[j]
@@ -390,5 +391,36 @@ func TestWrappersAllocations(t *testing.T) {
 			_ = wrappers(name, buf[:0])
 		})
 		assert.Equal(t, want, got, name)
+	}
+}
+
+// A name every module has (init_module, with every module loaded: four
+// thousand of them) costs a miss no more than a name two modules have:
+// near reads the first objects in order and stops at maxNear; nothing is
+// collected or sorted for the others.
+func TestNearCommonName(t *testing.T) {
+	text := func(modules int) string {
+		var b strings.Builder
+		b.WriteString("ffffffff81000000 T _stext\nffffffff81000100 t helper\n")
+		for m := range modules {
+			addr := 0xffffffffc0000000 + uint64(m)<<12
+			fmt.Fprintf(&b, "%016x t init_module\t[m%04d]\n%016x t m%04d_read\t[m%04d]\n", addr, m, addr+16, m, m)
+		}
+		return b.String()
+	}
+	few, many := mustParse(t, text(2), Options{}), mustParse(t, text(4000), Options{})
+	_, err := many.Lookup(Vmlinux, "init_module.isra.0", 0)
+	var le *LookupError
+	require.ErrorAs(t, err, &le)
+	require.Len(t, le.Near, maxNear)
+	for k, s := range le.Near {
+		assert.Equal(t, Symbol{Name: "init_module", Object: fmt.Sprintf("m%04d", k), Address: 0xffffffffc0000000 + uint64(k)<<12, Type: 't'}, s)
+	}
+	for _, name := range []string{"init_module.isra.0", "init_modulee", "Init_module"} {
+		_, _ = few.Lookup(Vmlinux, name, 0) // (the first miss builds the variants)
+		_, _ = many.Lookup(Vmlinux, name, 0)
+		a := testing.AllocsPerRun(20, func() { _, _ = few.Lookup(Vmlinux, name, 0) })
+		b := testing.AllocsPerRun(20, func() { _, _ = many.Lookup(Vmlinux, name, 0) })
+		assert.LessOrEqual(t, b, a, "%s: allocations with 4000 modules against 2", name)
 	}
 }
