@@ -69,9 +69,6 @@ processes, which run as the commands do.`,
 		}
 	}
 	c.AddCommand(
-		sub("kallsyms",
-			"Parse, look up and snapshot, beside a naive parser and the kernel",
-			needArgs(0, 0, "no arguments"), func([]string) (*bench.Report, error) { return bench.Kallsyms(a.kallsymsPath(), onceCmd()) }),
 		sub("resolve PATCH.ko",
 			"Resolve cost per relocation, beside the kernel's old linear walk",
 			needArgs(1, 1, "one livepatch module, PATCH.ko"), func(args []string) (*bench.Report, error) { return bench.Resolve(args[0], a.kallsymsPath()) }),
@@ -85,6 +82,18 @@ processes, which run as the commands do.`,
 			"Link a module: relocations applied per second",
 			needArgs(1, 1, "one module, MODULE.ko"), func(args []string) (*bench.Report, error) { return bench.Link(args[0]) }),
 	)
+
+	var loaded string
+	kallsymsCmd := sub("kallsyms",
+		"Parse, look up and snapshot, beside a naive parser and the kernel",
+		needArgs(0, 0, "no arguments"), func([]string) (*bench.Report, error) {
+			if loaded != "" {
+				return bench.KallsymsLoaded(a.kallsymsPath(), loaded, onceCmd())
+			}
+			return bench.Kallsyms(a.kallsymsPath(), onceCmd())
+		})
+	kallsymsCmd.Flags().StringVar(&loaded, "loaded-modules", "", "also load every module under this folder (kallsyms-loaded)")
+	c.AddCommand(kallsymsCmd)
 
 	// once is the child side of the one-shot figures of bench kallsyms:
 	// it times one read or one index of a file in this fresh process.
@@ -134,8 +143,10 @@ processes, which run as the commands do.`,
 		Short: "Every benchmark, in one report (JSON for CI to compare)",
 		Long: `Every benchmark, in one report (JSON for CI to compare). Each input has a
 flag; one left unset is taken from the shared corpus under --corpus (the
-project's standard inputs, docs/benchmarks.md), and a benchmark whose input
-is absent is skipped and listed under "skipped".`,
+project's standard inputs, docs/benchmarks.md); --loaded-modules from where
+scripts/debian-kernel puts Debian 6.1's amd64 kernel ($KLPRESOLVE_6_1_AMD64,
+else /var/tmp/klpresolve-6.1-amd64). A benchmark whose input is absent is
+skipped and listed under "skipped".`,
 		Args: needArgs(0, 0, "no arguments (the inputs are flags)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
@@ -185,6 +196,7 @@ is absent is skipped and listed under "skipped".`,
 	allCmd.Flags().IntVar(&procRounds, "rounds", 30, "with --proc: runs of each command")
 	allCmd.Flags().StringVar(&corpus, "corpus", "../shared/corpus", "where unset inputs are taken from")
 	allCmd.Flags().StringVar(&in.Kallsyms, "kallsyms-file", "", "bench kallsyms's input (default: the corpus's 6.18 kallsyms)")
+	allCmd.Flags().StringVar(&in.LoadedModules, "loaded-modules", "", "modules loaded into --patch-kallsyms's kernel (default: Debian 6.1's)")
 	allCmd.Flags().StringVar(&in.Patch, "patch", "", "bench resolve's patch (default: testdata/klp/big.ko.zst)")
 	allCmd.Flags().StringVar(&in.PatchKallsyms, "patch-kallsyms", "", "what --patch resolves against (default: the corpus's 6.1 amd64 kallsyms)")
 	allCmd.Flags().StringSliceVar(&in.PLTModules, "plt", nil, "bench plt's modules (default: the corpus's arm64 amdgpu.ko)")
@@ -208,6 +220,9 @@ func benchInputs(cmd *cobra.Command, in bench.Inputs, corpus string) bench.Input
 	if !set("patch-kallsyms") {
 		in.PatchKallsyms = c("amd64/kallsyms-6.1.0-57-amd64.txt")
 	}
+	if !set("loaded-modules") {
+		in.LoadedModules = debianModules("6.1", "amd64", "6.1.0-57-amd64")
+	}
 	if !set("plt") {
 		in.PLTModules = []string{c("arm64/modules/amdgpu.ko")}
 	}
@@ -215,6 +230,18 @@ func benchInputs(cmd *cobra.Command, in bench.Inputs, corpus string) bench.Input
 		in.LinkModules = []string{c("arm64/modules/amdgpu.ko"), c("amd64/modules/xfs.ko")}
 	}
 	return in
+}
+
+// debianModules is the modules folder of Debian's kernel release rel of
+// generation gen for arch, where scripts/debian-kernel puts it
+// ($KLPRESOLVE_GEN_ARCH, else /var/tmp/klpresolve-GEN-ARCH).
+func debianModules(gen, arch, rel string) string {
+	env := "KLPRESOLVE_" + strings.ReplaceAll(gen, ".", "_") + "_" + strings.ToUpper(arch)
+	dir := os.Getenv(env)
+	if dir == "" {
+		dir = "/var/tmp/klpresolve-" + gen + "-" + arch
+	}
+	return filepath.Join(dir, "root", "lib", "modules", rel, "kernel")
 }
 
 // onceCmd is the command that runs "bench once" in a fresh process: this

@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/klpresolve/klpresolve/internal/testutil"
 )
 
 // The benchmarks measure under the runtime's default collector (as go test
@@ -110,4 +112,42 @@ func TestBenchCommands(t *testing.T) {
 	require.Positive(t, f["tool_median_ms"])
 	require.Positive(t, f["reference_median_ms"])
 	require.InEpsilon(t, f["tool_median_ms"]/f["reference_median_ms"], f["tool_vs_reference_median"], 1e-9)
+}
+
+// bench kallsyms --loaded-modules measures the example's kernel with a
+// module of the corpus loaded too, and names what it measured; a folder
+// with no module in it is a usage error.
+func TestBenchKallsymsLoaded(t *testing.T) {
+	md4 := testutil.Corpus(t, "amd64/modules/md4.ko")
+	selfAsCLI(t)
+	bt := flag.Lookup("test.benchtime")
+	old := bt.Value.String()
+	require.NoError(t, bt.Value.Set("20x"))
+	defer func() { _ = bt.Value.Set(old) }()
+	dir := t.TempDir()
+	require.NoError(t, os.Symlink(md4, filepath.Join(dir, "md4.ko")))
+
+	code, out, errs := runCLI(t, "bench", "kallsyms", "--kallsyms", exampleKallsyms(), "--loaded-modules", dir, "--format", "json")
+	require.Equal(t, 0, code, errs)
+	var rep struct {
+		Benchmark string `json:"benchmark"`
+		Input     string `json:"input"`
+		Figures   []struct {
+			Name  string  `json:"name"`
+			Value float64 `json:"value"`
+		} `json:"figures"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	assert.Equal(t, "kallsyms-loaded", rep.Benchmark)
+	assert.Equal(t, exampleKallsyms()+", every module under "+dir+" loaded", rep.Input)
+	f := map[string]float64{}
+	for _, x := range rep.Figures {
+		f[x.Name] = x.Value
+	}
+	assert.Equal(t, 1.0, f["modules_loaded"])
+	assert.Greater(t, f["input_lines"], 27.0, "the example's lines and md4's")
+
+	code, _, errs = runCLI(t, "bench", "kallsyms", "--kallsyms", exampleKallsyms(), "--loaded-modules", t.TempDir())
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errs, "no module to load")
 }

@@ -23,6 +23,7 @@ type Inputs struct {
 	Kallsyms       string   // bench kallsyms: a kallsyms file
 	Patch          string   // bench resolve: a livepatch module
 	PatchKallsyms  string   // bench resolve: the kallsyms Patch resolves against
+	LoadedModules  string   // bench kallsyms-loaded: these modules loaded into PatchKallsyms's kernel
 	PLTModules     []string // bench plt, one report each
 	LinkModules    []string // bench link, one report each
 	OneShotCommand []string // when not nil, adds kallsyms' one-shot figures (see Kallsyms)
@@ -46,6 +47,9 @@ func RunAll(in Inputs) (*All, error) {
 	}
 	steps := []step{
 		{"kallsyms", []string{in.Kallsyms}, func() (*Report, error) { return Kallsyms(in.Kallsyms, in.OneShotCommand) }},
+		{"kallsyms-loaded", []string{in.PatchKallsyms, in.LoadedModules}, func() (*Report, error) {
+			return KallsymsLoaded(in.PatchKallsyms, in.LoadedModules, in.OneShotCommand)
+		}},
 		{"resolve", []string{in.Patch, in.PatchKallsyms}, func() (*Report, error) { return Resolve(in.Patch, in.PatchKallsyms) }},
 	}
 	for _, m := range in.PLTModules {
