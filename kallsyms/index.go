@@ -148,24 +148,54 @@ func (ix *Index) name(i uint32) string {
 	return ix.data[s.off : s.off+uint32(s.nlen)]
 }
 
-// nameOut is sym i's name for a caller to keep: a copy if the index is a
-// mapping, which goes away with the Index, or an Arena's memory, which the
-// next index overwrites.
+// nameOut is sym i's name for a caller to keep: a copy where the names
+// do not last (namesPass).
 func (ix *Index) nameOut(i uint32) string {
-	if ix.mapping != nil || ix.text != nil || ix.anon != nil && ix.lazy != nil || ix.arena != nil {
+	if ix.namesPass() {
 		return strings.Clone(ix.name(i))
 	}
 	return ix.name(i)
 }
 
-func (ix *Index) symbol(i uint32, pos int) Symbol {
-	return ix.symbolIn(i, ix.objectOf(i), pos)
+// namesPass reports whether ix's names are in memory that goes away with
+// the Index (a mapping) or that the next index overwrites (an Arena's):
+// then a name handed to a caller is a copy (nameOut, ownNames).
+func (ix *Index) namesPass() bool {
+	return ix.mapping != nil || ix.text != nil || ix.anon != nil && ix.lazy != nil || ix.arena != nil
 }
 
-// symbolIn is symbol where the caller knows sym i's object, j.
+// ownNames makes the names of syms, which may be ix's, the caller's to
+// keep (as nameOut does): where they do not last, all are copied, in one
+// allocation.
+func (ix *Index) ownNames(syms []Symbol) {
+	if !ix.namesPass() || len(syms) == 0 {
+		return
+	}
+	n := 0
+	for _, s := range syms {
+		n += len(s.Name)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, s := range syms {
+		b.WriteString(s.Name)
+	}
+	all := b.String()
+	for k := range syms {
+		syms[k].Name, all = all[:len(syms[k].Name)], all[len(syms[k].Name):]
+	}
+}
+
+func (ix *Index) symbol(i uint32, pos int) Symbol {
+	s := ix.symbolIn(i, ix.objectOf(i), pos)
+	s.Name = ix.nameOut(i)
+	return s
+}
+
+// symbolIn is sym i of object j, its name ix's (see ownNames).
 func (ix *Index) symbolIn(i uint32, j int, pos int) Symbol {
 	s := ix.at(i)
-	return Symbol{Name: ix.nameOut(i), Object: ix.objs[j].name, Address: s.addr, Type: s.typ, Pos: pos}
+	return Symbol{Name: ix.name(i), Object: ix.objs[j].name, Address: s.addr, Type: s.typ, Pos: pos}
 }
 
 // own makes mapping (a file's, see Index.mapping; nil for none) ix's,

@@ -110,7 +110,11 @@ func (ix *Index) absentNear(le *LookupError, why objectMiss) {
 	if why != missAbsent || le.Name == "" {
 		return
 	}
-	le.Near = ix.elsewhere(-1, le.Name, nil)
+	var buf [maxNear]Symbol
+	if near := ix.elsewhere(-1, le.Name, buf[:0]); len(near) > 0 {
+		le.Near = slices.Clone(near)
+		ix.ownNames(le.Near)
+	}
 	if slices.ContainsFunc(le.Near, func(s Symbol) bool { return s.Object == Vmlinux && s.Name == le.Name }) {
 		le.Note += " (is " + le.Object + " built into this kernel? vmlinux has " + le.Name + ")"
 	}
@@ -265,9 +269,11 @@ func (ix *Index) missErr(oi int, name string, sympos, count, addr uint64) *Looku
 		return e
 	case count > 1 && sympos == 0:
 		c, n := ix.appendCandidates(nil, o, name, MaxCandidates)
+		ix.ownNames(c)
 		return &LookupError{Object: o.name, Name: name, Kind: ErrAmbiguous, Count: n, Candidates: c}
 	}
 	c, n := ix.appendCandidates(nil, o, name, MaxCandidates)
+	ix.ownNames(c)
 	return &LookupError{Object: o.name, Name: name, Pos: sympos, Kind: ErrNoSuchPosition, Count: n, Candidates: c}
 }
 
@@ -344,11 +350,13 @@ func (ix *Index) count(o *object, name string) int {
 // candidates lists every symbol answering name in o, in sympos order.
 func (ix *Index) candidates(o *object, name string) []Symbol {
 	out, _ := ix.appendCandidates(nil, o, name, -1)
+	ix.ownNames(out)
 	return out
 }
 
 // appendCandidates appends candidates to out, the first limit of them
-// (all: limit < 0), and says how many there are.
+// (all: limit < 0), and says how many there are. Their names are ix's
+// (see ownNames).
 func (ix *Index) appendCandidates(out []Symbol, o *object, name string, limit int) ([]Symbol, int) {
 	n, from := 0, len(out)
 	for i := ix.find(o, name); i != 0; i = ix.next[i-1] {
@@ -358,7 +366,7 @@ func (ix *Index) appendCandidates(out []Symbol, o *object, name string, limit in
 				continue
 			}
 			s := ix.at(i - 1)
-			out = append(out, Symbol{Name: ix.nameOut(i - 1), Object: o.name, Address: s.addr, Type: s.typ, Pos: n})
+			out = append(out, Symbol{Name: ix.name(i - 1), Object: o.name, Address: s.addr, Type: s.typ, Pos: n})
 		}
 	}
 	return out, n
@@ -542,7 +550,8 @@ const maxNear = 8
 // near lists symbols that a user who asked for name in object oi probably
 // meant: the same name in another object, then clone variants of it.
 func (ix *Index) near(oi int, name string) []Symbol {
-	out := ix.elsewhere(oi, name, make([]Symbol, 0, maxNear))
+	var outBuf [maxNear]Symbol
+	out := ix.elsewhere(oi, name, outBuf[:0])
 	// Then the variants: every symbol whose base name (baseName) is
 	// name's, in symbol order, pseudo-modules left out. Those with a
 	// suffix come from an index built on the first miss (a scan of every
@@ -597,14 +606,16 @@ func (ix *Index) near(oi int, name string) []Symbol {
 		return nil
 	}
 	ix.objectFirst(oi, out)
-	return out
+	kept := slices.Clone(out) // (one allocation, and one for the names)
+	ix.ownNames(kept)
+	return kept
 }
 
 // elsewhere lists, at most maxNear, the first of near's suggestions: name
 // as it may have been mistyped (respellings) in any object, then name in
 // the objects other than oi, then the kernel's wrappers of name in oi;
 // pseudo-modules left out. oi is -1 when the object asked is not loaded.
-// They are appended to out.
+// They are appended to out, their names ix's (see ownNames).
 func (ix *Index) elsewhere(oi int, name string, out []Symbol) []Symbol {
 	add := func(j int, n string) {
 		if o := &ix.objs[j]; !o.pseudo && len(out) < maxNear {

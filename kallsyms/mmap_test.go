@@ -499,10 +499,23 @@ func TestStreamBufferMapped(t *testing.T) {
 	c := ix.Candidates(Vmlinux, "sym_9")
 	require.Len(t, c, 200)
 	require.False(t, within(ix.text, unsafe.Pointer(unsafe.StringData(c[0].Name))))
+	// A miss's suggestions and an ambiguous name's candidates too.
+	var miss, ambiguous *LookupError
+	_, err = ix.Lookup(Vmlinux, "sym_7.isra.0", 0)
+	require.ErrorAs(t, err, &miss)
+	_, err = ix.Lookup(Vmlinux, "sym_9", 0)
+	require.ErrorAs(t, err, &ambiguous)
+	require.NotEmpty(t, miss.Near)
+	require.NotEmpty(t, ambiguous.Candidates)
+	for _, s := range append(slices.Clone(miss.Near), ambiguous.Candidates...) {
+		require.False(t, within(ix.text, unsafe.Pointer(unsafe.StringData(s.Name))), "%s points into the buffer's mapping", s.Name)
+	}
 	lo := uintptr(unsafe.Pointer(unsafe.SliceData(ix.text)))
 	require.NoError(t, ix.Close())
 	require.False(t, mappedAt(t, lo), "the buffer is still mapped after Close")
 	require.Equal(t, "sym_7", info.Symbol.Name)
+	require.Equal(t, "sym_7", miss.Near[0].Name)
+	require.Equal(t, "sym_9", ambiguous.Candidates[0].Name)
 	require.Equal(t, "sym_9", c[199].Name)
 
 	small := bigText(1000)
