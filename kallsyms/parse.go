@@ -1089,9 +1089,11 @@ func (c *chunk) parse(file string, lto bool) {
 	for pos := 0; pos < len(data); {
 		if cur == nil {
 			pos, line, syms, hashes = vmRun(data, pos, line, &vm, &r, syms, hashes, base, lto)
-			if pos == len(data) {
-				break
-			}
+		} else {
+			pos, line, syms, hashes = modRun(data, pos, line, cur, &r, syms, hashes, base)
+		}
+		if pos == len(data) {
+			break
 		}
 		line++
 		var (
@@ -1315,28 +1317,7 @@ func vmRun(data []byte, pos, line int, vm *vmTrack, r *run, syms []sym, hashes [
 		if l[16] != ' ' || l[18] != ' ' || l[17] <= ' ' {
 			break
 		}
-		var addr uint64
-		var ok bool
-		if x := binary.LittleEndian.Uint64(l); x == 'f'*ones8 {
-			// hex16's x86_64 case, without its call.
-			var lo uint32
-			lo, ok = hex8(binary.LittleEndian.Uint64(l[8:]))
-			addr = 0xffffffff<<32 | uint64(lo)
-		} else {
-			addr, ok = hex16(l)
-		}
-		var e int
-		if len(l) >= 19+32 {
-			// The name's end within its first 32 bytes (four names in
-			// five), found without a branch; firstCtl after that.
-			if m := ctlMask32(l[19:]); m != 0 {
-				e = 19 + bits.TrailingZeros32(m)
-			} else {
-				e = 19 + 32 + firstCtl(l[19+32:])
-			}
-		} else {
-			e = 19 + firstCtl(l[19:])
-		}
+		addr, e, ok := lineHead(l)
 		if !ok || e == 19 || e-19 >= KSYMNameLen || e == len(l) || l[e] != '\n' {
 			break
 		}
@@ -1358,6 +1339,67 @@ func vmRun(data []byte, pos, line int, vm *vmTrack, r *run, syms []sym, hashes [
 		pos += e + 1
 	}
 	*vm, *r = v, rr
+	return pos, line, syms, hashes
+}
+
+// lineHead reads the head of a line of the exact 64-bit form,
+// "%016lx %c NAME" (l[16] and l[18] being blanks, the caller checked): its
+// address, and where its name ends (the first control byte or blank from
+// l[19] on, len(l) if none). ok is false for an address that is not hex.
+func lineHead(l []byte) (addr uint64, e int, ok bool) {
+	if x := binary.LittleEndian.Uint64(l); x == 'f'*ones8 {
+		// hex16's x86_64 case, without its call.
+		var lo uint32
+		lo, ok = hex8(binary.LittleEndian.Uint64(l[8:]))
+		addr = 0xffffffff<<32 | uint64(lo)
+	} else {
+		addr, ok = hex16(l)
+	}
+	if len(l) >= 19+32 {
+		// The name's end within its first 32 bytes (four names in five),
+		// found without a branch; firstCtl after that.
+		if m := ctlMask32(l[19:]); m != 0 {
+			return addr, 19 + bits.TrailingZeros32(m), ok
+		}
+		return addr, 19 + 32 + firstCtl(l[19+32:]), ok
+	}
+	return addr, 19 + firstCtl(l[19:]), ok
+}
+
+// modRun is vmRun for the lines of module mod, "%016lx %c %s\t[%s]\n"
+// (s_show()'s form for a module's symbol), from data[pos:] on: with
+// every module loaded, four lines in five. It stops at the first other
+// line (another module's, vmlinux's, the last one without a line end,
+// any that parseLine must judge), which parse's loop takes, and records
+// each line exactly as that loop's fast path would (a module's name is
+// hashed as it is, in LTO mode too: see Index.ltoSym).
+func modRun(data []byte, pos, line int, mod []byte, r *run, syms []sym, hashes []uint32, base int) (int, int, []sym, []uint32) {
+	rr := *r
+	tail := len(mod) + 4 // "\t[", mod, "]\n"
+	for pos+20 <= len(data) {
+		l := data[pos:]
+		if l[16] != ' ' || l[18] != ' ' || l[17] <= ' ' {
+			break
+		}
+		addr, e, ok := lineHead(l)
+		if !ok || e == 19 || e-19 >= KSYMNameLen || len(l)-e < tail || l[e] != '\t' || l[e+1] != '[' ||
+			l[e+tail-2] != ']' || l[e+tail-1] != '\n' || !bytes.Equal(l[e+2:e+tail-2], mod) {
+			break
+		}
+		typ := l[17]
+		rr.add(addr, typ)
+		syms = appendSym(syms, addr, uint32(base+pos+19), uint16(e-19), typ)
+		var h uint32
+		if e-19 < 32 && len(l) >= 19+32 {
+			h = uint32(hashShort(l[19:], e-19)) // hashKey, branch-free
+		} else {
+			h = uint32(xxhash.Sum64(l[19:e]))
+		}
+		hashes = append(hashes, h)
+		line++
+		pos += e + tail
+	}
+	*r = rr
 	return pos, line, syms, hashes
 }
 
