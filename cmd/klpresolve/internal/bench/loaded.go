@@ -63,7 +63,7 @@ const (
 // module's (its core symbols, klp.Target.Loaded, with the kernel's type
 // letters), each module at its own addresses. It is how the benchmarks
 // meet a kernel's kallsyms at its largest: a distribution kernel with
-// all its modules loaded lists about five times the lines it lists with
+// all its modules loaded lists several times the lines it lists with
 // the modules a machine loads. It returns the number of modules added.
 // A file under dir that is no module is skipped; modules may be
 // compressed.
