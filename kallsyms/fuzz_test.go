@@ -23,10 +23,10 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("0000000000000000 A a\n"))
 	f.Add([]byte("zz T x\n"))
 	f.Add([]byte("ffffffff81000000 T a\x02b\nffffffff81000000 T c \t [m] \n"))
-	// A module's run of lines (modRun) and where it ends: another module
-	// of the same length, a longer one sharing its start, a long name, a
-	// control byte, a last line without a line end; then a line without
-	// its ']'.
+	// A module's lines one after another (modRun), and where they end:
+	// another module of the same length, a longer one sharing its start,
+	// a long name, a control byte, a last line without a line end; then a
+	// line without its ']'.
 	f.Add([]byte("ffffffffc0000000 t a\t[m]\nffffffffc0000010 t b\t[m]\nffffffffc0000014 t b\t[n]\nffffffffc0000020 t c\t[mm]\n" +
 		"ffffffffc0000030 t a_name_of_more_than_thirty_two_bytes\t[mm]\nffffffffc0000040 t d\x01e\t[mm]\nffffffffc0000060 T g\t[mm]"))
 	f.Add([]byte("ffffffffc0000000 t a\t[m]\nffffffffc0000010 t b\t[m\n"))

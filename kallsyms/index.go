@@ -168,21 +168,30 @@ func (ix *Index) namesPass() bool {
 // keep (as nameOut does): where they do not last, all are copied, in one
 // allocation.
 func (ix *Index) ownNames(syms []Symbol) {
-	if !ix.namesPass() || len(syms) == 0 {
-		return
+	if ix.namesPass() {
+		ownStrings(syms, func(s *Symbol) *string { return &s.Name })
 	}
+}
+
+// ownStrings copies the strings field picks in xs, which may point into
+// memory that does not last, into one allocation of their own.
+func ownStrings[T any](xs []T, field func(*T) *string) {
 	n := 0
-	for _, s := range syms {
-		n += len(s.Name)
+	for i := range xs {
+		n += len(*field(&xs[i]))
+	}
+	if n == 0 {
+		return
 	}
 	var b strings.Builder
 	b.Grow(n)
-	for _, s := range syms {
-		b.WriteString(s.Name)
+	for i := range xs {
+		b.WriteString(*field(&xs[i]))
 	}
 	all := b.String()
-	for k := range syms {
-		syms[k].Name, all = all[:len(syms[k].Name)], all[len(syms[k].Name):]
+	for i := range xs {
+		p := field(&xs[i])
+		*p, all = all[:len(*p)], all[len(*p):]
 	}
 }
 

@@ -497,7 +497,8 @@ const (
 // objectsWith calls fn, in object order, with each object (not a
 // pseudo-module) whose table may file key: those with a slot of its hash
 // (a prefilter; find decides), until fn returns false. In LTO mode
-// vmlinux files names without their .llvm suffix. varOnce must have run.
+// vmlinux files names without their .llvm suffix. indexVariants must
+// have built keyObjects (varOnce).
 //
 // A name every module has (init_module, __this_module) is in thousands
 // of objects when every module is loaded: the callers stop at their

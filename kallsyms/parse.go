@@ -1191,23 +1191,7 @@ func borrowed(b []byte) string {
 // input that is a mapping, and a chunk then allocates once for all its
 // objects' names instead of once for each.
 func (c *chunk) ownObjects() {
-	n := 0
-	for _, r := range c.runs {
-		n += len(r.obj)
-	}
-	if n == 0 {
-		return
-	}
-	var b strings.Builder
-	b.Grow(n)
-	for _, r := range c.runs {
-		b.WriteString(r.obj)
-	}
-	all := b.String()
-	for i := range c.runs {
-		k := len(c.runs[i].obj)
-		c.runs[i].obj, all = all[:k], all[k:]
-	}
+	ownStrings(c.runs, func(r *run) *string { return &r.obj })
 }
 
 // sortVmlinux sorts a chunk's vmlinux symbols by bucket for the table
