@@ -221,7 +221,7 @@ func benchInputs(cmd *cobra.Command, in bench.Inputs, corpus string) bench.Input
 		in.PatchKallsyms = c("amd64/kallsyms-6.1.0-57-amd64.txt")
 	}
 	if !set("loaded-modules") {
-		in.LoadedModules = debianModules("6.1", "amd64", "6.1.0-57-amd64")
+		in.LoadedModules = debian61Modules()
 	}
 	if !set("plt") {
 		in.PLTModules = []string{c("arm64/modules/amdgpu.ko")}
@@ -232,16 +232,15 @@ func benchInputs(cmd *cobra.Command, in bench.Inputs, corpus string) bench.Input
 	return in
 }
 
-// debianModules is the modules folder of Debian's kernel release rel of
-// generation gen for arch, where scripts/debian-kernel puts it
-// ($KLPRESOLVE_GEN_ARCH, else /var/tmp/klpresolve-GEN-ARCH).
-func debianModules(gen, arch, rel string) string {
-	env := "KLPRESOLVE_" + strings.ReplaceAll(gen, ".", "_") + "_" + strings.ToUpper(arch)
-	dir := os.Getenv(env)
+// debian61Modules is the modules folder of Debian's 6.1 amd64 kernel,
+// the corpus's build, where scripts/debian-kernel puts it
+// ($KLPRESOLVE_6_1_AMD64, else /var/tmp/klpresolve-6.1-amd64).
+func debian61Modules() string {
+	dir := os.Getenv("KLPRESOLVE_6_1_AMD64")
 	if dir == "" {
-		dir = "/var/tmp/klpresolve-" + gen + "-" + arch
+		dir = "/var/tmp/klpresolve-6.1-amd64"
 	}
-	return filepath.Join(dir, "root", "lib", "modules", rel, "kernel")
+	return filepath.Join(dir, "root", "lib", "modules", "6.1.0-57-amd64", "kernel")
 }
 
 // onceCmd is the command that runs "bench once" in a fresh process: this
